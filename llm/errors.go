@@ -1,0 +1,182 @@
+package llm
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"time"
+)
+
+// Kind classifies a model-call failure so callers can decide what to do
+// without knowing the vendor.
+type Kind int
+
+// The kinds of model-call failure.
+const (
+	KindUnknown Kind = iota
+	// KindRateLimited: the provider asked us to slow down (HTTP 429).
+	KindRateLimited
+	// KindTransient: a failure that may pass on retry (5xx, network,
+	// broken stream, per-call timeout).
+	KindTransient
+	// KindOverloaded: the provider is over capacity (HTTP 503, 529).
+	KindOverloaded
+	// KindInvalidRequest: the request is wrong and will stay wrong (400, 422).
+	KindInvalidRequest
+	// KindAuth: missing or refused credentials (401, 403).
+	KindAuth
+	// KindNotFound: no such model or endpoint (404).
+	KindNotFound
+	// KindContextTooLong: the prompt exceeds the model's context window.
+	KindContextTooLong
+	// KindContentFiltered: the provider refused the content.
+	KindContentFiltered
+)
+
+var kindNames = [...]string{
+	KindUnknown:         "unknown",
+	KindRateLimited:     "rate_limited",
+	KindTransient:       "transient",
+	KindOverloaded:      "overloaded",
+	KindInvalidRequest:  "invalid_request",
+	KindAuth:            "auth",
+	KindNotFound:        "not_found",
+	KindContextTooLong:  "context_too_long",
+	KindContentFiltered: "content_filtered",
+}
+
+// String returns the kind's snake_case name.
+func (k Kind) String() string {
+	if k >= 0 && int(k) < len(kindNames) {
+		return kindNames[k]
+	}
+	return fmt.Sprintf("kind(%d)", int(k))
+}
+
+// ParseKind returns the Kind named s ("rate_limited", ...).
+func ParseKind(s string) (Kind, bool) {
+	for k, n := range kindNames {
+		if n == s {
+			return Kind(k), true
+		}
+	}
+	return KindUnknown, false
+}
+
+// Retryable reports whether a call that failed with this kind may succeed
+// when repeated.
+func (k Kind) Retryable() bool {
+	return k == KindRateLimited || k == KindTransient || k == KindOverloaded
+}
+
+// Sentinel errors, one per kind, for errors.Is:
+//
+//	if errors.Is(err, llm.ErrRateLimited) { ... }
+var (
+	ErrRateLimited     = &kindError{KindRateLimited}
+	ErrTransient       = &kindError{KindTransient}
+	ErrOverloaded      = &kindError{KindOverloaded}
+	ErrInvalidRequest  = &kindError{KindInvalidRequest}
+	ErrAuth            = &kindError{KindAuth}
+	ErrNotFound        = &kindError{KindNotFound}
+	ErrContextTooLong  = &kindError{KindContextTooLong}
+	ErrContentFiltered = &kindError{KindContentFiltered}
+)
+
+type kindError struct{ k Kind }
+
+func (e *kindError) Error() string { return "llm: " + e.k.String() }
+
+// APIError is a failed model call. Every provider returns its failures as
+// an *APIError so errors.As and errors.Is work whatever the vendor.
+type APIError struct {
+	Kind     Kind
+	Provider string
+	Model    string
+	// Status is the HTTP status, or 0 when there was none.
+	Status int
+	// Message is the provider's own error text. It never holds credentials.
+	Message string
+	// RetryAfter is the wait the provider asked for, or 0.
+	RetryAfter time.Duration
+	// Err is the underlying error, if any.
+	Err error
+}
+
+func (e *APIError) Error() string {
+	s := "llm"
+	if e.Provider != "" {
+		s += " " + e.Provider
+	}
+	if e.Model != "" {
+		s += " model " + e.Model
+	}
+	s += ": " + e.Kind.String()
+	if e.Status != 0 {
+		s += fmt.Sprintf(" (HTTP %d)", e.Status)
+	}
+	if e.Message != "" {
+		s += ": " + e.Message
+	} else if e.Err != nil {
+		s += ": " + e.Err.Error()
+	}
+	return s
+}
+
+// Unwrap returns the underlying error.
+func (e *APIError) Unwrap() error { return e.Err }
+
+// Is makes errors.Is(err, llm.ErrRateLimited) (and the other kind
+// sentinels) match an APIError of that kind.
+func (e *APIError) Is(target error) bool {
+	if k, ok := target.(*kindError); ok {
+		return k.k == e.Kind
+	}
+	return false
+}
+
+// KindForStatus maps an HTTP status to the kind vendors mean by it.
+func KindForStatus(status int) Kind {
+	switch {
+	case status == http.StatusTooManyRequests:
+		return KindRateLimited
+	case status == http.StatusUnauthorized || status == http.StatusForbidden:
+		return KindAuth
+	case status == http.StatusNotFound:
+		return KindNotFound
+	case status == http.StatusRequestEntityTooLarge:
+		return KindContextTooLong
+	case status == http.StatusServiceUnavailable || status == 529:
+		return KindOverloaded
+	case status == http.StatusRequestTimeout || status == http.StatusConflict || status >= 500:
+		return KindTransient
+	case status >= 400:
+		return KindInvalidRequest
+	}
+	return KindUnknown
+}
+
+// KindOf returns the kind of err: the Kind of an *APIError in its chain,
+// KindTransient for a per-call deadline that is not the caller's, or
+// KindUnknown.
+func KindOf(err error) Kind {
+	var ae *APIError
+	if errors.As(err, &ae) {
+		return ae.Kind
+	}
+	return KindUnknown
+}
+
+// RetryAfterOf returns the wait an error asks for, or 0.
+func RetryAfterOf(err error) time.Duration {
+	var ae *APIError
+	if errors.As(err, &ae) {
+		return ae.RetryAfter
+	}
+	return 0
+}
+
+// isCallerDone reports whether ctx itself has ended, as opposed to a
+// deadline set inside the call.
+func isCallerDone(ctx context.Context) bool { return ctx.Err() != nil }

@@ -1,0 +1,203 @@
+// Package llm is agentry's provider-neutral model interface: messages, tool
+// calls, tool specs, usage, typed errors, retries and pricing.
+//
+// No vendor type appears here. A provider package (llm/scripted,
+// llm/openai, ...) translates between these types and its wire format.
+package llm
+
+import (
+	"context"
+	"encoding/json"
+	"iter"
+)
+
+// Role is the author of a message.
+type Role string
+
+// The roles of a transcript.
+const (
+	RoleSystem    Role = "system"
+	RoleUser      Role = "user"
+	RoleAssistant Role = "assistant"
+	RoleTool      Role = "tool"
+)
+
+// Message is one entry of a transcript.
+type Message struct {
+	Role    Role   `json:"role"`
+	Content string `json:"content,omitempty"`
+	// ToolCalls are the calls an assistant message asks for.
+	ToolCalls []ToolCall `json:"tool_calls,omitempty"`
+	// ToolCallID links a tool message to the call it answers.
+	ToolCallID string `json:"tool_call_id,omitempty"`
+	// Name is the tool's name on a tool message.
+	Name string `json:"name,omitempty"`
+}
+
+// ToolCall is a model's request to run one tool.
+type ToolCall struct {
+	ID        string          `json:"id"`
+	Name      string          `json:"name"`
+	Arguments json.RawMessage `json:"arguments"`
+}
+
+// ToolSpec describes a tool to the model.
+type ToolSpec struct {
+	Name        string `json:"name"`
+	Description string `json:"description,omitempty"`
+	// Parameters is the JSON Schema of the arguments object.
+	Parameters json.RawMessage `json:"parameters,omitempty"`
+}
+
+// Usage counts the tokens of one or more model calls.
+type Usage struct {
+	PromptTokens     int `json:"prompt_tokens"`
+	CompletionTokens int `json:"completion_tokens"`
+	TotalTokens      int `json:"total_tokens"`
+	// CachedPromptTokens is the part of PromptTokens served from the
+	// provider's prompt cache, priced differently where the vendor does so.
+	CachedPromptTokens int `json:"cached_prompt_tokens,omitempty"`
+}
+
+// Add adds u2 to u. A TotalTokens of zero in u2 counts as prompt plus
+// completion tokens.
+func (u *Usage) Add(u2 Usage) {
+	u.PromptTokens += u2.PromptTokens
+	u.CompletionTokens += u2.CompletionTokens
+	u.CachedPromptTokens += u2.CachedPromptTokens
+	t := u2.TotalTokens
+	if t == 0 {
+		t = u2.PromptTokens + u2.CompletionTokens
+	}
+	u.TotalTokens += t
+}
+
+// Request is one model call.
+type Request struct {
+	// Model is the model id as the provider knows it, without any
+	// "provider:" prefix.
+	Model    string     `json:"model"`
+	Messages []Message  `json:"messages"`
+	Tools    []ToolSpec `json:"tools,omitempty"`
+	// Temperature, TopP: nil means the provider's default.
+	Temperature     *float64 `json:"temperature,omitempty"`
+	TopP            *float64 `json:"top_p,omitempty"`
+	MaxOutputTokens int      `json:"max_output_tokens,omitempty"`
+	// ResponseSchema asks for structured output matching this JSON Schema
+	// where the provider supports it.
+	ResponseSchema json.RawMessage `json:"response_schema,omitempty"`
+}
+
+// Response is a model's reply to one Request.
+type Response struct {
+	// Content is the assistant's text.
+	Content string `json:"content,omitempty"`
+	// ToolCalls are the tools the model wants run, in order.
+	ToolCalls []ToolCall `json:"tool_calls,omitempty"`
+	Usage     Usage      `json:"usage"`
+	// Model is the model that answered, as the provider reports it.
+	Model string `json:"model,omitempty"`
+	// FinishReason is the provider's stop reason, when it gives one.
+	FinishReason string `json:"finish_reason,omitempty"`
+}
+
+// Message returns the response as an assistant message of a transcript.
+func (r *Response) Message() Message {
+	return Message{Role: RoleAssistant, Content: r.Content, ToolCalls: r.ToolCalls}
+}
+
+// Provider generates model replies. Implementations must be safe for
+// concurrent use.
+type Provider interface {
+	Generate(ctx context.Context, req *Request) (*Response, error)
+}
+
+// Chunk is one piece of a streamed reply. Text deltas, tool-call deltas and
+// usage travel in the same stream; any field may be empty.
+type Chunk struct {
+	// Text is a delta of the assistant's text.
+	Text string `json:"text,omitempty"`
+	// ToolCall is a delta of one tool call, identified by Index. ID and Name
+	// arrive once; Arguments are appended in order.
+	ToolCall *ToolCallDelta `json:"tool_call,omitempty"`
+	// Usage, when set, is the usage of the whole call so far.
+	Usage *Usage `json:"usage,omitempty"`
+	// Model and FinishReason arrive once, usually at the end.
+	Model        string `json:"model,omitempty"`
+	FinishReason string `json:"finish_reason,omitempty"`
+}
+
+// ToolCallDelta is a fragment of a streamed tool call.
+type ToolCallDelta struct {
+	Index     int    `json:"index"`
+	ID        string `json:"id,omitempty"`
+	Name      string `json:"name,omitempty"`
+	Arguments string `json:"arguments,omitempty"`
+}
+
+// Streamer is implemented by providers that can stream a reply. The
+// sequence ends after the last chunk or the first error.
+type Streamer interface {
+	Stream(ctx context.Context, req *Request) iter.Seq2[Chunk, error]
+}
+
+// Collect assembles a streamed reply into a Response, calling onChunk (which
+// may be nil) for each chunk as it arrives. Tool calls are recognised in
+// any chunk, not only the first. On error the partial response is returned
+// with it.
+func Collect(seq iter.Seq2[Chunk, error], onChunk func(Chunk)) (*Response, error) {
+	resp := &Response{}
+	var text []byte
+	var calls []ToolCall
+	var args [][]byte
+	for c, err := range seq {
+		if err != nil {
+			resp.Content = string(text)
+			resp.ToolCalls = finishCalls(calls, args)
+			return resp, err
+		}
+		if onChunk != nil {
+			onChunk(c)
+		}
+		text = append(text, c.Text...)
+		if d := c.ToolCall; d != nil {
+			for len(calls) <= d.Index {
+				calls = append(calls, ToolCall{})
+				args = append(args, nil)
+			}
+			if d.ID != "" {
+				calls[d.Index].ID = d.ID
+			}
+			if d.Name != "" {
+				calls[d.Index].Name = d.Name
+			}
+			args[d.Index] = append(args[d.Index], d.Arguments...)
+		}
+		if c.Usage != nil {
+			resp.Usage = *c.Usage
+		}
+		if c.Model != "" {
+			resp.Model = c.Model
+		}
+		if c.FinishReason != "" {
+			resp.FinishReason = c.FinishReason
+		}
+	}
+	resp.Content = string(text)
+	resp.ToolCalls = finishCalls(calls, args)
+	return resp, nil
+}
+
+func finishCalls(calls []ToolCall, args [][]byte) []ToolCall {
+	if len(calls) == 0 {
+		return nil
+	}
+	for i := range calls {
+		a := args[i]
+		if len(a) == 0 {
+			a = []byte("{}")
+		}
+		calls[i].Arguments = json.RawMessage(a)
+	}
+	return calls
+}

@@ -1,0 +1,154 @@
+// Package httptool provides the http_get tool: a bounded HTTP GET that
+// returns text and JSON bodies to the model, with a guard against requests
+// to private and loopback addresses.
+package httptool
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"mime"
+	"net"
+	"net/http"
+	"net/url"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/agentry/agentry/tool"
+)
+
+// Options configure http_get. The zero value is usable.
+type Options struct {
+	// Timeout bounds the whole request; default 30s.
+	Timeout time.Duration
+	// MaxBytes caps the body read; default 1 MiB. A longer body is cut and
+	// marked truncated.
+	MaxBytes int64
+	// AllowPrivate permits loopback, private, link-local and unspecified
+	// addresses. It is off by default so a model cannot reach the host's
+	// internal network (SSRF).
+	AllowPrivate bool
+	// Transport replaces the default transport (tests, proxies).
+	Transport http.RoundTripper
+	// UserAgent is sent with each request; default "agentry".
+	UserAgent string
+}
+
+type getArgs struct {
+	URL     string            `json:"url" description:"The http or https URL to fetch."`
+	Headers map[string]string `json:"headers,omitempty" description:"Extra request headers."`
+}
+
+// Response is what http_get returns.
+type Response struct {
+	URL         string `json:"url"`
+	Status      int    `json:"status"`
+	ContentType string `json:"content_type,omitempty"`
+	// Body is the decoded JSON value for JSON responses and a string for
+	// text ones.
+	Body      any  `json:"body"`
+	Truncated bool `json:"truncated,omitempty"`
+}
+
+// ErrBlockedAddress is wrapped by the error of a request to an address
+// the guard refuses.
+var ErrBlockedAddress = errors.New("http_get: address not allowed")
+
+// New returns the http_get tool.
+func New(o Options) tool.Tool {
+	if o.Timeout <= 0 {
+		o.Timeout = 30 * time.Second
+	}
+	if o.MaxBytes <= 0 {
+		o.MaxBytes = 1 << 20
+	}
+	if o.UserAgent == "" {
+		o.UserAgent = "agentry"
+	}
+	client := &http.Client{Transport: o.Transport, Timeout: o.Timeout}
+	if client.Transport == nil {
+		d := &net.Dialer{Timeout: 10 * time.Second}
+		if !o.AllowPrivate {
+			d.Control = guard
+		}
+		client.Transport = &http.Transport{DialContext: d.DialContext, Proxy: nil,
+			TLSHandshakeTimeout: 10 * time.Second, MaxIdleConns: 16, IdleConnTimeout: 30 * time.Second}
+	}
+	return tool.Must(tool.Func("http_get",
+		"Fetch a URL with HTTP GET and return its status and body (JSON or text).",
+		func(ctx context.Context, a getArgs) (*Response, error) { return get(ctx, client, o, a) },
+		tool.WithIdempotency(tool.Safe), tool.WithTimeout(o.Timeout)))
+}
+
+func get(ctx context.Context, client *http.Client, o Options, a getArgs) (*Response, error) {
+	u, err := url.Parse(a.URL)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return nil, tool.NewErrorDetails("invalid_arguments", fmt.Sprintf("url %q is not an absolute http(s) URL", a.URL), true)
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
+	if err != nil {
+		return nil, tool.NewErrorDetails("invalid_arguments", err.Error(), true)
+	}
+	req.Header.Set("User-Agent", o.UserAgent)
+	for k, v := range a.Headers {
+		req.Header.Set(k, v)
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		if errors.Is(err, ErrBlockedAddress) {
+			return nil, tool.NewErrorDetails("blocked", err.Error(), false)
+		}
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		return nil, tool.Transient(err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, o.MaxBytes+1))
+	if err != nil {
+		return nil, tool.Transient(fmt.Errorf("reading body: %w", err))
+	}
+	out := &Response{URL: u.String(), Status: resp.StatusCode, ContentType: resp.Header.Get("Content-Type")}
+	if int64(len(body)) > o.MaxBytes {
+		body, out.Truncated = body[:o.MaxBytes], true
+	}
+	mt, _, _ := mime.ParseMediaType(out.ContentType)
+	switch {
+	case isJSON(mt) && !out.Truncated && json.Valid(body):
+		out.Body = json.RawMessage(body)
+	case isJSON(mt) || isText(mt) || mt == "":
+		out.Body = strings.ToValidUTF8(string(body), "\uFFFD")
+	default:
+		return nil, tool.NewErrorDetails("unsupported_content", fmt.Sprintf("content type %q is not text or JSON", mt), false)
+	}
+	return out, nil // any status: the model sees it and decides
+}
+
+func isJSON(mt string) bool {
+	return mt == "application/json" || strings.HasSuffix(mt, "+json")
+}
+
+func isText(mt string) bool {
+	return strings.HasPrefix(mt, "text/") || mt == "application/xml" || strings.HasSuffix(mt, "+xml") ||
+		mt == "application/javascript" || mt == "application/x-www-form-urlencoded"
+}
+
+// guard refuses connections to addresses a model must not reach.
+func guard(network, address string, _ syscall.RawConn) error {
+	host, _, err := net.SplitHostPort(address)
+	if err != nil {
+		return err
+	}
+	ip := net.ParseIP(host)
+	if ip == nil {
+		return fmt.Errorf("%w: %s", ErrBlockedAddress, address)
+	}
+	if ip.IsLoopback() || ip.IsPrivate() || ip.IsLinkLocalUnicast() || ip.IsLinkLocalMulticast() ||
+		ip.IsUnspecified() || ip.IsMulticast() || ip.IsInterfaceLocalMulticast() {
+		return fmt.Errorf("%w: %s is a private, loopback or local address", ErrBlockedAddress, host)
+	}
+	return nil
+}

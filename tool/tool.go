@@ -1,0 +1,151 @@
+// Package tool defines what agents can call: the Tool interface, a
+// Registry, Func for typed Go functions with derived and enforced JSON
+// schemas, the StandardToolResult, and Invoke, which runs one call with a
+// timeout, panic recovery and retries.
+package tool
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+)
+
+// Idempotency says what repeating a call does, which decides whether a
+// failed call may be retried and whether it must be logged before it runs.
+type Idempotency string
+
+// The idempotency classes.
+const (
+	// Safe tools only read: repeating them changes nothing.
+	Safe Idempotency = "safe"
+	// Idempotent tools change state, but repeating a call changes nothing more.
+	Idempotent Idempotency = "idempotent"
+	// NonIdempotent tools must not be repeated blindly.
+	NonIdempotent Idempotency = "non_idempotent"
+)
+
+// Retryable reports whether a failed call of this class may be repeated.
+func (c Idempotency) Retryable() bool { return c == Safe || c == Idempotent }
+
+// Valid reports whether c is one of the three classes.
+func (c Idempotency) Valid() bool { return c == Safe || c == Idempotent || c == NonIdempotent }
+
+// Info is what a tool says about itself.
+type Info struct {
+	// Name is how models call the tool: 1 to 64 letters, digits, '_' or '-'.
+	Name        string
+	Description string
+	// Parameters is the JSON Schema of the arguments object.
+	Parameters json.RawMessage
+	// Idempotency defaults to NonIdempotent when empty.
+	Idempotency Idempotency
+	// Timeout bounds one call; 0 leaves it to the agent's limits.
+	Timeout time.Duration
+}
+
+// Tool is something an agent can call. Call receives the arguments as the
+// model wrote them (a JSON object) and returns the result as JSON. A Tool
+// must honour ctx: when it is done, the call has timed out or the run was
+// aborted, and the result will be discarded.
+type Tool interface {
+	Info() Info
+	Call(ctx context.Context, args json.RawMessage) (json.RawMessage, error)
+}
+
+// ValidName reports whether name can name a tool.
+func ValidName(name string) bool {
+	if len(name) == 0 || len(name) > 64 {
+		return false
+	}
+	for i := 0; i < len(name); i++ {
+		c := name[i]
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-') {
+			return false
+		}
+	}
+	return true
+}
+
+// ErrDuplicate is returned when a registry already holds a tool of that name.
+var ErrDuplicate = errors.New("tool: duplicate name")
+
+// ErrInvalidName is returned for a tool name that models cannot call.
+var ErrInvalidName = errors.New("tool: invalid name")
+
+// Registry holds tools by name. Lookup is O(1); it is safe for concurrent use.
+type Registry struct {
+	mu    sync.RWMutex
+	tools map[string]Tool
+}
+
+// NewRegistry returns a registry holding tools.
+func NewRegistry(tools ...Tool) (*Registry, error) {
+	r := &Registry{tools: make(map[string]Tool, len(tools))}
+	for _, t := range tools {
+		if err := r.Register(t); err != nil {
+			return nil, err
+		}
+	}
+	return r, nil
+}
+
+// Register adds t. A name already taken is ErrDuplicate.
+func (r *Registry) Register(t Tool) error {
+	if t == nil {
+		return errors.New("tool: Register of nil tool")
+	}
+	name := t.Info().Name
+	if !ValidName(name) {
+		return fmt.Errorf("%w %q: use 1 to 64 letters, digits, '_' or '-'", ErrInvalidName, name)
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.tools == nil {
+		r.tools = map[string]Tool{}
+	}
+	if _, dup := r.tools[name]; dup {
+		return fmt.Errorf("%w %q", ErrDuplicate, name)
+	}
+	r.tools[name] = t
+	return nil
+}
+
+// Get returns the tool called name.
+func (r *Registry) Get(name string) (Tool, bool) {
+	r.mu.RLock()
+	t, ok := r.tools[name]
+	r.mu.RUnlock()
+	return t, ok
+}
+
+// Unregister removes the tool called name and reports whether it was there.
+func (r *Registry) Unregister(name string) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	_, ok := r.tools[name]
+	delete(r.tools, name)
+	return ok
+}
+
+// Names returns the names of all tools, sorted.
+func (r *Registry) Names() []string {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	names := make([]string, 0, len(r.tools))
+	for n := range r.tools {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	return names
+}
+
+// Len returns the number of tools.
+func (r *Registry) Len() int {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	return len(r.tools)
+}
