@@ -1,0 +1,146 @@
+package agent
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/agentry/agentry/event"
+	"github.com/agentry/agentry/llm"
+	"github.com/agentry/agentry/tool"
+)
+
+// callResult is what one tool call produced.
+type callResult struct {
+	out      json.RawMessage
+	err      error
+	attempts int
+	start    time.Time
+	dur      time.Duration
+}
+
+// runTools runs the tool calls of one turn: one inline, several in
+// parallel (at most max_parallel_tools at a time). Results enter the
+// transcript and the trace in the order the model asked for them.
+func (r *run) runTools(resp *llm.Response) {
+	calls := resp.ToolCalls
+	var one [1]callResult
+	results := one[:]
+	if len(calls) == 1 {
+		r.exec(&calls[0], &one[0])
+	} else {
+		results = make([]callResult, len(calls))
+		sem := make(chan struct{}, max(r.a.limits.MaxParallelTools, 1))
+		var wg sync.WaitGroup
+		for i := range calls {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				select {
+				case sem <- struct{}{}:
+					defer func() { <-sem }()
+				case <-r.ctx.Done():
+					// exec sees the ended context and records a cancelled
+					// call, with its start and end events.
+				}
+				r.exec(&calls[i], &results[i])
+			}()
+		}
+		wg.Wait()
+	}
+	for i := range calls {
+		r.record(resp.Content, &calls[i], &results[i])
+	}
+}
+
+// exec runs one call; it never panics (tool.Invoke recovers) and always
+// emits one start and one end event.
+func (r *run) exec(call *llm.ToolCall, res *callResult) {
+	active := r.s.bus.Active()
+	if active {
+		r.emit(event.Event{Type: event.ToolCallStart, Tool: &event.ToolCall{ID: call.ID, Name: call.Name, Arguments: call.Arguments}})
+	}
+	res.start = time.Now()
+	b := r.a.tools[call.Name]
+	switch {
+	case r.ctx.Err() != nil:
+		res.err = &tool.ErrorDetails{Type: "cancelled", Message: "the run ended before the call started", Recoverable: false}
+	case b == nil:
+		res.err = &tool.ErrorDetails{Type: "unknown_tool", Recoverable: true,
+			Message: fmt.Sprintf("there is no tool %q; available tools: %s", call.Name, r.toolNames())}
+	default:
+		res.out, res.attempts, res.err = tool.Invoke(r.ctx, b.tool, call.Arguments, tool.CallOptions{
+			Timeout: b.timeout, Attempts: b.attempts,
+			Backoff: time.Duration(r.a.retry.InitialBackoffMS) * time.Millisecond,
+		})
+	}
+	res.dur = time.Since(res.start)
+	if active {
+		tc := &event.ToolCall{ID: call.ID, Name: call.Name, Status: "success", DurationMS: ms(res.dur), Attempts: res.attempts, Output: res.out}
+		if res.err != nil {
+			tc.Status, tc.Error = "error", res.err.Error()
+		}
+		r.emit(event.Event{Type: event.ToolCallEnd, Tool: tc})
+	}
+}
+
+func (r *run) toolNames() string {
+	names := make([]string, 0, len(r.a.tools))
+	for n := range r.a.tools {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	if len(names) == 0 {
+		return "none"
+	}
+	return fmt.Sprint(names)
+}
+
+// record appends a finished call to the transcript and the trace.
+func (r *run) record(thought string, call *llm.ToolCall, res *callResult) {
+	st := r.st
+	st.ToolCalls++
+	var obs string
+	act := &Action{Tool: call.Name, CallID: call.ID, Input: call.Arguments, DurationMS: ms(res.dur), Attempts: res.attempts}
+	if res.err != nil {
+		st.ToolErrors++
+		obs = errorObservation(res.err)
+		act.Error = res.err.Error()
+	} else {
+		obs = string(res.out)
+		act.Output = res.out
+	}
+	if _, known := r.a.tools[call.Name]; known {
+		st.ToolLatencyMS[call.Name] += act.DurationMS
+		if !slices.Contains(st.ToolsUsed, call.Name) {
+			st.ToolsUsed = append(st.ToolsUsed, call.Name)
+		}
+	}
+	st.Messages = append(st.Messages, llm.Message{Role: llm.RoleTool, Content: obs, ToolCallID: call.ID, Name: call.Name})
+	st.Steps = append(st.Steps, Step{Step: len(st.Steps) + 1, Turn: st.Turn, Thought: thought, Action: act,
+		Observation: obs, Timestamp: Timestamp{res.start}})
+}
+
+// errorObservation is what the model sees of a failed call: the
+// StandardToolResult of the failure, as JSON.
+func errorObservation(err error) string {
+	var d *tool.ErrorDetails
+	var ae *tool.ArgumentError
+	if errors.As(err, &ae) {
+		d = ae.Details()
+	} else {
+		d = tool.DetailsFrom(err, true)
+		if d.Type == "panic" {
+			d = &tool.ErrorDetails{Type: d.Type, Message: d.Message, Recoverable: d.Recoverable} // no stack for the model
+		}
+	}
+	b, mErr := json.Marshal(tool.Failure(d, ""))
+	if mErr != nil {
+		return `{"status":"error","error":{"type":"tool_error","message":` + fmt.Sprintf("%q", err.Error()) + `,"recoverable":false}}`
+	}
+	return string(b)
+}

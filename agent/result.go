@@ -1,0 +1,180 @@
+package agent
+
+import (
+	"encoding/json"
+	"errors"
+	"time"
+
+	"github.com/agentry/agentry/llm"
+)
+
+// Outcome is how a run ended, in the jeeves vocabulary.
+type Outcome string
+
+// The outcomes.
+const (
+	OutcomeSuccess   Outcome = "success"
+	OutcomeError     Outcome = "error"
+	OutcomePartial   Outcome = "partial"
+	OutcomeClarify   Outcome = "clarify"
+	OutcomeConfirm   Outcome = "confirm"
+	OutcomeReplan    Outcome = "replan"
+	OutcomeLoopBack  Outcome = "loop_back"
+	OutcomeTerminate Outcome = "terminate"
+	OutcomeSkip      Outcome = "skip"
+)
+
+// TerminateReason says why the loop stopped.
+type TerminateReason string
+
+// The terminate reasons.
+const (
+	ReasonCompleted        TerminateReason = "completed"
+	ReasonMaxTurns         TerminateReason = "max_turns"
+	ReasonTimeout          TerminateReason = "timeout"
+	ReasonAborted          TerminateReason = "aborted"
+	ReasonBudgetExceeded   TerminateReason = "budget_exceeded"
+	ReasonError            TerminateReason = "error"
+	ReasonAwaitingApproval TerminateReason = "awaiting_approval"
+)
+
+// The errors a run can end with. Each is matched with errors.Is on the
+// error Run returns; a failed model call also matches *llm.APIError with
+// errors.As.
+var (
+	ErrMaxTurns       = errors.New("max turns reached")
+	ErrTimeout        = errors.New("run timed out")
+	ErrAborted        = errors.New("run aborted")
+	ErrBudgetExceeded = errors.New("budget exceeded")
+	ErrConfig         = errors.New("configuration error")
+	ErrInvalidInput   = errors.New("invalid input")
+)
+
+// Error codes of Result.Error.
+const (
+	CodeValidation      = "validation_error"
+	CodeTimeout         = "timeout"
+	CodeMaxTurns        = "max_turns"
+	CodeToolError       = "tool_error"
+	CodeLLMError        = "llm_error"
+	CodeParseError      = "parse_error"
+	CodeBudgetExceeded  = "budget_exceeded"
+	CodePolicyViolation = "policy_violation"
+	CodeAborted         = "aborted"
+	CodeConfigError     = "config_error"
+)
+
+// ErrorInfo is the error of a failed run.
+type ErrorInfo struct {
+	Code        string         `json:"code"`
+	Message     string         `json:"message"`
+	Recoverable bool           `json:"recoverable"`
+	Details     map[string]any `json:"details,omitempty"`
+}
+
+// Timestamp is a time that marshals as RFC 3339 with milliseconds.
+type Timestamp struct{ time.Time }
+
+const timestampLayout = "2006-01-02T15:04:05.000Z07:00"
+
+// MarshalJSON writes RFC 3339 with milliseconds.
+func (t Timestamp) MarshalJSON() ([]byte, error) {
+	b := make([]byte, 0, len(timestampLayout)+2)
+	b = append(b, '"')
+	b = t.UTC().AppendFormat(b, timestampLayout)
+	return append(b, '"'), nil
+}
+
+// UnmarshalJSON reads any RFC 3339 time.
+func (t *Timestamp) UnmarshalJSON(b []byte) error {
+	var s string
+	if err := json.Unmarshal(b, &s); err != nil {
+		return err
+	}
+	v, err := time.Parse(time.RFC3339Nano, s)
+	if err != nil {
+		return err
+	}
+	t.Time = v
+	return nil
+}
+
+// Step is one entry of the reasoning trace: a tool call with its thought
+// and observation (parallel calls of one turn are one step each).
+type Step struct {
+	Step        int       `json:"step"`
+	Turn        int       `json:"turn"`
+	Thought     string    `json:"thought,omitempty"`
+	Action      *Action   `json:"action,omitempty"`
+	Observation string    `json:"observation,omitempty"`
+	Timestamp   Timestamp `json:"timestamp"`
+}
+
+// Action is a tool call as the trace records it.
+type Action struct {
+	Tool       string          `json:"tool"`
+	CallID     string          `json:"call_id,omitempty"`
+	Input      json.RawMessage `json:"input"`
+	Output     json.RawMessage `json:"output,omitempty"`
+	Error      string          `json:"error,omitempty"`
+	DurationMS float64         `json:"duration_ms"`
+	Attempts   int             `json:"attempts,omitempty"`
+}
+
+// ModelCall summarises one model call (all its attempts).
+type ModelCall struct {
+	Agent            string  `json:"agent,omitempty"`
+	Turn             int     `json:"turn"`
+	Provider         string  `json:"provider"`
+	Model            string  `json:"model"`
+	PromptTokens     int     `json:"prompt_tokens"`
+	CompletionTokens int     `json:"completion_tokens"`
+	CostUSD          float64 `json:"cost_usd"`
+	DurationMS       float64 `json:"duration_ms"`
+	Attempts         int     `json:"attempts"`
+	Error            string  `json:"error,omitempty"`
+}
+
+// Metrics are the run's timings.
+type Metrics struct {
+	DurationMS     float64            `json:"duration_ms"`
+	ModelLatencyMS float64            `json:"model_latency_ms"`
+	ToolLatencyMS  map[string]float64 `json:"tool_latency_ms"`
+	ToolCalls      int                `json:"tool_calls"`
+	ToolErrors     int                `json:"tool_errors"`
+}
+
+// Result is the complete record of a run, whatever its ending (DESIGN.md 3.2).
+type Result struct {
+	ID              string          `json:"id"`
+	SessionID       string          `json:"session_id"`
+	AgentName       string          `json:"agent_name"`
+	AgentVersion    string          `json:"agent_version"`
+	Success         bool            `json:"success"`
+	Outcome         Outcome         `json:"outcome"`
+	Result          any             `json:"result"`
+	RawContent      string          `json:"raw_content"`
+	Validated       *bool           `json:"validated,omitempty"`
+	TerminateReason TerminateReason `json:"terminate_reason"`
+	Error           *ErrorInfo      `json:"error,omitempty"`
+	StartedAt       Timestamp       `json:"started_at"`
+	FinishedAt      Timestamp       `json:"finished_at"`
+	Iterations      int             `json:"iterations"`
+	Steps           []Step          `json:"steps"`
+	Messages        []llm.Message   `json:"messages"`
+	ToolsUsed       []string        `json:"tools_used"`
+	TokenUsage      llm.Usage       `json:"token_usage"`
+	EstimatedCost   float64         `json:"estimated_cost_usd"`
+	Model           string          `json:"model"`
+	Provider        string          `json:"provider"`
+	ModelCalls      []ModelCall     `json:"model_calls"`
+	Confidence      float64         `json:"confidence"`
+	Decision        string          `json:"decision"`
+	Metrics         Metrics         `json:"metrics"`
+}
+
+// IsConfigError reports whether err comes from a bad spec or input rather
+// than from running.
+func IsConfigError(err error) bool {
+	return errors.Is(err, ErrConfig) || errors.Is(err, ErrInvalidSpec) || errors.Is(err, ErrInvalidInput)
+}

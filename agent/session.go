@@ -1,0 +1,265 @@
+package agent
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/agentry/agentry/event"
+	"github.com/agentry/agentry/llm"
+	"github.com/agentry/agentry/schema"
+)
+
+// StateFormat is the format tag of a serialised session state.
+const StateFormat = "agentry.session/v1"
+
+// State is everything a session knows, as plain data that serialises to
+// JSON: what a checkpoint stores.
+type State struct {
+	Format         string             `json:"format"`
+	SessionID      string             `json:"session_id"`
+	RunID          string             `json:"run_id"`
+	ParentRunID    string             `json:"parent_run_id,omitempty"`
+	AgentName      string             `json:"agent_name"`
+	AgentVersion   string             `json:"agent_version"`
+	Input          map[string]any     `json:"input"`
+	Turn           int                `json:"turn"`
+	Messages       []llm.Message      `json:"messages"`
+	Steps          []Step             `json:"steps"`
+	ToolsUsed      []string           `json:"tools_used"`
+	Usage          llm.Usage          `json:"usage"`
+	CostUSD        float64            `json:"cost_usd"`
+	ToolCalls      int                `json:"tool_calls"`
+	ToolErrors     int                `json:"tool_errors"`
+	ModelCalls     []ModelCall        `json:"model_calls"`
+	ModelLatencyMS float64            `json:"model_latency_ms"`
+	ToolLatencyMS  map[string]float64 `json:"tool_latency_ms,omitempty"`
+	LastContent    string             `json:"last_content,omitempty"`
+	// Model is the model that answered last, as the provider reported it.
+	Model     string    `json:"model,omitempty"`
+	StartedAt Timestamp `json:"started_at"`
+}
+
+// RunOption configures a session.
+type RunOption func(*runConfig)
+
+type runConfig struct {
+	sessionID string
+	onEvent   []func(event.Event)
+	bus       *event.Bus
+	provider  llm.Provider
+	parent    *link
+}
+
+// WithEvents calls fn with each event of the session, in order.
+func WithEvents(fn func(event.Event)) RunOption {
+	return func(c *runConfig) { c.onEvent = append(c.onEvent, fn) }
+}
+
+// WithEventBus forwards the session's events to b (a service's bus, say).
+func WithEventBus(b *event.Bus) RunOption { return func(c *runConfig) { c.bus = b } }
+
+// WithSessionID sets the session's id instead of a random one.
+func WithSessionID(id string) RunOption { return func(c *runConfig) { c.sessionID = id } }
+
+// WithSessionProvider makes this session call p instead of the agent's
+// provider (wrapped with the agent's retry policy).
+func WithSessionProvider(p llm.Provider) RunOption { return func(c *runConfig) { c.provider = p } }
+
+// InputError reports input that does not fit the agent.
+type InputError struct {
+	Agent    string
+	Problems []string
+}
+
+func (e *InputError) Error() string {
+	return fmt.Sprintf("input for agent %s: %s", e.Agent, strings.Join(e.Problems, "; "))
+}
+
+// Is makes errors.Is(err, ErrInvalidInput) true.
+func (e *InputError) Is(target error) bool { return target == ErrInvalidInput }
+
+// ErrSessionUsed is returned by Run on a session that has already run.
+var ErrSessionUsed = errors.New("agent: session has already run")
+
+// Session is one run of an agent, with its own state. Run it once; Abort
+// may be called from any goroutine.
+type Session struct {
+	agent    *Agent
+	bus      *event.Bus
+	provider llm.Provider
+	parent   *link
+
+	mu      sync.Mutex
+	state   State
+	started bool
+	aborted bool
+	cancel  context.CancelCauseFunc
+	unsubs  []func()
+}
+
+// NewSession checks input against the agent (input_keys, input_schema, the
+// ${var}s of its prompts) and prepares a session. A mismatch is an
+// *InputError naming each problem.
+func (a *Agent) NewSession(input map[string]any, opts ...RunOption) (*Session, error) {
+	var c runConfig
+	for _, o := range opts {
+		o(&c)
+	}
+	if input == nil {
+		input = map[string]any{}
+	}
+	msgs, err := a.initialMessages(input)
+	if err != nil {
+		return nil, err
+	}
+	s := &Session{agent: a, bus: event.NewBus(c.bus), provider: a.provider, parent: c.parent}
+	if c.provider != nil {
+		s.provider = llm.WithRetry(c.provider, a.retryPolicy())
+	}
+	for _, fn := range c.onEvent {
+		s.unsubs = append(s.unsubs, s.bus.Subscribe(fn))
+	}
+	id := c.sessionID
+	if id == "" {
+		id = newID("ses")
+	}
+	s.state = State{Format: StateFormat, SessionID: id, RunID: newID("run"),
+		AgentName: a.spec.AgentName, AgentVersion: a.spec.Version, Input: input, Messages: msgs}
+	if c.parent != nil {
+		s.state.ParentRunID = c.parent.runID
+	}
+	return s, nil
+}
+
+// Run runs the agent with input in a new session: NewSession then
+// Session.Run.
+func (a *Agent) Run(ctx context.Context, input map[string]any, opts ...RunOption) (*Result, error) {
+	s, err := a.NewSession(input, opts...)
+	if err != nil {
+		return nil, err
+	}
+	return s.Run(ctx)
+}
+
+// ID returns the session's id.
+func (s *Session) ID() string { return s.state.SessionID }
+
+// RunID returns the id of the session's run.
+func (s *Session) RunID() string { return s.state.RunID }
+
+// Events returns the session's event bus, to subscribe before Run.
+func (s *Session) Events() *event.Bus { return s.bus }
+
+// Abort stops the session's run as soon as possible; the run ends with
+// terminate_reason "aborted" and a partial result. Aborting a session
+// before it runs makes Run return at once.
+func (s *Session) Abort() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.aborted = true
+	if s.cancel != nil {
+		s.cancel(ErrAborted)
+	}
+}
+
+// State returns a copy of the session's state. Call it when the session is
+// not running (before Run, or after it returned).
+func (s *Session) State() State {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	st := s.state
+	st.Messages = slices.Clone(st.Messages)
+	st.Steps = slices.Clone(st.Steps)
+	st.ToolsUsed = slices.Clone(st.ToolsUsed)
+	st.ModelCalls = slices.Clone(st.ModelCalls)
+	return st
+}
+
+func (a *Agent) initialMessages(input map[string]any) ([]llm.Message, error) {
+	var probs []string
+	for _, k := range a.spec.InputKeys {
+		if _, ok := input[k]; !ok {
+			probs = append(probs, fmt.Sprintf("missing input key %q", k))
+		}
+	}
+	if a.inputSchema != nil {
+		if err := a.inputSchema.Validate(jsonValue(input)); err != nil {
+			var ve *schema.ValidationError
+			if errors.As(err, &ve) {
+				probs = append(probs, ve.Strings()...)
+			} else {
+				probs = append(probs, err.Error())
+			}
+		}
+	}
+	system, err1 := Render("system_text", a.spec.SystemText, input)
+	purpose, err2 := Render("purpose_text", a.spec.PurposeText, input)
+	user, err3 := Render("user_text", a.spec.UserText, input)
+	for _, err := range []error{err1, err2, err3} {
+		if err != nil {
+			probs = append(probs, err.Error())
+		}
+	}
+	if len(probs) > 0 {
+		return nil, &InputError{Agent: a.spec.AgentName, Problems: probs}
+	}
+	if purpose != "" {
+		if system != "" {
+			system += "\n\n"
+		}
+		system += purpose
+	}
+	if user == "" {
+		user = a.inputText(input)
+	}
+	msgs := make([]llm.Message, 0, 2+2*a.limits.MaxTurns)
+	if system != "" {
+		msgs = append(msgs, llm.Message{Role: llm.RoleSystem, Content: system})
+	}
+	return append(msgs, llm.Message{Role: llm.RoleUser, Content: user}), nil
+}
+
+// inputText lists the input as `key = "value"` lines: input_keys first in
+// their order, then the other keys sorted.
+func (a *Agent) inputText(input map[string]any) string {
+	if len(input) == 0 {
+		return "Begin."
+	}
+	keys := slices.Clone(a.spec.InputKeys)
+	var rest []string
+	for k := range input {
+		if !slices.Contains(keys, k) {
+			rest = append(rest, k)
+		}
+	}
+	slices.Sort(rest)
+	var b strings.Builder
+	for _, k := range append(keys, rest...) {
+		v, ok := input[k]
+		if !ok {
+			continue
+		}
+		b.WriteString(k)
+		b.WriteString(" = ")
+		if s, ok := v.(string); ok {
+			b.WriteString(strconv.Quote(s))
+		} else {
+			b.WriteString(formatValue(v))
+		}
+		b.WriteByte('\n')
+	}
+	return strings.TrimSuffix(b.String(), "\n")
+}
+
+func newID(prefix string) string {
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	return prefix + "_" + hex.EncodeToString(b[:])
+}

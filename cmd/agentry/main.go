@@ -1,0 +1,70 @@
+// Command agentry runs agents defined as JSON and checks their specs.
+//
+//	agentry run SPEC|NAME[@VERSION] [--agents DIR] [--input k=v]... [--input-file F]
+//	            [--model PROVIDER:MODEL] [--json] [--events FILE]
+//	agentry validate PATH...
+//
+// Exit codes: 0 success, 1 the run failed, 2 bad usage, spec or input.
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/spf13/cobra"
+
+	_ "github.com/agentry/agentry/llm/scripted" // the offline provider
+)
+
+// exitError carries an exit code through cobra.
+type exitError struct {
+	code int
+	err  error
+}
+
+func (e *exitError) Error() string { return e.err.Error() }
+func (e *exitError) Unwrap() error { return e.err }
+
+func usageErr(err error) error  { return &exitError{code: 2, err: err} }
+func runFailed(err error) error { return &exitError{code: 1, err: err} }
+
+func main() {
+	os.Exit(execute(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
+}
+
+// execute runs the CLI and returns its exit code.
+func execute(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	root := newRoot(stdout, stderr)
+	root.SetArgs(args)
+	root.SetIn(stdin)
+	err := root.Execute()
+	if err == nil {
+		return 0
+	}
+	var ee *exitError
+	if errors.As(err, &ee) {
+		if ee.err != nil && ee.code == 2 {
+			fmt.Fprintln(stderr, "agentry:", ee.err)
+		}
+		return ee.code
+	}
+	// cobra's own errors: unknown command or flag, wrong arguments.
+	fmt.Fprintln(stderr, "agentry:", err)
+	return 2
+}
+
+func newRoot(stdout, stderr io.Writer) *cobra.Command {
+	root := &cobra.Command{
+		Use:           "agentry",
+		Short:         "Run LLM agents defined as JSON",
+		Long:          "agentry runs agents defined as JSON specs, shows what they do as they do it, and checks specs.",
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	root.SetOut(stdout)
+	root.SetErr(stderr)
+	root.AddCommand(newRunCmd(stdout, stderr), newValidateCmd(stdout, stderr))
+	return root
+}

@@ -1,0 +1,80 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/agentry/agentry/event"
+)
+
+// progress prints a run's events to stderr as they happen.
+type progress struct {
+	w         io.Writer
+	streaming bool // inside a run of content_chunk text
+	streamed  bool // this turn's text was streamed already
+}
+
+func newProgress(w io.Writer) *progress { return &progress{w: w} }
+
+func (p *progress) handle(e event.Event) {
+	indent := ""
+	if e.ParentRunID != "" {
+		indent = "    "
+	}
+	if e.Type != event.ContentChunk && p.streaming {
+		fmt.Fprintln(p.w)
+		p.streaming = false
+	}
+	switch e.Type {
+	case event.RunStart:
+		fmt.Fprintf(p.w, "%s▶ %s@%v  model %v (%v)\n", indent, e.AgentName, e.Data["agent_version"], e.Data["model"], e.Data["provider"])
+	case event.TurnStart:
+		p.streamed = false
+		fmt.Fprintf(p.w, "%sturn %d\n", indent, e.Turn)
+	case event.ContentChunk:
+		if !p.streaming {
+			fmt.Fprint(p.w, indent+"  ")
+			p.streaming, p.streamed = true, true
+		}
+		fmt.Fprint(p.w, e.Content)
+	case event.Thinking:
+		if !p.streamed {
+			fmt.Fprintf(p.w, "%s  thinking: %s\n", indent, oneLine(e.Content, 200))
+		}
+	case event.ToolCallStart:
+		fmt.Fprintf(p.w, "%s  → %s %s\n", indent, e.Tool.Name, oneLine(string(e.Tool.Arguments), 200))
+	case event.ToolCallEnd:
+		if e.Tool.Status == "success" {
+			fmt.Fprintf(p.w, "%s  ← %s ok in %.1fms: %s\n", indent, e.Tool.Name, e.Tool.DurationMS, oneLine(string(e.Tool.Output), 200))
+		} else {
+			fmt.Fprintf(p.w, "%s  ← %s failed in %.1fms: %s\n", indent, e.Tool.Name, e.Tool.DurationMS, oneLine(e.Tool.Error, 200))
+		}
+	case event.Retry:
+		fmt.Fprintf(p.w, "%s  ↻ model call failed (attempt %d), retrying in %dms: %s\n", indent, e.Attempt, e.WaitMS, e.Error.Message)
+	case event.Error:
+		fmt.Fprintf(p.w, "%s  ✗ %s\n", indent, e.Error.Message)
+	case event.RunEnd:
+		p.end(e, indent)
+	}
+}
+
+func (p *progress) end(e event.Event, indent string) {
+	mark := "✓"
+	if ok, _ := e.Data["success"].(bool); !ok {
+		mark = "✗"
+	}
+	fmt.Fprintf(p.w, "%s%s %s: %v after %d turns, %v tokens, $%.6f, %.1fms\n", indent, mark, e.AgentName,
+		e.Data["terminate_reason"], e.Turn, e.Data["total_tokens"], e.Data["cost_usd"], e.Data["duration_ms"])
+	if e.Error != nil {
+		fmt.Fprintf(p.w, "%s  %s: %s\n", indent, e.Error.Code, e.Error.Message)
+	}
+}
+
+func oneLine(s string, n int) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if len(s) > n {
+		return s[:n] + "…"
+	}
+	return s
+}

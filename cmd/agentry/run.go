@@ -1,0 +1,174 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+
+	"github.com/spf13/cobra"
+
+	"github.com/agentry/agentry/agent"
+	"github.com/agentry/agentry/event"
+	"github.com/agentry/agentry/llm"
+)
+
+type runFlags struct {
+	agents       string
+	inputs       []string
+	inputFile    string
+	model        string
+	json         bool
+	events       string
+	quiet        bool
+	pricing      string
+	allowPrivate bool
+}
+
+func newRunCmd(stdout, stderr io.Writer) *cobra.Command {
+	var f runFlags
+	cmd := &cobra.Command{
+		Use:   "run SPEC|NAME[@VERSION]",
+		Short: "Run an agent and print its answer",
+		Long: `Run an agent from a spec file, or by name from an agents directory laid out as
+{agent_name}/{version}.json (the latest version when none is given).
+Progress goes to stderr as it happens; the answer (or, with --json, the whole
+result) goes to stdout. Exit codes: 0 success, 1 the run failed, 2 bad usage,
+spec or input.`,
+		Args: func(_ *cobra.Command, args []string) error {
+			if len(args) != 1 {
+				return usageErr(fmt.Errorf("run takes one spec file or agent name, got %d arguments", len(args)))
+			}
+			return nil
+		},
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return runAgent(cmd.Context(), args[0], f, stdout, stderr)
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&f.agents, "agents", "agents", "agents directory for NAME[@VERSION] and agent: tools")
+	fl.StringArrayVar(&f.inputs, "input", nil, "input value as key=value (repeatable)")
+	fl.StringVar(&f.inputFile, "input-file", "", "JSON object file with the input")
+	fl.StringVar(&f.model, "model", "", "model to use instead of the spec's model_name (PROVIDER:MODEL)")
+	fl.BoolVar(&f.json, "json", false, "print the whole result as JSON on stdout")
+	fl.StringVar(&f.events, "events", "", "write every event as a JSON line to this file")
+	fl.BoolVarP(&f.quiet, "quiet", "q", false, "no progress on stderr")
+	fl.StringVar(&f.pricing, "pricing", os.Getenv("AGENTRY_PRICING"), "pricing file to add to the built-in table (env AGENTRY_PRICING)")
+	fl.BoolVar(&f.allowPrivate, "allow-private-network", false, "let http_get reach loopback and private addresses")
+	return cmd
+}
+
+func runAgent(ctx context.Context, target string, f runFlags, stdout, stderr io.Writer) error {
+	input, err := readInput(f)
+	if err != nil {
+		return usageErr(err)
+	}
+	opts := []agent.Option{agent.WithTools(builtinTools(f.allowPrivate)), agent.WithAgents(agent.Dir{Path: f.agents})}
+	if f.model != "" {
+		opts = append(opts, agent.WithModel(f.model))
+	}
+	if f.pricing != "" {
+		p, err := llm.LoadPricingFile(f.pricing)
+		if err != nil {
+			return usageErr(err)
+		}
+		opts = append(opts, agent.WithPricing(p))
+	}
+	a, err := loadAgent(target, f, opts)
+	if err != nil {
+		return usageErr(err)
+	}
+	var runOpts []agent.RunOption
+	if !f.quiet {
+		runOpts = append(runOpts, agent.WithEvents(newProgress(stderr).handle))
+	}
+	if f.events != "" {
+		file, err := os.Create(f.events)
+		if err != nil {
+			return usageErr(fmt.Errorf("--events: %w", err))
+		}
+		defer file.Close()
+		write, _ := event.JSONLines(file)
+		runOpts = append(runOpts, agent.WithEvents(write))
+	}
+	sess, err := a.NewSession(input, runOpts...)
+	if err != nil {
+		return usageErr(err)
+	}
+	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	res, runErr := sess.Run(ctx)
+	if f.json {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(res); err != nil {
+			return runFailed(err)
+		}
+	} else if res.Success {
+		printAnswer(stdout, res.Result)
+	}
+	if runErr != nil {
+		if agent.IsConfigError(runErr) {
+			return usageErr(runErr)
+		}
+		return runFailed(runErr)
+	}
+	return nil
+}
+
+// loadAgent treats target as a spec file when it names one, and as an
+// agent reference in --agents otherwise.
+func loadAgent(target string, f runFlags, opts []agent.Option) (*agent.Agent, error) {
+	if st, err := os.Stat(target); err == nil && !st.IsDir() {
+		return agent.FromFile(target, opts...)
+	}
+	if strings.HasSuffix(target, ".json") || strings.ContainsRune(target, filepath.Separator) {
+		return nil, fmt.Errorf("spec file %s does not exist", target)
+	}
+	return agent.FromDir(f.agents, target, opts...)
+}
+
+func readInput(f runFlags) (map[string]any, error) {
+	input := map[string]any{}
+	if f.inputFile != "" {
+		data, err := os.ReadFile(f.inputFile)
+		if err != nil {
+			return nil, fmt.Errorf("--input-file: %w", err)
+		}
+		if err := json.Unmarshal(data, &input); err != nil {
+			return nil, fmt.Errorf("--input-file %s: want a JSON object: %w", f.inputFile, err)
+		}
+		if input == nil {
+			return nil, fmt.Errorf("--input-file %s: want a JSON object, got null", f.inputFile)
+		}
+	}
+	for _, kv := range f.inputs {
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok || k == "" {
+			return nil, fmt.Errorf("--input %q: want key=value", kv)
+		}
+		input[k] = v
+	}
+	return input, nil
+}
+
+func printAnswer(w io.Writer, v any) {
+	switch x := v.(type) {
+	case string:
+		fmt.Fprintln(w, x)
+	case nil:
+	default:
+		b, err := json.MarshalIndent(x, "", "  ")
+		if err != nil {
+			fmt.Fprintln(w, x)
+			return
+		}
+		fmt.Fprintln(w, string(b))
+	}
+}

@@ -1,0 +1,102 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/agentry/agentry/agent"
+)
+
+func newValidateCmd(stdout, stderr io.Writer) *cobra.Command {
+	var agentsDir string
+	cmd := &cobra.Command{
+		Use:   "validate PATH...",
+		Short: "Check agent specs: fields, schemas, enums, templates, tools, models",
+		Long: `Check agent spec files, or agents directories laid out as
+{agent_name}/{version}.json. Each spec is compiled as 'agentry run' would:
+unknown fields, bad names and limits, enums that disagree with the output
+schema, unknown tools and unreadable scripted models are reported with the
+file and the field. Exit code 0 when all are valid, 2 otherwise.`,
+		Args: func(_ *cobra.Command, args []string) error {
+			if len(args) == 0 {
+				return usageErr(errors.New("validate needs at least one spec file or agents directory"))
+			}
+			return nil
+		},
+		RunE: func(_ *cobra.Command, args []string) error {
+			bad := 0
+			for _, p := range args {
+				bad += validatePath(p, agentsDir, stdout, stderr)
+			}
+			if bad > 0 {
+				return &exitError{code: 2, err: fmt.Errorf("%d invalid", bad)}
+			}
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&agentsDir, "agents", "agents", "agents directory for agent: tools of single spec files")
+	return cmd
+}
+
+// validatePath checks a spec file or an agents directory and returns the
+// number of invalid specs.
+func validatePath(path, agentsDir string, stdout, stderr io.Writer) int {
+	st, err := os.Stat(path)
+	if err != nil {
+		fmt.Fprintf(stderr, "✗ %s: %v\n", path, err)
+		return 1
+	}
+	tools := builtinTools(false)
+	if !st.IsDir() {
+		_, err := agent.FromFile(path, agent.WithTools(tools), agent.WithAgents(agent.Dir{Path: agentsDir}))
+		return report(path, err, stdout, stderr)
+	}
+	bad := 0
+	d := agent.Dir{Path: path}
+	err = filepath.WalkDir(path, func(p string, e fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(path, p)
+		parts := strings.Split(filepath.ToSlash(rel), "/")
+		if e.IsDir() || !strings.HasSuffix(p, ".json") || len(parts) != 2 {
+			return nil
+		}
+		ref := parts[0] + "@" + strings.TrimSuffix(parts[1], ".json")
+		s, specPath, err := d.Load(ref)
+		if err == nil {
+			_, err = agent.New(s, agent.WithTools(tools), agent.WithAgents(d), agent.WithBaseDir(filepath.Dir(specPath)))
+		}
+		bad += report(p, err, stdout, stderr)
+		return nil
+	})
+	if err != nil {
+		fmt.Fprintf(stderr, "✗ %s: %v\n", path, err)
+		bad++
+	}
+	return bad
+}
+
+func report(path string, err error, stdout, stderr io.Writer) int {
+	if err == nil {
+		fmt.Fprintf(stdout, "✓ %s\n", path)
+		return 0
+	}
+	var se *agent.SpecError
+	if errors.As(err, &se) {
+		fmt.Fprintf(stderr, "✗ %s:\n", path)
+		for _, p := range se.Problems {
+			fmt.Fprintf(stderr, "    %s\n", p)
+		}
+		return 1
+	}
+	fmt.Fprintf(stderr, "✗ %s: %v\n", path, err)
+	return 1
+}
