@@ -256,19 +256,45 @@ func (n *node) write(b *bytes.Buffer, top bool) {
 }
 
 // validate checks data (valid JSON) against n and returns the problems,
-// each naming the argument's path. It allocates only when it finds some.
+// each naming the argument's path. A first pass only counts problems and
+// allocates nothing; when it finds some, a second pass describes them.
 func (n *node) validate(data []byte) []string {
-	var probs []string
-	n.check(data, skipWS(data, 0), nil, &probs)
-	return probs
+	var quick report
+	n.check(data, skipWS(data, 0), nil, &quick)
+	if quick.count == 0 {
+		return nil
+	}
+	full := report{detail: true}
+	n.check(data, skipWS(data, 0), nil, &full)
+	return full.probs
 }
 
-// loc is the path to a value, kept on the stack as a linked list and
-// turned into text only for a problem report.
+type report struct {
+	detail bool
+	count  int
+	probs  []string
+}
+
+func (r *report) add(format string, a ...any) {
+	r.count++
+	if r.detail {
+		r.probs = append(r.probs, fmt.Sprintf(format, a...))
+	}
+}
+
+// loc is the path to a value, built only in the describing pass.
 type loc struct {
 	parent *loc
 	key    []byte
 	index  int
+}
+
+// child returns the location of a member, or nil in the counting pass.
+func (r *report) child(parent *loc, key []byte, index int) *loc {
+	if !r.detail {
+		return nil
+	}
+	return &loc{parent: parent, key: key, index: index}
 }
 
 func (l *loc) String() string {
@@ -294,11 +320,11 @@ func (l *loc) String() string {
 }
 
 // check validates the value starting at data[i] and returns the index after it.
-func (n *node) check(data []byte, i int, l *loc, probs *[]string) int {
+func (n *node) check(data []byte, i int, l *loc, r *report) int {
 	c := data[i]
 	if c == 'n' {
 		if !n.nullable && n.kind != kAny {
-			n.mismatch(l, "null", probs)
+			n.mismatch(l, "null", r)
 		}
 		return i + 4
 	}
@@ -310,7 +336,7 @@ func (n *node) check(data []byte, i int, l *loc, probs *[]string) int {
 		if ok = c == '"'; ok {
 			end := skipString(data, i)
 			if len(n.enum) > 0 && !n.inEnum(data[i:end]) {
-				*probs = append(*probs, fmt.Sprintf("%s: %s is not one of %s", l, data[i:end], strings.Join(n.enum, ", ")))
+				r.add("%s: %s is not one of %s", l, data[i:end], strings.Join(n.enum, ", "))
 			}
 			return end
 		}
@@ -318,7 +344,7 @@ func (n *node) check(data []byte, i int, l *loc, probs *[]string) int {
 		if ok = c == '-' || c >= '0' && c <= '9'; ok {
 			end, integer := scanNumber(data, i)
 			if n.kind == kInteger && !integer {
-				*probs = append(*probs, fmt.Sprintf("%s: expected integer, got %s", l, data[i:end]))
+				r.add("%s: expected integer, got %s", l, data[i:end])
 			}
 			return end
 		}
@@ -326,24 +352,23 @@ func (n *node) check(data []byte, i int, l *loc, probs *[]string) int {
 		ok = c == 't' || c == 'f'
 	case kArray:
 		if ok = c == '['; ok {
-			return n.checkArray(data, i, l, probs)
+			return n.checkArray(data, i, l, r)
 		}
 	case kObject, kMap:
 		if ok = c == '{'; ok {
-			return n.checkObject(data, i, l, probs)
+			return n.checkObject(data, i, l, r)
 		}
 	}
 	if !ok {
-		n.mismatch(l, typeOf(c), probs)
+		n.mismatch(l, typeOf(c), r)
 	}
 	return skipValue(data, i)
 }
 
-func (n *node) checkArray(data []byte, i int, l *loc, probs *[]string) int {
+func (n *node) checkArray(data []byte, i int, l *loc, r *report) int {
 	i = skipWS(data, i+1)
 	for k := 0; data[i] != ']'; k++ {
-		child := loc{parent: l, index: k}
-		i = skipWS(data, n.elem.check(data, i, &child, probs))
+		i = skipWS(data, n.elem.check(data, i, r.child(l, nil, k), r))
 		if data[i] == ',' {
 			i = skipWS(data, i+1)
 		}
@@ -351,7 +376,7 @@ func (n *node) checkArray(data []byte, i int, l *loc, probs *[]string) int {
 	return i + 1
 }
 
-func (n *node) checkObject(data []byte, i int, l *loc, probs *[]string) int {
+func (n *node) checkObject(data []byte, i int, l *loc, r *report) int {
 	var seen uint64
 	var seenMore []bool
 	if len(n.fields) > 64 {
@@ -360,13 +385,13 @@ func (n *node) checkObject(data []byte, i int, l *loc, probs *[]string) int {
 	i = skipWS(data, i+1)
 	for data[i] != '}' {
 		kEnd := skipString(data, i)
-		child := loc{parent: l, key: data[i+1 : kEnd-1]}
+		key := data[i+1 : kEnd-1]
 		i = skipWS(data, skipWS(data, kEnd)+1) // past ':'
 		fn := n.elem
 		if n.kind == kObject {
-			idx := n.fieldIndex(child.key)
+			idx := n.fieldIndex(key)
 			if idx < 0 {
-				*probs = append(*probs, fmt.Sprintf("%s: unknown argument", &child))
+				r.add("%s: unknown argument", r.child(l, key, 0))
 				fn = anyNode
 			} else {
 				if idx < 64 {
@@ -377,7 +402,7 @@ func (n *node) checkObject(data []byte, i int, l *loc, probs *[]string) int {
 				fn = n.fields[idx].node
 			}
 		}
-		i = skipWS(data, fn.check(data, i, &child, probs))
+		i = skipWS(data, fn.check(data, i, r.child(l, key, 0), r))
 		if data[i] == ',' {
 			i = skipWS(data, i+1)
 		}
@@ -385,8 +410,7 @@ func (n *node) checkObject(data []byte, i int, l *loc, probs *[]string) int {
 	for idx, f := range n.fields {
 		has := idx < 64 && seen&(1<<idx) != 0 || idx >= 64 && seenMore[idx]
 		if f.required && !has {
-			child := loc{parent: l, key: []byte(f.name)}
-			*probs = append(*probs, fmt.Sprintf("%s: required argument is missing", &child))
+			r.add("%s: required argument is missing", r.child(l, []byte(f.name), 0))
 		}
 	}
 	return i + 1
@@ -421,12 +445,12 @@ func (n *node) inEnum(quoted []byte) bool {
 	return false
 }
 
-func (n *node) mismatch(l *loc, got string, probs *[]string) {
+func (n *node) mismatch(l *loc, got string, r *report) {
 	want := kindJSON[n.kind]
 	if n.nullable {
 		want += " or null"
 	}
-	*probs = append(*probs, fmt.Sprintf("%s: expected %s, got %s", l, want, got))
+	r.add("%s: expected %s, got %s", l, want, got)
 }
 
 func typeOf(c byte) string {

@@ -1,0 +1,167 @@
+package scripted
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/agentry/agentry/llm"
+)
+
+func TestDesignExample(t *testing.T) {
+	s, err := Load("testdata/design.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := s.Model()
+	ctx := context.Background()
+	r1, err := m.Generate(ctx, &llm.Request{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(r1.ToolCalls) != 1 || r1.ToolCalls[0].Name != "add" || string(r1.ToolCalls[0].Arguments) != `{"a": 1, "b": 2}` || r1.ToolCalls[0].ID != "call_1_1" {
+		t.Errorf("turn 1 = %+v", r1.ToolCalls)
+	}
+	if r1.Usage.TotalTokens != 17 {
+		t.Errorf("usage = %+v", r1.Usage)
+	}
+	_, err = m.Generate(ctx, &llm.Request{})
+	var ae *llm.APIError
+	if !errors.As(err, &ae) || ae.Kind != llm.KindRateLimited || ae.RetryAfter != 20*time.Millisecond || ae.Message != "slow down" {
+		t.Errorf("turn 2 err = %#v", err)
+	}
+	r3, err := m.Generate(ctx, &llm.Request{})
+	if err != nil || r3.Content != "The answer is 3." {
+		t.Errorf("turn 3 = %+v, %v", r3, err)
+	}
+	_, err = m.Generate(ctx, &llm.Request{})
+	if !errors.Is(err, ErrExhausted) || !strings.Contains(err.Error(), "call 4 but the script has only 3 turns") {
+		t.Errorf("call past the end = %v", err)
+	}
+	if m.Calls() != 4 {
+		t.Errorf("Calls() = %d", m.Calls())
+	}
+}
+
+func TestRetryWrapperSeesNextTurn(t *testing.T) {
+	s, err := Load("testdata/design.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := llm.WithRetry(s.Model(), llm.RetryPolicy{Attempts: 3})
+	ctx := context.Background()
+	if _, err := p.Generate(ctx, &llm.Request{}); err != nil {
+		t.Fatal(err)
+	}
+	retries := 0
+	ctx = llm.WithTrace(ctx, &llm.Trace{Retry: func(llm.RetryInfo) { retries++ }})
+	r, err := p.Generate(ctx, &llm.Request{})
+	if err != nil || r.Content != "The answer is 3." || retries != 1 {
+		t.Fatalf("after the 429: %+v, %v, %d retries", r, err, retries)
+	}
+}
+
+func TestParseErrors(t *testing.T) {
+	tests := []struct{ name, body, want string }{
+		{"unknown field", `{"turns": [{"contnet": "x"}]}`, `unknown field "contnet"`},
+		{"no turns", `{}`, `missing "turns"`},
+		{"empty turn", `{"turns": [{}]}`, "turn 1: a turn needs content, tool_calls or error"},
+		{"error with content", `{"turns": [{"content": "x", "error": {"message": "m"}}]}`, "turn 1: an error turn cannot also have"},
+		{"error without message", `{"turns": [{"error": {"status": 500}}]}`, "needs a message"},
+		{"bad status", `{"turns": [{"error": {"status": 200, "message": "m"}}]}`, "status 200"},
+		{"bad kind", `{"turns": [{"error": {"kind": "grumpy", "message": "m"}}]}`, `unknown error kind "grumpy"`},
+		{"negative delay", `{"turns": [{"content": "x", "delay_ms": -1}]}`, "delay_ms -1 is negative"},
+		{"nameless call", `{"turns": [{"tool_calls": [{"arguments": {}}]}]}`, "tool call 1 has no name"},
+		{"not JSON", `{"turns": [`, "unexpected EOF"},
+		{"trailing", `{"turns": [{"content": "x"}]} {}`, "data after"},
+		{"negative usage", `{"turns": [{"content": "x", "usage": {"prompt_tokens": -1}}]}`, "negative"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := Parse("s.json", []byte(tt.body))
+			if err == nil || !strings.Contains(err.Error(), tt.want) || !strings.Contains(err.Error(), "s.json") {
+				t.Errorf("err = %v, want it to name s.json and say %q", err, tt.want)
+			}
+		})
+	}
+}
+
+func TestErrorKinds(t *testing.T) {
+	s, err := Parse("k", []byte(`{"turns": [
+		{"error": {"message": "default"}},
+		{"error": {"status": 401, "message": "who are you"}},
+		{"error": {"kind": "context_too_long", "message": "too long"}}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := s.Model()
+	for _, want := range []error{llm.ErrTransient, llm.ErrAuth, llm.ErrContextTooLong} {
+		if _, err := m.Generate(context.Background(), &llm.Request{}); !errors.Is(err, want) {
+			t.Errorf("err = %v, want %v", err, want)
+		}
+	}
+}
+
+func TestDelayHonoursContext(t *testing.T) {
+	s, err := Parse("slow", []byte(`{"turns": [{"content": "late", "delay_ms": 60000}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := s.Model().Generate(ctx, &llm.Request{}); !errors.Is(err, context.Canceled) {
+		t.Errorf("err = %v", err)
+	}
+}
+
+func TestStreamMatchesGenerate(t *testing.T) {
+	s, err := Parse("st", []byte(`{"model": "gpt-4.1-mini", "turns": [
+		{"content": "Héllo wörld, twice over", "tool_calls": [{"id": "x", "name": "t", "arguments": {"q": "ünï"}}],
+		 "usage": {"prompt_tokens": 3, "completion_tokens": 2}}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, _ := s.Model().Generate(context.Background(), &llm.Request{})
+	chunks := 0
+	got, err := llm.Collect(s.Model().Stream(context.Background(), &llm.Request{}), func(llm.Chunk) { chunks++ })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Content != want.Content || len(got.ToolCalls) != 1 || string(got.ToolCalls[0].Arguments) != string(want.ToolCalls[0].Arguments) ||
+		got.Usage != want.Usage || got.Model != "gpt-4.1-mini" {
+		t.Errorf("stream %+v != generate %+v", got, want)
+	}
+	if chunks < 5 {
+		t.Errorf("only %d chunks: the text should arrive in pieces", chunks)
+	}
+}
+
+func TestOpenResolvesRelativePath(t *testing.T) {
+	p, provider, model, err := llm.Open("scripted:design.json", llm.Config{Dir: "testdata"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if provider != "scripted" || model != "design.json" {
+		t.Errorf("provider %q model %q", provider, model)
+	}
+	if _, err := p.Generate(context.Background(), &llm.Request{}); err != nil {
+		t.Error(err)
+	}
+	if _, _, _, err := llm.Open("scripted:missing.json", llm.Config{Dir: "testdata"}); err == nil || !strings.Contains(err.Error(), "missing.json") {
+		t.Errorf("missing file: %v", err)
+	}
+}
+
+func TestFunc(t *testing.T) {
+	var seen *llm.Request
+	f := Func(func(_ context.Context, r *llm.Request) (*llm.Response, error) {
+		seen = r
+		return &llm.Response{Content: "hi " + r.Messages[0].Content}, nil
+	})
+	r, err := f.Generate(context.Background(), &llm.Request{Messages: []llm.Message{{Role: llm.RoleUser, Content: "there"}}})
+	if err != nil || r.Content != "hi there" || seen == nil {
+		t.Errorf("%+v %v", r, err)
+	}
+}

@@ -1,0 +1,5 @@
+package tool
+
+import "reflect"
+
+func typeOfSample() reflect.Type { return reflect.TypeFor[sample]() }

@@ -1,0 +1,329 @@
+package tool
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/agentry/agentry/schema"
+)
+
+type inner struct {
+	Name  string `json:"name"`
+	Level int    `json:"level,omitempty"`
+}
+
+type sample struct {
+	Query  string            `json:"query" description:"What to look for."`
+	Limit  int               `json:"limit,omitempty"`
+	Ratio  float64           `json:"ratio,omitempty"`
+	Mode   string            `json:"mode,omitempty" enum:"fast,slow"`
+	Tags   []string          `json:"tags,omitempty"`
+	Owner  *inner            `json:"owner,omitempty"`
+	Extra  map[string]int    `json:"extra,omitempty"`
+	Any    any               `json:"any,omitempty"`
+	When   time.Time         `json:"when,omitzero"`
+	Flag   bool              `json:"flag,omitempty"`
+	Nested inner             `json:"nested,omitzero"`
+	Raw    json.RawMessage   `json:"raw,omitempty"`
+	Labels map[string]string `json:"-"`
+	hidden int
+}
+
+func TestDerivedSchemaGolden(t *testing.T) {
+	n, err := deriveSchema(typeOfSample())
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := n.schemaJSON()
+	want, err := os.ReadFile("testdata/sample_schema.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var g, w any
+	if err := json.Unmarshal(got, &g); err != nil {
+		t.Fatalf("derived schema is not JSON: %v\n%s", err, got)
+	}
+	json.Unmarshal(want, &w)
+	gb, _ := json.MarshalIndent(g, "", "  ")
+	wb, _ := json.MarshalIndent(w, "", "  ")
+	if string(gb) != string(wb) {
+		t.Errorf("derived schema:\n%s\nwant:\n%s", gb, wb)
+	}
+	if _, err := schema.Compile(got); err != nil {
+		t.Errorf("derived schema does not compile: %v", err)
+	}
+}
+
+var argCases = []struct {
+	name  string
+	args  string
+	probs []string // substrings, one per expected problem
+}{
+	{"minimal", `{"query": "x"}`, nil},
+	{"full", `{"query": "x", "limit": 3, "ratio": 0.5, "mode": "fast", "tags": ["a"], "owner": {"name": "o"},
+	  "extra": {"a": 1}, "any": [1, {"b": null}], "when": "2026-01-02T03:04:05Z", "flag": true,
+	  "nested": {"name": "n", "level": 2}, "raw": {"x": 1}}`, nil},
+	{"null pointer", `{"query": "x", "owner": null, "tags": null}`, nil},
+	{"escaped key", `{"qu\u0065ry": "x"}`, nil},
+	{"missing required", `{"limit": 1}`, []string{"query: required argument is missing"}},
+	{"wrong type", `{"query": 5}`, []string{"query: expected string, got number"}},
+	{"float for integer", `{"query": "x", "limit": 1.5}`, []string{"limit: expected integer, got 1.5"}},
+	{"string for number", `{"query": "x", "ratio": "big"}`, []string{"ratio: expected number, got string"}},
+	{"bad enum", `{"query": "x", "mode": "medium"}`, []string{`mode: "medium" is not one of fast, slow`}},
+	{"unknown argument", `{"query": "x", "qeury": 1}`, []string{"qeury: unknown argument"}},
+	{"nested missing", `{"query": "x", "owner": {"level": 1}}`, []string{"owner.name: required argument is missing"}},
+	{"array item", `{"query": "x", "tags": ["a", 2]}`, []string{"tags[1]: expected string, got number"}},
+	{"map value", `{"query": "x", "extra": {"a": "b"}}`, []string{"extra.a: expected integer, got string"}},
+	{"null required", `{"query": null}`, []string{"query: expected string, got null"}},
+	{"not an object", `[1]`, []string{"arguments: expected object, got array"}},
+	{"several", `{"limit": "x", "zzz": 1}`, []string{"limit: expected integer", "zzz: unknown argument", "query: required"}},
+}
+
+func TestValidateArguments(t *testing.T) {
+	n, err := deriveSchema(typeOfSample())
+	if err != nil {
+		t.Fatal(err)
+	}
+	compiled, err := schema.Compile(n.schemaJSON())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range argCases {
+		t.Run(tt.name, func(t *testing.T) {
+			if !json.Valid([]byte(tt.args)) {
+				t.Fatalf("bad test: %s", tt.args)
+			}
+			probs := n.validate([]byte(tt.args))
+			if len(probs) != len(tt.probs) {
+				t.Fatalf("problems %q, want %d like %q", probs, len(tt.probs), tt.probs)
+			}
+			for i, want := range tt.probs {
+				if !strings.Contains(probs[i], want) {
+					t.Errorf("problem %d = %q, want %q", i, probs[i], want)
+				}
+			}
+			// The full validator must agree on the derived schema.
+			full := compiled.ValidateJSON([]byte(tt.args))
+			if (full == nil) != (len(probs) == 0) {
+				t.Errorf("fast validator says %q, full validator says %v", probs, full)
+			}
+		})
+	}
+}
+
+func TestValidateAllocatesNothingOnSuccess(t *testing.T) {
+	n, _ := deriveSchema(typeOfSample())
+	args := []byte(`{"query": "x", "limit": 3, "tags": ["a", "b"], "owner": {"name": "o"}, "mode": "slow"}`)
+	if a := testing.AllocsPerRun(100, func() { n.validate(args) }); a != 0 {
+		t.Errorf("validate allocates %v times per call", a)
+	}
+}
+
+func TestDeriveErrors(t *testing.T) {
+	type rec struct {
+		Next *rec `json:"next"`
+	}
+	type badMap struct {
+		M map[int]string `json:"m"`
+	}
+	type badEnum struct {
+		N int `json:"n" enum:"1,2"`
+	}
+	type ch struct {
+		C chan int `json:"c"`
+	}
+	for _, tc := range []struct {
+		f    func() (Tool, error)
+		want string
+	}{
+		{func() (Tool, error) { return Func("r", "", func(context.Context, rec) (int, error) { return 0, nil }) }, "recursive"},
+		{func() (Tool, error) { return Func("m", "", func(context.Context, badMap) (int, error) { return 0, nil }) }, "not string"},
+		{func() (Tool, error) { return Func("e", "", func(context.Context, badEnum) (int, error) { return 0, nil }) }, "enum tag"},
+		{func() (Tool, error) { return Func("c", "", func(context.Context, ch) (int, error) { return 0, nil }) }, "no JSON schema"},
+		{func() (Tool, error) { return Func("s", "", func(context.Context, string) (int, error) { return 0, nil }) }, "not a struct"},
+		{func() (Tool, error) { return Func("bad name", "", func(context.Context, inner) (int, error) { return 0, nil }) }, "invalid name"},
+	} {
+		if _, err := tc.f(); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("err = %v, want %q", err, tc.want)
+		}
+	}
+}
+
+type addArgs struct {
+	A int `json:"a"`
+	B int `json:"b"`
+}
+
+func addTool() Tool {
+	return Must(Func("add", "Add two integers.", func(_ context.Context, in addArgs) (int, error) { return in.A + in.B, nil },
+		WithIdempotency(Safe)))
+}
+
+func TestFuncCall(t *testing.T) {
+	add := addTool()
+	out, err := add.Call(context.Background(), json.RawMessage(`{"a": 2, "b": 40}`))
+	if err != nil || string(out) != "42" {
+		t.Fatalf("add = %s, %v", out, err)
+	}
+	_, err = add.Call(context.Background(), json.RawMessage(`{"a": "2"}`))
+	var ae *ArgumentError
+	if !errors.As(err, &ae) || len(ae.Problems) != 2 || ae.Tool != "add" {
+		t.Fatalf("err = %v", err)
+	}
+	if d := ae.Details(); d.Type != "invalid_arguments" || !d.Recoverable {
+		t.Errorf("details %+v", d)
+	}
+	if _, err := add.Call(context.Background(), json.RawMessage(`{"a": 1,`)); !errors.As(err, &ae) {
+		t.Errorf("invalid JSON: %v", err)
+	}
+	if _, err := add.Call(context.Background(), json.RawMessage(`{"a": 99999999999999999999, "b": 1}`)); !errors.As(err, &ae) {
+		t.Errorf("overflow: %v", err)
+	}
+	info := add.Info()
+	if info.Name != "add" || info.Idempotency != Safe || !strings.Contains(string(info.Parameters), `"required":["a","b"]`) {
+		t.Errorf("info %+v %s", info, info.Parameters)
+	}
+}
+
+func TestRawTool(t *testing.T) {
+	echo, err := New(Info{Name: "echo", Parameters: json.RawMessage(`{"type":"object","properties":{"s":{"type":"string","minLength":2}},"required":["s"]}`)},
+		func(_ context.Context, args json.RawMessage) (json.RawMessage, error) { return args, nil })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out, err := echo.Call(context.Background(), json.RawMessage(`{"s":"hi"}`)); err != nil || string(out) != `{"s":"hi"}` {
+		t.Errorf("%s %v", out, err)
+	}
+	_, err = echo.Call(context.Background(), json.RawMessage(`{"s":"h"}`))
+	var ae *ArgumentError
+	if !errors.As(err, &ae) || !strings.Contains(ae.Problems[0], "s:") {
+		t.Errorf("err = %v", err)
+	}
+	if _, err := New(Info{Name: "x", Parameters: json.RawMessage(`{"type": 5}`)}, func(context.Context, json.RawMessage) (json.RawMessage, error) { return nil, nil }); err == nil {
+		t.Error("a bad schema compiled")
+	}
+	if echo.Info().Idempotency != NonIdempotent {
+		t.Error("default idempotency is not non_idempotent")
+	}
+}
+
+func TestRegistry(t *testing.T) {
+	r, err := NewRegistry(addTool())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Register(addTool()); !errors.Is(err, ErrDuplicate) {
+		t.Errorf("duplicate: %v", err)
+	}
+	if _, ok := r.Get("add"); !ok {
+		t.Error("Get(add) failed")
+	}
+	if _, ok := r.Get("sub"); ok {
+		t.Error("Get(sub) found something")
+	}
+	if !r.Unregister("add") || r.Unregister("add") || r.Len() != 0 {
+		t.Error("Unregister")
+	}
+	bad := Must(New(Info{Name: "ok"}, func(context.Context, json.RawMessage) (json.RawMessage, error) { return nil, nil }))
+	_ = bad
+	var zero Registry
+	if err := zero.Register(addTool()); err != nil || len(zero.Names()) != 1 {
+		t.Errorf("zero registry: %v", err)
+	}
+}
+
+func TestInvoke(t *testing.T) {
+	ctx := context.Background()
+	slow := Must(Func("slow", "", func(ctx context.Context, _ inner) (int, error) {
+		<-ctx.Done()
+		return 0, ctx.Err()
+	}, WithIdempotency(Safe)))
+	_, n, err := Invoke(ctx, slow, json.RawMessage(`{"name":"x"}`), CallOptions{Timeout: 5 * time.Millisecond, Attempts: 2})
+	var d *ErrorDetails
+	if !errors.As(err, &d) || d.Type != "timeout" || n != 2 {
+		t.Errorf("timeout: %v after %d attempts (want 2: slow is safe)", err, n)
+	}
+
+	panicky := Must(Func("boom", "", func(context.Context, inner) (int, error) { panic("kaboom") }))
+	_, _, err = Invoke(ctx, panicky, json.RawMessage(`{"name":"x"}`), CallOptions{})
+	if !errors.As(err, &d) || d.Type != "panic" || !strings.Contains(d.Message, "kaboom") {
+		t.Errorf("panic: %v", err)
+	}
+
+	var calls atomic.Int32
+	transient := func(c Idempotency) Tool {
+		calls.Store(0)
+		return Must(Func("t", "", func(context.Context, inner) (int, error) {
+			if calls.Add(1) < 3 {
+				return 0, Transient(errors.New("flaky"))
+			}
+			return 7, nil
+		}, WithIdempotency(c)))
+	}
+	out, n, err := Invoke(ctx, transient(Idempotent), json.RawMessage(`{"name":"x"}`), CallOptions{Attempts: 3, Backoff: time.Microsecond})
+	if err != nil || string(out) != "7" || n != 3 {
+		t.Errorf("idempotent retry: %s %d %v", out, n, err)
+	}
+	_, n, err = Invoke(ctx, transient(NonIdempotent), json.RawMessage(`{"name":"x"}`), CallOptions{Attempts: 3})
+	if err == nil || n != 1 || calls.Load() != 1 {
+		t.Errorf("non-idempotent tool retried: %d attempts, %v", n, err)
+	}
+	_, n, _ = Invoke(ctx, addTool(), json.RawMessage(`{}`), CallOptions{Attempts: 3})
+	if n != 1 {
+		t.Errorf("argument errors retried: %d attempts", n)
+	}
+}
+
+func TestNormalize(t *testing.T) {
+	msg := "done"
+	tests := []struct {
+		in         any
+		wantStatus Status
+		wantData   string
+		wantErr    bool
+	}{
+		{nil, StatusSuccess, "null", false},
+		{map[string]any{"a": 1.0}, StatusSuccess, `{"a":1}`, false},
+		{42, StatusSuccess, `{"result":42}`, false},
+		{[]string{"x"}, StatusSuccess, `{"result":["x"]}`, false},
+		{json.RawMessage(`{"status":"error","error":{"type":"not_found","message":"gone","recoverable":false}}`), StatusError, "null", false},
+		{map[string]any{"status": "success", "data": map[string]any{"k": "v"}, "message": msg}, StatusSuccess, `{"k":"v"}`, false},
+		{errors.New("bad"), StatusError, "null", false},
+		{Success(map[string]any{"x": true}, msg), StatusSuccess, `{"x":true}`, false},
+		{Result{Status: StatusError}, StatusError, "null", true},
+		{map[string]any{"status": "maybe"}, "", "", true},
+		{json.RawMessage(`{`), "", "", true},
+		{struct {
+			A int `json:"a"`
+		}{3}, StatusSuccess, `{"a":3}`, false},
+	}
+	for i, tt := range tests {
+		r, err := Normalize(tt.in)
+		if (err != nil) != tt.wantErr {
+			t.Errorf("%d: err = %v", i, err)
+			continue
+		}
+		if err != nil {
+			continue
+		}
+		data, _ := json.Marshal(r.Data)
+		if r.Status != tt.wantStatus || string(data) != tt.wantData {
+			t.Errorf("%d: Normalize(%v) = %s %s, want %s %s", i, tt.in, r.Status, data, tt.wantStatus, tt.wantData)
+		}
+	}
+	if d := DetailsFrom(context.DeadlineExceeded, false); d.Type != "timeout" || !d.Recoverable {
+		t.Errorf("DetailsFrom(deadline) = %+v", d)
+	}
+	if d := NotFound("key", "k1"); d.Type != "not_found" || !strings.Contains(d.Error(), `key "k1" not found`) {
+		t.Errorf("NotFound = %v", d)
+	}
+	if _, err := ParseStatus("nope"); err == nil {
+		t.Error("ParseStatus(nope) succeeded")
+	}
+}
