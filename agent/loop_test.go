@@ -1,0 +1,445 @@
+package agent
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"regexp"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/agentry/agentry/event"
+	"github.com/agentry/agentry/llm"
+	"github.com/agentry/agentry/tool"
+)
+
+const base = `"agent_name": "calc", "version": "v1", "model_name": "m", "system_text": "You add for ${who}.", "input_keys": ["who"]`
+
+func TestToolsLoop(t *testing.T) {
+	m := &recorder{replies: []reply{
+		calls(call("c1", "add", `{"a": 1, "b": 2}`)),
+		calls(call("c2", "echo", `{"text": "three"}`), call("c3", "add", `{"a": 3, "b": 4}`)),
+		answer("1+2 is 3; 3+4 is 7."),
+	}}
+	a := newTestAgent(t, `{`+base+`, "tools": ["add", "echo"]}`, m)
+	res, err := a.Run(context.Background(), map[string]any{"who": "Ada"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !res.Success || res.Outcome != OutcomeSuccess || res.TerminateReason != ReasonCompleted || res.Result != "1+2 is 3; 3+4 is 7." {
+		t.Errorf("result %+v", res)
+	}
+	if res.Iterations != 3 || len(res.Steps) != 3 || !slices.Equal(res.ToolsUsed, []string{"add", "echo"}) {
+		t.Errorf("iterations %d steps %d tools %v", res.Iterations, len(res.Steps), res.ToolsUsed)
+	}
+	wantObs := []string{"3", `"three"`, "7"}
+	for i, s := range res.Steps {
+		if s.Step != i+1 || s.Observation != wantObs[i] || string(s.Action.Output) != wantObs[i] || s.Timestamp.IsZero() {
+			t.Errorf("step %d = %+v", i, s)
+		}
+	}
+	roles := []llm.Role{}
+	for _, msg := range res.Messages {
+		roles = append(roles, msg.Role)
+	}
+	want := []llm.Role{"system", "user", "assistant", "tool", "assistant", "tool", "tool", "assistant"}
+	if !slices.Equal(roles, want) {
+		t.Errorf("roles %v, want %v", roles, want)
+	}
+	if res.Messages[0].Content != "You add for Ada." || res.Messages[1].Content != `who = "Ada"` {
+		t.Errorf("prompt %q / %q", res.Messages[0].Content, res.Messages[1].Content)
+	}
+	if res.Messages[5].ToolCallID != "c2" || res.Messages[6].ToolCallID != "c3" {
+		t.Error("tool results are not in the order of the calls")
+	}
+	if res.TokenUsage.TotalTokens != 45 || len(res.ModelCalls) != 3 || res.ModelCalls[2].Attempts != 1 {
+		t.Errorf("usage %+v calls %+v", res.TokenUsage, res.ModelCalls)
+	}
+	if len(m.reqs) != 3 || len(m.reqs[0].Tools) != 2 || len(m.reqs[1].Messages) != 4 || len(m.reqs[2].Messages) != 7 {
+		t.Errorf("requests: %d, tools %d", len(m.reqs), len(m.reqs[0].Tools))
+	}
+	if res.Confidence <= 0.5 || !strings.Contains(res.Decision, "Called add, echo, add over 3 turns") {
+		t.Errorf("confidence %v decision %q", res.Confidence, res.Decision)
+	}
+}
+
+func TestParallelToolsAreConcurrent(t *testing.T) {
+	// Each tool waits until the other has started: run one after the
+	// other, the first would wait until its timeout and fail.
+	var wg sync.WaitGroup
+	wg.Add(2)
+	meet := func(name string) tool.Tool {
+		return tool.Must(tool.Func(name, "", func(ctx context.Context, _ echoArgs) (string, error) {
+			wg.Done()
+			done := make(chan struct{})
+			go func() { wg.Wait(); close(done) }()
+			select {
+			case <-done:
+				return name + " met", nil
+			case <-ctx.Done():
+				return "", ctx.Err()
+			}
+		}))
+	}
+	m := &recorder{replies: []reply{calls(call("l", "left", `{"text":""}`), call("r", "right", `{"text":""}`)), answer("met")}}
+	a := newTestAgent(t, `{`+base+`, "tools": ["left", "right"], "limits": {"tool_timeout_ms": 10000}}`, m, meet("left"), meet("right"))
+	res, err := a.Run(context.Background(), map[string]any{"who": "x"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range res.Steps {
+		if s.Action.Error != "" {
+			t.Errorf("%s failed: %s", s.Action.Tool, s.Action.Error)
+		}
+	}
+}
+
+func TestMaxParallelTools(t *testing.T) {
+	var cur, peak atomic.Int32
+	probe := tool.Must(tool.Func("probe", "", func(context.Context, echoArgs) (int, error) {
+		n := cur.Add(1)
+		for {
+			p := peak.Load()
+			if n <= p || peak.CompareAndSwap(p, n) {
+				break
+			}
+		}
+		time.Sleep(time.Millisecond)
+		cur.Add(-1)
+		return 1, nil
+	}))
+	m := &recorder{replies: []reply{calls(call("1", "probe", `{"text":""}`), call("2", "probe", `{"text":""}`), call("3", "probe", `{"text":""}`)), answer("ok")}}
+	a := newTestAgent(t, `{`+base+`, "tools": ["probe"], "limits": {"max_parallel_tools": 1}}`, m, probe)
+	if _, err := a.Run(context.Background(), map[string]any{"who": "x"}); err != nil {
+		t.Fatal(err)
+	}
+	if peak.Load() != 1 {
+		t.Errorf("peak concurrency %d with max_parallel_tools 1", peak.Load())
+	}
+}
+
+func TestToolFailuresBecomeObservations(t *testing.T) {
+	m := &recorder{replies: []reply{
+		calls(call("1", "nope", `{}`), call("2", "add", `{"a": "one"}`), call("3", "boom", `{"text": "x"}`), call("4", "slow", `{"text": "x"}`)),
+		answer("recovered"),
+	}}
+	a := newTestAgent(t, `{`+base+`, "tools": ["add", "boom", "slow"], "limits": {"tool_timeouts_ms": {"slow": 5}}}`, m)
+	var mu sync.Mutex
+	starts, ends := map[string]int{}, map[string]int{}
+	res, err := a.Run(context.Background(), map[string]any{"who": "x"}, WithEvents(func(e event.Event) {
+		mu.Lock()
+		defer mu.Unlock()
+		switch e.Type {
+		case event.ToolCallStart:
+			starts[e.Tool.ID]++
+		case event.ToolCallEnd:
+			if starts[e.Tool.ID] != 1 {
+				t.Errorf("end before start for %s", e.Tool.ID)
+			}
+			ends[e.Tool.ID]++
+		}
+	}))
+	if err != nil || res.Result != "recovered" {
+		t.Fatalf("%v %v", res.Result, err)
+	}
+	wantTypes := []string{"unknown_tool", "invalid_arguments", "panic", "timeout"}
+	for i, s := range res.Steps {
+		var obs tool.Result
+		if err := json.Unmarshal([]byte(s.Observation), &obs); err != nil {
+			t.Fatalf("observation %q: %v", s.Observation, err)
+		}
+		if obs.Status != tool.StatusError || obs.Error.Type != wantTypes[i] {
+			t.Errorf("step %d observation %+v, want %s", i, obs, wantTypes[i])
+		}
+		if strings.Contains(s.Observation, "goroutine") {
+			t.Error("a stack trace reached the model")
+		}
+	}
+	if !strings.Contains(res.Steps[0].Observation, "available tools: [add boom slow]") || !strings.Contains(res.Steps[1].Observation, "a: expected integer, got string") ||
+		!strings.Contains(res.Steps[1].Observation, "b: required argument is missing") {
+		t.Errorf("observations do not say what was wrong: %s / %s", res.Steps[0].Observation, res.Steps[1].Observation)
+	}
+	for _, id := range []string{"1", "2", "3", "4"} {
+		if starts[id] != 1 || ends[id] != 1 {
+			t.Errorf("call %s: %d starts, %d ends", id, starts[id], ends[id])
+		}
+	}
+	if res.Metrics.ToolErrors != 4 || slices.Contains(res.ToolsUsed, "nope") {
+		t.Errorf("metrics %+v tools %v", res.Metrics, res.ToolsUsed)
+	}
+}
+
+func forever(n int) []reply {
+	var rs []reply
+	for i := range n {
+		rs = append(rs, calls(call(string(rune('a'+i)), "add", `{"a": 1, "b": 1}`)))
+	}
+	return rs
+}
+
+func TestEndings(t *testing.T) {
+	pricing := llm.DefaultPricing().With(mustPricing(t, `{"models": {"m": {"prompt": 1000, "completion": 1000}}}`))
+	tests := []struct {
+		name       string
+		limits     string
+		replies    []reply
+		abort      bool
+		wantErr    error
+		wantReason TerminateReason
+		wantCode   string
+		wantTurns  int
+		wantCalls  int
+	}{
+		{"max turns", `{"max_turns": 2}`, forever(5), false, ErrMaxTurns, ReasonMaxTurns, CodeMaxTurns, 2, 2},
+		{"timeout", `{"timeout_ms": 20}`, []reply{calls(call("a", "add", `{"a":1,"b":1}`)), {wait: true}}, false, ErrTimeout, ReasonTimeout, CodeTimeout, 2, 1},
+		{"abort", `{}`, []reply{calls(call("a", "add", `{"a":1,"b":1}`)), {wait: true}}, true, ErrAborted, ReasonAborted, CodeAborted, 2, 1},
+		{"token budget", `{"max_total_tokens": 20}`, forever(5), false, ErrBudgetExceeded, ReasonBudgetExceeded, CodeBudgetExceeded, 2, 1},
+		{"token budget reached", `{"max_total_tokens": 30}`, forever(5), false, ErrBudgetExceeded, ReasonBudgetExceeded, CodeBudgetExceeded, 2, 2},
+		{"cost budget", `{"max_cost_usd": 0.02}`, forever(5), false, ErrBudgetExceeded, ReasonBudgetExceeded, CodeBudgetExceeded, 2, 1},
+		{"tool-call budget", `{"max_tool_calls": 2}`, []reply{calls(call("a", "add", `{"a":1,"b":1}`)),
+			calls(call("b", "add", `{"a":1,"b":1}`), call("c", "add", `{"a":1,"b":1}`))}, false, ErrBudgetExceeded, ReasonBudgetExceeded, CodeBudgetExceeded, 2, 1},
+		{"model error", `{}`, []reply{{err: &llm.APIError{Kind: llm.KindAuth, Message: "bad key"}}}, false, llm.ErrAuth, ReasonError, CodeLLMError, 1, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			m := &recorder{replies: tt.replies}
+			s := mustSpec(t, `{`+base+`, "tools": ["add"], "limits": `+tt.limits+`}`)
+			a, err := New(s, WithProvider(m, "test"), WithTools(testTools(t)), WithPricing(pricing))
+			if err != nil {
+				t.Fatal(err)
+			}
+			var opts []RunOption
+			var sess *Session
+			if tt.abort {
+				opts = append(opts, WithEvents(func(e event.Event) {
+					if e.Type == event.TurnStart && e.Turn == 2 {
+						sess.Abort()
+					}
+				}))
+			}
+			sess, err = a.NewSession(map[string]any{"who": "x"}, opts...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			res, err := sess.Run(context.Background())
+			if !errors.Is(err, tt.wantErr) {
+				t.Fatalf("err = %v, want %v", err, tt.wantErr)
+			}
+			if res == nil || res.Success || res.TerminateReason != tt.wantReason || res.Error == nil || res.Error.Code != tt.wantCode {
+				t.Fatalf("result %+v", res)
+			}
+			if res.Iterations != tt.wantTurns || res.Metrics.ToolCalls != tt.wantCalls || len(res.Steps) != tt.wantCalls {
+				t.Errorf("turns %d tool calls %d, want %d and %d", res.Iterations, res.Metrics.ToolCalls, tt.wantTurns, tt.wantCalls)
+			}
+			wantOutcome := OutcomePartial
+			if tt.wantReason == ReasonError {
+				wantOutcome = OutcomeError
+			}
+			if res.Outcome != wantOutcome || res.FinishedAt.Before(res.StartedAt.Time) || res.Confidence > 0.3 {
+				t.Errorf("outcome %s confidence %v", res.Outcome, res.Confidence)
+			}
+		})
+	}
+}
+
+func mustPricing(t testing.TB, js string) *llm.Pricing {
+	p, err := llm.ParsePricing([]byte(js))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func TestAbortBeforeRun(t *testing.T) {
+	a := newTestAgent(t, `{`+base+`}`, &recorder{replies: []reply{answer("never")}})
+	s, err := a.NewSession(map[string]any{"who": "x"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Abort()
+	res, err := s.Run(context.Background())
+	if !errors.Is(err, ErrAborted) || res.Iterations != 0 {
+		t.Errorf("%v %d", err, res.Iterations)
+	}
+	if _, err := s.Run(context.Background()); !errors.Is(err, ErrSessionUsed) {
+		t.Errorf("second run: %v", err)
+	}
+}
+
+func TestModelRetries(t *testing.T) {
+	m := scriptModel(t, `{"turns": [
+		{"error": {"status": 429, "message": "slow down", "retry_after_ms": 1}},
+		{"error": {"status": 503, "message": "busy"}},
+		{"content": "done", "usage": {"prompt_tokens": 5, "completion_tokens": 1}}]}`)
+	a := newTestAgent(t, `{`+base+`, "retry": {"attempts": 3, "initial_backoff_ms": 1, "max_backoff_ms": 2}}`, m)
+	var retries []event.Event
+	res, err := a.Run(context.Background(), map[string]any{"who": "x"}, WithEvents(func(e event.Event) {
+		if e.Type == event.Retry {
+			retries = append(retries, e)
+		}
+	}))
+	if err != nil || res.Result != "done" {
+		t.Fatalf("%v %v", res, err)
+	}
+	if len(retries) != 2 || retries[0].Attempt != 1 || retries[1].Attempt != 2 || !strings.Contains(retries[0].Error.Message, "slow down") {
+		t.Errorf("retry events %+v", retries)
+	}
+	if len(res.ModelCalls) != 1 || res.ModelCalls[0].Attempts != 3 {
+		t.Errorf("model calls %+v", res.ModelCalls)
+	}
+}
+
+func TestModelErrorMatchesAPIError(t *testing.T) {
+	m := scriptModel(t, `{"turns": [{"error": {"status": 400, "message": "bad request"}}]}`)
+	a := newTestAgent(t, `{`+base+`}`, m)
+	res, err := a.Run(context.Background(), map[string]any{"who": "x"})
+	var ae *llm.APIError
+	if !errors.As(err, &ae) || ae.Status != 400 || res.Outcome != OutcomeError || res.ModelCalls[0].Error == "" {
+		t.Errorf("%v %+v", err, res)
+	}
+}
+
+func TestEventOrder(t *testing.T) {
+	m := &recorder{replies: []reply{
+		{resp: &llm.Response{Content: "adding", ToolCalls: []llm.ToolCall{call("a", "add", `{"a":1,"b":1}`)}}},
+		answer("2"),
+	}}
+	a := newTestAgent(t, `{`+base+`, "tools": ["add"]}`, m)
+	var types []string
+	var last uint64
+	res, err := a.Run(context.Background(), map[string]any{"who": "x"}, WithEvents(func(e event.Event) {
+		types = append(types, string(e.Type))
+		if e.Seq != last+1 || e.RunID == "" || e.AgentName != "calc" || e.Time.IsZero() {
+			t.Errorf("event %+v", e)
+		}
+		last = e.Seq
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "run_start turn_start thinking tool_call_start tool_call_end turn_end turn_start turn_end run_end"
+	if got := strings.Join(types, " "); got != want {
+		t.Errorf("events:\n%s\nwant:\n%s", got, want)
+	}
+	if res.ID == "" || !strings.HasPrefix(res.ID, "run_") {
+		t.Errorf("id %q", res.ID)
+	}
+}
+
+func TestStreamingChunksReachSubscribers(t *testing.T) {
+	m := scriptModel(t, `{"turns": [{"content": "one two three four"}]}`)
+	a := newTestAgent(t, `{`+base+`}`, m)
+	var text strings.Builder
+	chunks := 0
+	res, err := a.Run(context.Background(), map[string]any{"who": "x"}, WithEvents(func(e event.Event) {
+		if e.Type == event.ContentChunk {
+			chunks++
+			text.WriteString(e.Content)
+		}
+	}))
+	if err != nil || chunks != 4 || text.String() != res.RawContent {
+		t.Errorf("%d chunks %q vs %q, %v", chunks, text.String(), res.RawContent, err)
+	}
+}
+
+func TestInputErrors(t *testing.T) {
+	a := newTestAgent(t, `{`+base+`, "purpose_text": "Use ${tone}.", "input_schema": {"type": "object", "properties": {"who": {"type": "string", "minLength": 2}}}}`,
+		&recorder{})
+	_, err := a.NewSession(map[string]any{"x": 1})
+	if !errors.Is(err, ErrInvalidInput) {
+		t.Fatalf("err = %v", err)
+	}
+	for _, w := range []string{`missing input key "who"`, "${who}", "${tone}"} {
+		if !strings.Contains(err.Error(), w) {
+			t.Errorf("err %q lacks %q", err, w)
+		}
+	}
+	_, err = a.NewSession(map[string]any{"who": "x", "tone": "dry"})
+	if err == nil || !strings.Contains(err.Error(), "who:") {
+		t.Errorf("schema: %v", err)
+	}
+}
+
+func TestSubAgents(t *testing.T) {
+	a, err := FromDir("testdata/agents", "boss", WithTools(testTools(t)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var helperEvents []event.Event
+	var bossRun string
+	res, err := a.Run(context.Background(), nil, WithEvents(func(e event.Event) {
+		mu.Lock()
+		defer mu.Unlock()
+		if e.AgentName == "helper" {
+			helperEvents = append(helperEvents, e)
+		} else if e.Type == event.RunStart {
+			bossRun = e.RunID
+		}
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Steps[0].Observation != `"The word means a small helper."` {
+		t.Errorf("sub-agent output %q", res.Steps[0].Observation)
+	}
+	if res.TokenUsage.TotalTokens != 144+250 {
+		t.Errorf("usage %+v: the helper's did not roll up", res.TokenUsage)
+	}
+	wantCost := (130*0.40 + 14*1.60 + 220*0.40 + 30*1.60) / 1e6
+	if d := res.EstimatedCost - wantCost; d > 1e-12 || d < -1e-12 {
+		t.Errorf("cost %v, want %v", res.EstimatedCost, wantCost)
+	}
+	agents := map[string]int{}
+	for _, c := range res.ModelCalls {
+		agents[c.Agent]++
+	}
+	if len(res.ModelCalls) != 4 || agents["helper"] != 2 {
+		t.Errorf("model calls %+v", res.ModelCalls)
+	}
+	if len(helperEvents) == 0 || helperEvents[0].Type != event.RunStart || helperEvents[0].ParentRunID != bossRun {
+		t.Errorf("helper events %+v (boss run %s)", helperEvents, bossRun)
+	}
+}
+
+func TestResultJSON(t *testing.T) {
+	a := newTestAgent(t, `{`+base+`, "tools": ["add"]}`, &recorder{replies: []reply{calls(call("a", "add", `{"a":1,"b":1}`)), answer("2")}})
+	res, err := a.Run(context.Background(), map[string]any{"who": "x"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := json.Marshal(res)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m map[string]any
+	json.Unmarshal(b, &m)
+	for _, k := range []string{"id", "session_id", "agent_name", "agent_version", "success", "outcome", "result", "raw_content",
+		"terminate_reason", "started_at", "finished_at", "iterations", "steps", "messages", "tools_used", "token_usage",
+		"estimated_cost_usd", "model", "provider", "model_calls", "confidence", "decision", "metrics"} {
+		if _, ok := m[k]; !ok {
+			t.Errorf("result JSON lacks %q", k)
+		}
+	}
+	ts := regexp.MustCompile(`^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$`)
+	if !ts.MatchString(m["started_at"].(string)) {
+		t.Errorf("started_at %v is not RFC 3339 with milliseconds", m["started_at"])
+	}
+	step := m["steps"].([]any)[0].(map[string]any)
+	action := step["action"].(map[string]any)
+	if action["tool"] != "add" || action["output"] != 2.0 || step["observation"] != "2" {
+		t.Errorf("step %v", step)
+	}
+}
+
+func TestModesNotYetAvailable(t *testing.T) {
+	a := newTestAgent(t, `{"agent_name": "c", "version": "v1", "model_name": "m", "mode": "react"}`, &recorder{})
+	res, err := a.Run(context.Background(), nil)
+	if !errors.Is(err, ErrConfig) || res.Error.Code != CodeConfigError || !IsConfigError(err) {
+		t.Errorf("%v %+v", err, res.Error)
+	}
+}

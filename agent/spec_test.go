@@ -1,0 +1,168 @@
+package agent
+
+import (
+	"errors"
+	"slices"
+	"strings"
+	"testing"
+)
+
+func TestA2ConfigLoadsAsIs(t *testing.T) {
+	s, path, err := Dir{Path: "testdata/agents"}.Load("A2@v1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Mode != ModeChooser || s.AgentName != "A2" || len(s.Enums) != 5 || s.Defaults["tone"] != "direct" || *s.Temperature != 0 || s.MaxOutputTokens != 256 {
+		t.Errorf("loaded %+v from %s", s, path)
+	}
+}
+
+func TestSpecErrors(t *testing.T) {
+	const ok = `"agent_name": "a", "version": "v1", "model_name": "gpt-4.1-mini"`
+	tests := []struct {
+		name, body string
+		want       []string
+	}{
+		{"unknown field", `{` + ok + `, "sytem_text": "x"}`, []string{`unknown field "sytem_text"`, `did you mean "system_text"`}},
+		{"unknown nested field", `{` + ok + `, "limits": {"max_turn": 3}}`, []string{`unknown field "limits.max_turn"`, `"max_turns"`}},
+		{"unknown retry field", `{` + ok + `, "retry": {"attempt": 3}}`, []string{`"retry.attempt"`}},
+		{"unknown fallback field", `{` + ok + `, "fallback_models": [{"model": "x"}]}`, []string{`"fallback_models[0].model"`}},
+		{"missing names", `{"model_name": "m"}`, []string{"agent_name is required", "version is required"}},
+		{"bad name", `{"agent_name": "a b", "version": "v/1", "model_name": "m"}`, []string{`agent_name "a b"`, `version "v/1"`}},
+		{"missing model", `{"agent_name": "a", "version": "v1"}`, []string{"model_name is required for mode tools"}},
+		{"bad mode", `{` + ok + `, "mode": "Wizard"}`, []string{`mode "wizard" is not one of`}},
+		{"bad limits", `{` + ok + `, "limits": {"max_turns": -1, "max_cost_usd": -2, "tool_timeouts_ms": {"x": 0}}}`,
+			[]string{"limits.max_turns -1 is negative", "limits.max_cost_usd -2 is negative", "limits.tool_timeouts_ms.x 0 must be positive"}},
+		{"bad retry", `{` + ok + `, "retry": {"initial_backoff_ms": 500, "max_backoff_ms": 100}}`, []string{"exceeds max_backoff_ms"}},
+		{"bad temperature", `{` + ok + `, "temperature": 3}`, []string{"temperature 3 is outside 0..2"}},
+		{"wrong type", `{` + ok + `, "limits": {"max_turns": "ten"}}`, []string{`"limits.max_turns"`, "expected an integer"}},
+		{"syntax", "{\n" + ok + ",\n  \"tools\": [}", []string{"line 3"}},
+		{"enum mismatch", `{` + ok + `, "output_schema": {"type": "object", "properties": {"tone": {"type": "string", "enum": ["a", "b"]}}},
+			"enums": {"tone": ["a", "c"]}}`, []string{"enums.tone [a c] does not match output_schema.properties.tone.enum [a b]"}},
+		{"enum without property", `{` + ok + `, "output_schema": {"type": "object", "properties": {}}, "enums": {"tone": ["a"]}}`,
+			[]string{`enums.tone: output_schema has no property "tone"`}},
+		{"schema enum missing from enums", `{` + ok + `, "output_schema": {"type": "object", "properties": {"a": {"enum": ["x"]}, "b": {"enum": ["y"]}}},
+			"enums": {"a": ["x"]}}`, []string{"output_schema.properties.b has an enum that enums does not list"}},
+		{"default without property", `{` + ok + `, "output_schema": {"type": "object", "properties": {"a": {}}}, "defaults": {"z": 1}}`,
+			[]string{`defaults.z: output_schema has no property "z"`}},
+		{"bad output schema", `{` + ok + `, "output_schema": {"type": 12}}`, []string{"output_schema:"}},
+		{"duplicate tool", `{` + ok + `, "tools": ["add", "add"]}`, []string{`tools[1] "add" is listed twice`}},
+		{"bad tool name", `{` + ok + `, "tools": ["no spaces"]}`, []string{`tools[0] "no spaces" is not a valid tool name`}},
+		{"duplicate input key", `{` + ok + `, "input_keys": ["a", "a"]}`, []string{`input_keys[1] "a" is listed twice`}},
+		{"policy not yet", `{` + ok + `, "policy": {"deny": ["x"]}}`, []string{"policy: the policy engine is not available"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := ParseSpec("spec.json", []byte(tt.body))
+			if err == nil {
+				t.Fatal("no error")
+			}
+			if !errors.Is(err, ErrInvalidSpec) || !strings.HasPrefix(err.Error(), "spec.json: ") {
+				t.Errorf("err %q does not name the file or match ErrInvalidSpec", err)
+			}
+			for _, w := range tt.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("err %q lacks %q", err, w)
+				}
+			}
+		})
+	}
+}
+
+func TestModeIsCaseInsensitive(t *testing.T) {
+	for _, m := range []string{"Chooser", "CHOOSER", "chooser"} {
+		s := mustSpec(t, `{"agent_name": "a", "version": "v1", "model_name": "m", "mode": "`+m+`"}`)
+		if s.Mode != ModeChooser {
+			t.Errorf("%s -> %s", m, s.Mode)
+		}
+	}
+	s := mustSpec(t, `{"agent_name": "a", "version": "v1", "mode": "service"}`)
+	if s.ModelName != "" || s.Mode != ModeService {
+		t.Errorf("service mode needs no model: %+v", s)
+	}
+}
+
+func TestDirVersions(t *testing.T) {
+	d := Dir{Path: "testdata/agents"}
+	vs, err := d.Versions("helper")
+	if err != nil || !slices.Equal(vs, []string{"v2", "v10"}) {
+		t.Fatalf("versions %v, %v", vs, err)
+	}
+	s, _, err := d.Load("helper")
+	if err != nil || s.Version != "v10" {
+		t.Errorf("latest = %v, %v", s, err)
+	}
+	if _, _, err := d.Load("helper@v3"); !errors.Is(err, ErrUnknownAgent) || !strings.Contains(err.Error(), "v2, v10") {
+		t.Errorf("missing version: %v", err)
+	}
+	if _, _, err := d.Load("nobody"); !errors.Is(err, ErrUnknownAgent) {
+		t.Errorf("missing agent: %v", err)
+	}
+	if _, _, err := d.Load("wrong@v1"); !errors.Is(err, ErrInvalidSpec) || !strings.Contains(err.Error(), `agent_name "right"`) {
+		t.Errorf("mismatched file: %v", err)
+	}
+	if _, _, err := d.Load("../etc@v1"); !errors.Is(err, ErrUnknownAgent) {
+		t.Errorf("path traversal: %v", err)
+	}
+}
+
+func TestCompareVersions(t *testing.T) {
+	ordered := []string{"0.9", "1.2.0", "1.10.0", "v1", "v2", "v10", "v10a"}
+	for i := range ordered {
+		for j := range ordered {
+			c := CompareVersions(ordered[i], ordered[j])
+			if (i < j && c >= 0) || (i > j && c <= 0) || (i == j && c != 0) {
+				t.Errorf("CompareVersions(%q, %q) = %d", ordered[i], ordered[j], c)
+			}
+		}
+	}
+}
+
+func TestRender(t *testing.T) {
+	vars := map[string]any{"city": "Lisbon", "days": 3, "tags": []string{"a"}}
+	tests := []struct{ in, want, err string }{
+		{"Go to ${city} for ${days} days", "Go to Lisbon for 3 days", ""},
+		{"${ city } ${tags}", `Lisbon ["a"]`, ""},
+		{"literal $${city} and $5", "literal ${city} and $5", ""},
+		{"no vars", "no vars", ""},
+		{"${missing}", "", `system_text uses ${missing} but the input has no "missing"`},
+		{"${unclosed", "", "unclosed"},
+	}
+	for _, tt := range tests {
+		got, err := Render("system_text", tt.in, vars)
+		if tt.err != "" {
+			if err == nil || !strings.Contains(err.Error(), tt.err) {
+				t.Errorf("Render(%q) err = %v, want %q", tt.in, err, tt.err)
+			}
+			continue
+		}
+		if err != nil || got != tt.want {
+			t.Errorf("Render(%q) = %q, %v; want %q", tt.in, got, err, tt.want)
+		}
+	}
+	if v := Vars("a ${x} $${y} ${z}"); !slices.Equal(v, []string{"x", "z"}) {
+		t.Errorf("Vars = %v", v)
+	}
+}
+
+func TestNewReportsUnknownToolsAndModels(t *testing.T) {
+	s := mustSpec(t, `{"agent_name": "a", "version": "v1", "model_name": "scripted:nowhere.json", "tools": ["add", "ad", "agent:ghost"],
+		"limits": {"tool_timeouts_ms": {"sub": 5}}}`)
+	_, err := New(s, WithTools(testTools(t)))
+	if !errors.Is(err, ErrInvalidSpec) {
+		t.Fatalf("err = %v", err)
+	}
+	for _, w := range []string{`unknown tool "ad" (known: add, boom, echo, slow)`, "nowhere.json", `tools[2] "agent:ghost": no agents directory`,
+		"limits.tool_timeouts_ms.sub: the agent has no tool"} {
+		if !strings.Contains(err.Error(), w) {
+			t.Errorf("err %q lacks %q", err, w)
+		}
+	}
+}
+
+func TestSubAgentCycle(t *testing.T) {
+	_, err := FromDir("testdata/agents", "loopy", WithTools(testTools(t)))
+	if err == nil || !strings.Contains(err.Error(), "sub-agent cycle: loopy -> loopy") {
+		t.Errorf("err = %v", err)
+	}
+}
