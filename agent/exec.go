@@ -28,33 +28,38 @@ type callResult struct {
 // transcript and the trace in the order the model asked for them.
 func (r *run) runTools(resp *llm.Response) {
 	calls := resp.ToolCalls
-	var one [1]callResult
-	results := one[:]
 	if len(calls) == 1 {
-		r.exec(&calls[0], &one[0])
-	} else {
-		results = make([]callResult, len(calls))
-		sem := make(chan struct{}, max(r.a.limits.MaxParallelTools, 1))
-		var wg sync.WaitGroup
-		for i := range calls {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				select {
-				case sem <- struct{}{}:
-					defer func() { <-sem }()
-				case <-r.ctx.Done():
-					// exec sees the ended context and records a cancelled
-					// call, with its start and end events.
-				}
-				r.exec(&calls[i], &results[i])
-			}()
-		}
-		wg.Wait()
+		var res callResult
+		r.exec(&calls[0], &res)
+		r.record(resp.Content, &calls[0], &res)
+		return
 	}
+	results := r.runParallel(calls)
 	for i := range calls {
 		r.record(resp.Content, &calls[i], &results[i])
 	}
+}
+
+func (r *run) runParallel(calls []llm.ToolCall) []callResult {
+	results := make([]callResult, len(calls))
+	sem := make(chan struct{}, max(r.a.limits.MaxParallelTools, 1))
+	var wg sync.WaitGroup
+	for i := range calls {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			select {
+			case sem <- struct{}{}:
+				defer func() { <-sem }()
+			case <-r.ctx.Done():
+				// exec sees the ended context and records a cancelled
+				// call, with its start and end events.
+			}
+			r.exec(&calls[i], &results[i])
+		}()
+	}
+	wg.Wait()
+	return results
 }
 
 // exec runs one call; it never panics (tool.Invoke recovers) and always
@@ -105,7 +110,10 @@ func (r *run) record(thought string, call *llm.ToolCall, res *callResult) {
 	st := r.st
 	st.ToolCalls++
 	var obs string
-	act := &Action{Tool: call.Name, CallID: call.ID, Input: call.Arguments, DurationMS: ms(res.dur), Attempts: res.attempts}
+	// Actions are allocated in chunks: a step points into r.actions, whose
+	// old arrays stay valid (and unchanged) when it grows.
+	r.actions = append(r.actions, Action{Tool: call.Name, CallID: call.ID, Input: call.Arguments, DurationMS: ms(res.dur), Attempts: res.attempts})
+	act := &r.actions[len(r.actions)-1]
 	if res.err != nil {
 		st.ToolErrors++
 		obs = errorObservation(res.err)

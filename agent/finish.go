@@ -1,7 +1,7 @@
 package agent
 
 import (
-	"fmt"
+	"strconv"
 	"strings"
 	"time"
 
@@ -91,33 +91,44 @@ func confidence(res *Result) float64 {
 // decision summarises the run in one readable line.
 func decision(res *Result) string {
 	var b strings.Builder
+	b.Grow(256)
 	if len(res.Steps) > 0 {
-		var tools []string
-		for _, s := range res.Steps {
-			t := s.Action.Tool
-			if s.Action.Error != "" {
-				t += " (failed)"
+		b.WriteString("Called ")
+		for i, s := range res.Steps {
+			if i > 0 {
+				b.WriteString(", ")
 			}
-			tools = append(tools, t)
+			b.WriteString(s.Action.Tool)
+			if s.Action.Error != "" {
+				b.WriteString(" (failed)")
+			}
 		}
-		fmt.Fprintf(&b, "Called %s over %d turns; ", strings.Join(tools, ", "), res.Iterations)
+		b.WriteString(" over ")
 	} else {
-		fmt.Fprintf(&b, "No tool calls in %d turns; ", res.Iterations)
+		b.WriteString("No tool calls in ")
 	}
+	b.WriteString(strconv.Itoa(res.Iterations))
+	b.WriteString(" turns; ")
 	if res.Success {
 		b.WriteString("answered: ")
 		b.WriteString(truncate(res.RawContent, 160))
 	} else {
-		fmt.Fprintf(&b, "stopped (%s)", res.TerminateReason)
+		b.WriteString("stopped (")
+		b.WriteString(string(res.TerminateReason))
+		b.WriteString(")")
 		if res.Error != nil {
-			b.WriteString(": " + truncate(res.Error.Message, 160))
+			b.WriteString(": ")
+			b.WriteString(truncate(res.Error.Message, 160))
 		}
 	}
 	return b.String()
 }
 
+// truncate shortens s to about n bytes on one line.
 func truncate(s string, n int) string {
-	s = strings.Join(strings.Fields(s), " ")
+	if strings.ContainsAny(s, "\n\r\t") {
+		s = strings.Join(strings.Fields(s), " ")
+	}
 	if len(s) <= n {
 		return s
 	}

@@ -28,6 +28,8 @@ type run struct {
 	priced     bool
 
 	link *link // sub-agent usage to roll up into this run
+
+	actions []Action // backing store of the steps' actions
 }
 
 // Run runs the session to its end and returns the complete Result. The
@@ -68,6 +70,12 @@ func (s *Session) Run(ctx context.Context) (*Result, error) {
 	r.ctx = ctx
 	r.st.StartedAt = Timestamp{time.Now()}
 	r.st.ToolLatencyMS = map[string]float64{}
+	// Room for a typical run, so the trace does not grow turn by turn.
+	if n := min(a.limits.MaxTurns, 16); cap(r.st.ModelCalls) == 0 {
+		r.st.ModelCalls = make([]ModelCall, 0, n)
+		r.st.Steps = make([]Step, 0, n)
+		r.actions = make([]Action, 0, n)
+	}
 	if s.bus.Active() {
 		r.emit(event.Event{Type: event.RunStart, Data: map[string]any{
 			"agent_version": a.spec.Version, "model": a.modelName, "provider": a.providerName, "session_id": s.state.SessionID}})

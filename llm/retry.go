@@ -6,6 +6,8 @@ import (
 	"iter"
 	"math/rand/v2"
 	"time"
+
+	"github.com/agentry/agentry/internal/lazyctx"
 )
 
 // RetryPolicy says how a failed model call is repeated. The zero value
@@ -139,8 +141,8 @@ func (r *retrier) attempt(ctx context.Context, req *Request) (*Response, error) 
 	if r.policy.AttemptTimeout <= 0 {
 		return r.next.Generate(ctx, req)
 	}
-	actx, cancel := context.WithTimeout(ctx, r.policy.AttemptTimeout)
-	defer cancel()
+	actx := lazyctx.WithTimeout(ctx, r.policy.AttemptTimeout)
+	defer actx.Cancel()
 	resp, err := r.next.Generate(actx, req)
 	if err != nil && ctx.Err() == nil && actx.Err() != nil {
 		err = &APIError{Kind: KindTransient, Model: req.Model,

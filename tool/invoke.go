@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"runtime/debug"
 	"time"
+
+	"github.com/agentry/agentry/internal/lazyctx"
 )
 
 // CallOptions says how Invoke runs one call.
@@ -66,9 +68,9 @@ func IsTransient(err error) bool {
 func invokeOnce(ctx context.Context, t Tool, name string, args json.RawMessage, timeout time.Duration) (out json.RawMessage, err error) {
 	cctx := ctx
 	if timeout > 0 {
-		var cancel context.CancelFunc
-		cctx, cancel = context.WithTimeout(ctx, timeout)
-		defer cancel()
+		lc := lazyctx.WithTimeout(ctx, timeout)
+		defer lc.Cancel()
+		cctx = lc
 	}
 	defer func() {
 		if r := recover(); r != nil {
