@@ -143,11 +143,19 @@ func TestDeriveErrors(t *testing.T) {
 		want string
 	}{
 		{func() (Tool, error) { return Func("r", "", func(context.Context, rec) (int, error) { return 0, nil }) }, "recursive"},
-		{func() (Tool, error) { return Func("m", "", func(context.Context, badMap) (int, error) { return 0, nil }) }, "not string"},
-		{func() (Tool, error) { return Func("e", "", func(context.Context, badEnum) (int, error) { return 0, nil }) }, "enum tag"},
+		{func() (Tool, error) {
+			return Func("m", "", func(context.Context, badMap) (int, error) { return 0, nil })
+		}, "not string"},
+		{func() (Tool, error) {
+			return Func("e", "", func(context.Context, badEnum) (int, error) { return 0, nil })
+		}, "enum tag"},
 		{func() (Tool, error) { return Func("c", "", func(context.Context, ch) (int, error) { return 0, nil }) }, "no JSON schema"},
-		{func() (Tool, error) { return Func("s", "", func(context.Context, string) (int, error) { return 0, nil }) }, "not a struct"},
-		{func() (Tool, error) { return Func("bad name", "", func(context.Context, inner) (int, error) { return 0, nil }) }, "invalid name"},
+		{func() (Tool, error) {
+			return Func("s", "", func(context.Context, string) (int, error) { return 0, nil })
+		}, "not a struct"},
+		{func() (Tool, error) {
+			return Func("bad name", "", func(context.Context, inner) (int, error) { return 0, nil })
+		}, "invalid name"},
 	} {
 		if _, err := tc.f(); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("err = %v, want %q", err, tc.want)

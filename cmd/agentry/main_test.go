@@ -1,0 +1,256 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"testing"
+
+	"go.uber.org/goleak"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m, goleak.IgnoreTopFunction("net/http.(*persistConn).writeLoop"), goleak.IgnoreTopFunction("internal/poll.runtime_pollWait")) }
+
+func run(t *testing.T, args ...string) (code int, stdout, stderr string) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	code = execute(args, strings.NewReader(""), &out, &errb)
+	return code, out.String(), errb.String()
+}
+
+const quickstart = "../../examples/quickstart/agent.json"
+
+func TestQuickstart(t *testing.T) {
+	code, out, errs := run(t, "run", quickstart, "--input", "city=Lisbon", "--input", "days=3")
+	if code != 0 {
+		t.Fatalf("exit %d\n%s", code, errs)
+	}
+	if !strings.Contains(out, "3 days in Lisbon") {
+		t.Errorf("stdout %q", out)
+	}
+	for _, want := range []string{"▶ quickstart@v1", "turn 1", "→ kv_set", "← kv_set ok", "→ kv_list", "← kv_get ok", "turn 4", "✓ quickstart: completed after 4 turns"} {
+		if !strings.Contains(errs, want) {
+			t.Errorf("progress lacks %q:\n%s", want, errs)
+		}
+	}
+}
+
+func TestRunJSONAndEvents(t *testing.T) {
+	events := filepath.Join(t.TempDir(), "events.jsonl")
+	code, out, errs := run(t, "run", quickstart, "--input", "city=Lisbon", "--input", "days=3", "--json", "--events", events, "-q")
+	if code != 0 || errs != "" {
+		t.Fatalf("exit %d, stderr %q", code, errs)
+	}
+	var res struct {
+		Success    bool     `json:"success"`
+		ToolsUsed  []string `json:"tools_used"`
+		Iterations int      `json:"iterations"`
+		Cost       float64  `json:"estimated_cost_usd"`
+		Model      string   `json:"model"`
+		Steps      []struct {
+			Action struct {
+				Tool string `json:"tool"`
+			} `json:"action"`
+		} `json:"steps"`
+	}
+	if err := json.Unmarshal([]byte(out), &res); err != nil {
+		t.Fatalf("stdout is not the result JSON: %v\n%s", err, out)
+	}
+	if !res.Success || res.Iterations != 4 || len(res.Steps) != 5 || strings.Join(res.ToolsUsed, ",") != "kv_set,kv_list,kv_get" {
+		t.Errorf("result %+v", res)
+	}
+	// 1244 prompt and 185 completion tokens at gpt-4.1-mini prices.
+	if want := (1244*0.40 + 185*1.60) / 1e6; res.Cost < want-1e-9 || res.Cost > want+1e-9 || res.Model != "gpt-4.1-mini" {
+		t.Errorf("cost %v model %q, want %v", res.Cost, res.Model, want)
+	}
+	f, err := os.Open(events)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	counts := map[string]int{}
+	var first, last string
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		var e struct{ Type string }
+		if err := json.Unmarshal(sc.Bytes(), &e); err != nil {
+			t.Fatalf("event line %q: %v", sc.Text(), err)
+		}
+		if first == "" {
+			first = e.Type
+		}
+		last = e.Type
+		counts[e.Type]++
+	}
+	if first != "run_start" || last != "run_end" || counts["tool_call_start"] != 5 || counts["tool_call_end"] != 5 || counts["turn_start"] != 4 {
+		t.Errorf("events: first %s last %s counts %v", first, last, counts)
+	}
+}
+
+func TestExitCodes(t *testing.T) {
+	tests := []struct {
+		name string
+		args []string
+		code int
+		want string // in stderr
+	}{
+		{"missing input", []string{"run", quickstart}, 2, `missing input key "city"`},
+		{"unknown field", []string{"run", "testdata/bad_field.json"}, 2, `unknown field "limits.max_turn" (did you mean "max_turns"?)`},
+		{"unknown tool", []string{"run", "testdata/unknown_tool.json"}, 2, `unknown tool "kv_gte"`},
+		{"no such file", []string{"run", "testdata/none.json"}, 2, "does not exist"},
+		{"no such agent", []string{"run", "ghost", "--agents", "testdata"}, 2, `unknown agent "ghost"`},
+		{"bad input flag", []string{"run", quickstart, "--input", "city"}, 2, "want key=value"},
+		{"bad input file", []string{"run", quickstart, "--input-file", "testdata/loop.json"}, 2, ""},
+		{"missing input file", []string{"run", quickstart, "--input-file", "testdata/none.json"}, 2, "--input-file"},
+		{"unknown flag", []string{"run", quickstart, "--bogus"}, 2, "unknown flag"},
+		{"no arguments", []string{"run"}, 2, "run takes one spec file"},
+		{"unknown command", []string{"fly"}, 2, "unknown command"},
+		{"bad model", []string{"run", quickstart, "--input", "city=x", "--input", "days=1", "--model", "scripted:testdata/none.json"}, 2, "none.json"},
+		{"run fails", []string{"run", "testdata/loops.json"}, 1, "max_turns"},
+		{"validate bad", []string{"validate", "testdata/bad_field.json", "testdata/unknown_tool.json"}, 2, "kv_gte"},
+		{"validate good", []string{"validate", quickstart, "testdata/loops.json"}, 0, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			code, _, errs := run(t, tt.args...)
+			if code != tt.code || !strings.Contains(errs, tt.want) {
+				t.Errorf("exit %d (want %d), stderr:\n%s\nwant %q", code, tt.code, errs, tt.want)
+			}
+		})
+	}
+}
+
+func TestRunByName(t *testing.T) {
+	code, out, errs := run(t, "run", "notes", "--agents", "testdata/agents")
+	if code != 0 || !strings.Contains(out, "v2 answers at once.") {
+		t.Errorf("latest version: exit %d %q %s", code, out, errs)
+	}
+	code, _, errs = run(t, "run", "notes@v1", "--agents", "testdata/agents")
+	if code != 1 || !strings.Contains(errs, "max_turns") {
+		t.Errorf("notes@v1: exit %d %s", code, errs)
+	}
+}
+
+func TestFailedRunPrintsResult(t *testing.T) {
+	code, out, _ := run(t, "run", "testdata/loops.json", "--json", "-q")
+	var res struct {
+		Success         bool   `json:"success"`
+		TerminateReason string `json:"terminate_reason"`
+		Error           struct {
+			Code string `json:"code"`
+		} `json:"error"`
+	}
+	if err := json.Unmarshal([]byte(out), &res); err != nil || code != 1 {
+		t.Fatalf("exit %d: %v\n%s", code, err, out)
+	}
+	if res.Success || res.TerminateReason != "max_turns" || res.Error.Code != "max_turns" {
+		t.Errorf("%+v", res)
+	}
+}
+
+func TestValidateAgentsDir(t *testing.T) {
+	code, out, errs := run(t, "validate", "testdata/agents")
+	if code != 2 {
+		t.Fatalf("exit %d", code)
+	}
+	for _, want := range []string{"notes/v1.json", "notes/v2.json"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("stdout lacks %q:\n%s", want, out)
+		}
+	}
+	for _, want := range []string{"cyclic/v1.json", "sub-agent cycle: cyclic -> cyclic", "mismatch/v1.json", `agent_name "other"`, "2 invalid"} {
+		if !strings.Contains(errs, want) {
+			t.Errorf("stderr lacks %q:\n%s", want, errs)
+		}
+	}
+}
+
+// TestHTTPAndKV is the Proposal seed's success criterion: an agent runs a
+// multi-step task with two tools, HTTP and an in-memory KV store.
+func TestHTTPAndKV(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/releases/latest" {
+			http.NotFound(w, r)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprint(w, `{"project": "x", "version": "2.0.0", "api_changes": ["removed /v1/items", "added /v2/items"]}`)
+	}))
+	defer srv.Close()
+	dir := t.TempDir()
+	script := fmt.Sprintf(`{"turns": [
+	  {"content": "Fetch the release notes.", "tool_calls": [{"name": "http_get", "arguments": {"url": "%s/releases/latest"}}]},
+	  {"tool_calls": [{"name": "kv_set", "arguments": {"key": "release:x", "value": {"version": "2.0.0", "api_changes": 2}}}]},
+	  {"tool_calls": [{"name": "kv_get", "arguments": {"key": "release:x"}}]},
+	  {"content": "Release 2.0.0 of x has 2 API changes: /v1/items was removed and /v2/items added."}
+	]}`, srv.URL)
+	os.WriteFile(filepath.Join(dir, "model.json"), []byte(script), 0o600)
+	os.WriteFile(filepath.Join(dir, "agent.json"), []byte(`{"agent_name": "releases", "version": "v1",
+	  "model_name": "scripted:model.json", "system_text": "Summarise API changes of ${project}.", "input_keys": ["project"],
+	  "tools": ["http_get", "kv_set", "kv_get"]}`), 0o600)
+
+	code, out, errs := run(t, "run", filepath.Join(dir, "agent.json"), "--input", "project=x", "--json", "-q")
+	if !strings.Contains(out, `\"type\":\"blocked\"`) {
+		t.Fatalf("without --allow-private-network the loopback server must be blocked; exit %d\n%s\n%s", code, out, errs)
+	}
+	code, out, errs = run(t, "run", filepath.Join(dir, "agent.json"), "--input", "project=x", "--json", "-q", "--allow-private-network")
+	if code != 0 {
+		t.Fatalf("exit %d\n%s", code, errs)
+	}
+	var res struct {
+		Result string `json:"result"`
+		Steps  []struct {
+			Observation string `json:"observation"`
+		} `json:"steps"`
+	}
+	if err := json.Unmarshal([]byte(out), &res); err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Steps) != 3 || !strings.Contains(res.Steps[0].Observation, `"version":"2.0.0"`) ||
+		res.Steps[2].Observation != `{"key":"release:x","value":{"version":"2.0.0","api_changes":2}}` {
+		t.Errorf("steps %+v", res.Steps)
+	}
+	if !strings.Contains(res.Result, "2 API changes") {
+		t.Errorf("result %q", res.Result)
+	}
+}
+
+// TestBinary builds the agentry binary and runs the README's first command
+// with it, as a new user would.
+func TestBinary(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the binary")
+	}
+	bin := filepath.Join(t.TempDir(), "agentry")
+	if runtime.GOOS == "windows" {
+		bin += ".exe"
+	}
+	build := exec.Command("go", "build", "-o", bin, ".")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	cmd := exec.Command(bin, "run", "examples/quickstart/agent.json", "--input", "city=Lisbon", "--input", "days=3")
+	cmd.Dir = "../.."
+	var out, errs bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errs
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("%v\n%s", err, errs.String())
+	}
+	if !strings.Contains(out.String(), "3 days in Lisbon") || !strings.Contains(errs.String(), "→ kv_set") {
+		t.Errorf("stdout %q\nstderr %q", out.String(), errs.String())
+	}
+	cmd = exec.Command(bin, "run", "examples/quickstart/agent.json")
+	cmd.Dir = "../.."
+	err := cmd.Run()
+	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 2 {
+		t.Errorf("missing input: %v, want exit status 2", err)
+	}
+}
