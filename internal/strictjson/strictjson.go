@@ -33,7 +33,7 @@ func Decode(data []byte, v any) error {
 func describe(data []byte, err error) error {
 	var se *json.SyntaxError
 	if errors.As(err, &se) {
-		line, col := position(data, se.Offset)
+		line, col := position(data, se.Offset-1) // Offset counts the bad byte
 		return fmt.Errorf("invalid JSON at line %d, column %d: %v", line, col, se)
 	}
 	var te *json.UnmarshalTypeError

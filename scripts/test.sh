@@ -1,0 +1,18 @@
+#!/usr/bin/env bash
+# Runs every check and test of agentry, as CI does: formatting, vet, and
+# the whole test suite with the race detector. Usage: scripts/test.sh
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+if [ -x scripts/test-deps.sh ]; then
+  scripts/test-deps.sh
+fi
+
+unformatted=$(gofmt -l $(git ls-files '*.go' 2>/dev/null || find . -name '*.go'))
+if [ -n "$unformatted" ]; then
+  echo "gofmt would change:" $unformatted >&2
+  exit 1
+fi
+
+go vet ./...
+go test -race -count=1 ./...
