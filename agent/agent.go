@@ -29,6 +29,7 @@ type Agent struct {
 	tools        map[string]*binding
 	toolSpecs    []llm.ToolSpec
 	inputSchema  *schema.Schema
+	outputSchema *schema.Schema
 	limits       Limits
 	retry        Retry
 	pricing      *llm.Pricing
@@ -142,6 +143,9 @@ func build(spec *Spec, o options) (*Agent, error) {
 	}
 	if len(spec.InputSchema) > 0 {
 		a.inputSchema, _ = schema.Compile(spec.InputSchema) // checked by Check
+	}
+	if len(spec.OutputSchema) > 0 {
+		a.outputSchema, _ = schema.Compile(spec.OutputSchema)
 	}
 	problems = append(problems, a.bindTools(o)...)
 	if len(problems) > 0 {

@@ -34,7 +34,13 @@ func (r *run) finish(o outcome, err error) (*Result, error) {
 	if res.ModelCalls == nil {
 		res.ModelCalls = []ModelCall{}
 	}
+	if a.outputSchema != nil && o.reason == ReasonCompleted {
+		v := r.validated
+		res.Validated = &v
+	}
 	switch {
+	case err == nil && o.output != nil:
+		res.Outcome, res.Result = OutcomeSuccess, o.output
 	case err == nil:
 		res.Outcome, res.Result = OutcomeSuccess, o.content
 	case o.reason == ReasonError:

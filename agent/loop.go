@@ -30,6 +30,10 @@ type run struct {
 	link *link // sub-agent usage to roll up into this run
 
 	actions []Action // backing store of the steps' actions
+
+	outputRetries int  // corrections asked for so far
+	validated     bool // the final answer matched the output schema
+	invalid       bool // it never did
 }
 
 // Run runs the session to its end and returns the complete Result. The
@@ -64,7 +68,7 @@ func (s *Session) Run(ctx context.Context) (*Result, error) {
 	}
 	r := &run{s: s, a: a, st: &s.state, link: &link{runID: s.state.RunID, bus: s.bus}}
 	r.req = llm.Request{Model: a.model, Tools: a.toolSpecs, Temperature: a.spec.Temperature,
-		TopP: a.spec.TopP, MaxOutputTokens: a.spec.MaxOutputTokens}
+		TopP: a.spec.TopP, MaxOutputTokens: a.spec.MaxOutputTokens, ResponseSchema: a.spec.OutputSchema}
 	ctx = withLink(ctx, r.link)
 	ctx = llm.WithTrace(ctx, &llm.Trace{Retry: r.onRetry})
 	r.ctx = ctx
@@ -88,6 +92,7 @@ func (s *Session) Run(ctx context.Context) (*Result, error) {
 type outcome struct {
 	reason  TerminateReason
 	content string
+	output  map[string]any // the validated structured output
 	err     error
 	code    string
 	details map[string]any
@@ -122,8 +127,12 @@ func (r *run) loop() (outcome, error) {
 		st.Messages = append(st.Messages, resp.Message())
 		st.LastContent = resp.Content
 		if len(resp.ToolCalls) == 0 {
+			again, o, err := r.finalAnswer(resp.Content)
 			r.endTurn()
-			return outcome{reason: ReasonCompleted, content: resp.Content}, nil
+			if again {
+				continue
+			}
+			return o, err
 		}
 		if resp.Content != "" && r.s.bus.Active() {
 			r.emit(event.Event{Type: event.Thinking, Content: resp.Content})
@@ -214,17 +223,7 @@ func (r *run) callModel() (*llm.Response, error) {
 	r.req.Messages = st.Messages
 	r.attempts = 1
 	start := time.Now()
-	var resp *llm.Response
-	var err error
-	if sp, ok := r.s.provider.(llm.Streamer); ok && r.s.bus.Active() {
-		resp, err = llm.Collect(sp.Stream(r.ctx, &r.req), func(c llm.Chunk) {
-			if c.Text != "" {
-				r.emit(event.Event{Type: event.ContentChunk, Content: c.Text})
-			}
-		})
-	} else {
-		resp, err = r.s.provider.Generate(r.ctx, &r.req)
-	}
+	resp, err := r.generate()
 	d := time.Since(start)
 	mc := ModelCall{Turn: st.Turn, Provider: r.a.providerName, Model: r.a.model, DurationMS: ms(d), Attempts: r.attempts}
 	st.ModelLatencyMS += mc.DurationMS
@@ -245,6 +244,25 @@ func (r *run) callModel() (*llm.Response, error) {
 	r.account(resp, &mc)
 	st.ModelCalls = append(st.ModelCalls, mc)
 	return resp, nil
+}
+
+// generate calls the provider, streaming when someone listens and the
+// provider can. A provider that panics fails the call instead of the run.
+func (r *run) generate() (resp *llm.Response, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			resp, err = nil, &llm.APIError{Kind: llm.KindUnknown, Provider: r.a.providerName, Model: r.a.model,
+				Message: fmt.Sprintf("provider panicked: %v", p)}
+		}
+	}()
+	if sp, ok := r.s.provider.(llm.Streamer); ok && r.s.bus.Active() {
+		return llm.Collect(sp.Stream(r.ctx, &r.req), func(c llm.Chunk) {
+			if c.Text != "" {
+				r.emit(event.Event{Type: event.ContentChunk, Content: c.Text})
+			}
+		})
+	}
+	return r.s.provider.Generate(r.ctx, &r.req)
 }
 
 // account adds a call's usage and cost to the run.

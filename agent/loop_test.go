@@ -443,3 +443,20 @@ func TestModesNotYetAvailable(t *testing.T) {
 		t.Errorf("%v %+v", err, res.Error)
 	}
 }
+
+func TestPanicsDoNotEscape(t *testing.T) {
+	a := newTestAgent(t, `{`+base+`}`, scriptedPanic{})
+	res, err := a.Run(context.Background(), map[string]any{"who": "x"}, WithEvents(func(e event.Event) {
+		if e.Type == event.TurnStart {
+			panic("listener bug")
+		}
+	}))
+	var ae *llm.APIError
+	if !errors.As(err, &ae) || !strings.Contains(ae.Message, "provider panicked: model bug") || res.Outcome != OutcomeError {
+		t.Errorf("%v %+v", err, res)
+	}
+}
+
+type scriptedPanic struct{}
+
+func (scriptedPanic) Generate(context.Context, *llm.Request) (*llm.Response, error) { panic("model bug") }

@@ -5,6 +5,7 @@ package event
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"iter"
 	"log/slog"
@@ -89,7 +90,10 @@ type Bus struct {
 	subs   []*subscriber
 }
 
-type subscriber struct{ fn func(Event) }
+type subscriber struct {
+	fn      func(Event)
+	dropped bool
+}
 
 // NewBus returns a bus that also forwards every event to parent (which
 // may be nil): a session's bus forwards to its service's.
@@ -115,12 +119,30 @@ func (b *Bus) Publish(e Event) {
 		b.mu.Lock()
 		b.seq++
 		e.Seq = b.seq
-		for _, s := range b.subs {
-			s.fn(e)
+		for i := 0; i < len(b.subs); i++ {
+			if !deliver(b.subs[i], e) {
+				// A subscriber that panicked is dropped, so that a broken
+				// listener can neither crash nor stall the run.
+				b.subs = append(b.subs[:i:i], b.subs[i+1:]...)
+				b.active.Add(-1)
+				i--
+			}
 		}
 		b.mu.Unlock()
 	}
 	b.parent.Publish(e)
+}
+
+func deliver(s *subscriber, e Event) (ok bool) {
+	defer func() {
+		if r := recover(); r != nil {
+			slog.Error("agentry: event subscriber panicked; unsubscribed", "event", string(e.Type), "panic", fmt.Sprint(r))
+			s.dropped = true
+			ok = false
+		}
+	}()
+	s.fn(e)
+	return true
 }
 
 // Subscribe calls fn with each event from now on, until the returned
@@ -136,6 +158,9 @@ func (b *Bus) Subscribe(fn func(Event)) (unsubscribe func()) {
 		once.Do(func() {
 			b.mu.Lock()
 			defer b.mu.Unlock()
+			if s.dropped {
+				return
+			}
 			for i, x := range b.subs {
 				if x == s {
 					b.subs = append(b.subs[:i:i], b.subs[i+1:]...)

@@ -131,3 +131,19 @@ func TestJSONLines(t *testing.T) {
 		}
 	}
 }
+
+func TestPanickingSubscriberIsDropped(t *testing.T) {
+	var b Bus
+	got := 0
+	b.Subscribe(func(Event) { panic("broken listener") })
+	stop := b.Subscribe(func(Event) { got++ })
+	b.Publish(Event{Type: RunStart})
+	b.Publish(Event{Type: RunEnd})
+	if got != 2 {
+		t.Errorf("the healthy subscriber got %d events", got)
+	}
+	stop()
+	if b.Active() {
+		t.Error("still active")
+	}
+}
