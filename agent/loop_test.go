@@ -459,4 +459,6 @@ func TestPanicsDoNotEscape(t *testing.T) {
 
 type scriptedPanic struct{}
 
-func (scriptedPanic) Generate(context.Context, *llm.Request) (*llm.Response, error) { panic("model bug") }
+func (scriptedPanic) Generate(context.Context, *llm.Request) (*llm.Response, error) {
+	panic("model bug")
+}

@@ -2,10 +2,9 @@ package agent
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"slices"
 	"strconv"
 	"strings"
@@ -258,8 +257,18 @@ func (a *Agent) inputText(input map[string]any) string {
 	return strings.TrimSuffix(b.String(), "\n")
 }
 
+// newID returns prefix_ and 16 hex digits from the runtime's
+// cryptographically seeded generator: unique across processes, and cheap.
 func newID(prefix string) string {
-	var b [8]byte
-	_, _ = rand.Read(b[:])
-	return prefix + "_" + hex.EncodeToString(b[:])
+	var b [32]byte
+	n := copy(b[:], prefix)
+	b[n] = '_'
+	n++
+	x := rand.Uint64()
+	const digits = "0123456789abcdef"
+	for i := 15; i >= 0; i-- {
+		b[n+i] = digits[x&0xf]
+		x >>= 4
+	}
+	return string(b[:n+16])
 }

@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unsafe"
 )
 
 // ArgumentError reports arguments that do not match a tool's schema. The
@@ -44,6 +45,7 @@ func WithTimeout(d time.Duration) Option { return func(i *Info) { i.Timeout = d 
 type funcTool[In, Out any] struct {
 	info   Info
 	schema *node
+	flat   *flatDecoder // nil: decode with encoding/json
 	fn     func(context.Context, In) (Out, error)
 	encode func(Out) (json.RawMessage, error)
 }
@@ -69,6 +71,7 @@ func Func[In, Out any](name, description string, fn func(ctx context.Context, in
 	t := &funcTool[In, Out]{
 		info:   Info{Name: name, Description: description, Parameters: schema.schemaJSON(), Idempotency: NonIdempotent},
 		schema: schema,
+		flat:   newFlatDecoder(reflect.TypeFor[In](), schema),
 		fn:     fn,
 		encode: encoderFor[Out](),
 	}
@@ -103,7 +106,11 @@ func (t *funcTool[In, Out]) Call(ctx context.Context, args json.RawMessage) (jso
 		return nil, &ArgumentError{Tool: t.info.Name, Problems: probs}
 	}
 	var in In
-	if err := json.Unmarshal(args, &in); err != nil {
+	if t.flat != nil {
+		if err := t.flat.decode(t.schema, args, unsafe.Pointer(&in)); err != nil {
+			return nil, &ArgumentError{Tool: t.info.Name, Problems: []string{err.Error()}}
+		}
+	} else if err := json.Unmarshal(args, &in); err != nil {
 		return nil, &ArgumentError{Tool: t.info.Name, Problems: []string{decodeProblem(err)}}
 	}
 	out, err := t.fn(ctx, in)

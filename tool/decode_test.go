@@ -1,0 +1,101 @@
+package tool
+
+import (
+	"context"
+	"encoding/json"
+	"reflect"
+	"testing"
+	"unsafe"
+)
+
+type flat struct {
+	S   string  `json:"s"`
+	B   bool    `json:"b,omitempty"`
+	I   int     `json:"i,omitempty"`
+	I8  int8    `json:"i8,omitempty"`
+	I16 int16   `json:"i16,omitempty"`
+	I32 int32   `json:"i32,omitempty"`
+	I64 int64   `json:"i64,omitempty"`
+	U   uint    `json:"u,omitempty"`
+	U8  uint8   `json:"u8,omitempty"`
+	U16 uint16  `json:"u16,omitempty"`
+	U32 uint32  `json:"u32,omitempty"`
+	U64 uint64  `json:"u64,omitempty"`
+	F32 float32 `json:"f32,omitempty"`
+	F64 float64 `json:"f64,omitempty"`
+}
+
+var flatCases = []string{
+	`{"s": "plain"}`,
+	`{"s": "esc\"aped\n\u00e9", "b": true, "i": -42, "i8": -128, "i16": 32767, "i32": -5, "i64": 9007199254740993}`,
+	`{"s": "", "u": 7, "u8": 255, "u16": 65535, "u32": 4294967295, "u64": 18446744073709551615, "f32": 1.5e3, "f64": -0.25}`,
+	`{"s": "dup", "s": "last wins", "b": false}`,
+	`{"s": null, "i": null}`,
+	"{\"s\": \"bad utf8 \xff\"}",
+	`{"i8": 128, "s": "x"}`,
+	`{"u8": -1, "s": "x"}`,
+	`{"i": 1e2, "s": "x"}`,
+}
+
+func decodeBoth(t testing.TB, n *node, d *flatDecoder, args string) {
+	var want, got flat
+	wantErr := json.Unmarshal([]byte(args), &want)
+	gotErr := d.decode(n, []byte(args), unsafe.Pointer(&got))
+	if (wantErr != nil) != (gotErr != nil) {
+		t.Fatalf("%s: encoding/json err %v, flat decoder err %v", args, wantErr, gotErr)
+	}
+	if wantErr == nil && !reflect.DeepEqual(want, got) {
+		t.Fatalf("%s:\nencoding/json %+v\nflat decoder  %+v", args, want, got)
+	}
+}
+
+func TestFlatDecoderMatchesEncodingJSON(t *testing.T) {
+	n, err := deriveSchema(reflect.TypeFor[flat]())
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := newFlatDecoder(reflect.TypeFor[flat](), n)
+	if d == nil {
+		t.Fatal("flat struct not recognised")
+	}
+	for _, c := range flatCases {
+		if len(n.validate([]byte(c))) > 0 {
+			continue // the decoder only sees valid arguments
+		}
+		decodeBoth(t, n, d, c)
+	}
+	if newFlatDecoder(reflect.TypeFor[sample](), nil) != nil {
+		t.Error("a struct with nested fields got the flat decoder")
+	}
+}
+
+func FuzzFlatDecoder(f *testing.F) {
+	for _, c := range flatCases {
+		f.Add(c)
+	}
+	n, _ := deriveSchema(reflect.TypeFor[flat]())
+	d := newFlatDecoder(reflect.TypeFor[flat](), n)
+	f.Fuzz(func(t *testing.T, args string) {
+		if !json.Valid([]byte(args)) || len(n.validate([]byte(args))) > 0 {
+			return
+		}
+		decodeBoth(t, n, d, args)
+	})
+}
+
+// FuzzCall feeds any bytes to a tool with a nested schema: the tool must
+// answer with output or an error, never panic.
+func FuzzCall(f *testing.F) {
+	for _, c := range argCases {
+		f.Add(c.args)
+	}
+	f.Add(`{"query": "x", "owner": {"name": "n", "level": 3}}`)
+	f.Add(`{"query`)
+	tl := Must(Func("s", "", func(_ context.Context, in sample) (string, error) { return in.Query, nil }))
+	f.Fuzz(func(t *testing.T, args string) {
+		out, err := tl.Call(context.Background(), json.RawMessage(args))
+		if err == nil && !json.Valid(out) {
+			t.Fatalf("%s: output %s is not JSON", args, out)
+		}
+	})
+}
