@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentry/agentry/event"
 	"github.com/agentry/agentry/llm"
 	"github.com/agentry/agentry/llm/scripted"
 	"github.com/agentry/agentry/tool"
@@ -178,4 +179,23 @@ func BenchmarkHandWrittenLoop(b *testing.B) {
 	b.ReportMetric(float64(elapsed.Nanoseconds())/turns, "ns/turn")
 	b.ReportMetric(float64(after.Mallocs-before.Mallocs)/turns, "allocs/turn")
 	b.ReportMetric(float64(after.TotalAlloc-before.TotalAlloc)/turns, "B/turn")
+}
+
+// BenchmarkLoop10TurnsObserved is the reference workload with one event
+// subscriber, to show what listening costs.
+func BenchmarkLoop10TurnsObserved(b *testing.B) {
+	s := benchScript(b)
+	a := benchAgent(b, s)
+	input := map[string]any{"task": "add"}
+	ctx := context.Background()
+	events := 0
+	b.ReportAllocs()
+	start := time.Now()
+	for b.Loop() {
+		if _, err := a.Run(ctx, input, WithSessionProvider(s.Model()), WithEvents(func(event.Event) { events++ })); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(time.Since(start).Nanoseconds())/float64(b.N*10), "ns/turn")
+	b.ReportMetric(float64(events)/float64(b.N), "events/run")
 }

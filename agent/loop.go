@@ -116,8 +116,8 @@ func (r *run) loop() (outcome, error) {
 				details: map[string]any{"max_turns": a.limits.MaxTurns}}, fmt.Errorf("%w (%d)", ErrMaxTurns, a.limits.MaxTurns)
 		}
 		st.Turn++
-		r.turnAt = time.Now()
 		if r.s.bus.Active() {
+			r.turnAt = time.Now()
 			r.emit(event.Event{Type: event.TurnStart})
 		}
 		resp, err := r.callModel()
@@ -155,8 +155,12 @@ func (r *run) loop() (outcome, error) {
 
 func (r *run) endTurn() {
 	if r.s.bus.Active() {
+		d := 0.0
+		if !r.turnAt.IsZero() { // a listener may have subscribed mid-turn
+			d = ms(time.Since(r.turnAt))
+		}
 		r.emit(event.Event{Type: event.TurnEnd, Data: map[string]any{
-			"duration_ms": ms(time.Since(r.turnAt)), "total_tokens": r.st.Usage.TotalTokens}})
+			"duration_ms": d, "total_tokens": r.st.Usage.TotalTokens}})
 	}
 }
 
