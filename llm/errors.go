@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strconv"
 	"time"
 )
 
@@ -180,3 +181,33 @@ func RetryAfterOf(err error) time.Duration {
 // isCallerDone reports whether ctx itself has ended, as opposed to a
 // deadline set inside the call.
 func isCallerDone(ctx context.Context) bool { return ctx.Err() != nil }
+
+// ParseRetryAfter reads the wait a response asks for: the retry-after-ms
+// header (milliseconds), else Retry-After in seconds or as an HTTP date.
+// It returns 0 when there is none.
+func ParseRetryAfter(h http.Header) time.Duration {
+	if h == nil {
+		return 0
+	}
+	if v := h.Get("Retry-After-Ms"); v != "" {
+		if ms, err := strconv.ParseFloat(v, 64); err == nil && ms > 0 {
+			return time.Duration(ms * float64(time.Millisecond))
+		}
+	}
+	v := h.Get("Retry-After")
+	if v == "" {
+		return 0
+	}
+	if s, err := strconv.ParseFloat(v, 64); err == nil {
+		if s <= 0 {
+			return 0
+		}
+		return time.Duration(s * float64(time.Second))
+	}
+	if t, err := http.ParseTime(v); err == nil {
+		if d := time.Until(t); d > 0 {
+			return d
+		}
+	}
+	return 0
+}

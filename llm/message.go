@@ -16,7 +16,10 @@ type Role string
 
 // The roles of a transcript.
 const (
-	RoleSystem    Role = "system"
+	RoleSystem Role = "system"
+	// RoleDeveloper is OpenAI's name for instructions to reasoning models;
+	// providers without it treat it as system.
+	RoleDeveloper Role = "developer"
 	RoleUser      Role = "user"
 	RoleAssistant Role = "assistant"
 	RoleTool      Role = "tool"
@@ -86,6 +89,9 @@ type Request struct {
 	// ResponseSchema asks for structured output matching this JSON Schema
 	// where the provider supports it.
 	ResponseSchema json.RawMessage `json:"response_schema,omitempty"`
+	// ToolChoice is "" or "auto" (the model decides), "none", "required"
+	// (some tool), or the name of the one tool to call.
+	ToolChoice string `json:"tool_choice,omitempty"`
 }
 
 // Response is a model's reply to one Request.

@@ -1,0 +1,375 @@
+// Package openai is the provider for OpenAI's Chat Completions API and the
+// servers that speak it (Ollama, vLLM, llama.cpp's server, OpenRouter,
+// Azure OpenAI), built on the official SDK github.com/openai/openai-go/v3.
+//
+// Importing the package registers the providers "openai" (OPENAI_API_KEY,
+// OPENAI_BASE_URL), "ollama" (OLLAMA_HOST or http://localhost:11434) and
+// "openrouter" (OPENROUTER_API_KEY) with llm.Open.
+package openai
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"iter"
+	"net/http"
+	"os"
+	"strings"
+
+	sdk "github.com/openai/openai-go/v3"
+	"github.com/openai/openai-go/v3/option"
+	"github.com/openai/openai-go/v3/packages/param"
+	"github.com/openai/openai-go/v3/shared"
+
+	"github.com/agentry/agentry/llm"
+)
+
+// Options configure a Provider. The zero value talks to api.openai.com
+// with OPENAI_API_KEY.
+type Options struct {
+	// Name is the provider's name in results and errors; default "openai".
+	Name string
+	// APIKey overrides the environment's key.
+	APIKey string
+	// BaseURL points the client at another OpenAI-compatible server.
+	BaseURL string
+	// HTTPClient replaces the default HTTP client.
+	HTTPClient *http.Client
+	// NoKey allows calls without an API key (local servers).
+	NoKey bool
+	// Compatible marks a server that is not OpenAI's: it gets max_tokens
+	// and no stream_options unless the model is a reasoning model.
+	Compatible bool
+}
+
+// Provider calls the Chat Completions API. It is safe for concurrent use.
+type Provider struct {
+	client sdk.Client
+	name   string
+	hasKey bool
+	compat bool
+}
+
+// New returns a provider. Retries are left to llm.WithRetry: the SDK's own
+// are turned off so that a call is never retried twice over.
+func New(o Options) *Provider {
+	name := o.Name
+	if name == "" {
+		name = "openai"
+	}
+	opts := []option.RequestOption{option.WithMaxRetries(0)}
+	key := o.APIKey
+	if key == "" {
+		key = os.Getenv("OPENAI_API_KEY")
+	}
+	if key == "" && o.NoKey {
+		key = "none" // the SDK wants one; local servers ignore it
+	}
+	if key != "" {
+		opts = append(opts, option.WithAPIKey(key))
+	}
+	if o.BaseURL != "" {
+		opts = append(opts, option.WithBaseURL(o.BaseURL))
+	}
+	if o.HTTPClient != nil {
+		opts = append(opts, option.WithHTTPClient(o.HTTPClient))
+	}
+	return &Provider{client: sdk.NewClient(opts...), name: name, hasKey: key != "", compat: o.Compatible}
+}
+
+func init() {
+	llm.Register("openai", func(model string, cfg llm.Config) (llm.Provider, error) {
+		return New(Options{APIKey: cfg.APIKey, BaseURL: cfg.BaseURL, Compatible: cfg.BaseURL != ""}), nil
+	})
+	llm.Register("ollama", func(model string, cfg llm.Config) (llm.Provider, error) {
+		base := cfg.BaseURL
+		if base == "" {
+			base = ollamaBase(os.Getenv("OLLAMA_HOST"))
+		}
+		return New(Options{Name: "ollama", APIKey: cfg.APIKey, BaseURL: base, NoKey: true, Compatible: true}), nil
+	})
+	llm.Register("openrouter", func(model string, cfg llm.Config) (llm.Provider, error) {
+		base, key := cfg.BaseURL, cfg.APIKey
+		if base == "" {
+			base = "https://openrouter.ai/api/v1"
+		}
+		if key == "" {
+			key = os.Getenv("OPENROUTER_API_KEY")
+		}
+		return New(Options{Name: "openrouter", APIKey: key, BaseURL: base, Compatible: true}), nil
+	})
+}
+
+// ollamaBase turns OLLAMA_HOST ("host:port", "http://host:port" or empty)
+// into the address of Ollama's OpenAI-compatible API.
+func ollamaBase(host string) string {
+	if host == "" {
+		return "http://localhost:11434/v1"
+	}
+	if !strings.Contains(host, "://") {
+		host = "http://" + host
+	}
+	return strings.TrimSuffix(host, "/") + "/v1"
+}
+
+// IsReasoningModel reports whether model takes max_completion_tokens and no
+// sampling parameters: the o-series and gpt-5 families.
+func IsReasoningModel(model string) bool {
+	m := strings.TrimPrefix(model, "ft:")
+	return strings.HasPrefix(m, "o1") || strings.HasPrefix(m, "o3") || strings.HasPrefix(m, "o4") ||
+		strings.HasPrefix(m, "gpt-5")
+}
+
+// Generate makes one Chat Completions call.
+func (p *Provider) Generate(ctx context.Context, req *llm.Request) (*llm.Response, error) {
+	params, err := p.params(req)
+	if err != nil {
+		return nil, err
+	}
+	if err := p.checkKey(req.Model); err != nil {
+		return nil, err
+	}
+	cc, err := p.client.Chat.Completions.New(ctx, params)
+	if err != nil {
+		return nil, p.apiError(ctx, req.Model, err)
+	}
+	if len(cc.Choices) == 0 {
+		return nil, &llm.APIError{Kind: llm.KindTransient, Provider: p.name, Model: req.Model, Message: "the response has no choices"}
+	}
+	ch := cc.Choices[0]
+	resp := &llm.Response{Content: ch.Message.Content, Model: cc.Model, FinishReason: ch.FinishReason, Usage: usage(cc.Usage)}
+	if resp.Content == "" && ch.Message.Refusal != "" {
+		resp.Content = ch.Message.Refusal
+	}
+	for _, tc := range ch.Message.ToolCalls {
+		if tc.Type != "" && tc.Type != "function" {
+			continue
+		}
+		args := tc.Function.Arguments
+		if strings.TrimSpace(args) == "" {
+			args = "{}"
+		}
+		resp.ToolCalls = append(resp.ToolCalls, llm.ToolCall{ID: tc.ID, Name: tc.Function.Name, Arguments: json.RawMessage(args)})
+	}
+	if ch.FinishReason == "content_filter" && resp.Content == "" && len(resp.ToolCalls) == 0 {
+		return nil, &llm.APIError{Kind: llm.KindContentFiltered, Provider: p.name, Model: req.Model, Message: "the reply was withheld by the content filter"}
+	}
+	return resp, nil
+}
+
+// Stream makes one streamed Chat Completions call. Tool-call arguments
+// arrive in pieces and are assembled by llm.Collect; usage comes last. A
+// stream that ends before the model finished is a transient error.
+func (p *Provider) Stream(ctx context.Context, req *llm.Request) iter.Seq2[llm.Chunk, error] {
+	return func(yield func(llm.Chunk, error) bool) {
+		params, err := p.params(req)
+		if err == nil {
+			err = p.checkKey(req.Model)
+		}
+		if err != nil {
+			yield(llm.Chunk{}, err)
+			return
+		}
+		params.StreamOptions = sdk.ChatCompletionStreamOptionsParam{IncludeUsage: param.NewOpt(true)}
+		stream := p.client.Chat.Completions.NewStreaming(ctx, params)
+		defer stream.Close()
+		finished := false
+		for stream.Next() {
+			c := stream.Current()
+			if c.JSON.Usage.Valid() && (c.Usage.PromptTokens > 0 || c.Usage.CompletionTokens > 0) {
+				u := usage(c.Usage)
+				if !yield(llm.Chunk{Usage: &u, Model: c.Model}, nil) {
+					return
+				}
+			}
+			for _, ch := range c.Choices {
+				if ch.Index != 0 {
+					continue
+				}
+				if ch.Delta.Content != "" {
+					if !yield(llm.Chunk{Text: ch.Delta.Content}, nil) {
+						return
+					}
+				}
+				for _, tc := range ch.Delta.ToolCalls {
+					d := &llm.ToolCallDelta{Index: int(tc.Index), ID: tc.ID, Name: tc.Function.Name, Arguments: tc.Function.Arguments}
+					if !yield(llm.Chunk{ToolCall: d}, nil) {
+						return
+					}
+				}
+				if ch.FinishReason != "" {
+					finished = true
+					if !yield(llm.Chunk{FinishReason: ch.FinishReason, Model: c.Model}, nil) {
+						return
+					}
+				}
+			}
+		}
+		if err := stream.Err(); err != nil {
+			yield(llm.Chunk{}, p.streamError(ctx, req.Model, err))
+			return
+		}
+		if !finished {
+			yield(llm.Chunk{}, &llm.APIError{Kind: llm.KindTransient, Provider: p.name, Model: req.Model,
+				Message: "the stream ended before the model finished"})
+		}
+	}
+}
+
+func (p *Provider) checkKey(model string) error {
+	if p.hasKey {
+		return nil
+	}
+	return &llm.APIError{Kind: llm.KindAuth, Provider: p.name, Model: model,
+		Message: "no API key: set OPENAI_API_KEY (or the spec's provider key)"}
+}
+
+func usage(u sdk.CompletionUsage) llm.Usage {
+	return llm.Usage{PromptTokens: int(u.PromptTokens), CompletionTokens: int(u.CompletionTokens),
+		TotalTokens: int(u.TotalTokens), CachedPromptTokens: int(u.PromptTokensDetails.CachedTokens)}
+}
+
+// params translates a request into the SDK's parameters.
+func (p *Provider) params(req *llm.Request) (sdk.ChatCompletionNewParams, error) {
+	reasoning := IsReasoningModel(req.Model)
+	out := sdk.ChatCompletionNewParams{Model: shared.ChatModel(req.Model)}
+	for i, m := range req.Messages {
+		mp, err := message(m, reasoning && !p.compat)
+		if err != nil {
+			return out, &llm.APIError{Kind: llm.KindInvalidRequest, Provider: p.name, Model: req.Model,
+				Message: fmt.Sprintf("message %d: %v", i, err)}
+		}
+		out.Messages = append(out.Messages, mp)
+	}
+	for _, t := range req.Tools {
+		params, err := schemaMap(t.Parameters)
+		if err != nil {
+			return out, &llm.APIError{Kind: llm.KindInvalidRequest, Provider: p.name, Model: req.Model,
+				Message: fmt.Sprintf("tool %s: parameters: %v", t.Name, err)}
+		}
+		fd := shared.FunctionDefinitionParam{Name: t.Name, Parameters: shared.FunctionParameters(params)}
+		if t.Description != "" {
+			fd.Description = param.NewOpt(t.Description)
+		}
+		if strictCompatible(params) {
+			fd.Strict = param.NewOpt(true)
+		}
+		out.Tools = append(out.Tools, sdk.ChatCompletionFunctionTool(fd))
+	}
+	switch tc := req.ToolChoice; tc {
+	case "":
+	case "auto", "none", "required":
+		out.ToolChoice = sdk.ChatCompletionToolChoiceOptionUnionParam{OfAuto: param.NewOpt(tc)}
+	default:
+		out.ToolChoice = sdk.ToolChoiceOptionFunctionToolChoice(sdk.ChatCompletionNamedToolChoiceFunctionParam{Name: tc})
+	}
+	if len(req.ResponseSchema) > 0 {
+		s, err := schemaMap(req.ResponseSchema)
+		if err != nil {
+			return out, &llm.APIError{Kind: llm.KindInvalidRequest, Provider: p.name, Model: req.Model,
+				Message: fmt.Sprintf("response schema: %v", err)}
+		}
+		js := shared.ResponseFormatJSONSchemaJSONSchemaParam{Name: "output", Schema: s}
+		if strictCompatible(s) {
+			js.Strict = param.NewOpt(true)
+		}
+		out.ResponseFormat = sdk.ChatCompletionNewParamsResponseFormatUnion{OfJSONSchema: &shared.ResponseFormatJSONSchemaParam{JSONSchema: js}}
+	}
+	if !reasoning {
+		if req.Temperature != nil {
+			out.Temperature = param.NewOpt(*req.Temperature)
+		}
+		if req.TopP != nil {
+			out.TopP = param.NewOpt(*req.TopP)
+		}
+	}
+	if req.MaxOutputTokens > 0 {
+		if reasoning || !p.compat {
+			out.MaxCompletionTokens = param.NewOpt(int64(req.MaxOutputTokens))
+		} else {
+			out.MaxTokens = param.NewOpt(int64(req.MaxOutputTokens))
+		}
+	}
+	return out, nil
+}
+
+func message(m llm.Message, developer bool) (sdk.ChatCompletionMessageParamUnion, error) {
+	switch m.Role {
+	case llm.RoleSystem:
+		if developer {
+			return sdk.DeveloperMessage(m.Content), nil
+		}
+		return sdk.SystemMessage(m.Content), nil
+	case llm.RoleDeveloper:
+		return sdk.DeveloperMessage(m.Content), nil
+	case llm.RoleUser:
+		return sdk.UserMessage(m.Content), nil
+	case llm.RoleTool:
+		if m.ToolCallID == "" {
+			return sdk.ChatCompletionMessageParamUnion{}, errors.New("tool message without tool_call_id")
+		}
+		return sdk.ToolMessage(m.Content, m.ToolCallID), nil
+	case llm.RoleAssistant:
+		a := sdk.ChatCompletionAssistantMessageParam{}
+		if m.Content != "" {
+			a.Content = sdk.ChatCompletionAssistantMessageParamContentUnion{OfString: param.NewOpt(m.Content)}
+		}
+		for _, tc := range m.ToolCalls {
+			a.ToolCalls = append(a.ToolCalls, sdk.ChatCompletionMessageToolCallUnionParam{
+				OfFunction: &sdk.ChatCompletionMessageFunctionToolCallParam{ID: tc.ID,
+					Function: sdk.ChatCompletionMessageFunctionToolCallFunctionParam{Name: tc.Name, Arguments: string(tc.Arguments)}},
+			})
+		}
+		return sdk.ChatCompletionMessageParamUnion{OfAssistant: &a}, nil
+	}
+	return sdk.ChatCompletionMessageParamUnion{}, fmt.Errorf("unknown role %q", m.Role)
+}
+
+// schemaMap decodes a JSON Schema for the SDK, without the $schema
+// keyword, which the API does not take.
+func schemaMap(raw json.RawMessage) (map[string]any, error) {
+	if len(raw) == 0 {
+		return map[string]any{"type": "object", "properties": map[string]any{}}, nil
+	}
+	var m map[string]any
+	if err := json.Unmarshal(raw, &m); err != nil {
+		return nil, err
+	}
+	delete(m, "$schema")
+	return m, nil
+}
+
+// strictCompatible reports whether a schema meets the rules of OpenAI's
+// strict mode: every object lists all its properties as required and
+// allows no others. Strict mode is asked for only then, so that any other
+// schema still works.
+func strictCompatible(s any) bool {
+	switch v := s.(type) {
+	case map[string]any:
+		if props, ok := v["properties"].(map[string]any); ok || v["type"] == "object" {
+			if v["additionalProperties"] != false {
+				return false
+			}
+			req, _ := v["required"].([]any)
+			if len(req) != len(props) {
+				return false
+			}
+		}
+		for k, x := range v {
+			if k == "enum" || k == "const" || k == "default" || k == "examples" {
+				continue
+			}
+			if !strictCompatible(x) {
+				return false
+			}
+		}
+	case []any:
+		for _, x := range v {
+			if !strictCompatible(x) {
+				return false
+			}
+		}
+	}
+	return true
+}

@@ -1,0 +1,316 @@
+package openai
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/agentry/agentry/llm"
+)
+
+func ptr[T any](v T) *T { return &v }
+
+func toolRequest(model string) *llm.Request {
+	return &llm.Request{
+		Model: model,
+		Messages: []llm.Message{
+			{Role: llm.RoleSystem, Content: "You are a release assistant."},
+			{Role: llm.RoleUser, Content: "What changed in x 2.0?"},
+			{Role: llm.RoleAssistant, Content: "Let me look.", ToolCalls: []llm.ToolCall{
+				{ID: "call_a", Name: "http_get", Arguments: json.RawMessage(`{"url":"https://x.dev/releases/2.0"}`)},
+				{ID: "call_b", Name: "kv_get", Arguments: json.RawMessage(`{"key":"x"}`)},
+			}},
+			{Role: llm.RoleTool, ToolCallID: "call_a", Name: "http_get", Content: `{"status":200,"body":"notes"}`},
+			{Role: llm.RoleTool, ToolCallID: "call_b", Name: "kv_get", Content: `{"status":"error","error":{"type":"not_found"}}`},
+		},
+		Tools: []llm.ToolSpec{
+			{Name: "http_get", Description: "Fetch a URL.", Parameters: json.RawMessage(
+				`{"$schema":"https://json-schema.org/draft/2020-12/schema","type":"object","properties":{"url":{"type":"string"},"headers":{"type":["object","null"],"additionalProperties":{"type":"string"}}},"required":["url"],"additionalProperties":false}`)},
+			{Name: "kv_get", Description: "Read a key.", Parameters: json.RawMessage(
+				`{"type":"object","properties":{"key":{"type":"string"}},"required":["key"],"additionalProperties":false}`)},
+		},
+		Temperature:     ptr(0.2),
+		TopP:            ptr(0.9),
+		MaxOutputTokens: 300,
+		ToolChoice:      "required",
+	}
+}
+
+const toolReply = `{
+  "id": "chatcmpl-1", "object": "chat.completion", "created": 1741569952, "model": "gpt-4.1-mini-2025-04-14",
+  "choices": [{"index": 0, "finish_reason": "tool_calls", "logprobs": null,
+    "message": {"role": "assistant", "content": null, "refusal": null, "annotations": [],
+      "tool_calls": [
+        {"id": "call_1", "type": "function", "function": {"name": "http_get", "arguments": "{\"url\":\"https://x.dev/a\"}"}},
+        {"id": "call_2", "type": "function", "function": {"name": "kv_get", "arguments": "{\"key\":\"y\"}"}}]}}],
+  "usage": {"prompt_tokens": 1200, "completion_tokens": 40, "total_tokens": 1240,
+    "prompt_tokens_details": {"cached_tokens": 1024, "audio_tokens": 0},
+    "completion_tokens_details": {"reasoning_tokens": 0, "audio_tokens": 0, "accepted_prediction_tokens": 0, "rejected_prediction_tokens": 0}},
+  "service_tier": "default", "system_fingerprint": "fp_1"
+}`
+
+const wantToolRequest = `{
+  "model": "gpt-4.1-mini",
+  "messages": [
+    {"role": "system", "content": "You are a release assistant."},
+    {"role": "user", "content": "What changed in x 2.0?"},
+    {"role": "assistant", "content": "Let me look.", "tool_calls": [
+      {"id": "call_a", "type": "function", "function": {"name": "http_get", "arguments": "{\"url\":\"https://x.dev/releases/2.0\"}"}},
+      {"id": "call_b", "type": "function", "function": {"name": "kv_get", "arguments": "{\"key\":\"x\"}"}}]},
+    {"role": "tool", "tool_call_id": "call_a", "content": "{\"status\":200,\"body\":\"notes\"}"},
+    {"role": "tool", "tool_call_id": "call_b", "content": "{\"status\":\"error\",\"error\":{\"type\":\"not_found\"}}"}
+  ],
+  "tools": [
+    {"type": "function", "function": {"name": "http_get", "description": "Fetch a URL.",
+      "parameters": {"type": "object", "properties": {"url": {"type": "string"}, "headers": {"type": ["object", "null"], "additionalProperties": {"type": "string"}}},
+        "required": ["url"], "additionalProperties": false}}},
+    {"type": "function", "function": {"name": "kv_get", "description": "Read a key.", "strict": true,
+      "parameters": {"type": "object", "properties": {"key": {"type": "string"}}, "required": ["key"], "additionalProperties": false}}}
+  ],
+  "tool_choice": "required",
+  "temperature": 0.2,
+  "top_p": 0.9,
+  "max_completion_tokens": 300
+}`
+
+func TestGenerateWithTools(t *testing.T) {
+	f := newFake(t, canned{body: toolReply})
+	p := New(Options{APIKey: "sk-test-secret", BaseURL: f.URL})
+	resp, err := p.Generate(context.Background(), toolRequest("gpt-4.1-mini"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	reqs := f.requests()
+	if len(reqs) != 1 || reqs[0].method != "POST" || reqs[0].path != "/chat/completions" {
+		t.Fatalf("requests %+v", reqs)
+	}
+	if got := reqs[0].header.Get("Authorization"); got != "Bearer sk-test-secret" {
+		t.Errorf("Authorization %q", got)
+	}
+	jsonEqual(t, reqs[0].body, wantToolRequest)
+	checkOpenAPI(t, reqs[0].body)
+
+	if len(resp.ToolCalls) != 2 || resp.ToolCalls[1].ID != "call_2" || resp.ToolCalls[1].Name != "kv_get" || string(resp.ToolCalls[1].Arguments) != `{"key":"y"}` {
+		t.Errorf("tool calls %+v", resp.ToolCalls)
+	}
+	want := llm.Usage{PromptTokens: 1200, CompletionTokens: 40, TotalTokens: 1240, CachedPromptTokens: 1024}
+	if resp.Usage != want || resp.Model != "gpt-4.1-mini-2025-04-14" || resp.FinishReason != "tool_calls" {
+		t.Errorf("usage %+v model %q finish %q", resp.Usage, resp.Model, resp.FinishReason)
+	}
+	// Priced to the cent with the cached tokens: 176 x $0.40 + 1024 x $0.10 + 40 x $1.60 per million.
+	cost, _ := llm.DefaultPricing().Cost(resp.Model, resp.Usage)
+	if want := (176*0.40 + 1024*0.10 + 40*1.60) / 1e6; cost < want-1e-12 || cost > want+1e-12 {
+		t.Errorf("cost %v, want %v", cost, want)
+	}
+}
+
+func TestReasoningModelAndStructuredOutput(t *testing.T) {
+	f := newFake(t, canned{body: `{"id": "c", "object": "chat.completion", "created": 1, "model": "o3-2025-04-16",
+		"choices": [{"index": 0, "finish_reason": "stop", "logprobs": null, "message": {"role": "assistant", "content": "{\"tone\":\"direct\"}", "refusal": null}}],
+		"usage": {"prompt_tokens": 10, "completion_tokens": 300, "total_tokens": 310, "completion_tokens_details": {"reasoning_tokens": 290}}}`})
+	p := New(Options{APIKey: "k", BaseURL: f.URL})
+	resp, err := p.Generate(context.Background(), &llm.Request{
+		Model:           "o3",
+		Messages:        []llm.Message{{Role: llm.RoleSystem, Content: "Label it."}, {Role: llm.RoleUser, Content: "text"}},
+		Temperature:     ptr(0.0),
+		MaxOutputTokens: 2000,
+		ResponseSchema:  json.RawMessage(`{"type":"object","properties":{"tone":{"type":"string","enum":["direct","formal"]}},"required":["tone"],"additionalProperties":false}`),
+	})
+	if err != nil || resp.Content != `{"tone":"direct"}` {
+		t.Fatalf("%+v %v", resp, err)
+	}
+	body := f.requests()[0].body
+	jsonEqual(t, body, `{
+	  "model": "o3",
+	  "messages": [{"role": "developer", "content": "Label it."}, {"role": "user", "content": "text"}],
+	  "max_completion_tokens": 2000,
+	  "response_format": {"type": "json_schema", "json_schema": {"name": "output", "strict": true,
+	    "schema": {"type": "object", "properties": {"tone": {"type": "string", "enum": ["direct", "formal"]}}, "required": ["tone"], "additionalProperties": false}}}
+	}`)
+	checkOpenAPI(t, body)
+}
+
+func TestCompatibleServer(t *testing.T) {
+	f := newFake(t, canned{body: `{"id": "c", "object": "chat.completion", "created": 1, "model": "qwen3",
+		"choices": [{"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": "hi"}}],
+		"usage": {"prompt_tokens": 3, "completion_tokens": 1, "total_tokens": 4}}`})
+	p, provider, model, err := llm.Open("ollama:qwen3", llm.Config{BaseURL: f.URL})
+	if err != nil || provider != "ollama" || model != "qwen3" {
+		t.Fatalf("%v %q %q", err, provider, model)
+	}
+	resp, err := p.Generate(context.Background(), &llm.Request{Model: model, MaxOutputTokens: 64, Temperature: ptr(0.7),
+		Messages: []llm.Message{{Role: llm.RoleUser, Content: "hello"}}})
+	if err != nil || resp.Content != "hi" {
+		t.Fatalf("%+v %v", resp, err)
+	}
+	body := f.requests()[0].body
+	jsonEqual(t, body, `{"model": "qwen3", "messages": [{"role": "user", "content": "hello"}], "temperature": 0.7, "max_tokens": 64}`)
+	checkOpenAPI(t, body)
+}
+
+func TestErrors(t *testing.T) {
+	tests := []struct {
+		name      string
+		reply     canned
+		kind      llm.Kind
+		retry     time.Duration
+		inMessage string
+	}{
+		{"rate limited", canned{status: 429, headers: map[string]string{"Retry-After": "2"},
+			body: `{"error": {"message": "Rate limit reached for gpt-4.1-mini on tokens per min.", "type": "tokens", "param": null, "code": "rate_limit_exceeded"}}`},
+			llm.KindRateLimited, 2 * time.Second, "Rate limit reached"},
+		{"retry-after-ms", canned{status: 429, headers: map[string]string{"Retry-After-Ms": "150"},
+			body: `{"error": {"message": "slow down", "type": "requests", "param": null, "code": null}}`}, llm.KindRateLimited, 150 * time.Millisecond, "slow down"},
+		{"auth", canned{status: 401, body: `{"error": {"message": "Incorrect API key provided: sk-test-*****cret.", "type": "invalid_request_error", "param": null, "code": "invalid_api_key"}}`},
+			llm.KindAuth, 0, "Incorrect API key"},
+		{"context", canned{status: 400, body: `{"error": {"message": "This model's maximum context length is 128000 tokens.", "type": "invalid_request_error", "param": "messages", "code": "context_length_exceeded"}}`},
+			llm.KindContextTooLong, 0, "maximum context length"},
+		{"not found", canned{status: 404, body: `{"error": {"message": "The model 'gpt-9' does not exist", "type": "invalid_request_error", "param": null, "code": "model_not_found"}}`},
+			llm.KindNotFound, 0, "does not exist"},
+		{"quota", canned{status: 429, body: `{"error": {"message": "You exceeded your current quota.", "type": "insufficient_quota", "param": null, "code": "insufficient_quota"}}`},
+			llm.KindAuth, 0, "quota"},
+		{"server", canned{status: 500, body: `{"error": {"message": "The server had an error.", "type": "server_error", "param": null, "code": null}}`},
+			llm.KindTransient, 0, "server had an error"},
+		{"overloaded", canned{status: 503, body: `{"error": {"message": "The engine is currently overloaded.", "type": "server_error", "param": null, "code": null}}`},
+			llm.KindOverloaded, 0, "overloaded"},
+		{"bad request", canned{status: 400, body: `{"error": {"message": "Invalid value for 'temperature'.", "type": "invalid_request_error", "param": "temperature", "code": "invalid_value"}}`},
+			llm.KindInvalidRequest, 0, "temperature"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := newFake(t, tt.reply)
+			p := New(Options{APIKey: "sk-test-secret", BaseURL: f.URL})
+			_, err := p.Generate(context.Background(), &llm.Request{Model: "gpt-4.1-mini", Messages: []llm.Message{{Role: llm.RoleUser, Content: "x"}}})
+			var ae *llm.APIError
+			if !errors.As(err, &ae) {
+				t.Fatalf("err = %v", err)
+			}
+			if ae.Kind != tt.kind || ae.RetryAfter != tt.retry || ae.Status != tt.reply.status {
+				t.Errorf("kind %v retry %v status %d", ae.Kind, ae.RetryAfter, ae.Status)
+			}
+			msg := err.Error()
+			for _, want := range []string{"openai", "gpt-4.1-mini", tt.inMessage} {
+				if !strings.Contains(msg, want) {
+					t.Errorf("message %q lacks %q", msg, want)
+				}
+			}
+			if strings.Contains(msg, "sk-test-secret") {
+				t.Errorf("message leaks the key: %q", msg)
+			}
+		})
+	}
+}
+
+func TestNoDoubleRetries(t *testing.T) {
+	fail := canned{status: 500, body: `{"error": {"message": "boom", "type": "server_error", "param": null, "code": null}}`}
+	f := newFake(t, fail, fail, fail)
+	p := llm.WithRetry(New(Options{APIKey: "k", BaseURL: f.URL}), llm.RetryPolicy{Attempts: 2, InitialBackoff: time.Millisecond})
+	_, err := p.Generate(context.Background(), &llm.Request{Model: "gpt-4.1", Messages: []llm.Message{{Role: llm.RoleUser, Content: "x"}}})
+	if !errors.Is(err, llm.ErrTransient) {
+		t.Fatalf("err = %v", err)
+	}
+	if n := len(f.requests()); n != 2 {
+		t.Errorf("server saw %d requests for 2 attempts: the SDK retried on its own", n)
+	}
+}
+
+func TestNoKey(t *testing.T) {
+	f := newFake(t)
+	t.Setenv("OPENAI_API_KEY", "")
+	p := New(Options{BaseURL: f.URL})
+	_, err := p.Generate(context.Background(), &llm.Request{Model: "gpt-4.1", Messages: []llm.Message{{Role: llm.RoleUser, Content: "x"}}})
+	if !errors.Is(err, llm.ErrAuth) || !strings.Contains(err.Error(), "OPENAI_API_KEY") || len(f.requests()) != 0 {
+		t.Errorf("err = %v after %d requests", err, len(f.requests()))
+	}
+}
+
+var streamEvents = []string{
+	`{"id":"c1","object":"chat.completion.chunk","created":1,"model":"gpt-4.1-2025-04-14","choices":[{"index":0,"delta":{"role":"assistant","content":"","refusal":null},"finish_reason":null}],"usage":null}`,
+	`{"id":"c1","object":"chat.completion.chunk","created":1,"model":"gpt-4.1-2025-04-14","choices":[{"index":0,"delta":{"content":"Checking "},"finish_reason":null}],"usage":null}`,
+	`{"id":"c1","object":"chat.completion.chunk","created":1,"model":"gpt-4.1-2025-04-14","choices":[{"index":0,"delta":{"content":"both."},"finish_reason":null}],"usage":null}`,
+	`{"id":"c1","object":"chat.completion.chunk","created":1,"model":"gpt-4.1-2025-04-14","choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"call_x","type":"function","function":{"name":"kv_get","arguments":""}}]},"finish_reason":null}],"usage":null}`,
+	`{"id":"c1","object":"chat.completion.chunk","created":1,"model":"gpt-4.1-2025-04-14","choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"function":{"arguments":"{\"ke"}}]},"finish_reason":null}],"usage":null}`,
+	`{"id":"c1","object":"chat.completion.chunk","created":1,"model":"gpt-4.1-2025-04-14","choices":[{"index":0,"delta":{"tool_calls":[{"index":1,"id":"call_y","type":"function","function":{"name":"kv_list","arguments":"{}"}}]},"finish_reason":null}],"usage":null}`,
+	`{"id":"c1","object":"chat.completion.chunk","created":1,"model":"gpt-4.1-2025-04-14","choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"function":{"arguments":"y\":\"a\"}"}}]},"finish_reason":null}],"usage":null}`,
+	`{"id":"c1","object":"chat.completion.chunk","created":1,"model":"gpt-4.1-2025-04-14","choices":[{"index":0,"delta":{},"finish_reason":"tool_calls"}],"usage":null}`,
+	`{"id":"c1","object":"chat.completion.chunk","created":1,"model":"gpt-4.1-2025-04-14","choices":[],"usage":{"prompt_tokens":50,"completion_tokens":20,"total_tokens":70,"prompt_tokens_details":{"cached_tokens":0}}}`,
+	`[DONE]`,
+}
+
+func TestStream(t *testing.T) {
+	f := newFake(t, canned{sse: streamEvents})
+	p := New(Options{APIKey: "k", BaseURL: f.URL})
+	var texts []string
+	resp, err := llm.Collect(p.Stream(context.Background(), toolRequest("gpt-4.1")), func(c llm.Chunk) {
+		if c.Text != "" {
+			texts = append(texts, c.Text)
+		}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Join(texts, "|") != "Checking |both." || resp.Content != "Checking both." {
+		t.Errorf("text %q", texts)
+	}
+	if len(resp.ToolCalls) != 2 || string(resp.ToolCalls[0].Arguments) != `{"key":"a"}` || resp.ToolCalls[0].ID != "call_x" || resp.ToolCalls[1].Name != "kv_list" {
+		t.Errorf("tool calls %+v", resp.ToolCalls)
+	}
+	if resp.Usage.TotalTokens != 70 || resp.FinishReason != "tool_calls" || resp.Model != "gpt-4.1-2025-04-14" {
+		t.Errorf("usage %+v finish %q model %q", resp.Usage, resp.FinishReason, resp.Model)
+	}
+	body := f.requests()[0].body
+	var sent map[string]any
+	json.Unmarshal(body, &sent)
+	if sent["stream"] != true || sent["stream_options"].(map[string]any)["include_usage"] != true {
+		t.Errorf("stream flags: %s", body)
+	}
+	checkOpenAPI(t, body)
+}
+
+func TestBrokenStream(t *testing.T) {
+	f := newFake(t, canned{sse: streamEvents[:3], cut: true})
+	p := New(Options{APIKey: "k", BaseURL: f.URL})
+	resp, err := llm.Collect(p.Stream(context.Background(), toolRequest("gpt-4.1")), nil)
+	if !errors.Is(err, llm.ErrTransient) {
+		t.Fatalf("err = %v, want a transient broken stream", err)
+	}
+	if resp.Content != "Checking both." {
+		t.Errorf("what arrived was lost: %q", resp.Content)
+	}
+}
+
+func TestStreamRetriedBeforeFirstChunk(t *testing.T) {
+	f := newFake(t,
+		canned{status: 429, headers: map[string]string{"Retry-After-Ms": "1"}, body: `{"error": {"message": "slow down", "type": "requests", "param": null, "code": null}}`},
+		canned{sse: streamEvents})
+	p := llm.WithRetry(New(Options{APIKey: "k", BaseURL: f.URL}), llm.RetryPolicy{Attempts: 2}).(llm.Streamer)
+	resp, err := llm.Collect(p.Stream(context.Background(), toolRequest("gpt-4.1")), nil)
+	if err != nil || len(resp.ToolCalls) != 2 || len(f.requests()) != 2 {
+		t.Errorf("%+v %v after %d requests", resp, err, len(f.requests()))
+	}
+}
+
+func TestHelpers(t *testing.T) {
+	for in, want := range map[string]string{"": "http://localhost:11434/v1", "gpu:11434": "http://gpu:11434/v1", "https://o.example/": "https://o.example/v1"} {
+		if got := ollamaBase(in); got != want {
+			t.Errorf("ollamaBase(%q) = %q", in, got)
+		}
+	}
+	for m, want := range map[string]bool{"o3": true, "o4-mini": true, "gpt-5-mini": true, "o1-preview": true, "gpt-4.1": false, "ft:gpt-4.1-mini:x": false} {
+		if IsReasoningModel(m) != want {
+			t.Errorf("IsReasoningModel(%q) != %v", m, want)
+		}
+	}
+	var s map[string]any
+	json.Unmarshal([]byte(`{"type":"object","properties":{"a":{"type":"object","properties":{"b":{"type":"string"}},"required":["b"],"additionalProperties":false}},"required":["a"],"additionalProperties":false}`), &s)
+	if !strictCompatible(s) {
+		t.Error("a strict schema is not strict-compatible")
+	}
+	s["properties"].(map[string]any)["a"].(map[string]any)["required"] = []any{}
+	if strictCompatible(s) {
+		t.Error("an optional nested property passed as strict")
+	}
+}
