@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -210,4 +212,24 @@ func ParseRetryAfter(h http.Header) time.Duration {
 		}
 	}
 	return 0
+}
+
+// TransportError describes a failure to reach a provider (network, TLS, a
+// broken connection) as a transient *APIError. The message leaves out the
+// request URL, which some servers put credentials in.
+func TransportError(provider, model string, err error) *APIError {
+	msg := err.Error()
+	var ne net.Error
+	var oe *net.OpError
+	switch {
+	case errors.As(err, &ne) && ne.Timeout():
+		msg = "network timeout"
+	case errors.As(err, &oe):
+		msg = oe.Op + ": " + oe.Err.Error()
+	default:
+		if i := strings.LastIndex(msg, ": "); i >= 0 && strings.Contains(msg[:i], "://") {
+			msg = msg[i+2:]
+		}
+	}
+	return &APIError{Kind: KindTransient, Provider: provider, Model: model, Message: msg}
 }

@@ -3,7 +3,6 @@ package openai
 import (
 	"context"
 	"errors"
-	"net"
 	"strings"
 
 	sdk "github.com/openai/openai-go/v3"
@@ -42,7 +41,7 @@ func (p *Provider) apiError(ctx context.Context, model string, err error) error 
 		}
 		return e
 	}
-	return &llm.APIError{Kind: llm.KindTransient, Provider: p.name, Model: model, Message: transportMessage(err), Err: errors.Unwrap(err)}
+	return llm.TransportError(p.name, model, err)
 }
 
 // streamError maps a failure in the middle of a stream; a failure that is
@@ -58,18 +57,3 @@ func (p *Provider) streamError(ctx context.Context, model string, err error) err
 
 // transportMessage describes a network failure without the URL, which may
 // carry credentials for some servers.
-func transportMessage(err error) string {
-	var ne net.Error
-	if errors.As(err, &ne) && ne.Timeout() {
-		return "network timeout"
-	}
-	var oe *net.OpError
-	if errors.As(err, &oe) {
-		return oe.Op + ": " + oe.Err.Error()
-	}
-	msg := err.Error()
-	if i := strings.LastIndex(msg, ": "); i >= 0 && strings.Contains(msg[:i], "://") {
-		msg = msg[i+2:]
-	}
-	return msg
-}

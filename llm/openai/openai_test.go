@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentry/agentry/internal/wiretest"
 	"github.com/agentry/agentry/llm"
 )
 
@@ -77,21 +78,21 @@ const wantToolRequest = `{
 }`
 
 func TestGenerateWithTools(t *testing.T) {
-	f := newFake(t, canned{body: toolReply})
+	f := wiretest.New(t, wiretest.Reply{Body: toolReply})
 	p := New(Options{APIKey: "sk-test-secret", BaseURL: f.URL})
 	resp, err := p.Generate(context.Background(), toolRequest("gpt-4.1-mini"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	reqs := f.requests()
-	if len(reqs) != 1 || reqs[0].method != "POST" || reqs[0].path != "/chat/completions" {
+	reqs := f.Requests()
+	if len(reqs) != 1 || reqs[0].Method != "POST" || reqs[0].Path != "/chat/completions" {
 		t.Fatalf("requests %+v", reqs)
 	}
-	if got := reqs[0].header.Get("Authorization"); got != "Bearer sk-test-secret" {
+	if got := reqs[0].Header.Get("Authorization"); got != "Bearer sk-test-secret" {
 		t.Errorf("Authorization %q", got)
 	}
-	jsonEqual(t, reqs[0].body, wantToolRequest)
-	checkOpenAPI(t, reqs[0].body)
+	wiretest.JSONEqual(t, reqs[0].Body, wantToolRequest)
+	checkOpenAPI(t, reqs[0].Body)
 
 	if len(resp.ToolCalls) != 2 || resp.ToolCalls[1].ID != "call_2" || resp.ToolCalls[1].Name != "kv_get" || string(resp.ToolCalls[1].Arguments) != `{"key":"y"}` {
 		t.Errorf("tool calls %+v", resp.ToolCalls)
@@ -108,7 +109,7 @@ func TestGenerateWithTools(t *testing.T) {
 }
 
 func TestReasoningModelAndStructuredOutput(t *testing.T) {
-	f := newFake(t, canned{body: `{"id": "c", "object": "chat.completion", "created": 1, "model": "o3-2025-04-16",
+	f := wiretest.New(t, wiretest.Reply{Body: `{"id": "c", "object": "chat.completion", "created": 1, "model": "o3-2025-04-16",
 		"choices": [{"index": 0, "finish_reason": "stop", "logprobs": null, "message": {"role": "assistant", "content": "{\"tone\":\"direct\"}", "refusal": null}}],
 		"usage": {"prompt_tokens": 10, "completion_tokens": 300, "total_tokens": 310, "completion_tokens_details": {"reasoning_tokens": 290}}}`})
 	p := New(Options{APIKey: "k", BaseURL: f.URL})
@@ -122,8 +123,8 @@ func TestReasoningModelAndStructuredOutput(t *testing.T) {
 	if err != nil || resp.Content != `{"tone":"direct"}` {
 		t.Fatalf("%+v %v", resp, err)
 	}
-	body := f.requests()[0].body
-	jsonEqual(t, body, `{
+	body := f.Requests()[0].Body
+	wiretest.JSONEqual(t, body, `{
 	  "model": "o3",
 	  "messages": [{"role": "developer", "content": "Label it."}, {"role": "user", "content": "text"}],
 	  "max_completion_tokens": 2000,
@@ -134,7 +135,7 @@ func TestReasoningModelAndStructuredOutput(t *testing.T) {
 }
 
 func TestCompatibleServer(t *testing.T) {
-	f := newFake(t, canned{body: `{"id": "c", "object": "chat.completion", "created": 1, "model": "qwen3",
+	f := wiretest.New(t, wiretest.Reply{Body: `{"id": "c", "object": "chat.completion", "created": 1, "model": "qwen3",
 		"choices": [{"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": "hi"}}],
 		"usage": {"prompt_tokens": 3, "completion_tokens": 1, "total_tokens": 4}}`})
 	p, provider, model, err := llm.Open("ollama:qwen3", llm.Config{BaseURL: f.URL})
@@ -146,49 +147,49 @@ func TestCompatibleServer(t *testing.T) {
 	if err != nil || resp.Content != "hi" {
 		t.Fatalf("%+v %v", resp, err)
 	}
-	body := f.requests()[0].body
-	jsonEqual(t, body, `{"model": "qwen3", "messages": [{"role": "user", "content": "hello"}], "temperature": 0.7, "max_tokens": 64}`)
+	body := f.Requests()[0].Body
+	wiretest.JSONEqual(t, body, `{"model": "qwen3", "messages": [{"role": "user", "content": "hello"}], "temperature": 0.7, "max_tokens": 64}`)
 	checkOpenAPI(t, body)
 }
 
 func TestErrors(t *testing.T) {
 	tests := []struct {
 		name      string
-		reply     canned
+		reply     wiretest.Reply
 		kind      llm.Kind
 		retry     time.Duration
 		inMessage string
 	}{
-		{"rate limited", canned{status: 429, headers: map[string]string{"Retry-After": "2"},
-			body: `{"error": {"message": "Rate limit reached for gpt-4.1-mini on tokens per min.", "type": "tokens", "param": null, "code": "rate_limit_exceeded"}}`},
+		{"rate limited", wiretest.Reply{Status: 429, Headers: map[string]string{"Retry-After": "2"},
+			Body: `{"error": {"message": "Rate limit reached for gpt-4.1-mini on tokens per min.", "type": "tokens", "param": null, "code": "rate_limit_exceeded"}}`},
 			llm.KindRateLimited, 2 * time.Second, "Rate limit reached"},
-		{"retry-after-ms", canned{status: 429, headers: map[string]string{"Retry-After-Ms": "150"},
-			body: `{"error": {"message": "slow down", "type": "requests", "param": null, "code": null}}`}, llm.KindRateLimited, 150 * time.Millisecond, "slow down"},
-		{"auth", canned{status: 401, body: `{"error": {"message": "Incorrect API key provided: sk-test-*****cret.", "type": "invalid_request_error", "param": null, "code": "invalid_api_key"}}`},
+		{"retry-after-ms", wiretest.Reply{Status: 429, Headers: map[string]string{"Retry-After-Ms": "150"},
+			Body: `{"error": {"message": "slow down", "type": "requests", "param": null, "code": null}}`}, llm.KindRateLimited, 150 * time.Millisecond, "slow down"},
+		{"auth", wiretest.Reply{Status: 401, Body: `{"error": {"message": "Incorrect API key provided: sk-test-*****cret.", "type": "invalid_request_error", "param": null, "code": "invalid_api_key"}}`},
 			llm.KindAuth, 0, "Incorrect API key"},
-		{"context", canned{status: 400, body: `{"error": {"message": "This model's maximum context length is 128000 tokens.", "type": "invalid_request_error", "param": "messages", "code": "context_length_exceeded"}}`},
+		{"context", wiretest.Reply{Status: 400, Body: `{"error": {"message": "This model's maximum context length is 128000 tokens.", "type": "invalid_request_error", "param": "messages", "code": "context_length_exceeded"}}`},
 			llm.KindContextTooLong, 0, "maximum context length"},
-		{"not found", canned{status: 404, body: `{"error": {"message": "The model 'gpt-9' does not exist", "type": "invalid_request_error", "param": null, "code": "model_not_found"}}`},
+		{"not found", wiretest.Reply{Status: 404, Body: `{"error": {"message": "The model 'gpt-9' does not exist", "type": "invalid_request_error", "param": null, "code": "model_not_found"}}`},
 			llm.KindNotFound, 0, "does not exist"},
-		{"quota", canned{status: 429, body: `{"error": {"message": "You exceeded your current quota.", "type": "insufficient_quota", "param": null, "code": "insufficient_quota"}}`},
+		{"quota", wiretest.Reply{Status: 429, Body: `{"error": {"message": "You exceeded your current quota.", "type": "insufficient_quota", "param": null, "code": "insufficient_quota"}}`},
 			llm.KindAuth, 0, "quota"},
-		{"server", canned{status: 500, body: `{"error": {"message": "The server had an error.", "type": "server_error", "param": null, "code": null}}`},
+		{"server", wiretest.Reply{Status: 500, Body: `{"error": {"message": "The server had an error.", "type": "server_error", "param": null, "code": null}}`},
 			llm.KindTransient, 0, "server had an error"},
-		{"overloaded", canned{status: 503, body: `{"error": {"message": "The engine is currently overloaded.", "type": "server_error", "param": null, "code": null}}`},
+		{"overloaded", wiretest.Reply{Status: 503, Body: `{"error": {"message": "The engine is currently overloaded.", "type": "server_error", "param": null, "code": null}}`},
 			llm.KindOverloaded, 0, "overloaded"},
-		{"bad request", canned{status: 400, body: `{"error": {"message": "Invalid value for 'temperature'.", "type": "invalid_request_error", "param": "temperature", "code": "invalid_value"}}`},
+		{"bad request", wiretest.Reply{Status: 400, Body: `{"error": {"message": "Invalid value for 'temperature'.", "type": "invalid_request_error", "param": "temperature", "code": "invalid_value"}}`},
 			llm.KindInvalidRequest, 0, "temperature"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			f := newFake(t, tt.reply)
+			f := wiretest.New(t, tt.reply)
 			p := New(Options{APIKey: "sk-test-secret", BaseURL: f.URL})
 			_, err := p.Generate(context.Background(), &llm.Request{Model: "gpt-4.1-mini", Messages: []llm.Message{{Role: llm.RoleUser, Content: "x"}}})
 			var ae *llm.APIError
 			if !errors.As(err, &ae) {
 				t.Fatalf("err = %v", err)
 			}
-			if ae.Kind != tt.kind || ae.RetryAfter != tt.retry || ae.Status != tt.reply.status {
+			if ae.Kind != tt.kind || ae.RetryAfter != tt.retry || ae.Status != tt.reply.Status {
 				t.Errorf("kind %v retry %v status %d", ae.Kind, ae.RetryAfter, ae.Status)
 			}
 			msg := err.Error()
@@ -205,25 +206,25 @@ func TestErrors(t *testing.T) {
 }
 
 func TestNoDoubleRetries(t *testing.T) {
-	fail := canned{status: 500, body: `{"error": {"message": "boom", "type": "server_error", "param": null, "code": null}}`}
-	f := newFake(t, fail, fail, fail)
+	fail := wiretest.Reply{Status: 500, Body: `{"error": {"message": "boom", "type": "server_error", "param": null, "code": null}}`}
+	f := wiretest.New(t, fail, fail, fail)
 	p := llm.WithRetry(New(Options{APIKey: "k", BaseURL: f.URL}), llm.RetryPolicy{Attempts: 2, InitialBackoff: time.Millisecond})
 	_, err := p.Generate(context.Background(), &llm.Request{Model: "gpt-4.1", Messages: []llm.Message{{Role: llm.RoleUser, Content: "x"}}})
 	if !errors.Is(err, llm.ErrTransient) {
 		t.Fatalf("err = %v", err)
 	}
-	if n := len(f.requests()); n != 2 {
+	if n := len(f.Requests()); n != 2 {
 		t.Errorf("server saw %d requests for 2 attempts: the SDK retried on its own", n)
 	}
 }
 
 func TestNoKey(t *testing.T) {
-	f := newFake(t)
+	f := wiretest.New(t)
 	t.Setenv("OPENAI_API_KEY", "")
 	p := New(Options{BaseURL: f.URL})
 	_, err := p.Generate(context.Background(), &llm.Request{Model: "gpt-4.1", Messages: []llm.Message{{Role: llm.RoleUser, Content: "x"}}})
-	if !errors.Is(err, llm.ErrAuth) || !strings.Contains(err.Error(), "OPENAI_API_KEY") || len(f.requests()) != 0 {
-		t.Errorf("err = %v after %d requests", err, len(f.requests()))
+	if !errors.Is(err, llm.ErrAuth) || !strings.Contains(err.Error(), "OPENAI_API_KEY") || len(f.Requests()) != 0 {
+		t.Errorf("err = %v after %d requests", err, len(f.Requests()))
 	}
 }
 
@@ -241,7 +242,7 @@ var streamEvents = []string{
 }
 
 func TestStream(t *testing.T) {
-	f := newFake(t, canned{sse: streamEvents})
+	f := wiretest.New(t, wiretest.Reply{SSE: wiretest.Data(streamEvents...)})
 	p := New(Options{APIKey: "k", BaseURL: f.URL})
 	var texts []string
 	resp, err := llm.Collect(p.Stream(context.Background(), toolRequest("gpt-4.1")), func(c llm.Chunk) {
@@ -261,7 +262,7 @@ func TestStream(t *testing.T) {
 	if resp.Usage.TotalTokens != 70 || resp.FinishReason != "tool_calls" || resp.Model != "gpt-4.1-2025-04-14" {
 		t.Errorf("usage %+v finish %q model %q", resp.Usage, resp.FinishReason, resp.Model)
 	}
-	body := f.requests()[0].body
+	body := f.Requests()[0].Body
 	var sent map[string]any
 	json.Unmarshal(body, &sent)
 	if sent["stream"] != true || sent["stream_options"].(map[string]any)["include_usage"] != true {
@@ -271,7 +272,7 @@ func TestStream(t *testing.T) {
 }
 
 func TestBrokenStream(t *testing.T) {
-	f := newFake(t, canned{sse: streamEvents[:3], cut: true})
+	f := wiretest.New(t, wiretest.Reply{SSE: wiretest.Data(streamEvents[:3]...), Cut: true})
 	p := New(Options{APIKey: "k", BaseURL: f.URL})
 	resp, err := llm.Collect(p.Stream(context.Background(), toolRequest("gpt-4.1")), nil)
 	if !errors.Is(err, llm.ErrTransient) {
@@ -283,13 +284,13 @@ func TestBrokenStream(t *testing.T) {
 }
 
 func TestStreamRetriedBeforeFirstChunk(t *testing.T) {
-	f := newFake(t,
-		canned{status: 429, headers: map[string]string{"Retry-After-Ms": "1"}, body: `{"error": {"message": "slow down", "type": "requests", "param": null, "code": null}}`},
-		canned{sse: streamEvents})
+	f := wiretest.New(t,
+		wiretest.Reply{Status: 429, Headers: map[string]string{"Retry-After-Ms": "1"}, Body: `{"error": {"message": "slow down", "type": "requests", "param": null, "code": null}}`},
+		wiretest.Reply{SSE: wiretest.Data(streamEvents...)})
 	p := llm.WithRetry(New(Options{APIKey: "k", BaseURL: f.URL}), llm.RetryPolicy{Attempts: 2}).(llm.Streamer)
 	resp, err := llm.Collect(p.Stream(context.Background(), toolRequest("gpt-4.1")), nil)
-	if err != nil || len(resp.ToolCalls) != 2 || len(f.requests()) != 2 {
-		t.Errorf("%+v %v after %d requests", resp, err, len(f.requests()))
+	if err != nil || len(resp.ToolCalls) != 2 || len(f.Requests()) != 2 {
+		t.Errorf("%+v %v after %d requests", resp, err, len(f.Requests()))
 	}
 }
 
