@@ -16,6 +16,7 @@ import (
 	"github.com/spf13/cobra"
 
 	_ "github.com/agentry/agentry/llm/anthropic"
+	_ "github.com/agentry/agentry/llm/gemini"
 	_ "github.com/agentry/agentry/llm/openai"   // openai, ollama, openrouter
 	_ "github.com/agentry/agentry/llm/scripted" // the offline provider
 )
