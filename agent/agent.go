@@ -45,15 +45,15 @@ type binding struct {
 }
 
 type options struct {
-	provider     llm.Provider
-	providerName string
-	model        string
-	registry     *tool.Registry
-	agents       *Dir
-	baseDir      string
-	pricing      *llm.Pricing
-	logger       *slog.Logger
-	building     []string // agent names being built, for cycle detection
+	provider   *namedProvider
+	model      string
+	registry   *tool.Registry
+	agents     *Dir
+	baseDir    string
+	pricing    *llm.Pricing
+	logger     *slog.Logger
+	building   []string // agent names being built, for cycle detection
+	middleware func(provider, model string, p llm.Provider) llm.Provider
 }
 
 // Option configures New.
@@ -62,7 +62,12 @@ type Option func(*options)
 // WithProvider makes the agent call p instead of opening its model_name.
 // name is reported as the provider in results ("" means "custom").
 func WithProvider(p llm.Provider, name string) Option {
-	return func(o *options) { o.provider, o.providerName = p, name }
+	return func(o *options) { o.provider = &namedProvider{p: p, name: name} }
+}
+
+type namedProvider struct {
+	p    llm.Provider
+	name string
 }
 
 // WithModel replaces the spec's model_name (the CLI's --model).
@@ -80,6 +85,13 @@ func WithBaseDir(dir string) Option { return func(o *options) { o.baseDir = dir 
 
 // WithPricing sets the pricing table (default llm.DefaultPricing()).
 func WithPricing(p *llm.Pricing) Option { return func(o *options) { o.pricing = p } }
+
+// WithProviderMiddleware wraps each model provider the agent opens (its
+// model and each fallback) before retries are added: a recorder, a
+// tracer. Its sub-agents get it too.
+func WithProviderMiddleware(mw func(provider, model string, p llm.Provider) llm.Provider) Option {
+	return func(o *options) { o.middleware = mw }
+}
 
 // WithLogger sets the logger (default slog.Default()).
 func WithLogger(l *slog.Logger) Option { return func(o *options) { o.logger = l } }
@@ -156,30 +168,69 @@ func build(spec *Spec, o options) (*Agent, error) {
 
 func (a *Agent) openModel(o options) error {
 	model := a.spec.ModelName
+	if a.spec.Provider != "" && model != "" && !strings.HasPrefix(model, a.spec.Provider+":") {
+		model = a.spec.Provider + ":" + model
+	}
+	fallbacks := a.spec.FallbackModels
 	if o.model != "" {
-		model = o.model
+		model, fallbacks = o.model, nil // --model replaces the model and its fallbacks
 	}
 	a.modelName = model
-	var p llm.Provider
 	if o.provider != nil {
-		p, a.providerName = o.provider, o.providerName
+		a.providerName = o.provider.name
 		if a.providerName == "" {
 			a.providerName = "custom"
 		}
 		_, a.model = llm.ParseModel(model)
-	} else if model != "" {
-		var err error
-		p, a.providerName, a.model, err = llm.Open(model, llm.Config{BaseURL: a.spec.BaseURL, Dir: o.baseDir})
-		if err != nil {
-			return fmt.Errorf("model_name: %v", err)
-		}
+		a.rawProvider = o.provider.p
+		a.provider = llm.WithRetry(a.wrap(o, a.providerName, a.model, o.provider.p), a.retryPolicy())
+		return nil
 	}
-	if p == nil {
+	if model == "" {
 		return nil // plan and service modes need no model
 	}
-	a.rawProvider = p
-	a.provider = llm.WithRetry(p, a.retryPolicy())
+	first, err := a.candidate(o, model, a.spec.BaseURL)
+	if err != nil {
+		return fmt.Errorf("model_name: %v", err)
+	}
+	a.providerName, a.model, a.rawProvider = first.Name, first.Model, first.Provider
+	if len(fallbacks) == 0 {
+		a.provider = first.Provider
+		return nil
+	}
+	cands := []llm.Candidate{first}
+	for i, f := range fallbacks {
+		name := f.ModelName
+		if f.Provider != "" {
+			name = f.Provider + ":" + f.ModelName
+		}
+		c, err := a.candidate(o, name, f.BaseURL)
+		if err != nil {
+			return fmt.Errorf("fallback_models[%d]: %v", i, err)
+		}
+		cands = append(cands, c)
+	}
+	a.provider = llm.NewRouter(cands, llm.RouterOptions{})
 	return nil
+}
+
+// candidate opens one model, wrapped with the middleware and the agent's
+// retries, so that a router falls over only once its retries are spent.
+func (a *Agent) candidate(o options, name, baseURL string) (llm.Candidate, error) {
+	p, provider, model, err := llm.Open(name, llm.Config{BaseURL: baseURL, Dir: o.baseDir})
+	if err != nil {
+		return llm.Candidate{}, err
+	}
+	price, _ := a.pricing.Lookup(model)
+	return llm.Candidate{Provider: llm.WithRetry(a.wrap(o, provider, model, p), a.retryPolicy()), Name: provider, Model: model,
+		Caps: llm.CapabilitiesOf(provider, model), Price: price}, nil
+}
+
+func (a *Agent) wrap(o options, provider, model string, p llm.Provider) llm.Provider {
+	if o.middleware == nil {
+		return p
+	}
+	return o.middleware(provider, model, p)
 }
 
 func (a *Agent) retryPolicy() llm.RetryPolicy {
@@ -261,7 +312,7 @@ func (a *Agent) buildSub(ref string, o options) (*Agent, error) {
 		return nil, err
 	}
 	so := o
-	so.provider, so.providerName, so.model = nil, "", ""
+	so.provider, so.model = nil, ""
 	so.baseDir = filepath.Dir(path)
 	so.building = append(append([]string(nil), o.building...), a.spec.AgentName)
 	return build(s, so)

@@ -25,6 +25,9 @@ func (r *run) finish(o outcome, err error) (*Result, error) {
 	if st.Model != "" {
 		res.Model = st.Model
 	}
+	if st.Provider != "" {
+		res.Provider = st.Provider
+	}
 	if res.Steps == nil {
 		res.Steps = []Step{}
 	}

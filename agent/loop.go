@@ -70,7 +70,7 @@ func (s *Session) Run(ctx context.Context) (*Result, error) {
 	r.req = llm.Request{Model: a.model, Tools: a.toolSpecs, Temperature: a.spec.Temperature,
 		TopP: a.spec.TopP, MaxOutputTokens: a.spec.MaxOutputTokens, ResponseSchema: a.spec.OutputSchema}
 	ctx = withLink(ctx, r.link)
-	ctx = llm.WithTrace(ctx, &llm.Trace{Retry: r.onRetry})
+	ctx = llm.WithTrace(ctx, &llm.Trace{Retry: r.onRetry, Fallback: r.onFallback})
 	r.ctx = ctx
 	r.st.StartedAt = Timestamp{time.Now()}
 	r.st.ToolLatencyMS = map[string]float64{}
@@ -222,6 +222,15 @@ func (r *run) onRetry(info llm.RetryInfo) {
 	}
 }
 
+// onFallback reports a fall-over to the next model as a retry event.
+func (r *run) onFallback(info llm.FallbackInfo) {
+	r.attempts++
+	if r.s.bus.Active() {
+		r.emit(event.Event{Type: event.Retry, Error: &event.ErrorInfo{Code: CodeLLMError, Message: info.Err.Error()},
+			Data: map[string]any{"fallback_from": info.FromProvider + ":" + info.FromModel, "fallback_to": info.ToProvider + ":" + info.ToModel}})
+	}
+}
+
 func (r *run) callModel() (*llm.Response, error) {
 	st := r.st
 	r.req.Messages = st.Messages
@@ -271,6 +280,10 @@ func (r *run) generate() (resp *llm.Response, err error) {
 
 // account adds a call's usage and cost to the run.
 func (r *run) account(resp *llm.Response, mc *ModelCall) {
+	if resp.Provider != "" {
+		mc.Provider = resp.Provider
+		r.st.Provider = resp.Provider
+	}
 	model := resp.Model
 	if model == "" {
 		model = r.a.model

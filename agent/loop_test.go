@@ -462,3 +462,40 @@ type scriptedPanic struct{}
 func (scriptedPanic) Generate(context.Context, *llm.Request) (*llm.Response, error) {
 	panic("model bug")
 }
+
+func TestFallbackModels(t *testing.T) {
+	s := mustSpec(t, `{"agent_name": "fb", "version": "v1", "model_name": "scripted:testdata/scripts/busy.json",
+		"fallback_models": [{"model_name": "scripted:testdata/scripts/spare.json"}],
+		"retry": {"attempts": 2, "initial_backoff_ms": 1, "max_backoff_ms": 1}}`)
+	a, err := New(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var retries []event.Event
+	res, err := a.Run(context.Background(), nil, WithEvents(func(e event.Event) {
+		if e.Type == event.Retry {
+			retries = append(retries, e)
+		}
+	}))
+	if err != nil || res.Result != "answered by the spare" || res.Model != "gpt-4.1-mini" {
+		t.Fatalf("%v %+v", err, res)
+	}
+	if len(retries) != 2 || retries[1].Data["fallback_to"] != "scripted:testdata/scripts/spare.json" {
+		t.Errorf("retry events %+v", retries)
+	}
+	if res.ModelCalls[0].Attempts != 3 {
+		t.Errorf("model call %+v: want 3 attempts (2 on the busy model, 1 on the spare)", res.ModelCalls[0])
+	}
+}
+
+func TestSpecProviderField(t *testing.T) {
+	s := mustSpec(t, `{"agent_name": "p", "version": "v1", "provider": "scripted", "model_name": "testdata/scripts/spare.json"}`)
+	a, err := New(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := a.Run(context.Background(), nil)
+	if err != nil || res.Provider != "scripted" || res.Result != "answered by the spare" {
+		t.Errorf("%v %+v", err, res)
+	}
+}

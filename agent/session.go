@@ -41,7 +41,9 @@ type State struct {
 	ToolLatencyMS  map[string]float64 `json:"tool_latency_ms,omitempty"`
 	LastContent    string             `json:"last_content,omitempty"`
 	// Model is the model that answered last, as the provider reported it.
-	Model     string    `json:"model,omitempty"`
+	Model string `json:"model,omitempty"`
+	// Provider is the provider that answered last, when a router chose it.
+	Provider  string    `json:"provider,omitempty"`
 	StartedAt Timestamp `json:"started_at"`
 }
 

@@ -103,6 +103,8 @@ type Response struct {
 	Usage     Usage      `json:"usage"`
 	// Model is the model that answered, as the provider reports it.
 	Model string `json:"model,omitempty"`
+	// Provider is set by a Router to the provider that answered.
+	Provider string `json:"provider,omitempty"`
 	// FinishReason is the provider's stop reason, when it gives one.
 	FinishReason string `json:"finish_reason,omitempty"`
 }

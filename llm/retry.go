@@ -86,6 +86,8 @@ type RetryInfo struct {
 type Trace struct {
 	// Retry is called before each wait for a retry.
 	Retry func(RetryInfo)
+	// Fallback is called when a Router gives up on a model for the next.
+	Fallback func(FallbackInfo)
 }
 
 type traceKey struct{}

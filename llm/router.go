@@ -1,0 +1,281 @@
+package llm
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"iter"
+	"strings"
+)
+
+// Capabilities say what a model can do.
+type Capabilities struct {
+	Tools            bool
+	StructuredOutput bool
+	Streaming        bool
+	// ContextWindow is the most prompt and completion tokens the model
+	// takes; 0 means unknown (not checked).
+	ContextWindow int
+}
+
+// Candidate is one model a Router may call.
+type Candidate struct {
+	// Provider answers for the model; wrap it with WithRetry so that it
+	// counts as unavailable only once its retries are spent.
+	Provider Provider
+	// Name is the provider's name ("openai"); Model the model id.
+	Name, Model string
+	Caps        Capabilities
+	// Price is used against a router's cost ceiling.
+	Price Price
+}
+
+// Needs is what a request asks of a model.
+type Needs struct {
+	Tools, StructuredOutput, Streaming bool
+	// PromptTokens estimates the request's size.
+	PromptTokens int
+}
+
+// NeedsOf estimates what req needs (about four characters a token).
+func NeedsOf(req *Request, streaming bool) Needs {
+	n := Needs{Tools: len(req.Tools) > 0, StructuredOutput: len(req.ResponseSchema) > 0, Streaming: streaming}
+	chars := 0
+	for _, m := range req.Messages {
+		chars += len(m.Content)
+		for _, c := range m.ToolCalls {
+			chars += len(c.Arguments) + len(c.Name)
+		}
+	}
+	for _, t := range req.Tools {
+		chars += len(t.Description) + len(t.Parameters)
+	}
+	n.PromptTokens = chars/4 + 1
+	return n
+}
+
+// Supports reports whether c can serve n, and if not, why.
+func (c Candidate) Supports(n Needs) (bool, string) {
+	switch {
+	case n.Tools && !c.Caps.Tools:
+		return false, "no tool calling"
+	case n.StructuredOutput && !c.Caps.StructuredOutput:
+		return false, "no structured output"
+	case n.Streaming && !c.Caps.Streaming:
+		return false, "no streaming"
+	case c.Caps.ContextWindow > 0 && n.PromptTokens > c.Caps.ContextWindow:
+		return false, fmt.Sprintf("context window of %d tokens is too small", c.Caps.ContextWindow)
+	}
+	return true, ""
+}
+
+// Strategy orders the candidates for one request; the Router tries them in
+// that order. It may drop candidates. The default keeps the given order.
+type Strategy func(req *Request, n Needs, cands []Candidate) []Candidate
+
+// RouterOptions configure a Router.
+type RouterOptions struct {
+	// Strategy orders the candidates; nil keeps them in priority order.
+	Strategy Strategy
+	// MaxPromptPrice and MaxCompletionPrice, when set, skip candidates
+	// that cost more (USD per million tokens): a cost ceiling.
+	MaxPromptPrice, MaxCompletionPrice float64
+}
+
+// Router is a Provider over several candidates: for each request it picks
+// the first candidate that supports what the request needs, and falls over
+// to the next when one is unavailable (rate limited past its retries,
+// overloaded, down). Any other failure is returned as it is.
+type Router struct {
+	cands []Candidate
+	opts  RouterOptions
+}
+
+// ErrNoCandidate is wrapped by the error of a request no candidate can serve.
+var ErrNoCandidate = errors.New("llm: no model can serve the request")
+
+// NewRouter returns a router over cands, in priority order.
+func NewRouter(cands []Candidate, opts RouterOptions) *Router {
+	return &Router{cands: cands, opts: opts}
+}
+
+func (r *Router) plan(req *Request, streaming bool) ([]Candidate, error) {
+	n := NeedsOf(req, streaming)
+	order := r.cands
+	if r.opts.Strategy != nil {
+		order = r.opts.Strategy(req, n, append([]Candidate(nil), r.cands...))
+	}
+	var out []Candidate
+	var why []string
+	for _, c := range order {
+		ok, reason := c.Supports(n)
+		if ok && r.opts.MaxPromptPrice > 0 && c.Price.Prompt > r.opts.MaxPromptPrice {
+			ok, reason = false, "above the prompt price ceiling"
+		}
+		if ok && r.opts.MaxCompletionPrice > 0 && c.Price.Completion > r.opts.MaxCompletionPrice {
+			ok, reason = false, "above the completion price ceiling"
+		}
+		if ok {
+			out = append(out, c)
+		} else {
+			why = append(why, c.Name+":"+c.Model+": "+reason)
+		}
+	}
+	if len(out) == 0 {
+		return nil, &APIError{Kind: KindInvalidRequest, Provider: "router", Message: strings.Join(why, "; "), Err: ErrNoCandidate}
+	}
+	return out, nil
+}
+
+// unavailable reports whether a failure means "try another model".
+func unavailable(err error) bool {
+	switch KindOf(err) {
+	case KindRateLimited, KindOverloaded, KindTransient:
+		return true
+	}
+	return false
+}
+
+// Generate calls the candidates in turn until one answers.
+func (r *Router) Generate(ctx context.Context, req *Request) (*Response, error) {
+	order, err := r.plan(req, false)
+	if err != nil {
+		return nil, err
+	}
+	var last error
+	for i, c := range order {
+		cr := *req
+		cr.Model = c.Model
+		resp, err := c.Provider.Generate(ctx, &cr)
+		if err == nil {
+			if resp != nil {
+				resp.Provider = c.Name
+				if resp.Model == "" {
+					resp.Model = c.Model
+				}
+			}
+			return resp, nil
+		}
+		last = err
+		if ctx.Err() != nil || !unavailable(err) {
+			return nil, err
+		}
+		r.fallback(ctx, c, order, i, err)
+	}
+	return nil, last
+}
+
+// Stream streams from the first candidate that answers; a candidate that
+// fails after it has yielded a chunk is not replaced.
+func (r *Router) Stream(ctx context.Context, req *Request) iter.Seq2[Chunk, error] {
+	return func(yield func(Chunk, error) bool) {
+		order, err := r.plan(req, true)
+		if err != nil {
+			yield(Chunk{}, err)
+			return
+		}
+		for i, c := range order {
+			cr := *req
+			cr.Model = c.Model
+			s, ok := c.Provider.(Streamer)
+			if !ok {
+				resp, err := c.Provider.Generate(ctx, &cr)
+				if err == nil {
+					for _, ch := range responseChunks(resp, c) {
+						if !yield(ch, nil) {
+							return
+						}
+					}
+					return
+				}
+				if ctx.Err() != nil || !unavailable(err) || i == len(order)-1 {
+					yield(Chunk{}, err)
+					return
+				}
+				r.fallback(ctx, c, order, i, err)
+				continue
+			}
+			emitted := false
+			var failure error
+			for ch, err := range s.Stream(ctx, &cr) {
+				if err != nil {
+					failure = err
+					break
+				}
+				if !emitted && ch.Model == "" {
+					ch.Model = c.Model
+				}
+				emitted = true
+				if !yield(ch, nil) {
+					return
+				}
+			}
+			if failure == nil {
+				return
+			}
+			if emitted || ctx.Err() != nil || !unavailable(failure) || i == len(order)-1 {
+				yield(Chunk{}, failure)
+				return
+			}
+			r.fallback(ctx, c, order, i, failure)
+		}
+	}
+}
+
+func (r *Router) fallback(ctx context.Context, from Candidate, order []Candidate, i int, err error) {
+	if t := TraceFrom(ctx); t != nil && t.Fallback != nil && i+1 < len(order) {
+		t.Fallback(FallbackInfo{FromProvider: from.Name, FromModel: from.Model,
+			ToProvider: order[i+1].Name, ToModel: order[i+1].Model, Err: err})
+	}
+}
+
+// responseChunks turns a whole response into chunks for a stream.
+func responseChunks(resp *Response, c Candidate) []Chunk {
+	var out []Chunk
+	if resp.Content != "" {
+		out = append(out, Chunk{Text: resp.Content})
+	}
+	for i, tc := range resp.ToolCalls {
+		out = append(out, Chunk{ToolCall: &ToolCallDelta{Index: i, ID: tc.ID, Name: tc.Name, Arguments: string(tc.Arguments)}})
+	}
+	u := resp.Usage
+	model := resp.Model
+	if model == "" {
+		model = c.Model
+	}
+	return append(out, Chunk{Usage: &u, Model: model, FinishReason: resp.FinishReason})
+}
+
+// FallbackInfo describes a fall-over from one model to the next.
+type FallbackInfo struct {
+	FromProvider, FromModel string
+	ToProvider, ToModel     string
+	Err                     error
+}
+
+// CapabilitiesOf returns what agentry knows of a model of a provider. The
+// vendors' current chat models all call tools, stream and take a JSON
+// schema; context windows are the vendors' published ones (0 where the
+// model is unknown, such as a local model behind Ollama).
+func CapabilitiesOf(provider, model string) Capabilities {
+	c := Capabilities{Tools: true, StructuredOutput: true, Streaming: true}
+	m := strings.TrimPrefix(model, "ft:")
+	switch provider {
+	case "openai":
+		switch {
+		case strings.HasPrefix(m, "gpt-4.1"):
+			c.ContextWindow = 1_047_576
+		case strings.HasPrefix(m, "gpt-5"):
+			c.ContextWindow = 400_000
+		case strings.HasPrefix(m, "o3"), strings.HasPrefix(m, "o4"), strings.HasPrefix(m, "o1"):
+			c.ContextWindow = 200_000
+		case strings.HasPrefix(m, "gpt-4o"):
+			c.ContextWindow = 128_000
+		}
+	case "anthropic":
+		c.ContextWindow = 200_000
+	case "gemini":
+		c.ContextWindow = 1_048_576
+	}
+	return c
+}

@@ -1,0 +1,151 @@
+package llm
+
+import (
+	"context"
+	"errors"
+	"iter"
+	"strings"
+	"testing"
+)
+
+// fixed answers with one reply or one error, and counts its calls.
+type fixed struct {
+	name  string
+	err   error
+	calls int
+	chunk bool // stream: yield a chunk before failing
+}
+
+func (f *fixed) Generate(_ context.Context, req *Request) (*Response, error) {
+	f.calls++
+	if f.err != nil {
+		return nil, f.err
+	}
+	return &Response{Content: f.name + " answered " + req.Model}, nil
+}
+
+func (f *fixed) Stream(ctx context.Context, req *Request) iter.Seq2[Chunk, error] {
+	return func(yield func(Chunk, error) bool) {
+		f.calls++
+		if f.chunk && !yield(Chunk{Text: f.name + " started "}, nil) {
+			return
+		}
+		if f.err != nil {
+			yield(Chunk{}, f.err)
+			return
+		}
+		yield(Chunk{Text: f.name + " streamed"}, nil)
+	}
+}
+
+func cand(f *fixed, model string, caps Capabilities) Candidate {
+	return Candidate{Provider: f, Name: f.name, Model: model, Caps: caps}
+}
+
+var all = Capabilities{Tools: true, StructuredOutput: true, Streaming: true}
+
+func TestRouterFallsOver(t *testing.T) {
+	a := &fixed{name: "a", err: &APIError{Kind: KindOverloaded, Message: "busy"}}
+	b := &fixed{name: "b"}
+	var seen []FallbackInfo
+	ctx := WithTrace(context.Background(), &Trace{Fallback: func(i FallbackInfo) { seen = append(seen, i) }})
+	r := NewRouter([]Candidate{cand(a, "m1", all), cand(b, "m2", all)}, RouterOptions{})
+	resp, err := r.Generate(ctx, &Request{Model: "ignored"})
+	if err != nil || resp.Content != "b answered m2" || resp.Provider != "b" || resp.Model != "m2" {
+		t.Fatalf("%+v %v", resp, err)
+	}
+	if len(seen) != 1 || seen[0].FromModel != "m1" || seen[0].ToModel != "m2" || !errors.Is(seen[0].Err, ErrOverloaded) {
+		t.Errorf("fallbacks %+v", seen)
+	}
+	// A request error is not a reason to try another model.
+	a.err, a.calls, b.calls = &APIError{Kind: KindInvalidRequest, Message: "bad"}, 0, 0
+	if _, err := r.Generate(ctx, &Request{}); !errors.Is(err, ErrInvalidRequest) || b.calls != 0 {
+		t.Errorf("err %v, b called %d times", err, b.calls)
+	}
+	// All unavailable: the last error.
+	a.err, b.err = &APIError{Kind: KindRateLimited}, &APIError{Kind: KindTransient, Message: "down"}
+	if _, err := r.Generate(ctx, &Request{}); !errors.Is(err, ErrTransient) {
+		t.Errorf("err %v", err)
+	}
+}
+
+func TestRouterCapabilities(t *testing.T) {
+	noTools := &fixed{name: "plain"}
+	small := &fixed{name: "small"}
+	pricey := &fixed{name: "pricey"}
+	ok := &fixed{name: "ok"}
+	cands := []Candidate{
+		cand(noTools, "p", Capabilities{Streaming: true}),
+		cand(small, "s", Capabilities{Tools: true, ContextWindow: 10}),
+		{Provider: pricey, Name: "pricey", Model: "x", Caps: all, Price: Price{Prompt: 15, Completion: 75}},
+		cand(ok, "o", all),
+	}
+	r := NewRouter(cands, RouterOptions{MaxCompletionPrice: 20})
+	req := &Request{Tools: []ToolSpec{{Name: "t"}}, Messages: []Message{{Role: RoleUser, Content: strings.Repeat("word ", 40)}}}
+	resp, err := r.Generate(context.Background(), req)
+	if err != nil || resp.Provider != "ok" || noTools.calls+small.calls+pricey.calls != 0 {
+		t.Fatalf("%+v %v", resp, err)
+	}
+	r = NewRouter(cands[:3], RouterOptions{MaxCompletionPrice: 20})
+	_, err = r.Generate(context.Background(), req)
+	if !errors.Is(err, ErrNoCandidate) {
+		t.Fatalf("err %v", err)
+	}
+	for _, want := range []string{"plain:p: no tool calling", "small:s: context window of 10 tokens is too small", "pricey:x: above the completion price ceiling"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("err %q lacks %q", err, want)
+		}
+	}
+}
+
+func TestRouterStrategy(t *testing.T) {
+	a, b := &fixed{name: "a"}, &fixed{name: "b"}
+	cheapest := func(_ *Request, _ Needs, cs []Candidate) []Candidate {
+		if cs[1].Price.Completion < cs[0].Price.Completion {
+			cs[0], cs[1] = cs[1], cs[0]
+		}
+		return cs
+	}
+	r := NewRouter([]Candidate{{Provider: a, Name: "a", Model: "a1", Caps: all, Price: Price{Completion: 10}},
+		{Provider: b, Name: "b", Model: "b1", Caps: all, Price: Price{Completion: 1}}}, RouterOptions{Strategy: cheapest})
+	resp, err := r.Generate(context.Background(), &Request{})
+	if err != nil || resp.Provider != "b" {
+		t.Errorf("%+v %v", resp, err)
+	}
+}
+
+func TestRouterStream(t *testing.T) {
+	a := &fixed{name: "a", err: &APIError{Kind: KindOverloaded}}
+	b := &fixed{name: "b"}
+	r := NewRouter([]Candidate{cand(a, "m1", all), cand(b, "m2", all)}, RouterOptions{})
+	resp, err := Collect(r.Stream(context.Background(), &Request{}), nil)
+	if err != nil || resp.Content != "b streamed" {
+		t.Fatalf("%+v %v", resp, err)
+	}
+	// Once a chunk has reached the caller, a failure is final.
+	a.chunk, a.calls, b.calls = true, 0, 0
+	resp, err = Collect(r.Stream(context.Background(), &Request{}), nil)
+	if !errors.Is(err, ErrOverloaded) || b.calls != 0 || resp.Content != "a started " {
+		t.Errorf("%+v %v (b called %d times)", resp, err, b.calls)
+	}
+	// A candidate that cannot stream is asked for a whole reply.
+	c := Candidate{Provider: providerFunc(func(context.Context, *Request) (*Response, error) {
+		return &Response{Content: "whole", Usage: Usage{TotalTokens: 3}}, nil
+	}), Name: "c", Model: "c1", Caps: all}
+	resp, err = Collect(NewRouter([]Candidate{c}, RouterOptions{}).Stream(context.Background(), &Request{}), nil)
+	if err != nil || resp.Content != "whole" || resp.Usage.TotalTokens != 3 || resp.Model != "c1" {
+		t.Errorf("%+v %v", resp, err)
+	}
+}
+
+func TestCapabilitiesOf(t *testing.T) {
+	if c := CapabilitiesOf("openai", "gpt-4.1-mini"); c.ContextWindow != 1_047_576 || !c.Tools {
+		t.Errorf("%+v", c)
+	}
+	if c := CapabilitiesOf("anthropic", "claude-sonnet-4-5"); c.ContextWindow != 200_000 {
+		t.Errorf("%+v", c)
+	}
+	if c := CapabilitiesOf("ollama", "qwen3"); c.ContextWindow != 0 {
+		t.Errorf("%+v", c)
+	}
+}
