@@ -17,6 +17,7 @@ import (
 	"github.com/agentry/agentry/agent"
 	"github.com/agentry/agentry/event"
 	"github.com/agentry/agentry/llm"
+	"github.com/agentry/agentry/llm/scripted"
 )
 
 type runFlags struct {
@@ -29,6 +30,7 @@ type runFlags struct {
 	quiet        bool
 	pricing      string
 	allowPrivate bool
+	record       string
 }
 
 func newRunCmd(stdout, stderr io.Writer) *cobra.Command {
@@ -61,6 +63,7 @@ spec or input.`,
 	fl.BoolVarP(&f.quiet, "quiet", "q", false, "no progress on stderr")
 	fl.StringVar(&f.pricing, "pricing", os.Getenv("AGENTRY_PRICING"), "pricing file to add to the built-in table (env AGENTRY_PRICING)")
 	fl.BoolVar(&f.allowPrivate, "allow-private-network", false, "let http_get reach loopback and private addresses")
+	fl.StringVar(&f.record, "record", "", "write the run's model turns to FILE as a scripted model (replay with --model scripted:FILE)")
 	return cmd
 }
 
@@ -79,6 +82,11 @@ func runAgent(ctx context.Context, target string, f runFlags, stdout, stderr io.
 			return usageErr(err)
 		}
 		opts = append(opts, agent.WithPricing(p))
+	}
+	var rec *scripted.Recorder
+	if f.record != "" {
+		rec = scripted.NewRecorder()
+		opts = append(opts, agent.WithProviderMiddleware(func(_, _ string, p llm.Provider) llm.Provider { return rec.Wrap(p) }))
 	}
 	a, err := loadAgent(target, f, opts)
 	if err != nil {
@@ -104,6 +112,11 @@ func runAgent(ctx context.Context, target string, f runFlags, stdout, stderr io.
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	res, runErr := sess.Run(ctx)
+	if rec != nil {
+		if err := rec.WriteFile(f.record); err != nil {
+			return runFailed(fmt.Errorf("--record: %w", err))
+		}
+	}
 	if f.json {
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
