@@ -75,7 +75,7 @@ func ParseModel(name string) (provider, model string) {
 	return inferVendor(name), name
 }
 
-var knownVendors = []string{"openai", "anthropic", "gemini", "ollama", "scripted", "openrouter", "vllm"}
+var knownVendors = []string{"openai", "azure", "anthropic", "gemini", "ollama", "scripted", "openrouter"}
 
 func inferVendor(model string) string {
 	switch {

@@ -3,8 +3,9 @@
 // Azure OpenAI), built on the official SDK github.com/openai/openai-go/v3.
 //
 // Importing the package registers the providers "openai" (OPENAI_API_KEY,
-// OPENAI_BASE_URL), "ollama" (OLLAMA_HOST or http://localhost:11434) and
-// "openrouter" (OPENROUTER_API_KEY) with llm.Open.
+// OPENAI_BASE_URL), "azure" (AZURE_OPENAI_ENDPOINT, AZURE_OPENAI_API_KEY),
+// "ollama" (OLLAMA_HOST or http://localhost:11434) and "openrouter"
+// (OPENROUTER_API_KEY) with llm.Open.
 package openai
 
 import (
@@ -13,11 +14,14 @@ import (
 	"errors"
 	"fmt"
 	"iter"
+	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"strings"
 
 	sdk "github.com/openai/openai-go/v3"
+	"github.com/openai/openai-go/v3/azure"
 	"github.com/openai/openai-go/v3/option"
 	"github.com/openai/openai-go/v3/packages/param"
 	"github.com/openai/openai-go/v3/shared"
@@ -39,8 +43,11 @@ type Options struct {
 	// NoKey allows calls without an API key (local servers).
 	NoKey bool
 	// Compatible marks a server that is not OpenAI's: it gets max_tokens
-	// and no stream_options unless the model is a reasoning model.
+	// unless the model is a reasoning model.
 	Compatible bool
+	// AzureAPIVersion, when set, makes BaseURL an Azure OpenAI endpoint:
+	// the model is the deployment, and APIKey goes in the api-key header.
+	AzureAPIVersion string
 }
 
 // Provider calls the Chat Completions API. It is safe for concurrent use.
@@ -60,17 +67,28 @@ func New(o Options) *Provider {
 	}
 	opts := []option.RequestOption{option.WithMaxRetries(0)}
 	key := o.APIKey
-	if key == "" {
+	if key == "" && o.AzureAPIVersion == "" {
 		key = os.Getenv("OPENAI_API_KEY")
 	}
 	if key == "" && o.NoKey {
 		key = "none" // the SDK wants one; local servers ignore it
 	}
-	if key != "" {
-		opts = append(opts, option.WithAPIKey(key))
-	}
-	if o.BaseURL != "" {
-		opts = append(opts, option.WithBaseURL(o.BaseURL))
+	switch {
+	case o.AzureAPIVersion != "":
+		opts = append(opts, azure.WithEndpoint(o.BaseURL, o.AzureAPIVersion))
+		if loopbackHTTP(o.BaseURL) {
+			opts = append(opts, azure.WithUnsafeAllowHTTP()) // a local proxy or emulator
+		}
+		if key != "" {
+			opts = append(opts, azure.WithAPIKey(key))
+		}
+	default:
+		if key != "" {
+			opts = append(opts, option.WithAPIKey(key))
+		}
+		if o.BaseURL != "" {
+			opts = append(opts, option.WithBaseURL(o.BaseURL))
+		}
 	}
 	if o.HTTPClient != nil {
 		opts = append(opts, option.WithHTTPClient(o.HTTPClient))
@@ -81,6 +99,23 @@ func New(o Options) *Provider {
 func init() {
 	llm.Register("openai", func(model string, cfg llm.Config) (llm.Provider, error) {
 		return New(Options{APIKey: cfg.APIKey, BaseURL: cfg.BaseURL, Compatible: cfg.BaseURL != ""}), nil
+	})
+	llm.Register("azure", func(model string, cfg llm.Config) (llm.Provider, error) {
+		endpoint, key := cfg.BaseURL, cfg.APIKey
+		if endpoint == "" {
+			endpoint = os.Getenv("AZURE_OPENAI_ENDPOINT")
+		}
+		if endpoint == "" {
+			return nil, errors.New("azure: set AZURE_OPENAI_ENDPOINT or the spec's base_url to https://RESOURCE.openai.azure.com")
+		}
+		if key == "" {
+			key = os.Getenv("AZURE_OPENAI_API_KEY")
+		}
+		version := os.Getenv("AZURE_OPENAI_API_VERSION")
+		if version == "" {
+			version = DefaultAzureAPIVersion
+		}
+		return New(Options{Name: "azure", APIKey: key, BaseURL: endpoint, AzureAPIVersion: version}), nil
 	})
 	llm.Register("ollama", func(model string, cfg llm.Config) (llm.Provider, error) {
 		base := cfg.BaseURL
@@ -100,6 +135,20 @@ func init() {
 		return New(Options{Name: "openrouter", APIKey: key, BaseURL: base, Compatible: true}), nil
 	})
 }
+
+func loopbackHTTP(base string) bool {
+	u, err := url.Parse(base)
+	if err != nil || u.Scheme != "http" {
+		return false
+	}
+	h := u.Hostname()
+	ip := net.ParseIP(h)
+	return h == "localhost" || ip != nil && ip.IsLoopback()
+}
+
+// DefaultAzureAPIVersion is the Azure OpenAI API version used unless
+// AZURE_OPENAI_API_VERSION says otherwise.
+const DefaultAzureAPIVersion = "2024-10-21"
 
 // ollamaBase turns OLLAMA_HOST ("host:port", "http://host:port" or empty)
 // into the address of Ollama's OpenAI-compatible API.
@@ -221,8 +270,14 @@ func (p *Provider) checkKey(model string) error {
 	if p.hasKey {
 		return nil
 	}
-	return &llm.APIError{Kind: llm.KindAuth, Provider: p.name, Model: model,
-		Message: "no API key: set OPENAI_API_KEY (or the spec's provider key)"}
+	env := "OPENAI_API_KEY"
+	switch p.name {
+	case "azure":
+		env = "AZURE_OPENAI_API_KEY"
+	case "openrouter":
+		env = "OPENROUTER_API_KEY"
+	}
+	return &llm.APIError{Kind: llm.KindAuth, Provider: p.name, Model: model, Message: "no API key: set " + env}
 }
 
 func usage(u sdk.CompletionUsage) llm.Usage {

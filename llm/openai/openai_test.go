@@ -315,3 +315,28 @@ func TestHelpers(t *testing.T) {
 		t.Error("an optional nested property passed as strict")
 	}
 }
+
+func TestAzure(t *testing.T) {
+	f := wiretest.New(t, wiretest.Reply{Body: `{"id": "c", "object": "chat.completion", "created": 1, "model": "gpt-4.1-mini",
+		"choices": [{"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": "hi from azure"}}],
+		"usage": {"prompt_tokens": 3, "completion_tokens": 3, "total_tokens": 6}}`})
+	t.Setenv("AZURE_OPENAI_API_KEY", "azure-secret")
+	p, provider, model, err := llm.Open("azure:my-deployment", llm.Config{BaseURL: f.URL})
+	if err != nil || provider != "azure" || model != "my-deployment" {
+		t.Fatalf("%v %q %q", err, provider, model)
+	}
+	resp, err := p.Generate(context.Background(), &llm.Request{Model: model, Messages: []llm.Message{{Role: llm.RoleUser, Content: "hi"}}})
+	if err != nil || resp.Content != "hi from azure" {
+		t.Fatalf("%+v %v", resp, err)
+	}
+	r := f.Requests()[0]
+	if r.Path != "/openai/deployments/my-deployment/chat/completions" || r.Query != "api-version="+DefaultAzureAPIVersion ||
+		r.Header.Get("Api-Key") != "azure-secret" || r.Header.Get("Authorization") != "" {
+		t.Errorf("path %s?%s headers %v", r.Path, r.Query, r.Header)
+	}
+	checkOpenAPI(t, r.Body)
+	t.Setenv("AZURE_OPENAI_ENDPOINT", "")
+	if _, _, _, err := llm.Open("azure:d", llm.Config{}); err == nil || !strings.Contains(err.Error(), "AZURE_OPENAI_ENDPOINT") {
+		t.Errorf("no endpoint: %v", err)
+	}
+}

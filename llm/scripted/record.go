@@ -146,4 +146,3 @@ func (w *recordingStream) Stream(ctx context.Context, req *llm.Request) iter.Seq
 		}
 	}
 }
-
