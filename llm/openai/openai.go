@@ -98,7 +98,9 @@ func New(o Options) *Provider {
 
 func init() {
 	llm.Register("openai", func(model string, cfg llm.Config) (llm.Provider, error) {
-		return New(Options{APIKey: cfg.APIKey, BaseURL: cfg.BaseURL, Compatible: cfg.BaseURL != ""}), nil
+		env := os.Getenv("OPENAI_BASE_URL")
+		compat := cfg.BaseURL != "" || env != "" && !strings.Contains(env, "api.openai.com")
+		return New(Options{APIKey: cfg.APIKey, BaseURL: cfg.BaseURL, Compatible: compat}), nil
 	})
 	llm.Register("azure", func(model string, cfg llm.Config) (llm.Provider, error) {
 		endpoint, key := cfg.BaseURL, cfg.APIKey
