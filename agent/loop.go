@@ -244,6 +244,7 @@ func (r *run) callModel() (*llm.Response, error) {
 		mc.Error = err.Error()
 		if resp != nil { // a broken stream: keep what arrived
 			r.account(resp, &mc)
+			mc.Partial = resp.Content
 		}
 		st.ModelCalls = append(st.ModelCalls, mc)
 		return nil, err

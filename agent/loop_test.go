@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"iter"
 	"regexp"
 	"slices"
 	"strings"
@@ -497,5 +498,33 @@ func TestSpecProviderField(t *testing.T) {
 	res, err := a.Run(context.Background(), nil)
 	if err != nil || res.Provider != "scripted" || res.Result != "answered by the spare" {
 		t.Errorf("%v %+v", err, res)
+	}
+}
+
+// brokenStream streams some text, then breaks.
+type brokenStream struct{ recorder }
+
+func (b *brokenStream) Stream(ctx context.Context, req *llm.Request) iter.Seq2[llm.Chunk, error] {
+	return func(yield func(llm.Chunk, error) bool) {
+		if !yield(llm.Chunk{Text: "half an ans"}, nil) {
+			return
+		}
+		yield(llm.Chunk{}, &llm.APIError{Kind: llm.KindTransient, Message: "stream broken: connection reset"})
+	}
+}
+
+func TestBrokenStreamKeptInTrace(t *testing.T) {
+	a := newTestAgent(t, `{`+base+`, "retry": {"attempts": 1}}`, &brokenStream{})
+	var chunks []string
+	res, err := a.Run(context.Background(), map[string]any{"who": "x"}, WithEvents(func(e event.Event) {
+		if e.Type == event.ContentChunk {
+			chunks = append(chunks, e.Content)
+		}
+	}))
+	if !errors.Is(err, llm.ErrTransient) || len(chunks) != 1 {
+		t.Fatalf("%v %v", err, chunks)
+	}
+	if mc := res.ModelCalls[0]; mc.Partial != "half an ans" || !strings.Contains(mc.Error, "connection reset") {
+		t.Errorf("model call %+v", mc)
 	}
 }

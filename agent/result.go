@@ -133,6 +133,8 @@ type ModelCall struct {
 	DurationMS       float64 `json:"duration_ms"`
 	Attempts         int     `json:"attempts"`
 	Error            string  `json:"error,omitempty"`
+	// Partial is the text that arrived before a stream broke.
+	Partial string `json:"partial,omitempty"`
 }
 
 // Metrics are the run's timings.
