@@ -92,6 +92,8 @@ type Request struct {
 	// ToolChoice is "" or "auto" (the model decides), "none", "required"
 	// (some tool), or the name of the one tool to call.
 	ToolChoice string `json:"tool_choice,omitempty"`
+	// Stop sequences end the reply where the model writes one.
+	Stop []string `json:"stop,omitempty"`
 }
 
 // Response is a model's reply to one Request.

@@ -226,6 +226,7 @@ func (p *Provider) params(req *llm.Request) (sdk.MessageNewParams, bool, error) 
 	if req.TopP != nil {
 		out.TopP = param.NewOpt(*req.TopP)
 	}
+	out.StopSequences = req.Stop
 	msgs, system, err := messages(req.Messages)
 	if err != nil {
 		return out, false, bad("%v", err)

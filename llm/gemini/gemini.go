@@ -321,6 +321,7 @@ func translate(req *llm.Request) ([]*genai.Content, *genai.GenerateContentConfig
 	if req.MaxOutputTokens > 0 {
 		cfg.MaxOutputTokens = int32(req.MaxOutputTokens)
 	}
+	cfg.StopSequences = req.Stop
 	return contents, cfg, nil
 }
 

@@ -341,6 +341,9 @@ func (p *Provider) params(req *llm.Request) (sdk.ChatCompletionNewParams, error)
 			out.TopP = param.NewOpt(*req.TopP)
 		}
 	}
+	if len(req.Stop) > 0 && !reasoning {
+		out.Stop = sdk.ChatCompletionNewParamsStopUnion{OfStringArray: req.Stop}
+	}
 	if req.MaxOutputTokens > 0 {
 		if reasoning || !p.compat {
 			out.MaxCompletionTokens = param.NewOpt(int64(req.MaxOutputTokens))

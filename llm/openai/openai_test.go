@@ -143,12 +143,12 @@ func TestCompatibleServer(t *testing.T) {
 		t.Fatalf("%v %q %q", err, provider, model)
 	}
 	resp, err := p.Generate(context.Background(), &llm.Request{Model: model, MaxOutputTokens: 64, Temperature: ptr(0.7),
-		Messages: []llm.Message{{Role: llm.RoleUser, Content: "hello"}}})
+		Messages: []llm.Message{{Role: llm.RoleUser, Content: "hello"}}, Stop: []string{"\nObservation:"}})
 	if err != nil || resp.Content != "hi" {
 		t.Fatalf("%+v %v", resp, err)
 	}
 	body := f.Requests()[0].Body
-	wiretest.JSONEqual(t, body, `{"model": "qwen3", "messages": [{"role": "user", "content": "hello"}], "temperature": 0.7, "max_tokens": 64}`)
+	wiretest.JSONEqual(t, body, `{"model": "qwen3", "messages": [{"role": "user", "content": "hello"}], "temperature": 0.7, "max_tokens": 64, "stop": ["\nObservation:"]}`)
 	checkOpenAPI(t, body)
 }
 
