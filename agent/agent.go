@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/agentry/agentry/llm"
+	"github.com/agentry/agentry/prompt"
 	"github.com/agentry/agentry/schema"
 	"github.com/agentry/agentry/tool"
 )
@@ -29,7 +30,7 @@ type Agent struct {
 	tools        map[string]*binding
 	toolSpecs    []llm.ToolSpec
 	inputSchema  *schema.Schema
-	outputSchema *schema.Schema
+	prompt       *prompt.AgentPrompt // set when the spec has an output schema
 	limits       Limits
 	retry        Retry
 	pricing      *llm.Pricing
@@ -157,7 +158,13 @@ func build(spec *Spec, o options) (*Agent, error) {
 		a.inputSchema, _ = schema.Compile(spec.InputSchema) // checked by Check
 	}
 	if len(spec.OutputSchema) > 0 {
-		a.outputSchema, _ = schema.Compile(spec.OutputSchema)
+		p, err := prompt.New(prompt.Config{AgentName: spec.AgentName, Version: spec.Version, Mode: string(spec.Mode),
+			SystemText: spec.SystemText, PurposeText: spec.PurposeText, OutputSchema: spec.OutputSchema,
+			Enums: spec.Enums, Defaults: spec.Defaults, InputKeys: spec.InputKeys})
+		if err != nil {
+			return nil, &SpecError{Source: spec.AgentName + "@" + spec.Version, Problems: []string{err.Error()}}
+		}
+		a.prompt = p
 	}
 	problems = append(problems, a.bindTools(o)...)
 	if len(problems) > 0 {

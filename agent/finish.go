@@ -37,7 +37,7 @@ func (r *run) finish(o outcome, err error) (*Result, error) {
 	if res.ModelCalls == nil {
 		res.ModelCalls = []ModelCall{}
 	}
-	if a.outputSchema != nil && o.reason == ReasonCompleted {
+	if a.prompt != nil && o.reason == ReasonCompleted {
 		v := r.validated
 		res.Validated = &v
 	}

@@ -3,56 +3,35 @@ package agent
 import (
 	"errors"
 	"fmt"
-	"maps"
 	"strings"
 
 	"github.com/agentry/agentry/llm"
-	"github.com/agentry/agentry/schema"
+	"github.com/agentry/agentry/prompt"
 )
 
 // ErrValidation is matched by the error of a run whose final answer never
 // matched the output schema.
 var ErrValidation = errors.New("output does not match the output schema")
 
-// checkOutput turns a final answer into the validated output: the JSON
-// object in the reply, with defaults filled in, valid against the output
-// schema. It returns the problems when there are any.
+// checkOutput turns a final answer into the validated output, or says
+// what is wrong with it.
 func (a *Agent) checkOutput(content string) (map[string]any, []string) {
-	raw, err := schema.ExtractJSON(content)
-	if err != nil {
-		return nil, []string{err.Error()}
+	obj, err := a.prompt.ParseAndValidate(content)
+	if err == nil {
+		return obj, nil
 	}
-	v, err := schema.Decode(raw)
-	if err != nil {
-		return nil, []string{"reply is not JSON: " + err.Error()}
+	var ve *prompt.ValidationError
+	if errors.As(err, &ve) {
+		return ve.Output, ve.Problems
 	}
-	obj, ok := v.(map[string]any)
-	if !ok {
-		return nil, []string{"reply is not a JSON object"}
-	}
-	if len(a.spec.Defaults) > 0 {
-		obj = maps.Clone(obj)
-		for k, d := range a.spec.Defaults {
-			if _, ok := obj[k]; !ok {
-				obj[k] = jsonValue(d)
-			}
-		}
-	}
-	if err := a.outputSchema.Validate(obj); err != nil {
-		var ve *schema.ValidationError
-		if errors.As(err, &ve) {
-			return obj, ve.Strings()
-		}
-		return obj, []string{err.Error()}
-	}
-	return obj, nil
+	return nil, []string{err.Error()}
 }
 
 // finalAnswer validates a final answer when the agent has an output
 // schema. It reports whether the loop should go on (the model is asked to
 // correct itself), or the outcome.
 func (r *run) finalAnswer(content string) (again bool, o outcome, err error) {
-	if r.a.outputSchema == nil {
+	if r.a.prompt == nil {
 		return false, outcome{reason: ReasonCompleted, content: content}, nil
 	}
 	obj, probs := r.a.checkOutput(content)

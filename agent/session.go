@@ -6,12 +6,12 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 
 	"github.com/agentry/agentry/event"
 	"github.com/agentry/agentry/llm"
+	"github.com/agentry/agentry/prompt"
 	"github.com/agentry/agentry/schema"
 )
 
@@ -200,16 +200,40 @@ func (a *Agent) initialMessages(input map[string]any) ([]llm.Message, error) {
 			}
 		}
 	}
-	system, err1 := Render("system_text", a.spec.SystemText, input)
-	purpose, err2 := Render("purpose_text", a.spec.PurposeText, input)
-	user, err3 := Render("user_text", a.spec.UserText, input)
+	var msgs []llm.Message
+	switch a.spec.Mode {
+	case ModeChooser, ModeWriter, ModeExtractor:
+		composed, _, err := a.prompt.Compose(input)
+		if err != nil {
+			probs = append(probs, err.Error())
+		}
+		msgs = composed
+	case ModeReAct:
+		m, err := a.reactMessages(input)
+		probs = append(probs, err...)
+		msgs = m
+	default:
+		m, err := a.toolsMessages(input)
+		probs = append(probs, err...)
+		msgs = m
+	}
+	if len(probs) > 0 {
+		return nil, &InputError{Agent: a.spec.AgentName, Problems: probs}
+	}
+	return msgs, nil
+}
+
+// toolsMessages are the system prompt (system_text, then purpose_text) and
+// the first user message (user_text, or the input as key = "value" lines).
+func (a *Agent) toolsMessages(input map[string]any) ([]llm.Message, []string) {
+	var probs []string
+	system, err1 := prompt.Render("system_text", a.spec.SystemText, input)
+	purpose, err2 := prompt.Render("purpose_text", a.spec.PurposeText, input)
+	user, err3 := prompt.Render("user_text", a.spec.UserText, input)
 	for _, err := range []error{err1, err2, err3} {
 		if err != nil {
 			probs = append(probs, err.Error())
 		}
-	}
-	if len(probs) > 0 {
-		return nil, &InputError{Agent: a.spec.AgentName, Problems: probs}
 	}
 	if purpose != "" {
 		if system != "" {
@@ -218,45 +242,16 @@ func (a *Agent) initialMessages(input map[string]any) ([]llm.Message, error) {
 		system += purpose
 	}
 	if user == "" {
-		user = a.inputText(input)
+		user = prompt.InputLines(input, a.spec.InputKeys)
 	}
-	msgs := make([]llm.Message, 0, 2+2*a.limits.MaxTurns)
+	if user == "" {
+		user = "Begin."
+	}
+	msgs := make([]llm.Message, 0, 2+2*min(a.limits.MaxTurns, 16))
 	if system != "" {
 		msgs = append(msgs, llm.Message{Role: llm.RoleSystem, Content: system})
 	}
-	return append(msgs, llm.Message{Role: llm.RoleUser, Content: user}), nil
-}
-
-// inputText lists the input as `key = "value"` lines: input_keys first in
-// their order, then the other keys sorted.
-func (a *Agent) inputText(input map[string]any) string {
-	if len(input) == 0 {
-		return "Begin."
-	}
-	keys := slices.Clone(a.spec.InputKeys)
-	var rest []string
-	for k := range input {
-		if !slices.Contains(keys, k) {
-			rest = append(rest, k)
-		}
-	}
-	slices.Sort(rest)
-	var b strings.Builder
-	for _, k := range append(keys, rest...) {
-		v, ok := input[k]
-		if !ok {
-			continue
-		}
-		b.WriteString(k)
-		b.WriteString(" = ")
-		if s, ok := v.(string); ok {
-			b.WriteString(strconv.Quote(s))
-		} else {
-			b.WriteString(formatValue(v))
-		}
-		b.WriteByte('\n')
-	}
-	return strings.TrimSuffix(b.String(), "\n")
+	return append(msgs, llm.Message{Role: llm.RoleUser, Content: user}), probs
 }
 
 // newID returns prefix_ and 16 hex digits from the runtime's

@@ -80,16 +80,26 @@ func New(cfg Config) (*AgentPrompt, error) {
 
 // Compose builds the SYSTEM and USER messages for input, and returns the
 // output schema as the response format for providers that take one.
-func (p *AgentPrompt) Compose(input map[string]any) ([]llm.Message, json.RawMessage) {
+// ${var} placeholders in the system and purpose texts are filled from input;
+// a missing one is a *MissingVarError.
+func (p *AgentPrompt) Compose(input map[string]any) ([]llm.Message, json.RawMessage, error) {
+	system, err := Render("system_text", p.cfg.SystemText, input)
+	if err != nil {
+		return nil, nil, err
+	}
+	purpose, err := Render("purpose_text", p.cfg.PurposeText, input)
+	if err != nil {
+		return nil, nil, err
+	}
 	return []llm.Message{
-		{Role: llm.RoleSystem, Content: p.systemText()},
+		{Role: llm.RoleSystem, Content: p.systemText(system, purpose)},
 		{Role: llm.RoleUser, Content: p.userText(input)},
-	}, p.cfg.OutputSchema
+	}, p.cfg.OutputSchema, nil
 }
 
-func (p *AgentPrompt) systemText() string {
+func (p *AgentPrompt) systemText(system, purpose string) string {
 	var b strings.Builder
-	for _, s := range []string{p.cfg.SystemText, p.cfg.PurposeText} {
+	for _, s := range []string{system, purpose} {
 		if s = strings.TrimSpace(s); s != "" {
 			b.WriteString(s)
 			b.WriteString("\n\n")

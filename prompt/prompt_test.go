@@ -50,7 +50,10 @@ func TestComposeGolden(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			msgs, format := p.Compose(input)
+			msgs, format, err := p.Compose(input)
+			if err != nil {
+				t.Fatal(err)
+			}
 			got := "=== SYSTEM\n" + msgs[0].Content + "\n=== USER\n" + msgs[1].Content + "\n"
 			path := filepath.Join("testdata", name+".golden")
 			if *update {
@@ -66,7 +69,7 @@ func TestComposeGolden(t *testing.T) {
 			if string(format) != string(cfg.OutputSchema) {
 				t.Error("response format is not the output schema")
 			}
-			again, _ := p.Compose(input)
+			again, _, _ := p.Compose(input)
 			if again[0].Content != msgs[0].Content || again[1].Content != msgs[1].Content {
 				t.Error("composition is not deterministic")
 			}
