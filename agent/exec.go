@@ -21,6 +21,15 @@ type callResult struct {
 	attempts int
 	start    time.Time
 	dur      time.Duration
+	cached   bool        // answered from the run's cache of valid results
+	hints    *tool.Hints // what the tool said about its result
+}
+
+// cacheEntry is a result a tool declared valid for a while.
+type cacheEntry struct {
+	out     json.RawMessage
+	hints   *tool.Hints
+	expires time.Time
 }
 
 // runTools runs the tool calls of one turn: one inline, several in
@@ -31,13 +40,17 @@ func (r *run) runTools(resp *llm.Response) {
 	if len(calls) == 1 {
 		var res callResult
 		r.exec(&calls[0], &res)
-		r.record(resp.Content, &calls[0], &res)
+		r.appendToolMessage(&calls[0], r.record(resp.Content, &calls[0], &res))
 		return
 	}
 	results := r.runParallel(calls)
 	for i := range calls {
-		r.record(resp.Content, &calls[i], &results[i])
+		r.appendToolMessage(&calls[i], r.record(resp.Content, &calls[i], &results[i]))
 	}
+}
+
+func (r *run) appendToolMessage(call *llm.ToolCall, obs string) {
+	r.st.Messages = append(r.st.Messages, llm.Message{Role: llm.RoleTool, Content: obs, ToolCallID: call.ID, Name: call.Name})
 }
 
 func (r *run) runParallel(calls []llm.ToolCall) []callResult {
@@ -77,11 +90,15 @@ func (r *run) exec(call *llm.ToolCall, res *callResult) {
 	case b == nil:
 		res.err = &tool.ErrorDetails{Type: "unknown_tool", Recoverable: true,
 			Message: fmt.Sprintf("there is no tool %q; available tools: %s", call.Name, r.toolNames())}
+	case r.fromCache(call, res):
 	default:
 		res.out, res.attempts, res.err = tool.Invoke(r.ctx, b.tool, call.Arguments, tool.CallOptions{
 			Timeout: b.timeout, Attempts: b.attempts,
 			Backoff: time.Duration(r.a.retry.InitialBackoffMS) * time.Millisecond,
 		})
+		if res.err == nil {
+			r.keepHints(call, res)
+		}
 	}
 	res.dur = time.Since(res.start)
 	if active {
@@ -105,14 +122,49 @@ func (r *run) toolNames() string {
 	return fmt.Sprint(names)
 }
 
-// record appends a finished call to the transcript and the trace.
-func (r *run) record(thought string, call *llm.ToolCall, res *callResult) {
+// fromCache answers a call from the run's cache when an earlier call with
+// the same arguments is still valid.
+func (r *run) fromCache(call *llm.ToolCall, res *callResult) bool {
+	r.cacheMu.Lock()
+	defer r.cacheMu.Unlock()
+	if r.cache == nil {
+		return false
+	}
+	e, ok := r.cache[call.Name+"\x00"+string(call.Arguments)]
+	if !ok || time.Now().After(e.expires) {
+		return false
+	}
+	res.out, res.hints, res.cached = e.out, e.hints, true
+	return true
+}
+
+// keepHints reads a result's hints and caches it for its validity period.
+func (r *run) keepHints(call *llm.ToolCall, res *callResult) {
+	h := tool.HintsOf(res.out)
+	if h == nil {
+		return
+	}
+	res.hints = h
+	if h.ValidityPeriod <= 0 {
+		return
+	}
+	r.cacheMu.Lock()
+	defer r.cacheMu.Unlock()
+	if r.cache == nil {
+		r.cache = map[string]cacheEntry{}
+	}
+	r.cache[call.Name+"\x00"+string(call.Arguments)] = cacheEntry{out: res.out, hints: h, expires: time.Now().Add(time.Duration(h.ValidityPeriod))}
+}
+
+// record adds a finished call to the trace and returns its observation.
+func (r *run) record(thought string, call *llm.ToolCall, res *callResult) string {
 	st := r.st
 	st.ToolCalls++
 	var obs string
 	// Actions are allocated in chunks: a step points into r.actions, whose
 	// old arrays stay valid (and unchanged) when it grows.
-	r.actions = append(r.actions, Action{Tool: call.Name, CallID: call.ID, Input: call.Arguments, DurationMS: ms(res.dur), Attempts: res.attempts})
+	r.actions = append(r.actions, Action{Tool: call.Name, CallID: call.ID, Input: call.Arguments, DurationMS: ms(res.dur),
+		Attempts: res.attempts, Cached: res.cached})
 	act := &r.actions[len(r.actions)-1]
 	if res.err != nil {
 		st.ToolErrors++
@@ -128,9 +180,13 @@ func (r *run) record(thought string, call *llm.ToolCall, res *callResult) {
 			st.ToolsUsed = append(st.ToolsUsed, call.Name)
 		}
 	}
-	st.Messages = append(st.Messages, llm.Message{Role: llm.RoleTool, Content: obs, ToolCallID: call.ID, Name: call.Name})
+	if res.hints != nil {
+		act.Hints = res.hints
+		r.noteHints(res.hints)
+	}
 	st.Steps = append(st.Steps, Step{Step: len(st.Steps) + 1, Turn: st.Turn, Thought: thought, Action: act,
 		Observation: obs, Timestamp: Timestamp{res.start}})
+	return obs
 }
 
 // errorObservation is what the model sees of a failed call: the

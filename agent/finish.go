@@ -1,11 +1,15 @@
 package agent
 
 import (
+	"fmt"
+	"maps"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/agentry/agentry/event"
+	"github.com/agentry/agentry/react"
 )
 
 // finish builds the Result of every ending and emits run_end.
@@ -62,7 +66,18 @@ func (r *run) finish(o outcome, err error) (*Result, error) {
 			delete(o.details, "recoverable")
 		}
 	}
-	res.Confidence = confidence(res)
+	rs := &r.reasoning
+	res.SourceQuality, res.AssumptionsMade, res.Alternatives = rs.sourceQuality, rs.assumptions, rs.alternatives
+	res.Metrics.ParseErrors = st.ParseErrors
+	if a.spec.Mode == ModeReAct {
+		v := a.spec.ReActTemplate
+		if v == "" {
+			v = react.TemplateVersion
+		}
+		res.PromptTemplate = "react/" + v
+	}
+	res.ContextUsed = contextUsed(a, st)
+	res.Confidence = confidence(res, rs)
 	res.Decision = decision(res)
 	if r.s.bus.Active() {
 		e := event.Event{Type: event.RunEnd, Content: st.LastContent, Data: map[string]any{
@@ -76,11 +91,15 @@ func (r *run) finish(o outcome, err error) (*Result, error) {
 	return res, err
 }
 
-// confidence scores a run from 0 to 1 with the heuristic of docs/agents.md:
-// a completed run starts at 0.9; every tool call that failed costs up to
-// 0.3 in proportion; turns beyond three cost 0.05 each (at most 0.3); a run
-// that did not complete is capped at 0.3, one that failed outright is 0.
-func confidence(res *Result) float64 {
+// confidence scores a run from 0 to 1 (docs/react.md): a completed run
+// starts at 0.9; failed tool calls cost up to 0.3 in proportion; each turn
+// beyond three costs 0.05 (at most 0.3); each unusable reply 0.1 (at most
+// 0.3); each contradiction 0.1; each risk a tool reported 0.05 (at most
+// 0.2); the lowest source quality adds 0.05 (high), 0 (medium), -0.05
+// (unknown) or -0.15 (low); a numeric "confidence" in the output is
+// averaged in. A run that did not complete is capped at 0.3; one that
+// failed is 0.
+func confidence(res *Result, rs *reasoning) float64 {
 	if res.Outcome == OutcomeError {
 		return 0
 	}
@@ -91,33 +110,70 @@ func confidence(res *Result) float64 {
 	if extra := res.Iterations - 3; extra > 0 {
 		c -= min(0.05*float64(extra), 0.3)
 	}
+	c -= min(0.1*float64(res.Metrics.ParseErrors), 0.3)
+	c -= 0.1 * float64(rs.contradictions)
+	c -= min(0.05*float64(len(rs.risks)), 0.2)
+	c += map[string]float64{"high": 0.05, "unknown": -0.05, "low": -0.15}[rs.sourceQuality]
+	if out, ok := res.Result.(map[string]any); ok {
+		if v, ok := out["confidence"]; ok {
+			if f, err := strconv.ParseFloat(fmt.Sprint(v), 64); err == nil && f >= 0 && f <= 1 {
+				c = (c + f) / 2
+			}
+		}
+	}
 	if !res.Success {
 		c = min(c, 0.3)
 	}
 	return max(0, min(1, float64(int(c*100+0.5))/100))
 }
 
+// contextUsed lists what the run had to go on: the input's keys and the
+// tools whose results it saw.
+func contextUsed(a *Agent, st *State) []string {
+	var out []string
+	for _, k := range slices.Sorted(maps.Keys(st.Input)) {
+		out = append(out, "input:"+k)
+	}
+	for _, t := range st.ToolsUsed {
+		out = append(out, "tool:"+t)
+	}
+	return out
+}
+
 // decision summarises the run in one readable line.
 func decision(res *Result) string {
 	var b strings.Builder
 	b.Grow(256)
-	if len(res.Steps) > 0 {
-		b.WriteString("Called ")
-		for i, s := range res.Steps {
-			if i > 0 {
-				b.WriteString(", ")
-			}
-			b.WriteString(s.Action.Tool)
-			if s.Action.Error != "" {
-				b.WriteString(" (failed)")
-			}
+	called := 0
+	for _, s := range res.Steps {
+		if s.Action == nil {
+			continue
 		}
+		if called == 0 {
+			b.WriteString("Called ")
+		} else {
+			b.WriteString(", ")
+		}
+		called++
+		b.WriteString(s.Action.Tool)
+		switch {
+		case s.Action.Error != "":
+			b.WriteString(" (failed)")
+		case s.Action.Cached:
+			b.WriteString(" (cached)")
+		}
+	}
+	if called > 0 {
 		b.WriteString(" over ")
 	} else {
 		b.WriteString("No tool calls in ")
 	}
 	b.WriteString(strconv.Itoa(res.Iterations))
 	b.WriteString(" turns; ")
+	if n := res.Metrics.ParseErrors; n > 0 {
+		b.WriteString(strconv.Itoa(n))
+		b.WriteString(" unusable replies; ")
+	}
 	if res.Success {
 		b.WriteString("answered: ")
 		b.WriteString(truncate(res.RawContent, 160))

@@ -6,10 +6,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/agentry/agentry/event"
 	"github.com/agentry/agentry/llm"
+	"github.com/agentry/agentry/react"
 )
 
 // run is the state of one Session.Run that is not part of State: the
@@ -34,6 +36,11 @@ type run struct {
 	outputRetries int  // corrections asked for so far
 	validated     bool // the final answer matched the output schema
 	invalid       bool // it never did
+
+	cacheMu sync.Mutex
+	cache   map[string]cacheEntry // tool results still valid (from hints)
+
+	reasoning reasoning // what ReAct and tool hints add to the result
 }
 
 // Run runs the session to its end and returns the complete Result. The
@@ -69,6 +76,12 @@ func (s *Session) Run(ctx context.Context) (*Result, error) {
 	r := &run{s: s, a: a, st: &s.state, link: &link{runID: s.state.RunID, bus: s.bus}}
 	r.req = llm.Request{Model: a.model, Tools: a.toolSpecs, Temperature: a.spec.Temperature,
 		TopP: a.spec.TopP, MaxOutputTokens: a.spec.MaxOutputTokens, ResponseSchema: a.spec.OutputSchema}
+	if a.spec.Mode == ModeReAct {
+		// The text protocol: tools are described in the prompt, the final
+		// answer's JSON is validated here, and the model stops before it
+		// writes an observation itself.
+		r.req.Tools, r.req.ResponseSchema, r.req.Stop = nil, nil, react.StopSequences
+	}
 	ctx = withLink(ctx, r.link)
 	ctx = llm.WithTrace(ctx, &llm.Trace{Retry: r.onRetry, Fallback: r.onFallback})
 	r.ctx = ctx
@@ -100,8 +113,10 @@ type outcome struct {
 
 func (r *run) loop() (outcome, error) {
 	a, st := r.a, r.st
-	if a.spec.Mode != ModeTools {
-		err := fmt.Errorf("%w: mode %s is not available in this release", ErrConfig, a.spec.Mode)
+	switch a.spec.Mode {
+	case ModeTools, ModeReAct, ModeChooser, ModeWriter, ModeExtractor:
+	default:
+		err := fmt.Errorf("%w: mode %s runs in a pipeline stage, not on its own", ErrConfig, a.spec.Mode)
 		return outcome{reason: ReasonError, code: CodeConfigError}, err
 	}
 	if r.s.provider == nil {
@@ -126,6 +141,17 @@ func (r *run) loop() (outcome, error) {
 		}
 		st.Messages = append(st.Messages, resp.Message())
 		st.LastContent = resp.Content
+		if a.spec.Mode == ModeReAct {
+			done, o, err := r.reactTurn(resp.Content)
+			r.endTurn()
+			if done {
+				return o, err
+			}
+			if r.ctx.Err() != nil {
+				return r.contextEnd()
+			}
+			continue
+		}
 		if len(resp.ToolCalls) == 0 {
 			again, o, err := r.finalAnswer(resp.Content)
 			r.endTurn()
@@ -143,7 +169,7 @@ func (r *run) loop() (outcome, error) {
 		if m := a.limits.MaxToolCalls; m > 0 && st.ToolCalls+len(resp.ToolCalls) > m {
 			return outcome{reason: ReasonBudgetExceeded, code: CodeBudgetExceeded, details: map[string]any{
 					"budget": "max_tool_calls", "limit": m, "used": st.ToolCalls, "requested": len(resp.ToolCalls)}},
-				fmt.Errorf("%w: max_tool_calls %d: %d used, the model asked for %d more", ErrBudgetExceeded, m, st.ToolCalls, len(resp.ToolCalls))
+				errBudget("max_tool_calls", m, st.ToolCalls)
 		}
 		r.runTools(resp)
 		r.endTurn()
@@ -151,6 +177,10 @@ func (r *run) loop() (outcome, error) {
 			return r.contextEnd()
 		}
 	}
+}
+
+func errBudget(name string, limit, used int) error {
+	return fmt.Errorf("%w: %s %d: %d used, the model asked for more", ErrBudgetExceeded, name, limit, used)
 }
 
 func (r *run) endTurn() {

@@ -438,7 +438,7 @@ func TestResultJSON(t *testing.T) {
 }
 
 func TestModesNotYetAvailable(t *testing.T) {
-	a := newTestAgent(t, `{"agent_name": "c", "version": "v1", "model_name": "m", "mode": "react"}`, &recorder{})
+	a := newTestAgent(t, `{"agent_name": "c", "version": "v1", "mode": "plan"}`, &recorder{})
 	res, err := a.Run(context.Background(), nil)
 	if !errors.Is(err, ErrConfig) || res.Error.Code != CodeConfigError || !IsConfigError(err) {
 		t.Errorf("%v %+v", err, res.Error)

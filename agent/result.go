@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/agentry/agentry/llm"
+	"github.com/agentry/agentry/tool"
 )
 
 // Outcome is how a run ended, in the jeeves vocabulary.
@@ -107,6 +108,10 @@ type Step struct {
 	Thought     string    `json:"thought,omitempty"`
 	Action      *Action   `json:"action,omitempty"`
 	Observation string    `json:"observation,omitempty"`
+	// ParseError says why a ReAct reply could not be used.
+	ParseError string `json:"parse_error,omitempty"`
+	// FinalAnswer is set on the last step of a ReAct run.
+	FinalAnswer string    `json:"final_answer,omitempty"`
 	Timestamp   Timestamp `json:"timestamp"`
 }
 
@@ -119,6 +124,9 @@ type Action struct {
 	Error      string          `json:"error,omitempty"`
 	DurationMS float64         `json:"duration_ms"`
 	Attempts   int             `json:"attempts,omitempty"`
+	// Cached is set when the result came from an earlier call still valid.
+	Cached bool        `json:"cached,omitempty"`
+	Hints  *tool.Hints `json:"hints,omitempty"`
 }
 
 // ModelCall summarises one model call (all its attempts).
@@ -144,6 +152,7 @@ type Metrics struct {
 	ToolLatencyMS  map[string]float64 `json:"tool_latency_ms"`
 	ToolCalls      int                `json:"tool_calls"`
 	ToolErrors     int                `json:"tool_errors"`
+	ParseErrors    int                `json:"parse_errors,omitempty"`
 }
 
 // Result is the complete record of a run, whatever its ending (DESIGN.md 3.2).
@@ -172,7 +181,15 @@ type Result struct {
 	ModelCalls      []ModelCall     `json:"model_calls"`
 	Confidence      float64         `json:"confidence"`
 	Decision        string          `json:"decision"`
-	Metrics         Metrics         `json:"metrics"`
+	// SourceQuality is the lowest quality the tools reported ("high",
+	// "medium", "low", "unknown"), or empty when none did.
+	SourceQuality   string             `json:"source_quality,omitempty"`
+	ContextUsed     []string           `json:"context_used,omitempty"`
+	AssumptionsMade []string           `json:"assumptions_made,omitempty"`
+	Alternatives    []tool.Alternative `json:"alternatives,omitempty"`
+	// PromptTemplate names the versioned template of the system prompt.
+	PromptTemplate string  `json:"prompt_template,omitempty"`
+	Metrics        Metrics `json:"metrics"`
 }
 
 // IsConfigError reports whether err comes from a bad spec or input rather

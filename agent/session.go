@@ -36,6 +36,7 @@ type State struct {
 	CostUSD        float64            `json:"cost_usd"`
 	ToolCalls      int                `json:"tool_calls"`
 	ToolErrors     int                `json:"tool_errors"`
+	ParseErrors    int                `json:"parse_errors,omitempty"`
 	ModelCalls     []ModelCall        `json:"model_calls"`
 	ModelLatencyMS float64            `json:"model_latency_ms"`
 	ToolLatencyMS  map[string]float64 `json:"tool_latency_ms,omitempty"`

@@ -75,6 +75,9 @@ type Spec struct {
 	// a tool.
 	Tools   []string          `json:"tools,omitempty"`
 	FewShot []json.RawMessage `json:"few_shot,omitempty"`
+	// ReActTemplate picks the version of the ReAct system prompt template
+	// ("" for the newest).
+	ReActTemplate string `json:"react_template,omitempty"`
 	Limits  Limits            `json:"limits,omitzero"`
 	Retry   Retry             `json:"retry,omitzero"`
 	Policy  json.RawMessage   `json:"policy,omitempty"`
@@ -233,6 +236,21 @@ func (s *Spec) Check() error {
 		if f.ModelName == "" {
 			bad("fallback_models[%d].model_name is required", i)
 		}
+	}
+	switch s.Mode {
+	case ModeChooser, ModeWriter, ModeExtractor:
+		if len(s.OutputSchema) == 0 {
+			bad("mode %s needs an output_schema", s.Mode)
+		}
+		if len(s.Tools) > 0 {
+			bad("tools: mode %s makes one model call and uses no tools", s.Mode)
+		}
+	}
+	if s.Mode == ModeChooser && len(s.Enums) == 0 && !strings.Contains(string(s.OutputSchema), `"enum"`) {
+		bad("mode chooser needs enums (or enum lists in output_schema) to choose from")
+	}
+	if s.ReActTemplate != "" && s.Mode != ModeReAct {
+		bad("react_template is only used in mode react")
 	}
 	if s.PromptRef != "" {
 		bad("prompt_ref: the prompt store is not available in this release; use system_text and purpose_text")

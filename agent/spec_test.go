@@ -50,6 +50,11 @@ func TestSpecErrors(t *testing.T) {
 		{"bad tool name", `{` + ok + `, "tools": ["no spaces"]}`, []string{`tools[0] "no spaces" is not a valid tool name`}},
 		{"duplicate input key", `{` + ok + `, "input_keys": ["a", "a"]}`, []string{`input_keys[1] "a" is listed twice`}},
 		{"policy not yet", `{` + ok + `, "policy": {"deny": ["x"]}}`, []string{"policy: the policy engine is not available"}},
+		{"writer without schema", `{` + ok + `, "mode": "writer"}`, []string{"mode writer needs an output_schema"}},
+		{"chooser without enums", `{` + ok + `, "mode": "chooser", "output_schema": {"type": "object", "properties": {"a": {"type": "string"}}}}`,
+			[]string{"mode chooser needs enums"}},
+		{"extractor with tools", `{` + ok + `, "mode": "extractor", "output_schema": {"type": "object"}, "tools": ["x"]}`, []string{"uses no tools"}},
+		{"template outside react", `{` + ok + `, "react_template": "v1"}`, []string{"react_template is only used in mode react"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -71,7 +76,8 @@ func TestSpecErrors(t *testing.T) {
 
 func TestModeIsCaseInsensitive(t *testing.T) {
 	for _, m := range []string{"Chooser", "CHOOSER", "chooser"} {
-		s := mustSpec(t, `{"agent_name": "a", "version": "v1", "model_name": "m", "mode": "`+m+`"}`)
+		s := mustSpec(t, `{"agent_name": "a", "version": "v1", "model_name": "m", "mode": "`+m+`",
+			"output_schema": {"type": "object", "properties": {"x": {"enum": ["a"]}}}}`)
 		if s.Mode != ModeChooser {
 			t.Errorf("%s -> %s", m, s.Mode)
 		}

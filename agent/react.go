@@ -1,0 +1,226 @@
+package agent
+
+import (
+	"encoding/json"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/agentry/agentry/event"
+	"github.com/agentry/agentry/llm"
+	"github.com/agentry/agentry/prompt"
+	"github.com/agentry/agentry/react"
+	"github.com/agentry/agentry/tool"
+)
+
+// reasoning gathers what the Noema trace adds to a result.
+type reasoning struct {
+	sourceQuality  string // the lowest seen
+	risks          []string
+	alternatives   []tool.Alternative
+	assumptions    []string
+	contradictions int
+	seen           map[string]string // ReAct: tool call -> output, to spot contradictions
+}
+
+var qualityRank = map[string]int{"high": 3, "medium": 2, "unknown": 1, "low": 0}
+
+// noteHints folds a tool's hints into the run's reasoning.
+func (r *run) noteHints(h *tool.Hints) {
+	q := strings.ToLower(h.SourceQuality)
+	if _, ok := qualityRank[q]; ok {
+		if cur := r.reasoning.sourceQuality; cur == "" || qualityRank[q] < qualityRank[cur] {
+			r.reasoning.sourceQuality = q
+		}
+	}
+	for _, risk := range h.RiskFactors {
+		if !slices.Contains(r.reasoning.risks, risk) {
+			r.reasoning.risks = append(r.reasoning.risks, risk)
+		}
+	}
+	r.reasoning.alternatives = append(r.reasoning.alternatives, h.Alternatives...)
+}
+
+// reactMessages renders the Noema system prompt for input.
+func (a *Agent) reactMessages(input map[string]any) ([]llm.Message, []string) {
+	var probs []string
+	render := func(field, text string) string {
+		out, err := prompt.Render(field, text, input)
+		if err != nil {
+			probs = append(probs, err.Error())
+		}
+		return out
+	}
+	system := render("system_text", a.spec.SystemText)
+	d := react.PromptData{
+		Role:         a.spec.Description,
+		Capabilities: render("purpose_text", a.spec.PurposeText),
+		Task:         render("user_text", a.spec.UserText),
+		MaxTurns:     a.limits.MaxTurns,
+		BudgetUSD:    a.limits.MaxCostUSD,
+	}
+	if d.Role == "" {
+		d.Role = "the " + a.spec.AgentName + " agent"
+	}
+	if d.Task == "" {
+		d.Task = prompt.InputLines(input, a.spec.InputKeys)
+	}
+	if a.limits.TimeoutMS > 0 {
+		d.Timeout = (time.Duration(a.limits.TimeoutMS) * time.Millisecond).String()
+	}
+	for _, ts := range a.toolSpecs {
+		d.Tools = append(d.Tools, react.Tool{Name: ts.Name, Description: ts.Description, Parameters: compactSchema(ts.Parameters)})
+	}
+	for _, ex := range a.spec.FewShot {
+		d.Examples = append(d.Examples, fewShot(ex))
+	}
+	if len(a.spec.OutputSchema) > 0 {
+		d.OutputSchema = compactSchema(a.spec.OutputSchema)
+	}
+	text, err := react.SystemPrompt(a.spec.ReActTemplate, d)
+	if err != nil {
+		probs = append(probs, err.Error())
+	}
+	if system != "" {
+		text = system + "\n\n" + text
+	}
+	msgs := make([]llm.Message, 0, 2+2*min(a.limits.MaxTurns, 16))
+	return append(msgs, llm.Message{Role: llm.RoleSystem, Content: text}, llm.Message{Role: llm.RoleUser, Content: "Begin."}), probs
+}
+
+// compactSchema shows a schema on one line, without $schema.
+func compactSchema(raw json.RawMessage) string {
+	var m map[string]any
+	if json.Unmarshal(raw, &m) != nil {
+		return string(raw)
+	}
+	delete(m, "$schema")
+	b, _ := json.Marshal(m)
+	return string(b)
+}
+
+// fewShot renders one example: a string as it is; an object with "input"
+// and "output" as a task and the reply that answers it.
+func fewShot(raw json.RawMessage) string {
+	var s string
+	if json.Unmarshal(raw, &s) == nil {
+		return s
+	}
+	var ex struct {
+		Input  any    `json:"input"`
+		Output string `json:"output"`
+	}
+	if json.Unmarshal(raw, &ex) == nil && ex.Output != "" {
+		in, ok := ex.Input.(string)
+		if !ok {
+			b, _ := json.Marshal(ex.Input)
+			in = string(b)
+		}
+		return "Task: " + in + "\n" + ex.Output
+	}
+	return string(raw)
+}
+
+// reactTurn reads one ReAct reply and acts on it: a parse error becomes an
+// observation that tells the model what was wrong; an action runs and its
+// observation goes back; a final answer ends the run (once valid).
+func (r *run) reactTurn(content string) (done bool, o outcome, err error) {
+	st := r.st
+	reply, perr := react.Parse(content)
+	r.noteAssumptions(reply.Thought)
+	if perr != nil {
+		problem := perr.(*react.ParseError).Problem
+		st.ParseErrors++
+		obs := react.ParseErrorObservation(problem)
+		st.Steps = append(st.Steps, Step{Step: len(st.Steps) + 1, Turn: st.Turn, Thought: reply.Thought,
+			ParseError: problem, Observation: obs, Timestamp: Timestamp{time.Now()}})
+		if r.s.bus.Active() {
+			r.emit(event.Event{Type: event.Error, Error: &event.ErrorInfo{Code: CodeParseError, Message: problem}})
+		}
+		r.observe(obs)
+		return false, outcome{}, nil
+	}
+	if reply.Thought != "" && r.s.bus.Active() {
+		r.emit(event.Event{Type: event.Thinking, Content: reply.Thought})
+	}
+	if reply.Final {
+		st.Steps = append(st.Steps, Step{Step: len(st.Steps) + 1, Turn: st.Turn, Thought: reply.Thought,
+			FinalAnswer: reply.Answer, Timestamp: Timestamp{time.Now()}})
+		st.LastContent = reply.Answer
+		again, o, err := r.finalAnswer(reply.Answer)
+		if again {
+			// finalAnswer asked for a correction as a user message; ReAct
+			// wants it as an observation.
+			last := &st.Messages[len(st.Messages)-1]
+			last.Content = "Observation: " + last.Content + "\nGive the corrected Final Answer."
+			return false, outcome{}, nil
+		}
+		return true, o, err
+	}
+	if m := r.a.limits.MaxToolCalls; m > 0 && st.ToolCalls+1 > m {
+		return true, outcome{reason: ReasonBudgetExceeded, code: CodeBudgetExceeded, details: map[string]any{
+			"budget": "max_tool_calls", "limit": m, "used": st.ToolCalls}}, errBudget("max_tool_calls", m, st.ToolCalls)
+	}
+	call := llm.ToolCall{ID: "react_" + strconv.Itoa(st.Turn), Name: reply.Action, Arguments: reply.Input}
+	var res callResult
+	r.exec(&call, &res)
+	obs := r.record(reply.Thought, &call, &res)
+	r.checkContradiction(&call, &res)
+	r.observe(reactObservation(obs, res.hints, reply.Notes))
+	return false, outcome{}, nil
+}
+
+func (r *run) observe(text string) {
+	r.st.Messages = append(r.st.Messages, llm.Message{Role: llm.RoleUser, Content: "Observation: " + text})
+}
+
+// reactObservation is what the model sees of a call: its output, then the
+// tool's hints and what the parser forgave.
+func reactObservation(obs string, h *tool.Hints, notes []string) string {
+	var b strings.Builder
+	b.WriteString(obs)
+	if h != nil {
+		if s := h.String(); s != "" {
+			b.WriteString("\nHints: ")
+			b.WriteString(s)
+		}
+	}
+	for _, n := range notes {
+		b.WriteString("\nNote: ")
+		b.WriteString(n)
+	}
+	return b.String()
+}
+
+// checkContradiction counts a tool that answered the same call two ways.
+func (r *run) checkContradiction(call *llm.ToolCall, res *callResult) {
+	if res.err != nil || res.cached {
+		return
+	}
+	if r.reasoning.seen == nil {
+		r.reasoning.seen = map[string]string{}
+	}
+	key := call.Name + "\x00" + string(call.Arguments)
+	out := string(res.out)
+	if prev, ok := r.reasoning.seen[key]; ok && prev != out {
+		r.reasoning.contradictions++
+	}
+	r.reasoning.seen[key] = out
+}
+
+// noteAssumptions keeps the sentences of a thought that state an
+// assumption.
+func (r *run) noteAssumptions(thought string) {
+	for _, line := range strings.Split(thought, "\n") {
+		for _, sentence := range strings.SplitAfter(line, ". ") {
+			s := strings.TrimSpace(sentence)
+			l := strings.ToLower(s)
+			if strings.HasPrefix(l, "assum") || strings.Contains(l, "i assume") || strings.HasPrefix(l, "presumably") {
+				if !slices.Contains(r.reasoning.assumptions, s) {
+					r.reasoning.assumptions = append(r.reasoning.assumptions, s)
+				}
+			}
+		}
+	}
+}
