@@ -103,11 +103,11 @@ func (t *Timestamp) UnmarshalJSON(b []byte) error {
 // Step is one entry of the reasoning trace: a tool call with its thought
 // and observation (parallel calls of one turn are one step each).
 type Step struct {
-	Step        int       `json:"step"`
-	Turn        int       `json:"turn"`
-	Thought     string    `json:"thought,omitempty"`
-	Action      *Action   `json:"action,omitempty"`
-	Observation string    `json:"observation,omitempty"`
+	Step        int     `json:"step"`
+	Turn        int     `json:"turn"`
+	Thought     string  `json:"thought,omitempty"`
+	Action      *Action `json:"action,omitempty"`
+	Observation string  `json:"observation,omitempty"`
 	// ParseError says why a ReAct reply could not be used.
 	ParseError string `json:"parse_error,omitempty"`
 	// FinalAnswer is set on the last step of a ReAct run.

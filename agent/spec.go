@@ -77,10 +77,10 @@ type Spec struct {
 	FewShot []json.RawMessage `json:"few_shot,omitempty"`
 	// ReActTemplate picks the version of the ReAct system prompt template
 	// ("" for the newest).
-	ReActTemplate string `json:"react_template,omitempty"`
-	Limits  Limits            `json:"limits,omitzero"`
-	Retry   Retry             `json:"retry,omitzero"`
-	Policy  json.RawMessage   `json:"policy,omitempty"`
+	ReActTemplate string          `json:"react_template,omitempty"`
+	Limits        Limits          `json:"limits,omitzero"`
+	Retry         Retry           `json:"retry,omitzero"`
+	Policy        json.RawMessage `json:"policy,omitempty"`
 }
 
 // ModelRef is a fallback model.

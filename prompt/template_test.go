@@ -32,4 +32,3 @@ func TestRender(t *testing.T) {
 		t.Errorf("Vars = %v", v)
 	}
 }
-
