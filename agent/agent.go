@@ -12,6 +12,8 @@ import (
 	"strings"
 	"time"
 
+	"go.opentelemetry.io/otel/metric"
+
 	"github.com/agentry/agentry/llm"
 	"github.com/agentry/agentry/prompt"
 	"github.com/agentry/agentry/schema"
@@ -35,6 +37,7 @@ type Agent struct {
 	retry        Retry
 	pricing      *llm.Pricing
 	logger       *slog.Logger
+	metrics      *metrics
 }
 
 type binding struct {
@@ -55,6 +58,7 @@ type options struct {
 	logger     *slog.Logger
 	building   []string // agent names being built, for cycle detection
 	middleware func(provider, model string, p llm.Provider) llm.Provider
+	meters     metric.MeterProvider
 }
 
 // Option configures New.
@@ -143,7 +147,7 @@ func build(spec *Spec, o options) (*Agent, error) {
 		}
 	}
 	a := &Agent{spec: spec, pricing: o.pricing, logger: o.logger,
-		limits: mergeLimits(spec.Limits), retry: mergeRetry(spec.Retry)}
+		limits: mergeLimits(spec.Limits), retry: mergeRetry(spec.Retry), metrics: newMetrics(o.meters)}
 	if a.pricing == nil {
 		a.pricing = llm.DefaultPricing()
 	}

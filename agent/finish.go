@@ -79,6 +79,7 @@ func (r *run) finish(o outcome, err error) (*Result, error) {
 	res.ContextUsed = contextUsed(a, st)
 	res.Confidence = confidence(res, rs)
 	res.Decision = decision(res)
+	a.metrics.record(res)
 	if r.s.bus.Active() {
 		e := event.Event{Type: event.RunEnd, Content: st.LastContent, Data: map[string]any{
 			"success": res.Success, "terminate_reason": string(res.TerminateReason), "outcome": string(res.Outcome),

@@ -1,0 +1,85 @@
+package agent
+
+import (
+	"context"
+
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/metric"
+)
+
+// The metrics of the Noema spec, through the OpenTelemetry metrics API:
+// attach any exporter to the MeterProvider (otel.SetMeterProvider, or
+// WithMeterProvider) to collect them.
+//
+//	agentry.agent.runs        counter   runs, by agent, outcome, terminate_reason, success (success rate)
+//	agentry.agent.duration    histogram run duration in ms, by agent
+//	agentry.agent.iterations  histogram loop turns per run, by agent
+//	agentry.agent.cost        histogram estimated cost per run in USD, by agent
+//	agentry.agent.tokens      counter   tokens, by agent and type (prompt, completion)
+//	agentry.tool.calls        counter   tool calls, by agent, tool and status (tool usage)
+//	agentry.agent.errors      counter   failed runs and tool calls, by agent and error type
+type metrics struct {
+	runs       metric.Int64Counter
+	duration   metric.Float64Histogram
+	iterations metric.Int64Histogram
+	cost       metric.Float64Histogram
+	tokens     metric.Int64Counter
+	toolCalls  metric.Int64Counter
+	errors     metric.Int64Counter
+}
+
+// WithMeterProvider sets where the agent's metrics go (default: the
+// global otel.GetMeterProvider()).
+func WithMeterProvider(mp metric.MeterProvider) Option {
+	return func(o *options) { o.meters = mp }
+}
+
+func newMetrics(mp metric.MeterProvider) *metrics {
+	if mp == nil {
+		mp = otel.GetMeterProvider()
+	}
+	m := mp.Meter("github.com/agentry/agentry/agent")
+	var x metrics
+	// Instrument creation fails only for invalid names, which these are not;
+	// a failed instrument is a no-op.
+	x.runs, _ = m.Int64Counter("agentry.agent.runs", metric.WithDescription("Agent runs"), metric.WithUnit("{run}"))
+	x.duration, _ = m.Float64Histogram("agentry.agent.duration", metric.WithDescription("Run duration"), metric.WithUnit("ms"))
+	x.iterations, _ = m.Int64Histogram("agentry.agent.iterations", metric.WithDescription("Loop turns per run"), metric.WithUnit("{turn}"))
+	x.cost, _ = m.Float64Histogram("agentry.agent.cost", metric.WithDescription("Estimated cost per run"), metric.WithUnit("USD"))
+	x.tokens, _ = m.Int64Counter("agentry.agent.tokens", metric.WithDescription("Model tokens"), metric.WithUnit("{token}"))
+	x.toolCalls, _ = m.Int64Counter("agentry.tool.calls", metric.WithDescription("Tool calls"), metric.WithUnit("{call}"))
+	x.errors, _ = m.Int64Counter("agentry.agent.errors", metric.WithDescription("Errors by type"), metric.WithUnit("{error}"))
+	return &x
+}
+
+// record adds a finished run to the metrics.
+func (m *metrics) record(res *Result) {
+	ctx := context.Background()
+	agent := attribute.String("agent", res.AgentName)
+	m.runs.Add(ctx, 1, metric.WithAttributes(agent, attribute.String("outcome", string(res.Outcome)),
+		attribute.String("terminate_reason", string(res.TerminateReason)), attribute.Bool("success", res.Success)))
+	one := metric.WithAttributes(agent)
+	m.duration.Record(ctx, res.Metrics.DurationMS, one)
+	m.iterations.Record(ctx, int64(res.Iterations), one)
+	m.cost.Record(ctx, res.EstimatedCost, one)
+	m.tokens.Add(ctx, int64(res.TokenUsage.PromptTokens), metric.WithAttributes(agent, attribute.String("type", "prompt")))
+	m.tokens.Add(ctx, int64(res.TokenUsage.CompletionTokens), metric.WithAttributes(agent, attribute.String("type", "completion")))
+	for _, s := range res.Steps {
+		if s.Action == nil {
+			if s.ParseError != "" {
+				m.errors.Add(ctx, 1, metric.WithAttributes(agent, attribute.String("type", CodeParseError)))
+			}
+			continue
+		}
+		status := "success"
+		if s.Action.Error != "" {
+			status = "error"
+			m.errors.Add(ctx, 1, metric.WithAttributes(agent, attribute.String("type", CodeToolError)))
+		}
+		m.toolCalls.Add(ctx, 1, metric.WithAttributes(agent, attribute.String("tool", s.Action.Tool), attribute.String("status", status)))
+	}
+	if res.Error != nil {
+		m.errors.Add(ctx, 1, metric.WithAttributes(agent, attribute.String("type", res.Error.Code)))
+	}
+}
