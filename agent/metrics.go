@@ -56,6 +56,9 @@ func newMetrics(mp metric.MeterProvider) *metrics {
 // record adds a finished run to the metrics.
 func (m *metrics) record(res *Result) {
 	ctx := context.Background()
+	if !m.runs.Enabled(ctx) {
+		return // nobody collects: build no attributes
+	}
 	agent := attribute.String("agent", res.AgentName)
 	m.runs.Add(ctx, 1, metric.WithAttributes(agent, attribute.String("outcome", string(res.Outcome)),
 		attribute.String("terminate_reason", string(res.TerminateReason)), attribute.Bool("success", res.Success)))
