@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/agentry/agentry/event"
 	"github.com/agentry/agentry/llm"
 	"github.com/agentry/agentry/prompt"
 )
@@ -38,6 +39,9 @@ func (r *run) finalAnswer(content string) (again bool, o outcome, err error) {
 	if len(probs) == 0 {
 		r.validated = true
 		return false, outcome{reason: ReasonCompleted, output: obj}, nil
+	}
+	if r.s.bus.Active() {
+		r.emit(event.Event{Type: event.Error, Error: &event.ErrorInfo{Code: CodeValidation, Message: strings.Join(probs, "; ")}})
 	}
 	if r.outputRetries < r.a.retry.OutputAttempts {
 		r.outputRetries++

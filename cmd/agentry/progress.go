@@ -37,7 +37,7 @@ func (p *progress) handle(e event.Event) {
 			fmt.Fprint(p.w, indent+"  ")
 			p.streaming, p.streamed = true, true
 		}
-		fmt.Fprint(p.w, e.Content)
+		fmt.Fprint(p.w, strings.ReplaceAll(e.Content, "\n", "\n"+indent+"  "))
 	case event.Thinking:
 		if !p.streamed {
 			fmt.Fprintf(p.w, "%s  thinking: %s\n", indent, oneLine(e.Content, 200))

@@ -16,6 +16,7 @@ import (
 
 func newValidateCmd(stdout, stderr io.Writer) *cobra.Command {
 	var agentsDir string
+	var lock bool
 	cmd := &cobra.Command{
 		Use:   "validate PATH...",
 		Short: "Check agent specs: fields, schemas, enums, templates, tools, models",
@@ -33,7 +34,7 @@ file and the field. Exit code 0 when all are valid, 2 otherwise.`,
 		RunE: func(_ *cobra.Command, args []string) error {
 			bad := 0
 			for _, p := range args {
-				bad += validatePath(p, agentsDir, stdout, stderr)
+				bad += validatePath(p, agentsDir, lock, stdout, stderr)
 			}
 			if bad > 0 {
 				return &exitError{code: 2, err: fmt.Errorf("%d invalid", bad)}
@@ -42,12 +43,13 @@ file and the field. Exit code 0 when all are valid, 2 otherwise.`,
 		},
 	}
 	cmd.Flags().StringVar(&agentsDir, "agents", "agents", "agents directory for agent: tools of single spec files")
+	cmd.Flags().BoolVar(&lock, "lock", false, "write each agents directory's lock file of output-schema hashes")
 	return cmd
 }
 
 // validatePath checks a spec file or an agents directory and returns the
 // number of invalid specs.
-func validatePath(path, agentsDir string, stdout, stderr io.Writer) int {
+func validatePath(path, agentsDir string, writeLock bool, stdout, stderr io.Writer) int {
 	st, err := os.Stat(path)
 	if err != nil {
 		fmt.Fprintf(stderr, "✗ %s: %v\n", path, err)
@@ -60,6 +62,12 @@ func validatePath(path, agentsDir string, stdout, stderr io.Writer) int {
 	}
 	bad := 0
 	d := agent.Dir{Path: path}
+	lockPath := filepath.Join(path, agent.LockFile)
+	lk, err := agent.ReadLock(lockPath)
+	if err != nil {
+		fmt.Fprintf(stderr, "✗ %v\n", err)
+		return 1
+	}
 	err = filepath.WalkDir(path, func(p string, e fs.DirEntry, err error) error {
 		if err != nil {
 			return err
@@ -74,12 +82,22 @@ func validatePath(path, agentsDir string, stdout, stderr io.Writer) int {
 		if err == nil {
 			_, err = agent.New(s, agent.WithTools(tools), agent.WithAgents(d), agent.WithBaseDir(filepath.Dir(specPath)))
 		}
+		if err == nil {
+			err = lk.Add(s)
+		}
 		bad += report(p, err, stdout, stderr)
 		return nil
 	})
 	if err != nil {
 		fmt.Fprintf(stderr, "✗ %s: %v\n", path, err)
 		bad++
+	}
+	if writeLock && bad == 0 {
+		if err := lk.Write(lockPath); err != nil {
+			fmt.Fprintf(stderr, "✗ %v\n", err)
+			return bad + 1
+		}
+		fmt.Fprintf(stdout, "locked %s\n", lockPath)
 	}
 	return bad
 }
