@@ -16,3 +16,11 @@ fi
 
 go vet ./...
 go test -race -count=1 ./...
+
+# A short run of every fuzz target, from its seed corpus in testdata/fuzz.
+fuzz() { go test -run '^$' -fuzz "^$2\$" -fuzztime "${FUZZTIME:-5s}" "$1" >/dev/null; }
+fuzz ./react FuzzParse
+fuzz ./schema FuzzExtractJSON
+fuzz ./tool FuzzCall
+fuzz ./tool FuzzFlatDecoder
+echo "fuzz: ok"
