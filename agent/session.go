@@ -52,11 +52,12 @@ type State struct {
 type RunOption func(*runConfig)
 
 type runConfig struct {
-	sessionID string
-	onEvent   []func(event.Event)
-	bus       *event.Bus
-	provider  llm.Provider
-	parent    *link
+	sessionID   string
+	onEvent     []func(event.Event)
+	bus         *event.Bus
+	provider    llm.Provider
+	parent      *link
+	parentRunID string
 }
 
 // WithEvents calls fn with each event of the session, in order.
@@ -66,6 +67,10 @@ func WithEvents(fn func(event.Event)) RunOption {
 
 // WithEventBus forwards the session's events to b (a service's bus, say).
 func WithEventBus(b *event.Bus) RunOption { return func(c *runConfig) { c.bus = b } }
+
+// WithParentRunID marks the session's run, and its events, as part of a
+// larger run (a pipeline's).
+func WithParentRunID(id string) RunOption { return func(c *runConfig) { c.parentRunID = id } }
 
 // WithSessionID sets the session's id instead of a random one.
 func WithSessionID(id string) RunOption { return func(c *runConfig) { c.sessionID = id } }
@@ -136,6 +141,8 @@ func (a *Agent) NewSession(input map[string]any, opts ...RunOption) (*Session, e
 		AgentName: a.spec.AgentName, AgentVersion: a.spec.Version, Input: input, Messages: msgs}
 	if c.parent != nil {
 		s.state.ParentRunID = c.parent.runID
+	} else if c.parentRunID != "" {
+		s.state.ParentRunID = c.parentRunID
 	}
 	return s, nil
 }

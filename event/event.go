@@ -30,6 +30,10 @@ const (
 	TurnEnd        Type = "turn_end"
 	Error          Type = "error"
 	RunEnd         Type = "run_end"
+	// AgentStarted and AgentCompleted frame each stage of a pipeline;
+	// Data holds the stage, hop, status (outcome) and duration_ms.
+	AgentStarted   Type = "agent_started"
+	AgentCompleted Type = "agent_completed"
 )
 
 // Event is one thing that happened in a run. Type, RunID, AgentName, Turn

@@ -1,0 +1,255 @@
+package pipeline
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"time"
+
+	"github.com/agentry/agentry/agent"
+	"github.com/agentry/agentry/event"
+	"github.com/agentry/agentry/tool"
+)
+
+// Hooks customise a stage, in the manner of the jeeves capability layer.
+// Any may be nil.
+type Hooks struct {
+	// PreProcess runs before the stage's main processing.
+	PreProcess func(ctx context.Context, env *Envelope) error
+	// PostProcess runs after the output is stored.
+	PostProcess func(ctx context.Context, env *Envelope, output map[string]any) error
+	// Service does the work of a service-mode stage.
+	Service func(ctx context.Context, env *Envelope) (map[string]any, error)
+	// Mock replaces the main processing when the pipeline runs with mocks.
+	Mock func(ctx context.Context, env *Envelope) (map[string]any, error)
+}
+
+// Option configures New.
+type Option func(*options)
+
+type options struct {
+	tools     *tool.Registry
+	agentsDir string
+	agentOpts []agent.Option
+	hooks     map[string]Hooks
+	useMock   bool
+}
+
+// WithTools gives the registry that stage agents and plans use.
+func WithTools(r *tool.Registry) Option { return func(o *options) { o.tools = r } }
+
+// WithAgentsDir resolves agent references in dir (instead of the
+// definition's agents_dir).
+func WithAgentsDir(dir string) Option { return func(o *options) { o.agentsDir = dir } }
+
+// WithAgentOptions passes options to every stage agent (pricing, models).
+func WithAgentOptions(opts ...agent.Option) Option {
+	return func(o *options) { o.agentOpts = append(o.agentOpts, opts...) }
+}
+
+// WithHooks sets the hooks of a stage.
+func WithHooks(stage string, h Hooks) Option {
+	return func(o *options) {
+		if o.hooks == nil {
+			o.hooks = map[string]Hooks{}
+		}
+		o.hooks[stage] = h
+	}
+}
+
+// WithMock makes stages that have a Mock hook use it instead of their
+// processing (the seed's UseMock).
+func WithMock(use bool) Option { return func(o *options) { o.useMock = use } }
+
+// Pipeline is a compiled definition: every stage's agent built. It is
+// immutable and safe for concurrent runs.
+type Pipeline struct {
+	def    *Definition
+	stages map[string]*stage
+	tools  *tool.Registry
+	mock   bool
+}
+
+type stage struct {
+	def     *Stage
+	agent   *agent.Agent
+	name    string // the agent's NAME@VERSION
+	allowed map[string]bool
+	hooks   Hooks
+}
+
+// FromFile loads and compiles the definition at path; relative paths in it
+// (agents_dir, scripted models of inline specs) are relative to the file.
+func FromFile(path string, opts ...Option) (*Pipeline, error) {
+	d, err := Load(path)
+	if err != nil {
+		return nil, err
+	}
+	return New(d, filepath.Dir(path), opts...)
+}
+
+// New compiles a definition. baseDir resolves its relative paths.
+func New(d *Definition, baseDir string, opts ...Option) (*Pipeline, error) {
+	var o options
+	for _, opt := range opts {
+		opt(&o)
+	}
+	if err := d.Check(); err != nil {
+		return nil, err
+	}
+	dir := o.agentsDir
+	if dir == "" && d.AgentsDir != "" {
+		dir = filepath.Join(baseDir, d.AgentsDir)
+	}
+	if dir == "" {
+		dir = filepath.Join(baseDir, "agents")
+	}
+	p := &Pipeline{def: d, stages: map[string]*stage{}, tools: o.tools, mock: o.useMock}
+	var probs []string
+	for i := range d.Stages {
+		sd := &d.Stages[i]
+		st, err := buildStage(sd, dir, baseDir, o)
+		if err != nil {
+			probs = append(probs, fmt.Sprintf("stage %s: %v", sd.Name, err))
+			continue
+		}
+		p.stages[sd.Name] = st
+	}
+	if len(probs) > 0 {
+		return nil, &DefinitionError{Source: d.PipelineName, Problems: probs}
+	}
+	return p, nil
+}
+
+func buildStage(sd *Stage, agentsDir, baseDir string, o options) (*stage, error) {
+	base := append([]agent.Option{agent.WithTools(o.tools), agent.WithAgents(agent.Dir{Path: agentsDir})}, o.agentOpts...)
+	var a *agent.Agent
+	var err error
+	if ref, inline := sd.agentRef(); !inline {
+		a, err = agent.FromDir(agentsDir, ref, base...)
+	} else {
+		var spec *agent.Spec
+		spec, err = sd.inlineSpec()
+		if err == nil {
+			a, err = agent.New(spec, append([]agent.Option{agent.WithBaseDir(baseDir)}, base...)...)
+		}
+	}
+	if err != nil {
+		return nil, err
+	}
+	st := &stage{def: sd, agent: a, name: a.Spec().AgentName + "@" + a.Spec().Version, allowed: map[string]bool{}, hooks: o.hooks[sd.Name]}
+	for _, t := range a.Spec().Tools {
+		st.allowed[t] = true
+	}
+	return st, nil
+}
+
+// Definition returns the pipeline's definition.
+func (p *Pipeline) Definition() *Definition { return p.def }
+
+// RunOption configures one run.
+type RunOption func(*runConfig)
+
+type runConfig struct {
+	onEvent []func(event.Event)
+	bus     *event.Bus
+}
+
+// WithEvents calls fn with each event of the run, the stage agents' too.
+func WithEvents(fn func(event.Event)) RunOption {
+	return func(c *runConfig) { c.onEvent = append(c.onEvent, fn) }
+}
+
+// WithEventBus forwards the run's events to b.
+func WithEventBus(b *event.Bus) RunOption { return func(c *runConfig) { c.bus = b } }
+
+// Result is the Result of an agent run (DESIGN.md 3.2), summed over the
+// stages, plus the envelope.
+type Result struct {
+	agent.Result
+	Envelope *Envelope `json:"envelope"`
+}
+
+// Errors a pipeline run can end with, for errors.Is.
+var (
+	ErrMaxHops        = errors.New("pipeline: max_hops exceeded")
+	ErrRouting        = errors.New("pipeline: routing failed")
+	ErrMissingOutput  = errors.New("pipeline: required output field missing")
+	ErrHook           = errors.New("pipeline: hook failed")
+	ErrStageFailed    = errors.New("pipeline: stage failed")
+	ErrNotPaused      = errors.New("pipeline: the envelope is not waiting for input")
+	ErrWrongPipeline  = errors.New("pipeline: the envelope belongs to another pipeline")
+)
+
+// Run runs the pipeline on input from its start stage.
+func (p *Pipeline) Run(ctx context.Context, input map[string]any, opts ...RunOption) (*Result, error) {
+	if input == nil {
+		input = map[string]any{}
+	}
+	env := &Envelope{Format: EnvelopeFormat, ID: newID("env"), Pipeline: p.def.PipelineName, RawInput: input,
+		Outputs: map[string]map[string]any{}, Metadata: map[string]any{}, History: []StageRecord{}, Current: p.def.Start}
+	return p.run(ctx, env, opts)
+}
+
+// Resume continues a paused pipeline (outcome clarify or confirm) from the
+// stage that paused it, with the user's answer: the stage's agent gets it as
+// the input key "user_response", and it is kept in the envelope's metadata.
+func (p *Pipeline) Resume(ctx context.Context, env *Envelope, answer any, opts ...RunOption) (*Result, error) {
+	if env == nil || env.Pending == nil {
+		return nil, ErrNotPaused
+	}
+	if env.Pipeline != p.def.PipelineName {
+		return nil, fmt.Errorf("%w: %q, not %q", ErrWrongPipeline, env.Pipeline, p.def.PipelineName)
+	}
+	if env.Metadata == nil {
+		env.Metadata = map[string]any{}
+	}
+	env.Metadata["user_response"] = answer
+	env.Current, env.Pending = env.Pending.Stage, nil
+	return p.run(ctx, env, opts)
+}
+
+func newID(prefix string) string {
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	return prefix + "_" + hex.EncodeToString(b[:])
+}
+
+// equal compares JSON values whatever their Go types (json.Number, float64, int).
+func equal(a, b any) bool {
+	norm := func(v any) any {
+		data, err := json.Marshal(v)
+		if err != nil {
+			return v
+		}
+		var out any
+		if json.Unmarshal(data, &out) != nil {
+			return v
+		}
+		return out
+	}
+	return reflect.DeepEqual(norm(a), norm(b))
+}
+
+// lookup finds a dotted path in an output.
+func lookup(out map[string]any, path string) (any, bool) {
+	var cur any = out
+	for _, part := range strings.Split(path, ".") {
+		m, ok := cur.(map[string]any)
+		if !ok {
+			return nil, false
+		}
+		if cur, ok = m[part]; !ok {
+			return nil, false
+		}
+	}
+	return cur, true
+}
+
+func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }

@@ -1,0 +1,356 @@
+package pipeline
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+
+	"go.uber.org/goleak"
+
+	"github.com/agentry/agentry/agent"
+	"github.com/agentry/agentry/event"
+	"github.com/agentry/agentry/tool"
+	"github.com/agentry/agentry/tool/kv"
+
+	_ "github.com/agentry/agentry/llm/scripted"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+func kvTools(t testing.TB) *tool.Registry {
+	r, err := tool.NewRegistry(kv.Tools(kv.NewStore())...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+// service is an inline service-mode agent.
+func service(name string) string {
+	return `{"agent_name": "` + name + `", "version": "v1", "mode": "service"}`
+}
+
+// build compiles a pipeline of service stages whose outputs come from the
+// given functions, called in turn on each visit.
+func build(t *testing.T, def string, outputs map[string][]map[string]any, opts ...Option) *Pipeline {
+	t.Helper()
+	d, err := Parse("test", []byte(def))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, outs := range outputs {
+		visits := 0
+		opts = append(opts, WithHooks(name, Hooks{Service: func(context.Context, *Envelope) (map[string]any, error) {
+			o := outs[min(visits, len(outs)-1)]
+			visits++
+			return o, nil
+		}}))
+	}
+	p, err := New(d, ".", append(opts, WithTools(kvTools(t)))...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func stages(res *Result) string {
+	var s []string
+	for _, h := range res.Envelope.History {
+		s = append(s, h.Stage+":"+string(h.Outcome))
+	}
+	return strings.Join(s, " ")
+}
+
+const abc = `{"pipeline_name": "p", "version": "v1", "max_hops": 8, "stages": [
+	{"name": "a", "agent": ` + `AGENT_A` + `, "routing_rules": [{"condition": "route.to", "value": "c", "target": "c"}]},
+	{"name": "b", "agent": ` + `AGENT_B` + `, "loop_target": "a"},
+	{"name": "c", "agent": ` + `AGENT_C` + `}]}`
+
+func abcDef() string {
+	r := strings.NewReplacer("AGENT_A", service("a"), "AGENT_B", service("b"), "AGENT_C", service("c"))
+	return r.Replace(abc)
+}
+
+func TestRoutingAndOutcomes(t *testing.T) {
+	noRoute := map[string]any{"route": map[string]any{"to": "b"}}
+	tests := []struct {
+		name     string
+		a, b, c  []map[string]any
+		want     string
+		outcome  agent.Outcome
+		reason   agent.TerminateReason
+		success  bool
+		errIs    error
+		errField string
+	}{
+		{"default next", []map[string]any{noRoute}, []map[string]any{{"x": 1}}, []map[string]any{{"y": 2}},
+			"a:success b:success c:success", agent.OutcomeSuccess, agent.ReasonCompleted, true, nil, ""},
+		{"rule on nested field", []map[string]any{{"route": map[string]any{"to": "c"}}}, nil, []map[string]any{{"y": 2}},
+			"a:success c:success", agent.OutcomeSuccess, agent.ReasonCompleted, true, nil, ""},
+		{"rule on a missing field", []map[string]any{{"other": 1}}, nil, nil,
+			"a:error", agent.OutcomeError, agent.ReasonError, false, ErrRouting, `"route.to"`},
+		{"loop_back to loop_target, then on", []map[string]any{noRoute}, []map[string]any{{"outcome": "loop_back"}, {"outcome": "success"}}, []map[string]any{{}},
+			"a:success b:loop_back a:success b:success c:success", agent.OutcomeSuccess, agent.ReasonCompleted, true, nil, ""},
+		{"replan goes to start", []map[string]any{noRoute}, []map[string]any{{"outcome": "replan"}, {}}, []map[string]any{{}},
+			"a:success b:replan a:success b:success c:success", agent.OutcomeSuccess, agent.ReasonCompleted, true, nil, ""},
+		{"loops bounded by max_hops", []map[string]any{noRoute}, []map[string]any{{"outcome": "loop_back"}}, nil,
+			"a:success b:loop_back a:success b:loop_back a:success b:loop_back a:success b:loop_back", agent.OutcomeError, agent.ReasonMaxTurns, false, ErrMaxHops, "stage a would be hop 9"},
+		{"terminate", []map[string]any{{"outcome": "terminate", "route": map[string]any{"to": "b"}}}, nil, nil,
+			"a:terminate", agent.OutcomeTerminate, agent.ReasonCompleted, true, nil, ""},
+		{"skip stores nothing", []map[string]any{noRoute}, []map[string]any{{"outcome": "skip"}}, []map[string]any{{"y": 1}},
+			"a:success b:skip c:success", agent.OutcomeSuccess, agent.ReasonCompleted, true, nil, ""},
+		{"partial", []map[string]any{noRoute}, []map[string]any{{}}, []map[string]any{{"outcome": "partial"}},
+			"a:success b:success c:partial", agent.OutcomePartial, agent.ReasonCompleted, true, nil, ""},
+		{"error outcome", []map[string]any{noRoute}, []map[string]any{{"outcome": "error", "error": "disk full"}}, nil,
+			"a:success b:error", agent.OutcomeError, agent.ReasonError, false, ErrStageFailed, "disk full"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			outs := map[string][]map[string]any{"a": tt.a, "b": tt.b, "c": tt.c}
+			for k, v := range outs {
+				if v == nil {
+					delete(outs, k)
+				}
+			}
+			res, err := build(t, abcDef(), outs).Run(context.Background(), map[string]any{"task": "t"})
+			if tt.errIs != nil {
+				if !errors.Is(err, tt.errIs) || !strings.Contains(err.Error(), tt.errField) {
+					t.Fatalf("err = %v, want %v about %s", err, tt.errIs, tt.errField)
+				}
+			} else if err != nil {
+				t.Fatal(err)
+			}
+			if got := stages(res); got != tt.want {
+				t.Errorf("stages %q, want %q", got, tt.want)
+			}
+			if res.Outcome != tt.outcome || res.TerminateReason != tt.reason || res.Success != tt.success || res.Iterations != len(res.Envelope.History) {
+				t.Errorf("outcome %s reason %s success %v iterations %d", res.Outcome, res.TerminateReason, res.Success, res.Iterations)
+			}
+			if tt.name == "skip stores nothing" {
+				if _, ok := res.Envelope.Outputs["b"]; ok {
+					t.Error("a skipped stage stored output")
+				}
+			}
+		})
+	}
+}
+
+func TestPauseAndResume(t *testing.T) {
+	for _, outcome := range []string{"clarify", "confirm"} {
+		t.Run(outcome, func(t *testing.T) {
+			var seen []any
+			d, _ := Parse("test", []byte(abcDef()))
+			p, err := New(d, ".", WithHooks("a", Hooks{Service: func(_ context.Context, env *Envelope) (map[string]any, error) {
+				return map[string]any{"route": map[string]any{"to": "b"}}, nil
+			}}), WithHooks("b", Hooks{Service: func(_ context.Context, env *Envelope) (map[string]any, error) {
+				ans, ok := env.Metadata["user_response"]
+				seen = append(seen, ans)
+				if !ok {
+					return map[string]any{"outcome": outcome, "question": "Which environment?"}, nil
+				}
+				return map[string]any{"env": ans}, nil
+			}}), WithHooks("c", Hooks{Service: func(context.Context, *Envelope) (map[string]any, error) { return map[string]any{}, nil }}))
+			if err != nil {
+				t.Fatal(err)
+			}
+			res, err := p.Run(context.Background(), nil)
+			if err != nil || res.Outcome != agent.Outcome(outcome) || res.TerminateReason != agent.ReasonAwaitingApproval || res.Success {
+				t.Fatalf("%v %+v", err, res.Result)
+			}
+			pend := res.Envelope.Pending
+			if pend == nil || pend.Stage != "b" || pend.Question != "Which environment?" || res.Envelope.Current != "b" {
+				t.Fatalf("pending %+v", pend)
+			}
+			// The envelope survives JSON, as a stored pause would.
+			data, _ := json.Marshal(res.Envelope)
+			var env Envelope
+			if err := json.Unmarshal(data, &env); err != nil {
+				t.Fatal(err)
+			}
+			res, err = p.Resume(context.Background(), &env, "staging")
+			if err != nil || !res.Success || stages(res) != "a:success b:"+outcome+" b:success c:success" {
+				t.Fatalf("%v %s", err, stages(res))
+			}
+			if res.Envelope.Outputs["b"]["env"] != "staging" || res.Envelope.HopCount != 4 {
+				t.Errorf("outputs %v hops %d", res.Envelope.Outputs, res.Envelope.HopCount)
+			}
+			if _, err := p.Resume(context.Background(), res.Envelope, "again"); !errors.Is(err, ErrNotPaused) {
+				t.Errorf("resume of a finished run: %v", err)
+			}
+		})
+	}
+}
+
+func TestLifecycleFailures(t *testing.T) {
+	boom := errors.New("boom")
+	tests := []struct {
+		name  string
+		hooks Hooks
+		def   string
+		errIs error
+		want  string
+	}{
+		{"pre-process", Hooks{PreProcess: func(context.Context, *Envelope) error { return boom }}, abcDef(), ErrHook, "stage a: pre-process: boom"},
+		{"post-process", Hooks{PostProcess: func(context.Context, *Envelope, map[string]any) error { return boom }}, abcDef(), ErrHook, "stage a: post-process: boom"},
+		{"service", Hooks{Service: func(context.Context, *Envelope) (map[string]any, error) { return nil, boom }}, abcDef(), ErrHook, "stage a: service: boom"},
+		{"required field", Hooks{Service: func(context.Context, *Envelope) (map[string]any, error) { return map[string]any{"x": 1}, nil }},
+			strings.Replace(abcDef(), `"routing_rules"`, `"required_output_fields": ["steps"], "routing_rules"`, 1), ErrMissingOutput, `stage a: output has no field "steps"`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			d, err := Parse("test", []byte(tt.def))
+			if err != nil {
+				t.Fatal(err)
+			}
+			h := tt.hooks
+			if h.Service == nil {
+				h.Service = func(context.Context, *Envelope) (map[string]any, error) { return map[string]any{"route": map[string]any{"to": "b"}}, nil }
+			}
+			p, _ := New(d, ".", WithHooks("a", h))
+			res, err := p.Run(context.Background(), nil)
+			if !errors.Is(err, tt.errIs) || !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("err = %v", err)
+			}
+			if len(res.Envelope.History) != 1 || res.Envelope.History[0].Error == "" || len(res.Envelope.Errors) != 1 ||
+				res.Envelope.Errors[0].Stage != "a" || res.Error.Details["stage"] != "a" {
+				t.Errorf("envelope %+v error %+v", res.Envelope, res.Error)
+			}
+		})
+	}
+}
+
+func TestMock(t *testing.T) {
+	d, _ := Parse("test", []byte(abcDef()))
+	mocked := false
+	p, _ := New(d, ".", WithMock(true), WithHooks("a", Hooks{Mock: func(context.Context, *Envelope) (map[string]any, error) {
+		mocked = true
+		return map[string]any{"route": map[string]any{"to": "c"}}, nil
+	}}))
+	res, err := p.Run(context.Background(), nil)
+	if err != nil || !mocked || stages(res) != "a:success c:success" {
+		t.Errorf("%v %v %s", err, mocked, stages(res))
+	}
+}
+
+func TestPlanMode(t *testing.T) {
+	def := `{"pipeline_name": "p", "version": "v1", "stages": [
+		{"name": "planner", "agent": ` + service("planner") + `, "output_key": "plan"},
+		{"name": "executor", "agent": {"agent_name": "executor", "version": "v1", "mode": "plan", "tools": ["kv_set", "kv_get"]}, "output_key": "execution"}]}`
+	plan := map[string]any{"steps": []any{
+		map[string]any{"tool": "kv_set", "parameters": map[string]any{"key": "k", "value": 1}},
+		map[string]any{"tool": "kv_get", "parameters": map[string]any{"key": "missing"}},
+		map[string]any{"tool": "kv_delete", "parameters": map[string]any{"key": "k"}},
+		map[string]any{"tool": "kv_get", "parameters": map[string]any{"key": "k"}},
+		map[string]any{"tool": "kv_set", "parameters": map[string]any{"value": 1}},
+	}}
+	var toolEvents []string
+	res, err := build(t, def, map[string][]map[string]any{"planner": {plan}}).Run(context.Background(), nil, WithEvents(func(e event.Event) {
+		if e.Type == event.ToolCallEnd {
+			toolEvents = append(toolEvents, e.Tool.Name+":"+e.Tool.Status)
+		}
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	exec := res.Envelope.Outputs["execution"]
+	if exec["succeeded"] != 2 || exec["failed"] != 3 || res.Envelope.History[1].Outcome != agent.OutcomePartial {
+		t.Fatalf("execution %v", exec)
+	}
+	results := exec["results"].([]any)
+	errType := func(i int) string {
+		e, _ := results[i].(map[string]any)["error"].(*tool.ErrorDetails)
+		if e == nil {
+			return ""
+		}
+		return e.Type
+	}
+	if errType(1) != "not_found" || errType(2) != "forbidden" || errType(3) != "" || errType(4) != "invalid_arguments" {
+		t.Errorf("results %v", results)
+	}
+	if d, _ := results[3].(map[string]any)["data"].(map[string]any); d["value"] != 1.0 {
+		t.Errorf("step 4 data %v", d)
+	}
+	if strings.Join(toolEvents, " ") != "kv_set:success kv_get:error kv_delete:error kv_get:success kv_set:error" {
+		t.Errorf("tool events %v", toolEvents)
+	}
+	if !strings.Contains(fmt.Sprint(results[2]), `tool "kv_delete" is not allowed in stage executor`) {
+		t.Errorf("forbidden step %v", results[2])
+	}
+}
+
+func TestDefinitionErrors(t *testing.T) {
+	svc := service("x")
+	tests := []struct{ def, want string }{
+		{`{"version": "v1", "stages": [{"name": "a", "agent": ` + svc + `}]}`, "pipeline_name is required"},
+		{`{"pipeline_name": "p", "version": "v1", "stages": []}`, "at least one stage"},
+		{`{"pipeline_name": "p", "version": "v1", "stagse": []}`, `unknown field "stagse"`},
+		{`{"pipeline_name": "p", "version": "v1", "stages": [{"name": "a", "agent": ` + svc + `, "routing_rules": [{"condition": "x", "value": 1, "target": "nowhere"}]}]}`,
+			`stage a: routing_rules[0]: target "nowhere" does not exist`},
+		{`{"pipeline_name": "p", "version": "v1", "stages": [{"name": "a", "agent": ` + svc + `}, {"name": "a", "agent": ` + svc + `}]}`, "stage a: the name is used twice"},
+		{`{"pipeline_name": "p", "version": "v1", "stages": [{"name": "a", "agent": ` + svc + `, "default_next": "end"}, {"name": "b", "agent": ` + svc + `}]}`,
+			`stage b is unreachable from start "a"`},
+		{`{"pipeline_name": "p", "version": "v1", "stages": [{"name": "a", "agent": ` + svc + `, "default_next": "b"}, {"name": "b", "agent": ` + svc + `, "default_next": "a"}]}`,
+			"stage a is in a cycle without an exit"},
+		{`{"pipeline_name": "p", "version": "v1", "stages": [{"name": "end", "agent": ` + svc + `}]}`, `"end" is reserved`},
+		{`{"pipeline_name": "p", "version": "v1", "stages": [{"name": "a"}]}`, "stage a: agent is required"},
+		{`{"pipeline_name": "p", "version": "v1", "start": "z", "stages": [{"name": "a", "agent": ` + svc + `}]}`, `start: there is no stage "z"`},
+		{`{"pipeline_name": "p", "version": "v1", "stages": [{"name": "a", "agent": ` + svc + `, "loop_target": "q"}]}`, `loop_target "q" does not exist`},
+		{`{"pipeline_name": "p", "version": "v1", "stages": [{"name": "a", "agent": {"agent_name": "x", "version": "v1", "mode": "plan", "tolls": []}}]}`, `unknown field "tolls"`},
+		{`{"pipeline_name": "p", "version": "v1", "stages": [{"name": "a", "agent": "ghost@v1"}]}`, `stage a: unknown agent ghost@v1`},
+	}
+	for _, tt := range tests {
+		d, err := Parse("p.json", []byte(tt.def))
+		if err == nil {
+			_, err = New(d, ".")
+		}
+		if err == nil || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("%s:\nerr = %v, want %q", tt.def, err, tt.want)
+		}
+	}
+}
+
+func TestEventOrder(t *testing.T) {
+	p, err := FromFile("../examples/pipelines/review.json", WithTools(kvTools(t)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var top []string
+	nested := 0
+	res, err := p.Run(context.Background(), map[string]any{"task": "store the release"}, WithEvents(func(e event.Event) {
+		if e.ParentRunID != "" {
+			nested++
+			return
+		}
+		if e.Type == event.ToolCallStart || e.Type == event.ToolCallEnd {
+			return
+		}
+		s := string(e.Type)
+		if st, ok := e.Data["stage"]; ok && e.Type != event.RunStart {
+			s += ":" + fmt.Sprint(st)
+		}
+		top = append(top, s)
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "run_start agent_started:planner agent_completed:planner agent_started:executor agent_completed:executor agent_started:critic agent_completed:critic " +
+		"agent_started:planner agent_completed:planner agent_started:executor agent_completed:executor agent_started:critic agent_completed:critic run_end"
+	if got := strings.Join(top, " "); got != want {
+		t.Errorf("events:\n%s\nwant:\n%s", got, want)
+	}
+	if nested == 0 {
+		t.Error("the stage agents' own events were not forwarded")
+	}
+	if stages(res) != "planner:success executor:partial critic:success planner:success executor:success critic:success" {
+		t.Errorf("stages %s", stages(res))
+	}
+	if res.TokenUsage.TotalTokens != 360+435+550+612 || len(res.ModelCalls) != 4 || res.ModelCalls[0].Agent != "planner" {
+		t.Errorf("usage %+v calls %d", res.TokenUsage, len(res.ModelCalls))
+	}
+	if review := res.Envelope.Outputs["review"]; review["approved"] != true {
+		t.Errorf("review %v", review)
+	}
+}

@@ -1,0 +1,439 @@
+package pipeline
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"time"
+
+	"github.com/agentry/agentry/agent"
+	"github.com/agentry/agentry/event"
+	"github.com/agentry/agentry/tool"
+)
+
+// runState is one pipeline run.
+type runState struct {
+	p     *Pipeline
+	env   *Envelope
+	bus   *event.Bus
+	runID string
+	start time.Time
+	res   *Result
+	last  map[string]any // the last stage's output
+}
+
+func (p *Pipeline) run(ctx context.Context, env *Envelope, opts []RunOption) (*Result, error) {
+	var c runConfig
+	for _, o := range opts {
+		o(&c)
+	}
+	r := &runState{p: p, env: env, bus: event.NewBus(c.bus), runID: newID("run"), start: time.Now()}
+	for _, fn := range c.onEvent {
+		defer r.bus.Subscribe(fn)()
+	}
+	r.res = &Result{Envelope: env}
+	r.res.Result = agent.Result{ID: r.runID, SessionID: env.ID, AgentName: p.def.PipelineName, AgentVersion: p.def.Version,
+		StartedAt: agent.Timestamp{Time: r.start}, Steps: []agent.Step{}, ToolsUsed: []string{}, ModelCalls: []agent.ModelCall{},
+		Messages: nil, Metrics: agent.Metrics{ToolLatencyMS: map[string]float64{}}}
+	if p.def.TimeoutMS > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeoutCause(ctx, time.Duration(p.def.TimeoutMS)*time.Millisecond, agent.ErrTimeout)
+		defer cancel()
+	}
+	r.emit(event.Event{Type: event.RunStart, Data: map[string]any{"pipeline": p.def.PipelineName, "version": p.def.Version, "stage": env.Current}})
+	for env.Current != End {
+		if err := ctx.Err(); err != nil {
+			cause := context.Cause(ctx)
+			if errors.Is(cause, agent.ErrTimeout) || errors.Is(cause, context.DeadlineExceeded) {
+				return r.finish(agent.OutcomePartial, agent.ReasonTimeout, agent.CodeTimeout, env.Current, fmt.Errorf("%w: pipeline %s", agent.ErrTimeout, p.def.PipelineName))
+			}
+			return r.finish(agent.OutcomePartial, agent.ReasonAborted, agent.CodeAborted, env.Current, agent.ErrAborted)
+		}
+		st := p.stages[env.Current]
+		if env.HopCount >= p.def.MaxHops {
+			return r.finish(agent.OutcomeError, agent.ReasonMaxTurns, agent.CodeMaxTurns, st.def.Name,
+				fmt.Errorf("%w: stage %s would be hop %d of at most %d", ErrMaxHops, st.def.Name, env.HopCount+1, p.def.MaxHops))
+		}
+		done, res, err := r.stage(ctx, st)
+		if done {
+			return res, err
+		}
+	}
+	return r.finish(outcomeOf(r.last), agent.ReasonCompleted, "", "", nil)
+}
+
+// stage runs one stage through the lifecycle of the jeeves Agent: record
+// the start, pre-process, process, check the required fields, store the
+// output, post-process, route, record the completion.
+func (r *runState) stage(ctx context.Context, st *stage) (bool, *Result, error) {
+	env := r.env
+	env.HopCount++
+	rec := StageRecord{Stage: st.def.Name, Agent: st.name, Hop: env.HopCount, StartedAt: agent.Timestamp{Time: time.Now()}}
+	r.emit(event.Event{Type: event.AgentStarted, Data: map[string]any{"stage": st.def.Name, "agent": st.name, "hop": env.HopCount}})
+	fail := func(code string, err error) (bool, *Result, error) {
+		rec.Outcome, rec.Error = agent.OutcomeError, err.Error()
+		rec.DurationMS = ms(time.Since(rec.StartedAt.Time))
+		env.History = append(env.History, rec)
+		env.Errors = append(env.Errors, StageError{Stage: st.def.Name, Code: code, Message: err.Error()})
+		r.completed(rec)
+		res, err := r.finish(agent.OutcomeError, agent.ReasonError, code, st.def.Name, err)
+		return true, res, err
+	}
+	if h := st.hooks.PreProcess; h != nil {
+		if err := h(ctx, env); err != nil {
+			return fail(agent.CodeToolError, fmt.Errorf("%w: stage %s: pre-process: %v", ErrHook, st.def.Name, err))
+		}
+	}
+	output, outcome, code, err := r.process(ctx, st, &rec)
+	if err != nil {
+		return fail(code, err)
+	}
+	if outcome != agent.OutcomeSkip {
+		for _, f := range st.def.RequiredOutputFields {
+			if _, ok := lookup(output, f); !ok {
+				return fail(agent.CodeValidation, fmt.Errorf("%w: stage %s: output has no field %q", ErrMissingOutput, st.def.Name, f))
+			}
+		}
+		env.Outputs[st.def.OutputKey] = output
+		r.last = output
+	}
+	if h := st.hooks.PostProcess; h != nil {
+		if err := h(ctx, env, output); err != nil {
+			return fail(agent.CodeToolError, fmt.Errorf("%w: stage %s: post-process: %v", ErrHook, st.def.Name, err))
+		}
+	}
+	if outcome == agent.OutcomeError {
+		msg, _ := output["error"].(string)
+		if msg == "" {
+			msg, _ = output["message"].(string)
+		}
+		return fail(agent.CodeToolError, fmt.Errorf("%w: stage %s reported outcome error: %s", ErrStageFailed, st.def.Name, msg))
+	}
+	rec.Outcome = outcome
+	next, err := r.route(st, output, outcome)
+	if err != nil {
+		return fail(agent.CodeConfigError, err)
+	}
+	rec.Next = next
+	rec.DurationMS = ms(time.Since(rec.StartedAt.Time))
+	env.History = append(env.History, rec)
+	r.completed(rec)
+	switch outcome {
+	case agent.OutcomeClarify, agent.OutcomeConfirm:
+		q, _ := output["question"].(string)
+		if q == "" {
+			q, _ = output["message"].(string)
+		}
+		env.Pending = &Pending{Stage: st.def.Name, Outcome: outcome, Question: q, Output: output}
+		env.Current = st.def.Name
+		res, err := r.finish(outcome, agent.ReasonAwaitingApproval, "", st.def.Name, nil)
+		return true, res, err
+	case agent.OutcomeTerminate:
+		env.Current = End
+		res, err := r.finish(agent.OutcomeTerminate, agent.ReasonCompleted, "", st.def.Name, nil)
+		return true, res, err
+	}
+	env.Current = next
+	return false, nil, nil
+}
+
+func (r *runState) completed(rec StageRecord) {
+	r.emit(event.Event{Type: event.AgentCompleted, Data: map[string]any{"stage": rec.Stage, "agent": rec.Agent, "hop": rec.Hop,
+		"status": string(rec.Outcome), "duration_ms": rec.DurationMS, "next": rec.Next, "error": rec.Error}})
+}
+
+// process does a stage's main work: the mock, a plan, a service hook or
+// the agent.
+func (r *runState) process(ctx context.Context, st *stage, rec *StageRecord) (map[string]any, agent.Outcome, string, error) {
+	switch {
+	case r.p.mock && st.hooks.Mock != nil:
+		out, err := st.hooks.Mock(ctx, r.env)
+		if err != nil {
+			return nil, "", agent.CodeToolError, fmt.Errorf("%w: stage %s: mock: %v", ErrHook, st.def.Name, err)
+		}
+		return out, outcomeOf(out), "", nil
+	case st.agent.Spec().Mode == agent.ModePlan:
+		return r.plan(ctx, st)
+	case st.agent.Spec().Mode == agent.ModeService:
+		if st.hooks.Service == nil {
+			return map[string]any{}, agent.OutcomeSuccess, "", nil
+		}
+		out, err := st.hooks.Service(ctx, r.env)
+		if err != nil {
+			return nil, "", agent.CodeToolError, fmt.Errorf("%w: stage %s: service: %v", ErrHook, st.def.Name, err)
+		}
+		if out == nil {
+			out = map[string]any{}
+		}
+		return out, outcomeOf(out), "", nil
+	}
+	return r.llm(ctx, st, rec)
+}
+
+// llm runs the stage's agent on the envelope: the raw input, the outputs
+// so far by output key, and the user's answer when resuming.
+func (r *runState) llm(ctx context.Context, st *stage, rec *StageRecord) (map[string]any, agent.Outcome, string, error) {
+	input := maps.Clone(r.env.RawInput)
+	for k, v := range r.env.Outputs {
+		input[k] = v
+	}
+	if ans, ok := r.env.Metadata["user_response"]; ok {
+		input["user_response"] = ans
+		delete(r.env.Metadata, "user_response")
+	}
+	sess, err := st.agent.NewSession(input, agent.WithEventBus(r.bus), agent.WithParentRunID(r.runID))
+	if err != nil {
+		return nil, "", agent.CodeValidation, fmt.Errorf("%w: stage %s: %v", ErrStageFailed, st.def.Name, err)
+	}
+	res, runErr := sess.Run(ctx)
+	r.absorb(res)
+	rec.RunID, rec.Tokens, rec.CostUSD = res.ID, res.TokenUsage.TotalTokens, res.EstimatedCost
+	if runErr != nil {
+		code := agent.CodeLLMError
+		if res.Error != nil {
+			code = res.Error.Code
+		}
+		return nil, "", code, fmt.Errorf("%w: stage %s: %v", ErrStageFailed, st.def.Name, runErr)
+	}
+	out, ok := res.Result.(map[string]any)
+	if !ok {
+		out = map[string]any{"text": res.Result}
+	}
+	return out, outcomeOf(out), "", nil
+}
+
+// outcomeOf reads the "outcome" a stage's output declares; success when
+// it declares none.
+func outcomeOf(out map[string]any) agent.Outcome {
+	if s, ok := out["outcome"].(string); ok && agent.Outcome(s).Valid() {
+		return agent.Outcome(s)
+	}
+	return agent.OutcomeSuccess
+}
+
+// route picks the next stage: replan and loop_back go back; otherwise the
+// first routing rule whose output field equals its value, else
+// default_next. A rule on a field the output lacks is an error.
+func (r *runState) route(st *stage, out map[string]any, outcome agent.Outcome) (string, error) {
+	switch outcome {
+	case agent.OutcomeReplan:
+		return r.p.def.ReplanStage, nil
+	case agent.OutcomeLoopBack:
+		if t, ok := out["target"].(string); ok && t != "" {
+			if _, exists := r.p.stages[t]; !exists {
+				return "", fmt.Errorf("%w: stage %s: loop_back target %q does not exist", ErrRouting, st.def.Name, t)
+			}
+			return t, nil
+		}
+		if st.def.LoopTarget != "" {
+			return st.def.LoopTarget, nil
+		}
+		for i := len(r.env.History) - 1; i >= 0; i-- {
+			if h := r.env.History[i].Stage; h != st.def.Name {
+				return h, nil
+			}
+		}
+		return "", fmt.Errorf("%w: stage %s: loop_back with no earlier stage and no loop_target", ErrRouting, st.def.Name)
+	}
+	for i, rule := range st.def.RoutingRules {
+		v, ok := lookup(out, rule.Condition)
+		if !ok {
+			return "", fmt.Errorf("%w: stage %s: routing_rules[%d] tests field %q, which the output does not have", ErrRouting, st.def.Name, i, rule.Condition)
+		}
+		if equal(v, rule.Value) {
+			return rule.Target, nil
+		}
+	}
+	return st.def.DefaultNext, nil
+}
+
+// plan executes the tool plan found at outputs[plan_key].steps: each step
+// checked against the stage's tools, run, and recorded with its timing as
+// a StandardToolResult.
+func (r *runState) plan(ctx context.Context, st *stage) (map[string]any, agent.Outcome, string, error) {
+	planOut, ok := r.env.Outputs[st.def.PlanKey]
+	steps, ok2 := planOut["steps"].([]any)
+	if !ok || !ok2 {
+		return nil, "", agent.CodeValidation, fmt.Errorf("%w: stage %s: no plan at outputs.%s.steps", ErrStageFailed, st.def.Name, st.def.PlanKey)
+	}
+	var results []any
+	succeeded, failed := 0, 0
+	for i, raw := range steps {
+		step, _ := raw.(map[string]any)
+		name, _ := step["tool"].(string)
+		params := step["parameters"]
+		if params == nil {
+			params = map[string]any{}
+		}
+		args, _ := json.Marshal(params)
+		start := time.Now()
+		call := &event.ToolCall{ID: fmt.Sprintf("%s_step_%d", st.def.Name, i+1), Name: name, Arguments: args}
+		r.emit(event.Event{Type: event.ToolCallStart, Tool: call})
+		var tr *tool.Result
+		switch t, found := r.p.lookupTool(name); {
+		case name == "":
+			tr = tool.Failure(tool.NewErrorDetails("invalid_plan", fmt.Sprintf("step %d names no tool", i+1), false), "")
+		case !st.allowed[name]:
+			tr = tool.Failure(tool.NewErrorDetails("forbidden", fmt.Sprintf("tool %q is not allowed in stage %s (allowed: %v)", name, st.def.Name, slices.Sorted(maps.Keys(st.allowed))), false), "")
+		case !found:
+			tr = tool.Failure(tool.NewErrorDetails("unknown_tool", fmt.Sprintf("there is no tool %q", name), false), "")
+		default:
+			out, _, err := tool.Invoke(ctx, t, args, tool.CallOptions{Timeout: time.Duration(st.agent.Limits().ToolTimeoutMS) * time.Millisecond})
+			if err != nil {
+				var ae *tool.ArgumentError
+				if errors.As(err, &ae) {
+					tr = tool.Failure(ae.Details(), "")
+				} else {
+					tr = tool.Failure(tool.DetailsFrom(err, true), "")
+				}
+			} else if tr, err = tool.Normalize(out); err != nil {
+				tr = tool.Failure(tool.DetailsFrom(err, false), "")
+			}
+		}
+		d := time.Since(start)
+		entry := map[string]any{"step": i + 1, "tool": name, "status": string(tr.Status), "duration_ms": ms(d)}
+		if tr.Data != nil {
+			entry["data"] = tr.Data
+		}
+		if tr.Error != nil {
+			entry["error"] = tr.Error
+			failed++
+			call.Status, call.Error = "error", tr.Error.Message
+		} else {
+			succeeded++
+			call.Status = "success"
+		}
+		call.DurationMS = ms(d)
+		r.emit(event.Event{Type: event.ToolCallEnd, Tool: call})
+		results = append(results, entry)
+		r.res.Metrics.ToolCalls++
+		r.res.Metrics.ToolLatencyMS[name] += ms(d)
+		if tr.Error != nil {
+			r.res.Metrics.ToolErrors++
+		}
+		if name != "" && !slices.Contains(r.res.ToolsUsed, name) {
+			r.res.ToolsUsed = append(r.res.ToolsUsed, name)
+		}
+	}
+	outcome := agent.OutcomeSuccess
+	if failed > 0 {
+		outcome = agent.OutcomePartial
+	}
+	if results == nil {
+		results = []any{}
+	}
+	return map[string]any{"results": results, "succeeded": succeeded, "failed": failed}, outcome, "", nil
+}
+
+func (p *Pipeline) lookupTool(name string) (tool.Tool, bool) {
+	if p.tools == nil || name == "" {
+		return nil, false
+	}
+	return p.tools.Get(name)
+}
+
+// absorb adds a stage agent's run to the pipeline's result.
+func (r *runState) absorb(res *agent.Result) {
+	t := &r.res.Result
+	t.TokenUsage.Add(res.TokenUsage)
+	t.EstimatedCost += res.EstimatedCost
+	t.ModelCalls = append(t.ModelCalls, res.ModelCalls...)
+	for i := range t.ModelCalls[len(t.ModelCalls)-len(res.ModelCalls):] {
+		mc := &t.ModelCalls[len(t.ModelCalls)-len(res.ModelCalls)+i]
+		if mc.Agent == "" {
+			mc.Agent = res.AgentName
+		}
+	}
+	for _, s := range res.Steps {
+		s.Step = len(t.Steps) + 1
+		t.Steps = append(t.Steps, s)
+	}
+	for _, u := range res.ToolsUsed {
+		if !slices.Contains(t.ToolsUsed, u) {
+			t.ToolsUsed = append(t.ToolsUsed, u)
+		}
+	}
+	for k, v := range res.Metrics.ToolLatencyMS {
+		t.Metrics.ToolLatencyMS[k] += v
+	}
+	t.Metrics.ToolCalls += res.Metrics.ToolCalls
+	t.Metrics.ToolErrors += res.Metrics.ToolErrors
+	t.Metrics.ModelLatencyMS += res.Metrics.ModelLatencyMS
+	if res.Model != "" {
+		t.Model, t.Provider = res.Model, res.Provider
+	}
+}
+
+// finish completes the result of every ending and emits run_end.
+func (r *runState) finish(outcome agent.Outcome, reason agent.TerminateReason, code, stageName string, err error) (*Result, error) {
+	t := &r.res.Result
+	now := time.Now()
+	t.FinishedAt = agent.Timestamp{Time: now}
+	t.Metrics.DurationMS = ms(now.Sub(r.start))
+	t.Iterations = r.env.HopCount
+	t.Outcome, t.TerminateReason = outcome, reason
+	t.Success = err == nil && (outcome.IsSuccess() || outcome == agent.OutcomeTerminate)
+	if r.last != nil {
+		t.Result = r.last
+		if b, e := json.Marshal(r.last); e == nil {
+			t.RawContent = string(b)
+		}
+	}
+	if err != nil {
+		t.Error = &agent.ErrorInfo{Code: code, Message: err.Error(), Details: map[string]any{"stage": stageName}}
+	}
+	t.Decision = r.decision()
+	t.Confidence = 0
+	if t.Success {
+		t.Confidence = 0.9
+	}
+	data := map[string]any{"success": t.Success, "outcome": string(outcome), "terminate_reason": string(reason),
+		"total_tokens": t.TokenUsage.TotalTokens, "cost_usd": t.EstimatedCost, "duration_ms": t.Metrics.DurationMS, "hops": r.env.HopCount}
+	e := event.Event{Type: event.RunEnd, Data: data}
+	if p := r.env.Pending; p != nil {
+		data["question"] = p.Question
+		data["stage"] = p.Stage
+	}
+	if t.Error != nil {
+		e.Error = &event.ErrorInfo{Code: t.Error.Code, Message: t.Error.Message}
+	}
+	r.emit(e)
+	return r.res, err
+}
+
+func (r *runState) decision() string {
+	var path []string
+	for _, h := range r.env.History {
+		path = append(path, fmt.Sprintf("%s (%s)", h.Stage, h.Outcome))
+	}
+	s := "Stages: " + joinOr(path, "none")
+	if p := r.env.Pending; p != nil {
+		s += fmt.Sprintf("; waiting at %s for the user (%s)", p.Stage, p.Outcome)
+	}
+	return s
+}
+
+func joinOr(parts []string, empty string) string {
+	if len(parts) == 0 {
+		return empty
+	}
+	out := parts[0]
+	for _, p := range parts[1:] {
+		out += " → " + p
+	}
+	return out
+}
+
+func (r *runState) emit(e event.Event) {
+	if !r.bus.Active() {
+		return
+	}
+	e.RunID = r.runID
+	e.AgentName = r.p.def.PipelineName
+	e.Turn = r.env.HopCount
+	e.Time = time.Now()
+	r.bus.Publish(e)
+}
