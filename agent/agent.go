@@ -183,8 +183,14 @@ func (a *Agent) openModel(o options) error {
 		model = a.spec.Provider + ":" + model
 	}
 	fallbacks := a.spec.FallbackModels
+	if a.spec.Mode == ModePlan || a.spec.Mode == ModeService {
+		return nil // their work is tools and Go hooks, not a model
+	}
 	if o.model != "" {
-		model, fallbacks = o.model, nil // --model replaces the model and its fallbacks
+		// --model replaces the model and its fallbacks; its relative paths
+		// are the caller's, not the spec file's.
+		model, fallbacks = o.model, nil
+		o.baseDir = ""
 	}
 	a.modelName = model
 	if o.provider != nil {

@@ -178,13 +178,13 @@ type Result struct {
 
 // Errors a pipeline run can end with, for errors.Is.
 var (
-	ErrMaxHops        = errors.New("pipeline: max_hops exceeded")
-	ErrRouting        = errors.New("pipeline: routing failed")
-	ErrMissingOutput  = errors.New("pipeline: required output field missing")
-	ErrHook           = errors.New("pipeline: hook failed")
-	ErrStageFailed    = errors.New("pipeline: stage failed")
-	ErrNotPaused      = errors.New("pipeline: the envelope is not waiting for input")
-	ErrWrongPipeline  = errors.New("pipeline: the envelope belongs to another pipeline")
+	ErrMaxHops       = errors.New("pipeline: max_hops exceeded")
+	ErrRouting       = errors.New("pipeline: routing failed")
+	ErrMissingOutput = errors.New("pipeline: required output field missing")
+	ErrHook          = errors.New("pipeline: hook failed")
+	ErrStageFailed   = errors.New("pipeline: stage failed")
+	ErrNotPaused     = errors.New("pipeline: the envelope is not waiting for input")
+	ErrWrongPipeline = errors.New("pipeline: the envelope belongs to another pipeline")
 )
 
 // Run runs the pipeline on input from its start stage.

@@ -207,7 +207,9 @@ func TestLifecycleFailures(t *testing.T) {
 			}
 			h := tt.hooks
 			if h.Service == nil {
-				h.Service = func(context.Context, *Envelope) (map[string]any, error) { return map[string]any{"route": map[string]any{"to": "b"}}, nil }
+				h.Service = func(context.Context, *Envelope) (map[string]any, error) {
+					return map[string]any{"route": map[string]any{"to": "b"}}, nil
+				}
 			}
 			p, _ := New(d, ".", WithHooks("a", h))
 			res, err := p.Run(context.Background(), nil)

@@ -297,6 +297,7 @@ func (r *runState) plan(ctx context.Context, st *stage) (map[string]any, agent.O
 		entry := map[string]any{"step": i + 1, "tool": name, "status": string(tr.Status), "duration_ms": ms(d)}
 		if tr.Data != nil {
 			entry["data"] = tr.Data
+			call.Output, _ = json.Marshal(tr.Data)
 		}
 		if tr.Error != nil {
 			entry["error"] = tr.Error

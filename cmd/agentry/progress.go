@@ -28,6 +28,10 @@ func (p *progress) handle(e event.Event) {
 	}
 	switch e.Type {
 	case event.RunStart:
+		if pl, ok := e.Data["pipeline"]; ok {
+			fmt.Fprintf(p.w, "▶ pipeline %v@%v from stage %v\n", pl, e.Data["version"], e.Data["stage"])
+			return
+		}
 		fmt.Fprintf(p.w, "%s▶ %s@%v  model %v (%v)\n", indent, e.AgentName, e.Data["agent_version"], e.Data["model"], e.Data["provider"])
 	case event.TurnStart:
 		p.streamed = false
@@ -54,6 +58,17 @@ func (p *progress) handle(e event.Event) {
 		fmt.Fprintf(p.w, "%s  ↻ model call failed (attempt %d), retrying in %dms: %s\n", indent, e.Attempt, e.WaitMS, e.Error.Message)
 	case event.Error:
 		fmt.Fprintf(p.w, "%s  ✗ %s\n", indent, e.Error.Message)
+	case event.AgentStarted:
+		fmt.Fprintf(p.w, "■ stage %v (hop %v): %v\n", e.Data["stage"], e.Data["hop"], e.Data["agent"])
+	case event.AgentCompleted:
+		line := fmt.Sprintf("■ %v: %v in %.1fms", e.Data["stage"], e.Data["status"], e.Data["duration_ms"])
+		if next, _ := e.Data["next"].(string); next != "" {
+			line += " → " + next
+		}
+		if msg, _ := e.Data["error"].(string); msg != "" {
+			line += ": " + msg
+		}
+		fmt.Fprintln(p.w, line)
 	case event.RunEnd:
 		p.end(e, indent)
 	}
@@ -64,8 +79,15 @@ func (p *progress) end(e event.Event, indent string) {
 	if ok, _ := e.Data["success"].(bool); !ok {
 		mark = "✗"
 	}
-	fmt.Fprintf(p.w, "%s%s %s: %v after %d turns, %v tokens, $%.6f, %.1fms\n", indent, mark, e.AgentName,
-		e.Data["terminate_reason"], e.Turn, e.Data["total_tokens"], e.Data["cost_usd"], e.Data["duration_ms"])
+	unit := "turns"
+	if _, ok := e.Data["hops"]; ok {
+		unit = "stages"
+	}
+	fmt.Fprintf(p.w, "%s%s %s: %v after %d %s, %v tokens, $%.6f, %.1fms\n", indent, mark, e.AgentName,
+		e.Data["terminate_reason"], e.Turn, unit, e.Data["total_tokens"], e.Data["cost_usd"], e.Data["duration_ms"])
+	if q, _ := e.Data["question"].(string); q != "" {
+		fmt.Fprintf(p.w, "%s  waiting at stage %v: %s\n", indent, e.Data["stage"], q)
+	}
 	if e.Error != nil {
 		fmt.Fprintf(p.w, "%s  %s: %s\n", indent, e.Error.Code, e.Error.Message)
 	}

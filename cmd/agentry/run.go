@@ -18,6 +18,7 @@ import (
 	"github.com/agentry/agentry/event"
 	"github.com/agentry/agentry/llm"
 	"github.com/agentry/agentry/llm/scripted"
+	"github.com/agentry/agentry/pipeline"
 )
 
 type runFlags struct {
@@ -31,6 +32,8 @@ type runFlags struct {
 	pricing      string
 	allowPrivate bool
 	record       string
+	resume       string
+	agentsSet    bool
 }
 
 func newRunCmd(stdout, stderr io.Writer) *cobra.Command {
@@ -50,6 +53,13 @@ spec or input.`,
 			return nil
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
+			f.agentsSet = cmd.Flags().Changed("agents")
+			if data, err := os.ReadFile(args[0]); err == nil && pipeline.IsPipeline(data) {
+				return runPipeline(cmd.Context(), args[0], f, stdout, stderr)
+			}
+			if f.resume != "" {
+				return usageErr(fmt.Errorf("--resume continues a pipeline; %s is not a pipeline definition", args[0]))
+			}
 			return runAgent(cmd.Context(), args[0], f, stdout, stderr)
 		},
 	}
@@ -64,6 +74,7 @@ spec or input.`,
 	fl.StringVar(&f.pricing, "pricing", os.Getenv("AGENTRY_PRICING"), "pricing file to add to the built-in table (env AGENTRY_PRICING)")
 	fl.BoolVar(&f.allowPrivate, "allow-private-network", false, "let http_get reach loopback and private addresses")
 	fl.StringVar(&f.record, "record", "", "write the run's model turns to FILE as a scripted model (replay with --model scripted:FILE)")
+	fl.StringVar(&f.resume, "resume", "", "continue a paused pipeline from FILE (its --json result or envelope); --input values are the answer")
 	return cmd
 }
 
@@ -72,38 +83,22 @@ func runAgent(ctx context.Context, target string, f runFlags, stdout, stderr io.
 	if err != nil {
 		return usageErr(err)
 	}
-	opts := []agent.Option{agent.WithTools(builtinTools(f.allowPrivate)), agent.WithAgents(agent.Dir{Path: f.agents})}
-	if f.model != "" {
-		opts = append(opts, agent.WithModel(f.model))
-	}
-	if f.pricing != "" {
-		p, err := llm.LoadPricingFile(f.pricing)
-		if err != nil {
-			return usageErr(err)
-		}
-		opts = append(opts, agent.WithPricing(p))
-	}
-	var rec *scripted.Recorder
-	if f.record != "" {
-		rec = scripted.NewRecorder()
-		opts = append(opts, agent.WithProviderMiddleware(func(_, _ string, p llm.Provider) llm.Provider { return rec.Wrap(p) }))
+	opts, rec, err := agentOptions(f)
+	if err != nil {
+		return usageErr(err)
 	}
 	a, err := loadAgent(target, f, opts)
 	if err != nil {
 		return usageErr(err)
 	}
 	var runOpts []agent.RunOption
-	if !f.quiet {
-		runOpts = append(runOpts, agent.WithEvents(newProgress(stderr).handle))
+	listeners, closeEvents, err := eventListeners(f, stderr)
+	if err != nil {
+		return usageErr(err)
 	}
-	if f.events != "" {
-		file, err := os.Create(f.events)
-		if err != nil {
-			return usageErr(fmt.Errorf("--events: %w", err))
-		}
-		defer file.Close()
-		write, _ := event.JSONLines(file)
-		runOpts = append(runOpts, agent.WithEvents(write))
+	defer closeEvents()
+	for _, l := range listeners {
+		runOpts = append(runOpts, agent.WithEvents(l))
 	}
 	sess, err := a.NewSession(input, runOpts...)
 	if err != nil {
@@ -133,6 +128,48 @@ func runAgent(ctx context.Context, target string, f runFlags, stdout, stderr io.
 		return runFailed(runErr)
 	}
 	return nil
+}
+
+// agentOptions are the options every agent of a run gets: the built-in
+// tools, the agents directory, --model, --pricing and --record.
+func agentOptions(f runFlags) ([]agent.Option, *scripted.Recorder, error) {
+	opts := []agent.Option{agent.WithTools(builtinTools(f.allowPrivate)), agent.WithAgents(agent.Dir{Path: f.agents})}
+	if f.model != "" {
+		opts = append(opts, agent.WithModel(f.model))
+	}
+	if f.pricing != "" {
+		p, err := llm.LoadPricingFile(f.pricing)
+		if err != nil {
+			return nil, nil, err
+		}
+		opts = append(opts, agent.WithPricing(p))
+	}
+	var rec *scripted.Recorder
+	if f.record != "" {
+		rec = scripted.NewRecorder()
+		opts = append(opts, agent.WithProviderMiddleware(func(_, _ string, p llm.Provider) llm.Provider { return rec.Wrap(p) }))
+	}
+	return opts, rec, nil
+}
+
+// eventListeners are the progress printer (unless --quiet) and the --events
+// file writer.
+func eventListeners(f runFlags, stderr io.Writer) ([]func(event.Event), func(), error) {
+	var out []func(event.Event)
+	if !f.quiet {
+		out = append(out, newProgress(stderr).handle)
+	}
+	closeFn := func() {}
+	if f.events != "" {
+		file, err := os.Create(f.events)
+		if err != nil {
+			return nil, nil, fmt.Errorf("--events: %w", err)
+		}
+		write, _ := event.JSONLines(file)
+		out = append(out, write)
+		closeFn = func() { file.Close() }
+	}
+	return out, closeFn, nil
 }
 
 // loadAgent treats target as a spec file when it names one, and as an

@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/agentry/agentry/agent"
+	"github.com/agentry/agentry/pipeline"
 )
 
 func newValidateCmd(stdout, stderr io.Writer) *cobra.Command {
@@ -56,6 +57,10 @@ func validatePath(path, agentsDir string, writeLock bool, stdout, stderr io.Writ
 		return 1
 	}
 	tools := builtinTools(false)
+	if data, err := os.ReadFile(path); err == nil && !st.IsDir() && pipeline.IsPipeline(data) {
+		_, err := pipeline.FromFile(path, pipeline.WithTools(tools))
+		return reportPipeline(path, err, stdout, stderr)
+	}
 	if !st.IsDir() {
 		_, err := agent.FromFile(path, agent.WithTools(tools), agent.WithAgents(agent.Dir{Path: agentsDir}))
 		return report(path, err, stdout, stderr)
@@ -100,6 +105,18 @@ func validatePath(path, agentsDir string, writeLock bool, stdout, stderr io.Writ
 		fmt.Fprintf(stdout, "locked %s\n", lockPath)
 	}
 	return bad
+}
+
+func reportPipeline(path string, err error, stdout, stderr io.Writer) int {
+	var de *pipeline.DefinitionError
+	if errors.As(err, &de) {
+		fmt.Fprintf(stderr, "✗ %s:\n", path)
+		for _, p := range de.Problems {
+			fmt.Fprintf(stderr, "    %s\n", p)
+		}
+		return 1
+	}
+	return report(path, err, stdout, stderr)
 }
 
 func report(path string, err error, stdout, stderr io.Writer) int {

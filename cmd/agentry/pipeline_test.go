@@ -1,0 +1,76 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func TestPipelineThroughTheBinary(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the binary")
+	}
+	code, res, errs := runBinary(t, "run", "../../examples/pipelines/review.json", "--json", "--input", "task=store the release")
+	out, _ := res.Result.(map[string]any)
+	if code != 0 || !res.Success || out["approved"] != true || res.Iterations != 6 {
+		t.Errorf("exit %d %+v\n%s", code, res, errs)
+	}
+	for _, want := range []string{"▶ pipeline review@v1", "■ stage executor (hop 2)", "■ critic: success", "→ planner", "✓ review: completed after 6 stages"} {
+		if !strings.Contains(errs, want) {
+			t.Errorf("progress lacks %q", want)
+		}
+	}
+}
+
+func TestPipelineExitCodes(t *testing.T) {
+	code, _, errs := run(t, "run", "testdata/pipelines/broken.json")
+	if code != 2 || !strings.Contains(errs, `stage a: routing_rules[0]: target "nowhere" does not exist`) {
+		t.Errorf("malformed: exit %d\n%s", code, errs)
+	}
+	code, out, errs := run(t, "run", "testdata/pipelines/misroute.json", "--json", "-q")
+	var res struct {
+		Success  bool `json:"success"`
+		Envelope struct {
+			History []struct{ Stage, Error string } `json:"history"`
+		} `json:"envelope"`
+		Error struct{ Code, Message string } `json:"error"`
+	}
+	json.Unmarshal([]byte(out), &res)
+	if code != 1 || res.Success || len(res.Envelope.History) != 1 || !strings.Contains(res.Error.Message, `stage a: routing_rules[0] tests field "ready"`) {
+		t.Errorf("misroute: exit %d %+v\n%s", code, res, errs)
+	}
+	code, _, errs = run(t, "validate", "testdata/pipelines/broken.json", "testdata/pipelines/misroute.json", "../../examples/pipelines/review.json")
+	if code != 2 || !strings.Contains(errs, "broken.json") || strings.Contains(errs, "review.json") {
+		t.Errorf("validate: exit %d\n%s", code, errs)
+	}
+}
+
+func TestPipelinePauseAndResume(t *testing.T) {
+	code, out, errs := run(t, "run", "testdata/pipelines/ask.json", "--json")
+	if code != 0 || !strings.Contains(errs, "waiting at stage ask: Deploy to staging or production?") {
+		t.Fatalf("exit %d\n%s", code, errs)
+	}
+	paused := filepath.Join(t.TempDir(), "paused.json")
+	os.WriteFile(paused, []byte(out), 0o600)
+	// A new process replays its script from the start, so the resumed run
+	// gets the script of the model's second answer.
+	code, out, errs = run(t, "run", "testdata/pipelines/ask.json", "--resume", paused, "--input", "answer=staging", "-q",
+		"--model", "scripted:testdata/pipelines/ask-resumed.json", "--json")
+	var res struct {
+		Success  bool `json:"success"`
+		Envelope struct {
+			Outputs  map[string]map[string]any `json:"outputs"`
+			HopCount int                       `json:"hop_count"`
+		} `json:"envelope"`
+	}
+	json.Unmarshal([]byte(out), &res)
+	if code != 0 || !res.Success || res.Envelope.Outputs["answer"]["env"] != "staging" || res.Envelope.HopCount != 3 {
+		t.Errorf("resume: exit %d\n%s\n%s", code, out, errs)
+	}
+	code, _, errs = run(t, "run", quickstart, "--resume", paused)
+	if code != 2 || !strings.Contains(errs, "not a pipeline definition") {
+		t.Errorf("resume of an agent: exit %d %s", code, errs)
+	}
+}
