@@ -45,7 +45,8 @@ type binding struct {
 	info     tool.Info
 	timeout  time.Duration
 	attempts int
-	sub      *Agent // set for agent:NAME tools
+	sub      *Agent   // set for agent:NAME tools
+	handoff  *handoff // set for transfer_to_NAME tools
 }
 
 type options struct {
@@ -171,6 +172,7 @@ func build(spec *Spec, o options) (*Agent, error) {
 		a.prompt = p
 	}
 	problems = append(problems, a.bindTools(o)...)
+	problems = append(problems, a.bindHandoffs(o)...)
 	if len(problems) > 0 {
 		return nil, &SpecError{Source: spec.AgentName + "@" + spec.Version, Problems: problems}
 	}

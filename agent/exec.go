@@ -36,6 +36,15 @@ type cacheEntry struct {
 // parallel (at most max_parallel_tools at a time). Results enter the
 // transcript and the trace in the order the model asked for them.
 func (r *run) runTools(resp *llm.Response) {
+	if len(r.a.spec.Handoffs) > 0 {
+		r.runWithHandoff(resp)
+		return
+	}
+	r.runBatch(resp)
+}
+
+// runBatch runs a turn's tool calls and appends their results.
+func (r *run) runBatch(resp *llm.Response) {
 	calls := resp.ToolCalls
 	if len(calls) == 1 {
 		var res callResult
@@ -47,6 +56,48 @@ func (r *run) runTools(resp *llm.Response) {
 	for i := range calls {
 		r.appendToolMessage(&calls[i], r.record(resp.Content, &calls[i], &results[i]))
 	}
+}
+
+// runWithHandoff runs a batch that may hand the conversation off: the
+// transfer call is answered in the transcript, the other calls run, and
+// then the next turn belongs to the target agent.
+func (r *run) runWithHandoff(resp *llm.Response) {
+	var rest []llm.ToolCall
+	var transfer *llm.ToolCall
+	for i := range resp.ToolCalls {
+		if b := r.a.tools[resp.ToolCalls[i].Name]; b != nil && b.handoff != nil && transfer == nil {
+			transfer = &resp.ToolCalls[i]
+			continue
+		}
+		rest = append(rest, resp.ToolCalls[i])
+	}
+	if len(rest) > 0 {
+		r.runBatch(&llm.Response{Content: resp.Content, ToolCalls: rest}) // a second transfer fails as a tool
+	}
+	if transfer == nil {
+		return
+	}
+	b := r.a.tools[transfer.Name]
+	var res callResult
+	res.start = time.Now()
+	if r.s.bus.Active() {
+		r.emit(event.Event{Type: event.ToolCallStart, Tool: &event.ToolCall{ID: transfer.ID, Name: transfer.Name, Arguments: transfer.Arguments}})
+	}
+	ok, err := r.takeHandoff([]llm.ToolCall{*transfer})
+	res.dur = time.Since(res.start)
+	if err != nil || !ok {
+		res.err = &tool.ErrorDetails{Type: "handoff_failed", Message: fmt.Sprint(err), Recoverable: false}
+	} else {
+		res.out = json.RawMessage(`{"transferred_to":"` + b.handoff.name + `"}`)
+	}
+	if r.s.bus.Active() {
+		tc := &event.ToolCall{ID: transfer.ID, Name: transfer.Name, Status: "success", DurationMS: ms(res.dur), Output: res.out}
+		if res.err != nil {
+			tc.Status, tc.Error = "error", res.err.Error()
+		}
+		r.emit(event.Event{Type: event.ToolCallEnd, Tool: tc})
+	}
+	r.appendToolMessage(transfer, r.record(resp.Content, transfer, &res))
 }
 
 func (r *run) appendToolMessage(call *llm.ToolCall, obs string) {

@@ -77,6 +77,7 @@ func (r *run) finish(o outcome, err error) (*Result, error) {
 		res.PromptTemplate = "react/" + v
 	}
 	res.ContextUsed = contextUsed(a, st)
+	res.Handoffs = st.Handoffs
 	res.Confidence = confidence(res, rs)
 	res.Decision = decision(res)
 	a.metrics.record(res)

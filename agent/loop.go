@@ -269,6 +269,9 @@ func (r *run) callModel() (*llm.Response, error) {
 	resp, err := r.generate()
 	d := time.Since(start)
 	mc := ModelCall{Turn: st.Turn, Provider: r.a.providerName, Model: r.a.model, DurationMS: ms(d), Attempts: r.attempts}
+	if r.a != r.s.agent {
+		mc.Agent = r.a.spec.AgentName // the conversation was handed off
+	}
 	st.ModelLatencyMS += mc.DurationMS
 	if err != nil {
 		mc.Error = err.Error()

@@ -187,6 +187,9 @@ type Result struct {
 	ContextUsed     []string           `json:"context_used,omitempty"`
 	AssumptionsMade []string           `json:"assumptions_made,omitempty"`
 	Alternatives    []tool.Alternative `json:"alternatives,omitempty"`
+	// Handoffs are the agents the conversation was handed to, in order;
+	// the last one gave the answer.
+	Handoffs []string `json:"handoffs,omitempty"`
 	// PromptTemplate names the versioned template of the system prompt.
 	PromptTemplate string  `json:"prompt_template,omitempty"`
 	Metrics        Metrics `json:"metrics"`

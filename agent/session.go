@@ -43,6 +43,8 @@ type State struct {
 	LastContent    string             `json:"last_content,omitempty"`
 	// Model is the model that answered last, as the provider reported it.
 	Model string `json:"model,omitempty"`
+	// Handoffs are the agents the conversation was handed to, in order.
+	Handoffs []string `json:"handoffs,omitempty"`
 	// Provider is the provider that answered last, when a router chose it.
 	Provider  string    `json:"provider,omitempty"`
 	StartedAt Timestamp `json:"started_at"`

@@ -73,8 +73,11 @@ type Spec struct {
 
 	// Tools names tools of the registry; "agent:NAME" makes another agent
 	// a tool.
-	Tools   []string          `json:"tools,omitempty"`
-	FewShot []json.RawMessage `json:"few_shot,omitempty"`
+	Tools []string `json:"tools,omitempty"`
+	// Handoffs name agents ("NAME[@VERSION]") this one may pass the
+	// conversation and control to, through a transfer_to_NAME tool.
+	Handoffs []string          `json:"handoffs,omitempty"`
+	FewShot  []json.RawMessage `json:"few_shot,omitempty"`
 	// ReActTemplate picks the version of the ReAct system prompt template
 	// ("" for the newest).
 	ReActTemplate string          `json:"react_template,omitempty"`
@@ -248,6 +251,14 @@ func (s *Spec) Check() error {
 	}
 	if s.Mode == ModeChooser && len(s.Enums) == 0 && !strings.Contains(string(s.OutputSchema), `"enum"`) {
 		bad("mode chooser needs enums (or enum lists in output_schema) to choose from")
+	}
+	if len(s.Handoffs) > 0 && s.Mode != ModeTools {
+		bad("handoffs work in mode tools only")
+	}
+	for i, h := range s.Handoffs {
+		if name, _ := ParseRef(h); !ValidName(name) || name == s.AgentName {
+			bad("handoffs[%d] %q: name another agent", i, h)
+		}
 	}
 	if s.ReActTemplate != "" && s.Mode != ModeReAct {
 		bad("react_template is only used in mode react")

@@ -356,3 +356,40 @@ func TestEventOrder(t *testing.T) {
 		t.Errorf("review %v", review)
 	}
 }
+
+// TestMultiAgentStages runs a handoff and an agent-as-tool inside stages.
+func TestMultiAgentStages(t *testing.T) {
+	echo := tool.Must(tool.Func("echo", "Echo text.", func(_ context.Context, in struct {
+		Text string `json:"text"`
+	}) (string, error) {
+		return in.Text, nil
+	}))
+	reg, _ := tool.NewRegistry(echo)
+	d, err := Parse("multi", []byte(`{"pipeline_name": "multi", "version": "v1", "stages": [
+		{"name": "support", "agent": "triage@v1", "output_key": "support"},
+		{"name": "delegate", "agent": "boss@v1", "output_key": "delegate"}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := New(d, ".", WithTools(reg), WithAgentsDir("../agent/testdata/agents"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := p.Run(context.Background(), map[string]any{"question": "Is invoice 42 paid?"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := res.Envelope.Outputs["support"]["text"]; got != "Invoice 42 is paid." {
+		t.Errorf("handoff stage output %v", got)
+	}
+	if got := res.Envelope.Outputs["delegate"]["text"]; got != "The helper says: a small helper." {
+		t.Errorf("agent-as-tool stage output %v", got)
+	}
+	agents := map[string]bool{}
+	for _, c := range res.ModelCalls {
+		agents[c.Agent] = true
+	}
+	if !agents["billing"] || !agents["helper"] || !agents["boss"] || !agents["triage"] {
+		t.Errorf("model calls by %v", agents)
+	}
+}

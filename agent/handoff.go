@@ -1,0 +1,127 @@
+package agent
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"sync"
+
+	"github.com/agentry/agentry/llm"
+	"github.com/agentry/agentry/tool"
+)
+
+// HandoffPrefix starts the name of the tool that hands a conversation to
+// another agent: transfer_to_NAME.
+const HandoffPrefix = "transfer_to_"
+
+// handoff is an agent this one may pass the conversation and control to.
+// The target is built on first use, so that agents may hand off to each
+// other both ways.
+type handoff struct {
+	ref  string
+	name string
+	desc string
+	once sync.Once
+	a    *Agent
+	err  error
+	opts options
+}
+
+func (h *handoff) agent() (*Agent, error) {
+	h.once.Do(func() {
+		s, path, err := h.opts.agents.Load(h.ref)
+		if err != nil {
+			h.err = err
+			return
+		}
+		o := h.opts
+		o.baseDir = filepath.Dir(path)
+		o.building = nil
+		h.a, h.err = build(s, o)
+	})
+	return h.a, h.err
+}
+
+// handoffTool is the tool the model calls to hand off; the loop intercepts
+// it, so Call only runs if something invokes it directly.
+type handoffTool struct{ h *handoff }
+
+var handoffParams = json.RawMessage(`{"type":"object","properties":{"reason":{"type":"string","description":"Why the other agent should take over."}},"additionalProperties":false}`)
+
+func (t handoffTool) Info() tool.Info {
+	desc := "Hand the conversation over to the " + t.h.name + " agent"
+	if t.h.desc != "" {
+		desc += ": " + t.h.desc
+	}
+	return tool.Info{Name: HandoffPrefix + t.h.name, Description: desc + ". It continues from here.", Parameters: handoffParams,
+		Idempotency: tool.Safe}
+}
+
+func (t handoffTool) Call(context.Context, json.RawMessage) (json.RawMessage, error) {
+	return nil, errors.New("a handoff is taken by the agent loop, not called")
+}
+
+// bindHandoffs checks the spec's handoffs and adds their transfer tools.
+func (a *Agent) bindHandoffs(o options) []string {
+	var problems []string
+	for i, ref := range a.spec.Handoffs {
+		if o.agents == nil {
+			problems = append(problems, fmt.Sprintf("handoffs[%d] %q: no agents directory to resolve it in", i, ref))
+			continue
+		}
+		s, _, err := o.agents.Load(ref)
+		if err != nil {
+			problems = append(problems, fmt.Sprintf("handoffs[%d] %q: %v", i, ref, err))
+			continue
+		}
+		h := &handoff{ref: ref, name: s.AgentName, desc: s.Description, opts: o}
+		b := &binding{tool: handoffTool{h}, handoff: h}
+		b.info = b.tool.Info()
+		if _, dup := a.tools[b.info.Name]; dup {
+			problems = append(problems, fmt.Sprintf("handoffs[%d]: two tools are named %q", i, b.info.Name))
+			continue
+		}
+		a.tools[b.info.Name] = b
+		a.toolSpecs = append(a.toolSpecs, llm.ToolSpec{Name: b.info.Name, Description: b.info.Description, Parameters: b.info.Parameters})
+	}
+	return problems
+}
+
+// takeHandoff passes the run to the agent a transfer call names: the
+// transcript stays, the system prompt, tools, model and limits become the
+// target's. It reports whether the batch held a handoff.
+func (r *run) takeHandoff(calls []llm.ToolCall) (bool, error) {
+	for i := range calls {
+		b := r.a.tools[calls[i].Name]
+		if b == nil || b.handoff == nil {
+			continue
+		}
+		target, err := b.handoff.agent()
+		if err != nil {
+			return false, fmt.Errorf("%w: handoff to %s: %v", ErrConfig, b.handoff.ref, err)
+		}
+		msgs, probs := target.toolsMessages(r.st.Input)
+		if len(probs) > 0 {
+			return false, fmt.Errorf("%w: handoff to %s: %s", ErrConfig, b.handoff.ref, strings.Join(probs, "; "))
+		}
+		if len(msgs) > 1 && msgs[0].Role == llm.RoleSystem {
+			if len(r.st.Messages) > 0 && r.st.Messages[0].Role == llm.RoleSystem {
+				r.st.Messages[0] = msgs[0]
+			} else {
+				r.st.Messages = append([]llm.Message{msgs[0]}, r.st.Messages...)
+			}
+		}
+		r.st.Handoffs = append(r.st.Handoffs, target.spec.AgentName+"@"+target.spec.Version)
+		r.a = target
+		r.s.provider = target.provider
+		r.req.Model, r.req.Tools = target.model, target.toolSpecs
+		r.req.Temperature, r.req.TopP, r.req.MaxOutputTokens = target.spec.Temperature, target.spec.TopP, target.spec.MaxOutputTokens
+		r.req.ResponseSchema = target.spec.OutputSchema
+		r.priced = false
+		return true, nil
+	}
+	return false, nil
+}
