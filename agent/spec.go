@@ -203,109 +203,133 @@ func ValidVersion(s string) bool {
 // Check reports everything wrong with the spec that can be known without a
 // tool registry, as a *SpecError.
 func (s *Spec) Check() error {
-	var p []string
-	bad := func(format string, a ...any) { p = append(p, fmt.Sprintf(format, a...)) }
+	var c checker
+	s.checkIdentity(&c)
+	s.checkModel(&c)
+	s.checkMode(&c)
+	s.checkIO(&c)
+	c.p = append(c.p, s.checkEnums()...)
+	s.checkTools(&c)
+	c.p = append(c.p, s.Limits.check()...)
+	c.p = append(c.p, s.Retry.check()...)
+	if len(c.p) > 0 {
+		return &SpecError{Problems: c.p}
+	}
+	return nil
+}
+
+// checker collects problems.
+type checker struct{ p []string }
+
+func (c *checker) bad(format string, a ...any) { c.p = append(c.p, fmt.Sprintf(format, a...)) }
+
+func (s *Spec) checkIdentity(c *checker) {
 	switch {
 	case s.AgentName == "":
-		bad("agent_name is required")
+		c.bad("agent_name is required")
 	case !ValidName(s.AgentName):
-		bad("agent_name %q: use 1 to 64 letters, digits, '_' or '-'", s.AgentName)
+		c.bad("agent_name %q: use 1 to 64 letters, digits, '_' or '-'", s.AgentName)
 	}
 	switch {
 	case s.Version == "":
-		bad("version is required")
+		c.bad("version is required")
 	case !ValidVersion(s.Version):
-		bad("version %q: use 1 to 64 letters, digits, '.', '_' or '-'", s.Version)
+		c.bad("version %q: use 1 to 64 letters, digits, '.', '_' or '-'", s.Version)
 	}
+	if s.PromptRef != "" {
+		c.bad("prompt_ref: the prompt store is not available in this release; use system_text and purpose_text")
+	}
+	if len(s.Policy) > 0 {
+		c.bad("policy: the policy engine is not available in this release; remove the field rather than rely on it")
+	}
+}
+
+func (s *Spec) checkModel(c *checker) {
 	if s.Mode == "" {
 		s.Mode = ModeTools
 	}
-	if !slices.Contains(modes, s.Mode) {
-		bad("mode %q is not one of tools, react, chooser, writer, extractor, plan, service", s.Mode)
-	}
 	if s.ModelName == "" && s.Mode != ModePlan && s.Mode != ModeService {
-		bad("model_name is required for mode %s", s.Mode)
+		c.bad("model_name is required for mode %s", s.Mode)
 	}
 	if t := s.Temperature; t != nil && (*t < 0 || *t > 2) {
-		bad("temperature %v is outside 0..2", *t)
+		c.bad("temperature %v is outside 0..2", *t)
 	}
 	if t := s.TopP; t != nil && (*t < 0 || *t > 1) {
-		bad("top_p %v is outside 0..1", *t)
+		c.bad("top_p %v is outside 0..1", *t)
 	}
 	if s.MaxOutputTokens < 0 {
-		bad("max_output_tokens %d is negative", s.MaxOutputTokens)
+		c.bad("max_output_tokens %d is negative", s.MaxOutputTokens)
 	}
 	for i, f := range s.FallbackModels {
 		if f.ModelName == "" {
-			bad("fallback_models[%d].model_name is required", i)
+			c.bad("fallback_models[%d].model_name is required", i)
 		}
+	}
+}
+
+func (s *Spec) checkMode(c *checker) {
+	if !slices.Contains(modes, s.Mode) {
+		c.bad("mode %q is not one of tools, react, chooser, writer, extractor, plan, service", s.Mode)
 	}
 	switch s.Mode {
 	case ModeChooser, ModeWriter, ModeExtractor:
 		if len(s.OutputSchema) == 0 {
-			bad("mode %s needs an output_schema", s.Mode)
+			c.bad("mode %s needs an output_schema", s.Mode)
 		}
 		if len(s.Tools) > 0 {
-			bad("tools: mode %s makes one model call and uses no tools", s.Mode)
+			c.bad("tools: mode %s makes one model call and uses no tools", s.Mode)
 		}
 	}
 	if s.Mode == ModeChooser && len(s.Enums) == 0 && !strings.Contains(string(s.OutputSchema), `"enum"`) {
-		bad("mode chooser needs enums (or enum lists in output_schema) to choose from")
+		c.bad("mode chooser needs enums (or enum lists in output_schema) to choose from")
 	}
 	if len(s.Handoffs) > 0 && s.Mode != ModeTools {
-		bad("handoffs work in mode tools only")
+		c.bad("handoffs work in mode tools only")
 	}
 	for i, h := range s.Handoffs {
 		if name, _ := ParseRef(h); !ValidName(name) || name == s.AgentName {
-			bad("handoffs[%d] %q: name another agent", i, h)
+			c.bad("handoffs[%d] %q: name another agent", i, h)
 		}
 	}
 	if s.ReActTemplate != "" && s.Mode != ModeReAct {
-		bad("react_template is only used in mode react")
+		c.bad("react_template is only used in mode react")
 	}
-	if s.PromptRef != "" {
-		bad("prompt_ref: the prompt store is not available in this release; use system_text and purpose_text")
-	}
-	if len(s.Policy) > 0 {
-		bad("policy: the policy engine is not available in this release; remove the field rather than rely on it")
-	}
+}
+
+func (s *Spec) checkIO(c *checker) {
 	for i, k := range s.InputKeys {
 		if k == "" {
-			bad("input_keys[%d] is empty", i)
+			c.bad("input_keys[%d] is empty", i)
 		} else if slices.Index(s.InputKeys, k) != i {
-			bad("input_keys[%d] %q is listed twice", i, k)
+			c.bad("input_keys[%d] %q is listed twice", i, k)
 		}
 	}
 	if len(s.InputSchema) > 0 {
 		if _, err := schema.Compile(s.InputSchema); err != nil {
-			bad("input_schema: %v", err)
+			c.bad("input_schema: %v", err)
 		}
 	}
 	if len(s.OutputSchema) > 0 {
 		if _, err := schema.Compile(s.OutputSchema); err != nil {
-			bad("output_schema: %v", err)
+			c.bad("output_schema: %v", err)
 		}
 	}
-	p = append(p, s.checkEnums()...)
+}
+
+func (s *Spec) checkTools(c *checker) {
 	for i, name := range s.Tools {
 		if n, ok := strings.CutPrefix(name, "agent:"); ok {
 			ref, _, _ := strings.Cut(n, "@")
 			if !ValidName(ref) {
-				bad("tools[%d] %q: bad agent name", i, name)
+				c.bad("tools[%d] %q: bad agent name", i, name)
 			}
 		} else if !tool.ValidName(name) {
-			bad("tools[%d] %q is not a valid tool name", i, name)
+			c.bad("tools[%d] %q is not a valid tool name", i, name)
 		}
 		if slices.Index(s.Tools, name) != i {
-			bad("tools[%d] %q is listed twice", i, name)
+			c.bad("tools[%d] %q is listed twice", i, name)
 		}
 	}
-	p = append(p, s.Limits.check()...)
-	p = append(p, s.Retry.check()...)
-	if len(p) > 0 {
-		return &SpecError{Problems: p}
-	}
-	return nil
 }
 
 func (l Limits) check() []string {

@@ -154,15 +154,28 @@ func (d *Definition) Check() error {
 	if d.ReplanStage == "" {
 		d.ReplanStage = d.Start
 	}
+	names := d.checkStages(bad)
+	d.checkTargets(names, bad)
+	if len(p) == 0 {
+		p = append(p, d.checkGraph()...)
+	}
+	if len(p) > 0 {
+		return &DefinitionError{Problems: p}
+	}
+	return nil
+}
+
+// checkStages checks each stage and fills its defaults; it returns the
+// stage names.
+func (d *Definition) checkStages(bad func(string, ...any)) map[string]bool {
 	names := map[string]bool{}
 	for i := range d.Stages {
 		s := &d.Stages[i]
-		where := fmt.Sprintf("stages[%d]", i)
 		if s.Name == "" {
-			bad("%s: name is required", where)
+			bad("stages[%d]: name is required", i)
 			continue
 		}
-		where = "stage " + s.Name
+		where := "stage " + s.Name
 		if s.Name == End {
 			bad("%s: %q is reserved for the end of the pipeline", where, End)
 		}
@@ -180,10 +193,9 @@ func (d *Definition) Check() error {
 			s.PlanKey = "plan"
 		}
 		if s.DefaultNext == "" {
+			s.DefaultNext = End
 			if i+1 < len(d.Stages) {
 				s.DefaultNext = d.Stages[i+1].Name
-			} else {
-				s.DefaultNext = End
 			}
 		}
 		for j, r := range s.RoutingRules {
@@ -195,6 +207,11 @@ func (d *Definition) Check() error {
 			}
 		}
 	}
+	return names
+}
+
+// checkTargets checks that every stage a definition names exists.
+func (d *Definition) checkTargets(names map[string]bool, bad func(string, ...any)) {
 	exists := func(t string) bool { return t == End || names[t] }
 	if !names[d.Start] {
 		bad("start: there is no stage %q", d.Start)
@@ -215,13 +232,6 @@ func (d *Definition) Check() error {
 			bad("stage %s: loop_target %q does not exist", s.Name, s.LoopTarget)
 		}
 	}
-	if len(p) == 0 {
-		p = append(p, d.checkGraph()...)
-	}
-	if len(p) > 0 {
-		return &DefinitionError{Problems: p}
-	}
-	return nil
 }
 
 // edges are the stages a stage may go to by routing (loops by outcome are

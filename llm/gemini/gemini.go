@@ -282,12 +282,24 @@ func translate(req *llm.Request) ([]*genai.Content, *genai.GenerateContentConfig
 	if len(system) > 0 {
 		cfg.SystemInstruction = &genai.Content{Parts: system}
 	}
+	if err := configure(cfg, req); err != nil {
+		return nil, nil, err
+	}
+	return contents, cfg, nil
+}
+
+// configure sets the tools, tool choice, response schema and sampling of
+// a request.
+func configure(cfg *genai.GenerateContentConfig, req *llm.Request) error {
+	bad := func(format string, a ...any) error {
+		return &llm.APIError{Kind: llm.KindInvalidRequest, Provider: "gemini", Model: req.Model, Message: fmt.Sprintf(format, a...)}
+	}
 	if len(req.Tools) > 0 {
 		t := &genai.Tool{}
 		for _, ts := range req.Tools {
 			s, err := schemaValue(ts.Parameters)
 			if err != nil {
-				return nil, nil, bad("tool %s: %v", ts.Name, err)
+				return bad("tool %s: %v", ts.Name, err)
 			}
 			t.FunctionDeclarations = append(t.FunctionDeclarations, &genai.FunctionDeclaration{Name: ts.Name, Description: ts.Description, ParametersJsonSchema: s})
 		}
@@ -305,7 +317,7 @@ func translate(req *llm.Request) ([]*genai.Content, *genai.GenerateContentConfig
 	if len(req.ResponseSchema) > 0 {
 		s, err := schemaValue(req.ResponseSchema)
 		if err != nil {
-			return nil, nil, bad("response schema: %v", err)
+			return bad("response schema: %v", err)
 		}
 		cfg.ResponseMIMEType = "application/json"
 		cfg.ResponseJsonSchema = s
@@ -322,7 +334,7 @@ func translate(req *llm.Request) ([]*genai.Content, *genai.GenerateContentConfig
 		cfg.MaxOutputTokens = int32(req.MaxOutputTokens)
 	}
 	cfg.StopSequences = req.Stop
-	return contents, cfg, nil
+	return nil
 }
 
 // toolResponse wraps a tool's observation as the object Gemini expects:
