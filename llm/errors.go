@@ -233,3 +233,13 @@ func TransportError(provider, model string, err error) *APIError {
 	}
 	return &APIError{Kind: KindTransient, Provider: provider, Model: model, Message: msg}
 }
+
+// StreamError marks a failure that ended a stream: one the provider's API
+// did not report itself (no HTTP status) is a broken stream, and says so.
+func StreamError(err error) error {
+	var ae *APIError
+	if errors.As(err, &ae) && ae.Status == 0 && !strings.HasPrefix(ae.Message, "stream broken: ") {
+		ae.Message = "stream broken: " + ae.Message
+	}
+	return err
+}

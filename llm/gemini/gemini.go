@@ -113,7 +113,7 @@ func (p *Provider) Stream(ctx context.Context, req *llm.Request) iter.Seq2[llm.C
 		calls, finished := 0, false
 		for r, err := range p.client.Models.GenerateContentStream(ctx, req.Model, contents, cfg) {
 			if err != nil {
-				yield(llm.Chunk{}, streamError(ctx, req.Model, err))
+				yield(llm.Chunk{}, llm.StreamError(apiError(ctx, req.Model, err)))
 				return
 			}
 			var c llm.Chunk
@@ -395,13 +395,4 @@ func apiError(ctx context.Context, model string, err error) error {
 		e.Kind = llm.KindContextTooLong
 	}
 	return e
-}
-
-func streamError(ctx context.Context, model string, err error) error {
-	mapped := apiError(ctx, model, err)
-	var ae *llm.APIError
-	if errors.As(mapped, &ae) && ae.Status == 0 {
-		ae.Message = "stream broken: " + ae.Message
-	}
-	return mapped
 }

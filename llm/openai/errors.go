@@ -44,16 +44,5 @@ func (p *Provider) apiError(ctx context.Context, model string, err error) error 
 	return llm.TransportError(p.name, model, err)
 }
 
-// streamError maps a failure in the middle of a stream; a failure that is
-// not the API's own is a broken stream, which is transient.
-func (p *Provider) streamError(ctx context.Context, model string, err error) error {
-	mapped := p.apiError(ctx, model, err)
-	var ae *llm.APIError
-	if errors.As(mapped, &ae) && ae.Status == 0 {
-		ae.Message = "stream broken: " + ae.Message
-	}
-	return mapped
-}
-
 // transportMessage describes a network failure without the URL, which may
 // carry credentials for some servers.

@@ -258,7 +258,7 @@ func (p *Provider) Stream(ctx context.Context, req *llm.Request) iter.Seq2[llm.C
 			}
 		}
 		if err := stream.Err(); err != nil {
-			yield(llm.Chunk{}, p.streamError(ctx, req.Model, err))
+			yield(llm.Chunk{}, llm.StreamError(p.apiError(ctx, req.Model, err)))
 			return
 		}
 		if !finished {
