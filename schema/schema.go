@@ -134,3 +134,18 @@ func dotted(loc []string) string {
 	}
 	return b.String()
 }
+
+// Object decodes a JSON Schema into the map vendors' SDKs take, without
+// the $schema keyword, which their APIs refuse. An empty schema is an
+// object with no properties.
+func Object(raw json.RawMessage) (map[string]any, error) {
+	if len(raw) == 0 {
+		return map[string]any{"type": "object", "properties": map[string]any{}}, nil
+	}
+	var m map[string]any
+	if err := json.Unmarshal(raw, &m); err != nil {
+		return nil, err
+	}
+	delete(m, "$schema")
+	return m, nil
+}

@@ -21,6 +21,7 @@ import (
 	"google.golang.org/genai"
 
 	"github.com/agentry/agentry/llm"
+	"github.com/agentry/agentry/schema"
 )
 
 // Options configure a Provider. The zero value uses GEMINI_API_KEY (or
@@ -297,7 +298,7 @@ func configure(cfg *genai.GenerateContentConfig, req *llm.Request) error {
 	if len(req.Tools) > 0 {
 		t := &genai.Tool{}
 		for _, ts := range req.Tools {
-			s, err := schemaValue(ts.Parameters)
+			s, err := schema.Object(ts.Parameters)
 			if err != nil {
 				return bad("tool %s: %v", ts.Name, err)
 			}
@@ -315,7 +316,7 @@ func configure(cfg *genai.GenerateContentConfig, req *llm.Request) error {
 		cfg.ToolConfig = &genai.ToolConfig{FunctionCallingConfig: &genai.FunctionCallingConfig{Mode: genai.FunctionCallingConfigModeAny, AllowedFunctionNames: []string{tc}}}
 	}
 	if len(req.ResponseSchema) > 0 {
-		s, err := schemaValue(req.ResponseSchema)
+		s, err := schema.Object(req.ResponseSchema)
 		if err != nil {
 			return bad("response schema: %v", err)
 		}
@@ -348,18 +349,6 @@ func toolResponse(content string) map[string]any {
 		return map[string]any{"error": m["error"]}
 	}
 	return map[string]any{"output": v}
-}
-
-func schemaValue(raw json.RawMessage) (any, error) {
-	if len(raw) == 0 {
-		return map[string]any{"type": "object", "properties": map[string]any{}}, nil
-	}
-	var m map[string]any
-	if err := json.Unmarshal(raw, &m); err != nil {
-		return nil, err
-	}
-	delete(m, "$schema")
-	return m, nil
 }
 
 // apiError maps the SDK's error, reading Google's RetryInfo for the wait.

@@ -27,6 +27,7 @@ import (
 	"github.com/openai/openai-go/v3/shared"
 
 	"github.com/agentry/agentry/llm"
+	"github.com/agentry/agentry/schema"
 )
 
 // Options configure a Provider. The zero value talks to api.openai.com
@@ -300,7 +301,7 @@ func (p *Provider) params(req *llm.Request) (sdk.ChatCompletionNewParams, error)
 		out.Messages = append(out.Messages, mp)
 	}
 	for _, t := range req.Tools {
-		params, err := schemaMap(t.Parameters)
+		params, err := schema.Object(t.Parameters)
 		if err != nil {
 			return out, &llm.APIError{Kind: llm.KindInvalidRequest, Provider: p.name, Model: req.Model,
 				Message: fmt.Sprintf("tool %s: parameters: %v", t.Name, err)}
@@ -322,7 +323,7 @@ func (p *Provider) params(req *llm.Request) (sdk.ChatCompletionNewParams, error)
 		out.ToolChoice = sdk.ToolChoiceOptionFunctionToolChoice(sdk.ChatCompletionNamedToolChoiceFunctionParam{Name: tc})
 	}
 	if len(req.ResponseSchema) > 0 {
-		s, err := schemaMap(req.ResponseSchema)
+		s, err := schema.Object(req.ResponseSchema)
 		if err != nil {
 			return out, &llm.APIError{Kind: llm.KindInvalidRequest, Provider: p.name, Model: req.Model,
 				Message: fmt.Sprintf("response schema: %v", err)}
@@ -384,20 +385,6 @@ func message(m llm.Message, developer bool) (sdk.ChatCompletionMessageParamUnion
 		return sdk.ChatCompletionMessageParamUnion{OfAssistant: &a}, nil
 	}
 	return sdk.ChatCompletionMessageParamUnion{}, fmt.Errorf("unknown role %q", m.Role)
-}
-
-// schemaMap decodes a JSON Schema for the SDK, without the $schema
-// keyword, which the API does not take.
-func schemaMap(raw json.RawMessage) (map[string]any, error) {
-	if len(raw) == 0 {
-		return map[string]any{"type": "object", "properties": map[string]any{}}, nil
-	}
-	var m map[string]any
-	if err := json.Unmarshal(raw, &m); err != nil {
-		return nil, err
-	}
-	delete(m, "$schema")
-	return m, nil
 }
 
 // strictCompatible reports whether a schema meets the rules of OpenAI's
