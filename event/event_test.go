@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -96,6 +97,7 @@ func TestChannelAndIterator(t *testing.T) {
 	}()
 	go func() {
 		for !b.Active() {
+			runtime.Gosched()
 		}
 		close(ready)
 	}()
