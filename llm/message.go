@@ -42,6 +42,9 @@ type ToolCall struct {
 	ID        string          `json:"id"`
 	Name      string          `json:"name"`
 	Arguments json.RawMessage `json:"arguments"`
+	// Signature is opaque vendor data that must travel back with the call
+	// (Gemini's thought signature).
+	Signature []byte `json:"signature,omitempty"`
 }
 
 // ToolSpec describes a tool to the model.
@@ -143,6 +146,7 @@ type ToolCallDelta struct {
 	ID        string `json:"id,omitempty"`
 	Name      string `json:"name,omitempty"`
 	Arguments string `json:"arguments,omitempty"`
+	Signature []byte `json:"signature,omitempty"`
 }
 
 // Streamer is implemented by providers that can stream a reply. The
@@ -180,6 +184,9 @@ func Collect(seq iter.Seq2[Chunk, error], onChunk func(Chunk)) (*Response, error
 			}
 			if d.Name != "" {
 				calls[d.Index].Name = d.Name
+			}
+			if d.Signature != nil {
+				calls[d.Index].Signature = d.Signature
 			}
 			args[d.Index] = append(args[d.Index], d.Arguments...)
 		}

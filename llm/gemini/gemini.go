@@ -127,7 +127,8 @@ func (p *Provider) Stream(ctx context.Context, req *llm.Request) iter.Seq2[llm.C
 						if part.FunctionCall.Args == nil {
 							args = []byte("{}")
 						}
-						d := &llm.ToolCallDelta{Index: calls, ID: callID(part.FunctionCall.ID, calls), Name: part.FunctionCall.Name, Arguments: string(args)}
+						d := &llm.ToolCallDelta{Index: calls, ID: callID(part.FunctionCall.ID, calls), Name: part.FunctionCall.Name,
+							Arguments: string(args), Signature: part.ThoughtSignature}
 						calls++
 						if !yield(llm.Chunk{ToolCall: d}, nil) {
 							return
@@ -193,7 +194,8 @@ func (b *builder) add(r *genai.GenerateContentResponse, model string) error {
 			if part.FunctionCall.Args != nil {
 				args, _ = json.Marshal(part.FunctionCall.Args)
 			}
-			b.calls = append(b.calls, llm.ToolCall{ID: callID(part.FunctionCall.ID, len(b.calls)), Name: part.FunctionCall.Name, Arguments: args})
+			b.calls = append(b.calls, llm.ToolCall{ID: callID(part.FunctionCall.ID, len(b.calls)), Name: part.FunctionCall.Name,
+				Arguments: args, Signature: part.ThoughtSignature})
 		default:
 			b.text.WriteString(part.Text)
 		}
@@ -266,7 +268,7 @@ func translate(req *llm.Request) ([]*genai.Content, *genai.GenerateContentConfig
 				if err := json.Unmarshal(tc.Arguments, &args); err != nil {
 					args = map[string]any{}
 				}
-				parts = append(parts, &genai.Part{FunctionCall: &genai.FunctionCall{ID: tc.ID, Name: tc.Name, Args: args}})
+				parts = append(parts, &genai.Part{FunctionCall: &genai.FunctionCall{ID: tc.ID, Name: tc.Name, Args: args}, ThoughtSignature: tc.Signature})
 			}
 			if len(parts) > 0 {
 				add(genai.RoleModel, parts...)

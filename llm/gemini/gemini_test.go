@@ -21,7 +21,7 @@ func request() *llm.Request {
 			{Role: llm.RoleSystem, Content: "You are a release assistant."},
 			{Role: llm.RoleUser, Content: "What changed in x 2.0?"},
 			{Role: llm.RoleAssistant, ToolCalls: []llm.ToolCall{
-				{ID: "call_1", Name: "http_get", Arguments: json.RawMessage(`{"url":"https://x.dev"}`)},
+				{ID: "call_1", Name: "http_get", Arguments: json.RawMessage(`{"url":"https://x.dev"}`), Signature: []byte("sig-1")},
 				{ID: "call_2", Name: "kv_get", Arguments: json.RawMessage(`{"key":"x"}`)},
 			}},
 			{Role: llm.RoleTool, ToolCallID: "call_1", Name: "http_get", Content: `{"status":200,"body":"notes"}`},
@@ -42,7 +42,7 @@ const wantRequest = `{
   "contents": [
     {"role": "user", "parts": [{"text": "What changed in x 2.0?"}]},
     {"role": "model", "parts": [
-      {"functionCall": {"id": "call_1", "name": "http_get", "args": {"url": "https://x.dev"}}},
+      {"functionCall": {"id": "call_1", "name": "http_get", "args": {"url": "https://x.dev"}}, "thoughtSignature": "c2lnLTE="},
       {"functionCall": {"id": "call_2", "name": "kv_get", "args": {"key": "x"}}}]},
     {"role": "user", "parts": [
       {"functionResponse": {"id": "call_1", "name": "http_get", "response": {"output": {"status": 200, "body": "notes"}}}},
@@ -95,7 +95,7 @@ func checkStructure(t *testing.T, body []byte) {
 
 func TestGenerate(t *testing.T) {
 	s := wiretest.New(t, wiretest.Reply{Body: `{"candidates": [{"content": {"role": "model", "parts": [
-		{"text": "Checking y."}, {"functionCall": {"name": "http_get", "args": {"url": "https://y.dev"}}}, {"functionCall": {"name": "kv_get", "args": {"key": "y"}}}]},
+		{"text": "Checking y."}, {"functionCall": {"name": "http_get", "args": {"url": "https://y.dev"}}, "thoughtSignature": "c2lnLTI="}, {"functionCall": {"name": "kv_get", "args": {"key": "y"}}}]},
 		"finishReason": "STOP", "index": 0}],
 		"usageMetadata": {"promptTokenCount": 1200, "candidatesTokenCount": 30, "thoughtsTokenCount": 20, "totalTokenCount": 1250, "cachedContentTokenCount": 1024},
 		"modelVersion": "gemini-2.5-flash", "responseId": "r1"}`})
@@ -110,6 +110,7 @@ func TestGenerate(t *testing.T) {
 	wiretest.JSONEqual(t, r.Body, wantRequest)
 	checkStructure(t, r.Body)
 	if resp.Content != "Checking y." || len(resp.ToolCalls) != 2 || resp.ToolCalls[0].ID != "call_1" || resp.ToolCalls[1].ID != "call_2" ||
+		string(resp.ToolCalls[0].Signature) != "sig-2" || resp.ToolCalls[1].Signature != nil ||
 		string(resp.ToolCalls[1].Arguments) != `{"key":"y"}` {
 		t.Errorf("resp %+v", resp)
 	}
