@@ -35,7 +35,6 @@ type run struct {
 
 	outputRetries int  // corrections asked for so far
 	validated     bool // the final answer matched the output schema
-	invalid       bool // it never did
 
 	cacheMu sync.Mutex
 	cache   map[string]cacheEntry // tool results still valid (from hints)
@@ -106,23 +105,23 @@ type outcome struct {
 	reason  TerminateReason
 	content string
 	output  map[string]any // the validated structured output
-	err     error
 	code    string
 	details map[string]any
 }
 
 func (r *run) loop() (outcome, error) {
-	a, st := r.a, r.st
-	switch a.spec.Mode {
+	st := r.st
+	switch r.a.spec.Mode {
 	case ModeTools, ModeReAct, ModeChooser, ModeWriter, ModeExtractor:
 	default:
-		err := fmt.Errorf("%w: mode %s runs in a pipeline stage, not on its own", ErrConfig, a.spec.Mode)
+		err := fmt.Errorf("%w: mode %s runs in a pipeline stage, not on its own", ErrConfig, r.a.spec.Mode)
 		return outcome{reason: ReasonError, code: CodeConfigError}, err
 	}
 	if r.s.provider == nil {
-		return outcome{reason: ReasonError, code: CodeConfigError}, fmt.Errorf("%w: agent %s has no model", ErrConfig, a.spec.AgentName)
+		return outcome{reason: ReasonError, code: CodeConfigError}, fmt.Errorf("%w: agent %s has no model", ErrConfig, r.a.spec.AgentName)
 	}
 	for {
+		a := r.a // a handoff may change the agent between turns
 		if o, err := r.checkBudgets(true); err != nil {
 			return o, err
 		}

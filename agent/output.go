@@ -48,7 +48,6 @@ func (r *run) finalAnswer(content string) (again bool, o outcome, err error) {
 		r.st.Messages = append(r.st.Messages, llm.Message{Role: llm.RoleUser, Content: correction(probs)})
 		return true, outcome{}, nil
 	}
-	r.invalid = true
 	return false, outcome{reason: ReasonCompleted, code: CodeValidation, details: map[string]any{
 			"problems": probs, "attempts": r.outputRetries + 1, "recoverable": true}},
 		fmt.Errorf("%w after %d attempts: %s", ErrValidation, r.outputRetries+1, strings.Join(probs, "; "))
