@@ -393,3 +393,21 @@ func TestMultiAgentStages(t *testing.T) {
 		t.Errorf("model calls by %v", agents)
 	}
 }
+
+func TestConfidence(t *testing.T) {
+	for _, tt := range []struct {
+		success bool
+		outcome agent.Outcome
+		confs   []float64
+		want    float64
+	}{
+		{true, agent.OutcomeSuccess, nil, 0.9},
+		{true, agent.OutcomeSuccess, []float64{0.9, 0.7}, 0.8},
+		{false, agent.OutcomeClarify, []float64{0.9}, 0.3},
+		{false, agent.OutcomeError, []float64{0.9}, 0},
+	} {
+		if got := confidence(tt.success, tt.outcome, tt.confs); got != tt.want {
+			t.Errorf("confidence(%v, %s, %v) = %v, want %v", tt.success, tt.outcome, tt.confs, got, tt.want)
+		}
+	}
+}

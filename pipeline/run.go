@@ -23,6 +23,7 @@ type runState struct {
 	start time.Time
 	res   *Result
 	last  map[string]any // the last stage's output
+	confs []float64      // the stage agents' confidences
 }
 
 func (p *Pipeline) run(ctx context.Context, env *Envelope, opts []RunOption) (*Result, error) {
@@ -339,6 +340,7 @@ func (p *Pipeline) lookupTool(name string) (tool.Tool, bool) {
 // absorb adds a stage agent's run to the pipeline's result.
 func (r *runState) absorb(res *agent.Result) {
 	t := &r.res.Result
+	r.confs = append(r.confs, res.Confidence)
 	t.TokenUsage.Add(res.TokenUsage)
 	t.EstimatedCost += res.EstimatedCost
 	t.ModelCalls = append(t.ModelCalls, res.ModelCalls...)
@@ -387,10 +389,7 @@ func (r *runState) finish(outcome agent.Outcome, reason agent.TerminateReason, c
 		t.Error = &agent.ErrorInfo{Code: code, Message: err.Error(), Details: map[string]any{"stage": stageName}}
 	}
 	t.Decision = r.decision()
-	t.Confidence = 0
-	if t.Success {
-		t.Confidence = 0.9
-	}
+	t.Confidence = confidence(t.Success, outcome, r.confs)
 	data := map[string]any{"success": t.Success, "outcome": string(outcome), "terminate_reason": string(reason),
 		"total_tokens": t.TokenUsage.TotalTokens, "cost_usd": t.EstimatedCost, "duration_ms": t.Metrics.DurationMS, "hops": r.env.HopCount}
 	e := event.Event{Type: event.RunEnd, Data: data}
@@ -403,6 +402,27 @@ func (r *runState) finish(outcome agent.Outcome, reason agent.TerminateReason, c
 	}
 	r.emit(e)
 	return r.res, err
+}
+
+// confidence of a pipeline run: the mean of its agent stages' confidences
+// (0.9 when no stage ran a model), capped at 0.3 when it did not reach its
+// end, and 0 when it failed.
+func confidence(success bool, outcome agent.Outcome, confs []float64) float64 {
+	if outcome == agent.OutcomeError {
+		return 0
+	}
+	c := 0.9
+	if len(confs) > 0 {
+		sum := 0.0
+		for _, x := range confs {
+			sum += x
+		}
+		c = sum / float64(len(confs))
+	}
+	if !success {
+		c = min(c, 0.3)
+	}
+	return float64(int(c*100+0.5)) / 100
 }
 
 func (r *runState) decision() string {
