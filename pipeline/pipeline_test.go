@@ -411,3 +411,12 @@ func TestConfidence(t *testing.T) {
 		}
 	}
 }
+
+func TestHookPanicIsAnError(t *testing.T) {
+	d, _ := Parse("test", []byte(abcDef()))
+	p, _ := New(d, ".", WithHooks("a", Hooks{Service: func(context.Context, *Envelope) (map[string]any, error) { panic("hook bug") }}))
+	res, err := p.Run(context.Background(), nil)
+	if !errors.Is(err, ErrHook) || !strings.Contains(err.Error(), "hook bug") || res.Envelope.History[0].Stage != "a" {
+		t.Errorf("%v", err)
+	}
+}

@@ -84,12 +84,21 @@ func (r *runState) stage(ctx context.Context, st *stage) (bool, *Result, error) 
 		return true, res, err
 	}
 	if h := st.hooks.PreProcess; h != nil {
-		if err := h(ctx, env); err != nil {
+		if err := guard(func() error { return h(ctx, env) }); err != nil {
 			return fail(agent.CodeToolError, fmt.Errorf("%w: stage %s: pre-process: %v", ErrHook, st.def.Name, err))
 		}
 	}
-	output, outcome, code, err := r.process(ctx, st, &rec)
+	var output map[string]any
+	var outcome agent.Outcome
+	var code string
+	err := guard(func() (err error) {
+		output, outcome, code, err = r.process(ctx, st, &rec)
+		return err
+	})
 	if err != nil {
+		if code == "" {
+			code = agent.CodeToolError
+		}
 		return fail(code, err)
 	}
 	if outcome != agent.OutcomeSkip {
@@ -102,7 +111,7 @@ func (r *runState) stage(ctx context.Context, st *stage) (bool, *Result, error) 
 		r.last = output
 	}
 	if h := st.hooks.PostProcess; h != nil {
-		if err := h(ctx, env, output); err != nil {
+		if err := guard(func() error { return h(ctx, env, output) }); err != nil {
 			return fail(agent.CodeToolError, fmt.Errorf("%w: stage %s: post-process: %v", ErrHook, st.def.Name, err))
 		}
 	}
@@ -139,6 +148,17 @@ func (r *runState) stage(ctx context.Context, st *stage) (bool, *Result, error) 
 	}
 	env.Current = next
 	return false, nil, nil
+}
+
+// guard runs f and turns a panic in it (a hook's, say) into an error, so
+// that no panic escapes a run.
+func guard(f func() error) (err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("%w: panic: %v", ErrHook, p)
+		}
+	}()
+	return f()
 }
 
 func (r *runState) completed(rec StageRecord) {
