@@ -78,7 +78,7 @@ const wantToolRequest = `{
 }`
 
 func TestGenerateWithTools(t *testing.T) {
-	f := wiretest.New(t, wiretest.Reply{Body: toolReply})
+	f := newServer(t, wiretest.Reply{Body: toolReply})
 	p := New(Options{APIKey: "sk-test-secret", BaseURL: f.URL})
 	resp, err := p.Generate(context.Background(), toolRequest("gpt-4.1-mini"))
 	if err != nil {
@@ -109,7 +109,7 @@ func TestGenerateWithTools(t *testing.T) {
 }
 
 func TestReasoningModelAndStructuredOutput(t *testing.T) {
-	f := wiretest.New(t, wiretest.Reply{Body: `{"id": "c", "object": "chat.completion", "created": 1, "model": "o3-2025-04-16",
+	f := newServer(t, wiretest.Reply{Body: `{"id": "c", "object": "chat.completion", "created": 1, "model": "o3-2025-04-16",
 		"choices": [{"index": 0, "finish_reason": "stop", "logprobs": null, "message": {"role": "assistant", "content": "{\"tone\":\"direct\"}", "refusal": null}}],
 		"usage": {"prompt_tokens": 10, "completion_tokens": 300, "total_tokens": 310, "completion_tokens_details": {"reasoning_tokens": 290}}}`})
 	p := New(Options{APIKey: "k", BaseURL: f.URL})
@@ -135,7 +135,7 @@ func TestReasoningModelAndStructuredOutput(t *testing.T) {
 }
 
 func TestCompatibleServer(t *testing.T) {
-	f := wiretest.New(t, wiretest.Reply{Body: `{"id": "c", "object": "chat.completion", "created": 1, "model": "qwen3",
+	f := newServer(t, wiretest.Reply{Body: `{"id": "c", "object": "chat.completion", "created": 1, "model": "qwen3",
 		"choices": [{"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": "hi"}}],
 		"usage": {"prompt_tokens": 3, "completion_tokens": 1, "total_tokens": 4}}`})
 	p, provider, model, err := llm.Open("ollama:qwen3", llm.Config{BaseURL: f.URL})
@@ -182,7 +182,7 @@ func TestErrors(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			f := wiretest.New(t, tt.reply)
+			f := newServer(t, tt.reply)
 			p := New(Options{APIKey: "sk-test-secret", BaseURL: f.URL})
 			_, err := p.Generate(context.Background(), &llm.Request{Model: "gpt-4.1-mini", Messages: []llm.Message{{Role: llm.RoleUser, Content: "x"}}})
 			var ae *llm.APIError
@@ -207,7 +207,7 @@ func TestErrors(t *testing.T) {
 
 func TestNoDoubleRetries(t *testing.T) {
 	fail := wiretest.Reply{Status: 500, Body: `{"error": {"message": "boom", "type": "server_error", "param": null, "code": null}}`}
-	f := wiretest.New(t, fail, fail, fail)
+	f := newServer(t, fail, fail, fail)
 	p := llm.WithRetry(New(Options{APIKey: "k", BaseURL: f.URL}), llm.RetryPolicy{Attempts: 2, InitialBackoff: time.Millisecond})
 	_, err := p.Generate(context.Background(), &llm.Request{Model: "gpt-4.1", Messages: []llm.Message{{Role: llm.RoleUser, Content: "x"}}})
 	if !errors.Is(err, llm.ErrTransient) {
@@ -219,7 +219,7 @@ func TestNoDoubleRetries(t *testing.T) {
 }
 
 func TestNoKey(t *testing.T) {
-	f := wiretest.New(t)
+	f := newServer(t)
 	t.Setenv("OPENAI_API_KEY", "")
 	p := New(Options{BaseURL: f.URL})
 	_, err := p.Generate(context.Background(), &llm.Request{Model: "gpt-4.1", Messages: []llm.Message{{Role: llm.RoleUser, Content: "x"}}})
@@ -242,7 +242,7 @@ var streamEvents = []string{
 }
 
 func TestStream(t *testing.T) {
-	f := wiretest.New(t, wiretest.Reply{SSE: wiretest.Data(streamEvents...)})
+	f := newServer(t, wiretest.Reply{SSE: wiretest.Data(streamEvents...)})
 	p := New(Options{APIKey: "k", BaseURL: f.URL})
 	var texts []string
 	resp, err := llm.Collect(p.Stream(context.Background(), toolRequest("gpt-4.1")), func(c llm.Chunk) {
@@ -272,7 +272,7 @@ func TestStream(t *testing.T) {
 }
 
 func TestBrokenStream(t *testing.T) {
-	f := wiretest.New(t, wiretest.Reply{SSE: wiretest.Data(streamEvents[:3]...), Cut: true})
+	f := newServer(t, wiretest.Reply{SSE: wiretest.Data(streamEvents[:3]...), Cut: true})
 	p := New(Options{APIKey: "k", BaseURL: f.URL})
 	resp, err := llm.Collect(p.Stream(context.Background(), toolRequest("gpt-4.1")), nil)
 	if !errors.Is(err, llm.ErrTransient) {
@@ -284,7 +284,7 @@ func TestBrokenStream(t *testing.T) {
 }
 
 func TestStreamRetriedBeforeFirstChunk(t *testing.T) {
-	f := wiretest.New(t,
+	f := newServer(t,
 		wiretest.Reply{Status: 429, Headers: map[string]string{"Retry-After-Ms": "1"}, Body: `{"error": {"message": "slow down", "type": "requests", "param": null, "code": null}}`},
 		wiretest.Reply{SSE: wiretest.Data(streamEvents...)})
 	p := llm.WithRetry(New(Options{APIKey: "k", BaseURL: f.URL}), llm.RetryPolicy{Attempts: 2}).(llm.Streamer)
@@ -317,7 +317,7 @@ func TestHelpers(t *testing.T) {
 }
 
 func TestAzure(t *testing.T) {
-	f := wiretest.New(t, wiretest.Reply{Body: `{"id": "c", "object": "chat.completion", "created": 1, "model": "gpt-4.1-mini",
+	f := newServer(t, wiretest.Reply{Body: `{"id": "c", "object": "chat.completion", "created": 1, "model": "gpt-4.1-mini",
 		"choices": [{"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": "hi from azure"}}],
 		"usage": {"prompt_tokens": 3, "completion_tokens": 3, "total_tokens": 6}}`})
 	t.Setenv("AZURE_OPENAI_API_KEY", "azure-secret")

@@ -11,6 +11,8 @@ import (
 	"testing"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
+
+	"github.com/agentry/agentry/internal/wiretest"
 )
 
 // The OpenAI API's own OpenAPI description, kept beside the project (not
@@ -153,4 +155,24 @@ func TestOpenAPICheckCatchesMistakes(t *testing.T) {
 			t.Errorf("%s: problems %q lack %q", body, got, want)
 		}
 	}
+}
+
+// newServer is the fake OpenAI server of these tests: when the test ends,
+// every request body it received is validated against the description.
+func newServer(t *testing.T, replies ...wiretest.Reply) *wiretest.Server {
+	t.Helper()
+	s := wiretest.New(t, replies...)
+	t.Cleanup(func() {
+		openapiOnce.Do(loadOpenAPI)
+		if openapiErr != nil {
+			t.Logf("request bodies not checked: %v", openapiErr)
+			return
+		}
+		for i, r := range s.Requests() {
+			if problems := openapiProblems(r.Body); problems != "" {
+				t.Errorf("request %d does not match CreateChatCompletionRequest:\n%s\nbody: %s", i+1, problems, r.Body)
+			}
+		}
+	})
+	return s
 }
