@@ -153,7 +153,8 @@ func (r *run) exec(call *llm.ToolCall, res *callResult) {
 	}
 	res.dur = time.Since(res.start)
 	if active {
-		tc := &event.ToolCall{ID: call.ID, Name: call.Name, Status: "success", DurationMS: ms(res.dur), Attempts: res.attempts, Output: res.out}
+		tc := &event.ToolCall{ID: call.ID, Name: call.Name, Arguments: call.Arguments, Status: "success", DurationMS: ms(res.dur),
+			Attempts: res.attempts, Output: res.out}
 		if res.err != nil {
 			tc.Status, tc.Error = "error", res.err.Error()
 		}
