@@ -48,7 +48,7 @@ func execute(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	}
 	var ee *exitError
 	if errors.As(err, &ee) {
-		if ee.err != nil && ee.code == 2 {
+		if ee.err != nil {
 			fmt.Fprintln(stderr, "agentry:", ee.err)
 		}
 		return ee.code

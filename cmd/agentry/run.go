@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-
 	"fmt"
 	"io"
 	"os"
@@ -39,10 +38,11 @@ type runFlags struct {
 func newRunCmd(stdout, stderr io.Writer) *cobra.Command {
 	var f runFlags
 	cmd := &cobra.Command{
-		Use:   "run SPEC|NAME[@VERSION]",
-		Short: "Run an agent and print its answer",
+		Use:   "run SPEC|PIPELINE|NAME[@VERSION]",
+		Short: "Run an agent or a pipeline and print its answer",
 		Long: `Run an agent from a spec file, or by name from an agents directory laid out as
-{agent_name}/{version}.json (the latest version when none is given).
+{agent_name}/{version}.json (the latest version when none is given), or a
+pipeline from its definition file (one with "pipeline_name").
 Progress goes to stderr as it happens; the answer (or, with --json, the whole
 result) goes to stdout. Exit codes: 0 success, 1 the run failed, 2 bad usage,
 spec or input.`,
