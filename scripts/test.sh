@@ -18,7 +18,14 @@ go vet ./...
 go test -race -count=1 ./...
 
 # A short run of every fuzz target, from its seed corpus in testdata/fuzz.
-fuzz() { go test -run '^$' -fuzz "^$2\$" -fuzztime "${FUZZTIME:-5s}" "$1" >/dev/null; }
+fuzz() {
+  local out
+  if ! out=$(go test -run '^$' -fuzz "^$2\$" -fuzztime "${FUZZTIME:-5s}" "$1" 2>&1); then
+    echo "$out" >&2
+    echo "fuzz: $2 in $1 failed; the failing input is in $1/testdata/fuzz/$2" >&2
+    exit 1
+  fi
+}
 fuzz ./react FuzzParse
 fuzz ./schema FuzzExtractJSON
 fuzz ./tool FuzzCall
