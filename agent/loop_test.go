@@ -528,3 +528,30 @@ func TestBrokenStreamKeptInTrace(t *testing.T) {
 		t.Errorf("model call %+v", mc)
 	}
 }
+
+func TestStateIsSerialisable(t *testing.T) {
+	a := newTestAgent(t, `{`+base+`, "tools": ["add"]}`, &recorder{replies: []reply{calls(call("a", "add", `{"a":1,"b":2}`)), answer("3")}})
+	s, err := a.NewSession(map[string]any{"who": "x"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Run(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	st := s.State()
+	data, err := json.Marshal(st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var back State
+	if err := json.Unmarshal(data, &back); err != nil {
+		t.Fatal(err)
+	}
+	again, _ := json.Marshal(back)
+	if string(again) != string(data) {
+		t.Errorf("state does not survive JSON:\n%s\n%s", data, again)
+	}
+	if back.Format != StateFormat || back.Turn != 2 || len(back.Messages) != 5 || len(back.Steps) != 1 || back.Steps[0].Action.Tool != "add" || back.Usage.TotalTokens != 30 {
+		t.Errorf("state %+v", back)
+	}
+}
