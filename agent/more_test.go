@@ -45,7 +45,6 @@ func TestToolRetriesOnlyForRetryableTools(t *testing.T) {
 	}
 }
 
-
 func TestToolTimeoutPrecedence(t *testing.T) {
 	waits := func(name string, own time.Duration) tool.Tool {
 		opts := []tool.Option{}
