@@ -25,7 +25,6 @@ import (
 type Agent struct {
 	spec         *Spec
 	provider     llm.Provider // wrapped with retries
-	rawProvider  llm.Provider
 	providerName string
 	model        string // the id the provider is called with
 	modelName    string // the model as the spec or --model wrote it
@@ -201,7 +200,6 @@ func (a *Agent) openModel(o options) error {
 			a.providerName = "custom"
 		}
 		_, a.model = llm.ParseModel(model)
-		a.rawProvider = o.provider.p
 		a.provider = llm.WithRetry(a.wrap(o, a.providerName, a.model, o.provider.p), a.retryPolicy())
 		return nil
 	}
@@ -212,7 +210,7 @@ func (a *Agent) openModel(o options) error {
 	if err != nil {
 		return fmt.Errorf("model_name: %v", err)
 	}
-	a.providerName, a.model, a.rawProvider = first.Name, first.Model, first.Provider
+	a.providerName, a.model = first.Name, first.Model
 	if len(fallbacks) == 0 {
 		a.provider = first.Provider
 		return nil

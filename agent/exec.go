@@ -79,10 +79,8 @@ func (r *run) runWithHandoff(resp *llm.Response) {
 	}
 	b := r.a.tools[transfer.Name]
 	var res callResult
+	active := r.callStarted(transfer)
 	res.start = time.Now()
-	if r.s.bus.Active() {
-		r.emit(event.Event{Type: event.ToolCallStart, Tool: &event.ToolCall{ID: transfer.ID, Name: transfer.Name, Arguments: transfer.Arguments}})
-	}
 	ok, err := r.takeHandoff([]llm.ToolCall{*transfer})
 	res.dur = time.Since(res.start)
 	if err != nil || !ok {
@@ -90,12 +88,8 @@ func (r *run) runWithHandoff(resp *llm.Response) {
 	} else {
 		res.out = json.RawMessage(`{"transferred_to":"` + b.handoff.name + `"}`)
 	}
-	if r.s.bus.Active() {
-		tc := &event.ToolCall{ID: transfer.ID, Name: transfer.Name, Status: "success", DurationMS: ms(res.dur), Output: res.out}
-		if res.err != nil {
-			tc.Status, tc.Error = "error", res.err.Error()
-		}
-		r.emit(event.Event{Type: event.ToolCallEnd, Tool: tc})
+	if active {
+		r.callEnded(transfer, &res)
 	}
 	r.appendToolMessage(transfer, r.record(resp.Content, transfer, &res))
 }
@@ -129,10 +123,7 @@ func (r *run) runParallel(calls []llm.ToolCall) []callResult {
 // exec runs one call; it never panics (tool.Invoke recovers) and always
 // emits one start and one end event.
 func (r *run) exec(call *llm.ToolCall, res *callResult) {
-	active := r.s.bus.Active()
-	if active {
-		r.emit(event.Event{Type: event.ToolCallStart, Tool: &event.ToolCall{ID: call.ID, Name: call.Name, Arguments: call.Arguments}})
-	}
+	active := r.callStarted(call)
 	res.start = time.Now()
 	b := r.a.tools[call.Name]
 	switch {
@@ -153,13 +144,28 @@ func (r *run) exec(call *llm.ToolCall, res *callResult) {
 	}
 	res.dur = time.Since(res.start)
 	if active {
-		tc := &event.ToolCall{ID: call.ID, Name: call.Name, Arguments: call.Arguments, Status: "success", DurationMS: ms(res.dur),
-			Attempts: res.attempts, Output: res.out}
-		if res.err != nil {
-			tc.Status, tc.Error = "error", res.err.Error()
-		}
-		r.emit(event.Event{Type: event.ToolCallEnd, Tool: tc})
+		r.callEnded(call, res)
 	}
+}
+
+// callStarted emits tool_call_start, when anyone listens, and reports
+// whether anyone does.
+func (r *run) callStarted(call *llm.ToolCall) bool {
+	if !r.s.bus.Active() {
+		return false
+	}
+	r.emit(event.Event{Type: event.ToolCallStart, Tool: &event.ToolCall{ID: call.ID, Name: call.Name, Arguments: call.Arguments}})
+	return true
+}
+
+// callEnded emits tool_call_end for a finished call.
+func (r *run) callEnded(call *llm.ToolCall, res *callResult) {
+	tc := &event.ToolCall{ID: call.ID, Name: call.Name, Arguments: call.Arguments, Status: "success", DurationMS: ms(res.dur),
+		Attempts: res.attempts, Output: res.out}
+	if res.err != nil {
+		tc.Status, tc.Error = "error", res.err.Error()
+	}
+	r.emit(event.Event{Type: event.ToolCallEnd, Tool: tc})
 }
 
 func (r *run) toolNames() string {

@@ -39,7 +39,7 @@ func TestMetrics(t *testing.T) {
 					key := ""
 					for _, kv := range p.Attributes.ToSlice() {
 						if kv.Key != "agent" {
-							key += string(kv.Key) + "=" + kv.Value.Emit() + " "
+							key += string(kv.Key) + "=" + kv.Value.String() + " "
 						}
 					}
 					sums[m.Name][key] += p.Value

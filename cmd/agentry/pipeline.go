@@ -9,7 +9,6 @@ import (
 	"os/signal"
 	"syscall"
 
-	"github.com/agentry/agentry/agent"
 	"github.com/agentry/agentry/pipeline"
 )
 
@@ -17,15 +16,12 @@ import (
 // Exit codes: 0 when it reached its end, terminated or paused for the
 // user; 1 when a stage failed; 2 for a malformed definition or input.
 func runPipeline(ctx context.Context, path string, f runFlags, stdout, stderr io.Writer) error {
-	input, err := readInput(f)
+	su, err := prepare(f, stderr)
 	if err != nil {
 		return usageErr(err)
 	}
-	aopts, rec, err := agentOptions(f)
-	if err != nil {
-		return usageErr(err)
-	}
-	opts := []pipeline.Option{pipeline.WithTools(builtinTools(f.allowPrivate)), pipeline.WithAgentOptions(aopts...)}
+	defer su.close()
+	opts := []pipeline.Option{pipeline.WithTools(builtinTools(f.allowPrivate)), pipeline.WithAgentOptions(su.agentOpts...)}
 	if f.agentsSet {
 		opts = append(opts, pipeline.WithAgentsDir(f.agents))
 	}
@@ -33,13 +29,8 @@ func runPipeline(ctx context.Context, path string, f runFlags, stdout, stderr io
 	if err != nil {
 		return usageErr(err)
 	}
-	listeners, closeEvents, err := eventListeners(f, stderr)
-	if err != nil {
-		return usageErr(err)
-	}
-	defer closeEvents()
 	var runOpts []pipeline.RunOption
-	for _, l := range listeners {
+	for _, l := range su.listeners {
 		runOpts = append(runOpts, pipeline.WithEvents(l))
 	}
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
@@ -51,8 +42,8 @@ func runPipeline(ctx context.Context, path string, f runFlags, stdout, stderr io
 		if err != nil {
 			return usageErr(err)
 		}
-		var answer any = input
-		if v, ok := input["answer"]; ok && len(input) == 1 {
+		var answer any = su.input
+		if v, ok := su.input["answer"]; ok && len(su.input) == 1 {
 			answer = v
 		}
 		res, runErr = p.Resume(ctx, env, answer, runOpts...)
@@ -60,33 +51,15 @@ func runPipeline(ctx context.Context, path string, f runFlags, stdout, stderr io
 			return usageErr(runErr)
 		}
 	} else {
-		res, runErr = p.Run(ctx, input, runOpts...)
+		res, runErr = p.Run(ctx, su.input, runOpts...)
 	}
-	if rec != nil {
-		if err := rec.WriteFile(f.record); err != nil {
-			return runFailed(fmt.Errorf("--record: %w", err))
+	return su.finish(f, stdout, res, func() {
+		if pd := res.Envelope.Pending; pd != nil {
+			fmt.Fprintf(stdout, "The pipeline waits at stage %s (%s): %s\n", pd.Stage, pd.Outcome, pd.Question)
+		} else {
+			printAnswer(stdout, res.Result.Result)
 		}
-	}
-	switch {
-	case f.json:
-		enc := json.NewEncoder(stdout)
-		enc.SetIndent("", "  ")
-		if err := enc.Encode(res); err != nil {
-			return runFailed(err)
-		}
-	case res.Envelope.Pending != nil:
-		pd := res.Envelope.Pending
-		fmt.Fprintf(stdout, "The pipeline waits at stage %s (%s): %s\n", pd.Stage, pd.Outcome, pd.Question)
-	default:
-		printAnswer(stdout, res.Result.Result)
-	}
-	if runErr != nil {
-		if agent.IsConfigError(runErr) {
-			return usageErr(runErr)
-		}
-		return runFailed(runErr)
-	}
-	return nil
+	}, runErr)
 }
 
 // readEnvelope reads a paused pipeline: a --json result (with its

@@ -79,55 +79,83 @@ spec or input.`,
 }
 
 func runAgent(ctx context.Context, target string, f runFlags, stdout, stderr io.Writer) error {
-	input, err := readInput(f)
+	su, err := prepare(f, stderr)
 	if err != nil {
 		return usageErr(err)
 	}
-	opts, rec, err := agentOptions(f)
-	if err != nil {
-		return usageErr(err)
-	}
-	a, err := loadAgent(target, f, opts)
+	defer su.close()
+	a, err := loadAgent(target, f, su.agentOpts)
 	if err != nil {
 		return usageErr(err)
 	}
 	var runOpts []agent.RunOption
-	listeners, closeEvents, err := eventListeners(f, stderr)
-	if err != nil {
-		return usageErr(err)
-	}
-	defer closeEvents()
-	for _, l := range listeners {
+	for _, l := range su.listeners {
 		runOpts = append(runOpts, agent.WithEvents(l))
 	}
-	sess, err := a.NewSession(input, runOpts...)
+	sess, err := a.NewSession(su.input, runOpts...)
 	if err != nil {
 		return usageErr(err)
 	}
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	res, runErr := sess.Run(ctx)
-	if rec != nil {
-		if err := rec.WriteFile(f.record); err != nil {
+	return su.finish(f, stdout, res, func() {
+		if res.Success {
+			printAnswer(stdout, res.Result)
+		}
+	}, runErr)
+}
+
+// setup is what every run of the command needs: the input, the options of
+// its agents, the recorder of --record, and the event listeners.
+type setup struct {
+	input     map[string]any
+	agentOpts []agent.Option
+	rec       *scripted.Recorder
+	listeners []func(event.Event)
+	close     func()
+}
+
+func prepare(f runFlags, stderr io.Writer) (*setup, error) {
+	input, err := readInput(f)
+	if err != nil {
+		return nil, err
+	}
+	opts, rec, err := agentOptions(f)
+	if err != nil {
+		return nil, err
+	}
+	listeners, closeFn, err := eventListeners(f, stderr)
+	if err != nil {
+		return nil, err
+	}
+	return &setup{input: input, agentOpts: opts, rec: rec, listeners: listeners, close: closeFn}, nil
+}
+
+// finish writes the recording, then the result (as JSON with --json, by
+// text otherwise), and turns the run's error into the exit code.
+func (su *setup) finish(f runFlags, stdout io.Writer, result any, text func(), runErr error) error {
+	if su.rec != nil {
+		if err := su.rec.WriteFile(f.record); err != nil {
 			return runFailed(fmt.Errorf("--record: %w", err))
 		}
 	}
 	if f.json {
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
-		if err := enc.Encode(res); err != nil {
+		if err := enc.Encode(result); err != nil {
 			return runFailed(err)
 		}
-	} else if res.Success {
-		printAnswer(stdout, res.Result)
+	} else {
+		text()
 	}
-	if runErr != nil {
-		if agent.IsConfigError(runErr) {
-			return usageErr(runErr)
-		}
-		return runFailed(runErr)
+	switch {
+	case runErr == nil:
+		return nil
+	case agent.IsConfigError(runErr):
+		return usageErr(runErr)
 	}
-	return nil
+	return runFailed(runErr)
 }
 
 // agentOptions are the options every agent of a run gets: the built-in
