@@ -1,10 +1,10 @@
-// Package agent runs agents: a Spec (agents as versioned JSON) compiled
-// into an Agent, run in Sessions by the plan → act → observe loop, each
-// ending in a complete Result with its trace.
+// Package agent runs agents: a spec (package spec) compiled into an Agent,
+// run in Sessions by one small loop. What differs between modes is a
+// Planner; what wraps a model call or a tool call is middleware. Every run
+// ends in a complete Result with its trace.
 package agent
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -16,49 +16,58 @@ import (
 
 	"github.com/agentry/agentry/llm"
 	"github.com/agentry/agentry/prompt"
+	"github.com/agentry/agentry/retry"
 	"github.com/agentry/agentry/schema"
+	"github.com/agentry/agentry/spec"
 	"github.com/agentry/agentry/tool"
 )
 
-// Agent is a compiled spec with its model and tools: immutable and safe for
-// concurrent use. Each run happens in its own Session.
+// Agent is a compiled spec with its model, tools and planner: immutable
+// and safe for concurrent use. Each run happens in its own Session.
 type Agent struct {
-	spec         *Spec
-	provider     llm.Provider // wrapped with retries
+	spec         *spec.Spec   // a private copy, its mode set
+	planner      Planner      // from the mode table or WithPlanner
+	provider     llm.Provider // the whole model chain
 	providerName string
 	model        string // the id the provider is called with
+	priceModel   string // the model prices are looked up for
 	modelName    string // the model as the spec or --model wrote it
 	tools        map[string]*binding
 	toolSpecs    []llm.ToolSpec
 	inputSchema  *schema.Schema
 	prompt       *prompt.AgentPrompt // set when the spec has an output schema
-	limits       Limits
-	retry        Retry
+	limits       spec.Limits
+	retry        spec.RetryBudgets
 	pricing      *llm.Pricing
 	logger       *slog.Logger
 	metrics      *metrics
+	o            options // for sub-agents and handoffs built later
 }
 
+// binding is a tool of the agent with its handler chain.
 type binding struct {
-	tool     tool.Tool
-	info     tool.Info
-	timeout  time.Duration
-	attempts int
-	sub      *Agent   // set for agent:NAME tools
-	handoff  *handoff // set for transfer_to_NAME tools
+	info    tool.Info
+	tool    tool.Tool
+	handler tool.Handler
+	sub     *Agent   // set for agent:NAME tools
+	handoff *handoff // set for transfer_to_NAME tools
 }
 
 type options struct {
-	provider   *namedProvider
-	model      string
-	registry   *tool.Registry
-	agents     *Dir
-	baseDir    string
-	pricing    *llm.Pricing
-	logger     *slog.Logger
-	building   []string // agent names being built, for cycle detection
-	middleware func(provider, model string, p llm.Provider) llm.Provider
-	meters     metric.MeterProvider
+	provider    *namedProvider
+	model       string
+	registry    *tool.Registry
+	agents      *spec.Dir
+	baseDir     string
+	pricing     *llm.Pricing
+	logger      *slog.Logger
+	building    []string // agent names being built, for cycle detection
+	providerMW  []llm.Middleware
+	transportMW []llm.Middleware
+	toolMW      []tool.Middleware
+	planner     Planner
+	service     ServiceFunc
+	meters      metric.MeterProvider
 }
 
 // Option configures New.
@@ -81,41 +90,69 @@ func WithModel(name string) Option { return func(o *options) { o.model = name } 
 // WithTools gives the registry the spec's tools are looked up in.
 func WithTools(r *tool.Registry) Option { return func(o *options) { o.registry = r } }
 
-// WithAgents gives the directory "agent:NAME" tools are resolved in.
-func WithAgents(d Dir) Option { return func(o *options) { o.agents = &d } }
+// WithAgents gives the directory "agent:NAME" tools and handoffs are
+// resolved in.
+func WithAgents(d spec.Dir) Option { return func(o *options) { o.agents = &d } }
 
 // WithBaseDir resolves relative paths in model names ("scripted:turns.json")
 // against dir.
 func WithBaseDir(dir string) Option { return func(o *options) { o.baseDir = dir } }
 
-// WithPricing sets the pricing table (default llm.DefaultPricing()).
+// WithPricing sets the pricing table (default llm.DefaultPricing()); the
+// spec's own pricing entries are added to it.
 func WithPricing(p *llm.Pricing) Option { return func(o *options) { o.pricing = p } }
 
-// WithProviderMiddleware wraps each model provider the agent opens (its
-// model and each fallback) before retries are added: a recorder, a
-// tracer. Its sub-agents get it too.
-func WithProviderMiddleware(mw func(provider, model string, p llm.Provider) llm.Provider) Option {
-	return func(o *options) { o.middleware = mw }
+// WithProviderMiddleware adds middleware around the agent's model as a
+// whole: it sees one call per model turn, after retries and fallback (a
+// cache, a run log, a tracer). Calls append; the first is the outermost.
+// Sub-agents and handoff targets get it too.
+func WithProviderMiddleware(mws ...llm.Middleware) Option {
+	return func(o *options) { o.providerMW = append(o.providerMW, mws...) }
 }
 
-// WithLogger sets the logger (default slog.Default()).
+// WithTransportMiddleware adds middleware around each model the agent
+// opens (its model and each fallback), beneath retries: it sees every
+// attempt (a recorder, a wire logger). Calls append; the first is the
+// outermost.
+func WithTransportMiddleware(mws ...llm.Middleware) Option {
+	return func(o *options) { o.transportMW = append(o.transportMW, mws...) }
+}
+
+// WithToolMiddleware adds middleware around every tool call of the
+// agent, outside the built-in retry, timeout, panic recovery and
+// truncation. Calls append; the first is the outermost.
+func WithToolMiddleware(mws ...tool.Middleware) Option {
+	return func(o *options) { o.toolMW = append(o.toolMW, mws...) }
+}
+
+// WithPlanner makes the agent plan with p instead of its mode's planner.
+func WithPlanner(p Planner) Option { return func(o *options) { o.planner = p } }
+
+// WithService sets the Go function that does the work of a service-mode
+// agent.
+func WithService(fn ServiceFunc) Option { return func(o *options) { o.service = fn } }
+
+// WithLogger sets where the agent logs its runs, turns, model and tool
+// calls and failures (see docs/agents.md, "Logs"). The default logs
+// nothing: a library speaks when its host asks.
 func WithLogger(l *slog.Logger) Option { return func(o *options) { o.logger = l } }
 
-// New compiles spec into an Agent: it checks the spec, opens the model,
-// resolves every tool (an unknown tool is an error naming it) and builds
-// sub-agents.
-func New(spec *Spec, opts ...Option) (*Agent, error) {
+// New compiles a spec into an Agent: it checks the spec, opens the model,
+// resolves every tool (an unknown tool is an error naming it), builds
+// sub-agents and picks the planner of the mode. The spec is copied: later
+// changes to it do not reach the agent.
+func New(s *spec.Spec, opts ...Option) (*Agent, error) {
 	o := options{}
 	for _, opt := range opts {
 		opt(&o)
 	}
-	return build(spec, o)
+	return build(s, o)
 }
 
 // FromFile loads the spec at path and compiles it, resolving relative
 // model paths against the file's directory.
 func FromFile(path string, opts ...Option) (*Agent, error) {
-	s, err := LoadSpec(path)
+	s, err := spec.Load(path)
 	if err != nil {
 		return nil, err
 	}
@@ -123,70 +160,99 @@ func FromFile(path string, opts ...Option) (*Agent, error) {
 }
 
 // FromDir loads ref ("NAME[@VERSION]") from the agents directory dir and
-// compiles it; its "agent:" tools resolve in the same directory.
+// compiles it; its "agent:" tools resolve in the same directory. A spec
+// whose output schema differs from the directory's lock is refused.
 func FromDir(dir, ref string, opts ...Option) (*Agent, error) {
-	d := Dir{Path: dir}
+	d := spec.Dir{Path: dir}
 	s, path, err := d.Load(ref)
 	if err != nil {
 		return nil, err
 	}
+	if err := d.CheckLock(s); err != nil {
+		return nil, &spec.Error{Source: path, Problems: []string{err.Error()}}
+	}
 	return New(s, append([]Option{WithAgents(d), WithBaseDir(filepath.Dir(path))}, opts...)...)
 }
 
-func build(spec *Spec, o options) (*Agent, error) {
-	if spec == nil {
+func build(in *spec.Spec, o options) (*Agent, error) {
+	if in == nil {
 		return nil, errors.New("agent: nil spec")
 	}
-	if err := spec.Check(); err != nil {
+	sp := *in
+	if sp.Mode == "" {
+		sp.Mode = spec.ModeTools
+	}
+	schemas, err := sp.Compile()
+	if err != nil {
 		return nil, err
 	}
+	source := sp.AgentName + "@" + sp.Version
 	for _, n := range o.building {
-		if n == spec.AgentName {
-			return nil, &SpecError{Source: spec.AgentName, Problems: []string{
-				"sub-agent cycle: " + strings.Join(append(o.building, spec.AgentName), " -> ")}}
+		if n == sp.AgentName {
+			return nil, &spec.Error{Source: source, Problems: []string{
+				"sub-agent cycle: " + strings.Join(append(o.building, sp.AgentName), " -> ")}}
 		}
 	}
-	a := &Agent{spec: spec, pricing: o.pricing, logger: o.logger,
-		limits: mergeLimits(spec.Limits), retry: mergeRetry(spec.Retry), metrics: newMetrics(o.meters)}
+	a := &Agent{spec: &sp, logger: o.logger, limits: sp.Limits.WithDefaults(), retry: sp.Retry.WithDefaults(),
+		metrics: newMetrics(o.meters), inputSchema: schemas.Input, o: o}
+	a.pricing = o.pricing
 	if a.pricing == nil {
 		a.pricing = llm.DefaultPricing()
 	}
+	if len(sp.Pricing) > 0 {
+		a.pricing = a.pricing.With(llm.NewPricing(sp.Pricing))
+	}
 	if a.logger == nil {
-		a.logger = slog.Default()
+		a.logger = discard
 	}
 	var problems []string
 	if err := a.openModel(o); err != nil {
 		problems = append(problems, err.Error())
 	}
-	if len(spec.InputSchema) > 0 {
-		a.inputSchema, _ = schema.Compile(spec.InputSchema) // checked by Check
-	}
-	if len(spec.OutputSchema) > 0 {
-		p, err := prompt.New(prompt.Config{AgentName: spec.AgentName, Version: spec.Version, Mode: string(spec.Mode),
-			SystemText: spec.SystemText, PurposeText: spec.PurposeText, OutputSchema: spec.OutputSchema,
-			Enums: spec.Enums, Defaults: spec.Defaults, InputKeys: spec.InputKeys})
+	problems = append(problems, a.checkPriced()...)
+	if schemas.Output != nil {
+		p, err := prompt.New(prompt.Config{AgentName: sp.AgentName, Version: sp.Version, Mode: string(sp.Mode),
+			SystemText: sp.SystemText, PurposeText: sp.PurposeText, OutputSchema: sp.OutputSchema, Schema: schemas.Output,
+			Enums: sp.Enums, Defaults: sp.Defaults, InputKeys: sp.InputKeys})
 		if err != nil {
-			return nil, &SpecError{Source: spec.AgentName + "@" + spec.Version, Problems: []string{err.Error()}}
+			return nil, &spec.Error{Source: source, Problems: []string{err.Error()}}
 		}
 		a.prompt = p
 	}
 	problems = append(problems, a.bindTools(o)...)
 	problems = append(problems, a.bindHandoffs(o)...)
+	if err := a.choosePlanner(o); err != nil {
+		problems = append(problems, err.Error())
+	}
 	if len(problems) > 0 {
-		return nil, &SpecError{Source: spec.AgentName + "@" + spec.Version, Problems: problems}
+		return nil, &spec.Error{Source: source, Problems: problems}
 	}
 	return a, nil
 }
 
+// checkPriced refuses a cost budget on a model the pricing table does not
+// know: such a budget would never fire.
+func (a *Agent) checkPriced() []string {
+	if a.limits.MaxCostUSD <= 0 || a.priceModel == "" {
+		return nil
+	}
+	if _, ok := a.pricing.Lookup(a.priceModel); ok {
+		return nil
+	}
+	return []string{fmt.Sprintf("limits.max_cost_usd: model %q has no price, so the budget could never be enforced; "+
+		"price it with \"pricing\": {%q: {\"prompt\": USD_PER_MTOK, \"completion\": USD_PER_MTOK}} in the spec, "+
+		"agentry run --pricing FILE, or agent.WithPricing", a.priceModel, a.priceModel)}
+}
+
 func (a *Agent) openModel(o options) error {
+	if !a.spec.Mode.NeedsModel() && o.provider == nil && o.model == "" {
+		return nil // plan and service agents work with tools and Go code
+	}
 	model := a.spec.ModelName
 	if a.spec.Provider != "" && model != "" && !strings.HasPrefix(model, a.spec.Provider+":") {
 		model = a.spec.Provider + ":" + model
 	}
 	fallbacks := a.spec.FallbackModels
-	if a.spec.Mode == ModePlan || a.spec.Mode == ModeService {
-		return nil // their work is tools and Go hooks, not a model
-	}
 	if o.model != "" {
 		// --model replaces the model and its fallbacks; its relative paths
 		// are the caller's, not the spec file's.
@@ -200,19 +266,20 @@ func (a *Agent) openModel(o options) error {
 			a.providerName = "custom"
 		}
 		_, a.model = llm.ParseModel(model)
-		a.provider = llm.WithRetry(a.wrap(o, a.providerName, a.model, o.provider.p), a.retryPolicy())
+		a.priceModel = pricedAs(o.provider.p, a.model)
+		a.provider = a.modelChain(o, a.candidateChain(o, o.provider.p))
 		return nil
 	}
 	if model == "" {
-		return nil // plan and service modes need no model
+		return nil
 	}
-	first, err := a.candidate(o, model, a.spec.BaseURL)
+	first, pricedModel, err := a.candidate(o, model, a.spec.BaseURL)
 	if err != nil {
 		return fmt.Errorf("model_name: %v", err)
 	}
-	a.providerName, a.model = first.Name, first.Model
+	a.providerName, a.model, a.priceModel = first.Name, first.Model, pricedModel
 	if len(fallbacks) == 0 {
-		a.provider = first.Provider
+		a.provider = a.modelChain(o, first.Provider)
 		return nil
 	}
 	cands := []llm.Candidate{first}
@@ -221,103 +288,59 @@ func (a *Agent) openModel(o options) error {
 		if f.Provider != "" {
 			name = f.Provider + ":" + f.ModelName
 		}
-		c, err := a.candidate(o, name, f.BaseURL)
+		c, _, err := a.candidate(o, name, f.BaseURL)
 		if err != nil {
 			return fmt.Errorf("fallback_models[%d]: %v", i, err)
 		}
 		cands = append(cands, c)
 	}
-	a.provider = llm.NewRouter(cands, llm.RouterOptions{})
+	a.provider = a.modelChain(o, llm.NewRouter(cands, llm.RouterOptions{}))
 	return nil
 }
 
-// candidate opens one model, wrapped with the middleware and the agent's
-// retries, so that a router falls over only once its retries are spent.
-func (a *Agent) candidate(o options, name, baseURL string) (llm.Candidate, error) {
+// candidate opens one model with its chain, so that a router falls over
+// only once its retries are spent.
+func (a *Agent) candidate(o options, name, baseURL string) (llm.Candidate, string, error) {
 	p, provider, model, err := llm.Open(name, llm.Config{BaseURL: baseURL, Dir: o.baseDir})
 	if err != nil {
-		return llm.Candidate{}, err
+		return llm.Candidate{}, "", err
 	}
-	price, _ := a.pricing.Lookup(model)
-	return llm.Candidate{Provider: llm.WithRetry(a.wrap(o, provider, model, p), a.retryPolicy()), Name: provider, Model: model,
-		Caps: llm.CapabilitiesOf(provider, model), Price: price}, nil
+	priced := pricedAs(p, model)
+	price, _ := a.pricing.Lookup(priced)
+	return llm.Candidate{Provider: a.candidateChain(o, p), Name: provider, Model: model, Caps: llm.CapabilitiesOf(provider, model), Price: price}, priced, nil
 }
 
-func (a *Agent) wrap(o options, provider, model string, p llm.Provider) llm.Provider {
-	if o.middleware == nil {
-		return p
+// pricedAs is the model whose price applies to p: the one it says it
+// answers as (llm.Named), else model.
+func pricedAs(p llm.Provider, model string) string {
+	if n, ok := p.(llm.Named); ok && n.ModelName() != "" {
+		return n.ModelName()
 	}
-	return o.middleware(provider, model, p)
+	return model
 }
 
-func (a *Agent) retryPolicy() llm.RetryPolicy {
-	return llm.RetryPolicy{
+// candidateChain is what each model gets: retry -> timeout -> transport
+// middleware -> panic recovery -> the provider.
+func (a *Agent) candidateChain(o options, p llm.Provider) llm.Provider {
+	mws := make([]llm.Middleware, 0, 3+len(o.transportMW))
+	mws = append(mws, llm.Retry(a.retryPolicy()), llm.Timeout(time.Duration(a.limits.ModelTimeoutMS)*time.Millisecond))
+	mws = append(mws, o.transportMW...)
+	return llm.Chain(p, append(mws, llm.Recover())...)
+}
+
+// modelChain wraps the agent's model (one candidate or a router) with the
+// user's provider middleware.
+func (a *Agent) modelChain(o options, p llm.Provider) llm.Provider {
+	return llm.Chain(p, o.providerMW...)
+}
+
+func (a *Agent) retryPolicy() retry.Policy {
+	return retry.Policy{
 		Attempts:       a.retry.Attempts,
 		InitialBackoff: time.Duration(a.retry.InitialBackoffMS) * time.Millisecond,
 		MaxBackoff:     time.Duration(a.retry.MaxBackoffMS) * time.Millisecond,
 		Jitter:         0.5,
-		AttemptTimeout: time.Duration(a.limits.ModelTimeoutMS) * time.Millisecond,
 	}
-}
-
-func (a *Agent) bindTools(o options) []string {
-	var problems []string
-	a.tools = make(map[string]*binding, len(a.spec.Tools))
-	for i, name := range a.spec.Tools {
-		var b *binding
-		if ref, ok := strings.CutPrefix(name, "agent:"); ok {
-			sub, err := a.buildSub(ref, o)
-			if err != nil {
-				problems = append(problems, fmt.Sprintf("tools[%d] %q: %v", i, name, err))
-				continue
-			}
-			b = &binding{tool: subTool{sub}, sub: sub}
-		} else {
-			var t tool.Tool
-			if o.registry != nil {
-				t, _ = o.registry.Get(name)
-			}
-			if t == nil {
-				problems = append(problems, fmt.Sprintf("tools[%d]: unknown tool %q%s", i, name, knownTools(o.registry)))
-				continue
-			}
-			b = &binding{tool: t}
-		}
-		b.info = b.tool.Info()
-		if _, dup := a.tools[b.info.Name]; dup {
-			problems = append(problems, fmt.Sprintf("tools[%d]: two tools are named %q", i, b.info.Name))
-			continue
-		}
-		b.timeout = a.toolTimeout(b.info)
-		b.attempts = a.retry.ToolAttempts
-		a.tools[b.info.Name] = b
-		a.toolSpecs = append(a.toolSpecs, llm.ToolSpec{Name: b.info.Name, Description: b.info.Description, Parameters: b.info.Parameters})
-	}
-	for name := range a.limits.ToolTimeoutsMS {
-		if _, ok := a.tools[name]; !ok {
-			problems = append(problems, fmt.Sprintf("limits.tool_timeouts_ms.%s: the agent has no tool %q", name, name))
-		}
-	}
-	return problems
-}
-
-func knownTools(r *tool.Registry) string {
-	if r == nil || r.Len() == 0 {
-		return " (no tools are registered)"
-	}
-	return " (known: " + strings.Join(r.Names(), ", ") + ")"
-}
-
-// toolTimeout: a per-tool limit of the spec wins, then the tool's own
-// timeout, then the spec's tool_timeout_ms.
-func (a *Agent) toolTimeout(info tool.Info) time.Duration {
-	if ms, ok := a.limits.ToolTimeoutsMS[info.Name]; ok {
-		return time.Duration(ms) * time.Millisecond
-	}
-	if info.Timeout > 0 {
-		return info.Timeout
-	}
-	return time.Duration(a.limits.ToolTimeoutMS) * time.Millisecond
 }
 
 func (a *Agent) buildSub(ref string, o options) (*Agent, error) {
@@ -329,75 +352,20 @@ func (a *Agent) buildSub(ref string, o options) (*Agent, error) {
 		return nil, err
 	}
 	so := o
-	so.provider, so.model = nil, ""
+	so.provider, so.model, so.planner, so.service = nil, "", nil, nil
 	so.baseDir = filepath.Dir(path)
 	so.building = append(append([]string(nil), o.building...), a.spec.AgentName)
 	return build(s, so)
 }
 
-// Spec returns the agent's spec. It must not be modified.
-func (a *Agent) Spec() *Spec { return a.spec }
+// Spec returns a copy of the agent's spec.
+func (a *Agent) Spec() spec.Spec { return *a.spec }
 
 // Name returns the agent's name.
 func (a *Agent) Name() string { return a.spec.AgentName }
 
+// Mode returns the agent's mode.
+func (a *Agent) Mode() spec.Mode { return a.spec.Mode }
+
 // Limits returns the effective limits (the spec's, with defaults filled in).
-func (a *Agent) Limits() Limits { return a.limits }
-
-func mergeLimits(l Limits) Limits {
-	d := DefaultLimits
-	if l.MaxTurns == 0 {
-		l.MaxTurns = d.MaxTurns
-	}
-	if l.TimeoutMS == 0 {
-		l.TimeoutMS = d.TimeoutMS
-	}
-	if l.ModelTimeoutMS == 0 {
-		l.ModelTimeoutMS = d.ModelTimeoutMS
-	}
-	if l.ToolTimeoutMS == 0 {
-		l.ToolTimeoutMS = d.ToolTimeoutMS
-	}
-	if l.MaxParallelTools == 0 {
-		l.MaxParallelTools = d.MaxParallelTools
-	}
-	return l
-}
-
-func mergeRetry(r Retry) Retry {
-	d := DefaultRetry
-	if r.Attempts == 0 {
-		r.Attempts = d.Attempts
-	}
-	if r.InitialBackoffMS == 0 {
-		r.InitialBackoffMS = d.InitialBackoffMS
-	}
-	if r.MaxBackoffMS == 0 {
-		r.MaxBackoffMS = max(d.MaxBackoffMS, r.InitialBackoffMS)
-	}
-	if r.ToolAttempts == 0 {
-		r.ToolAttempts = d.ToolAttempts
-	}
-	if r.OutputAttempts == 0 {
-		r.OutputAttempts = d.OutputAttempts
-	}
-	return r
-}
-
-// subjectSchema is the tool schema of a sub-agent: its input_schema, or
-// its input_keys as required strings, or a single "task".
-func subjectSchema(s *Spec) json.RawMessage {
-	if len(s.InputSchema) > 0 {
-		return s.InputSchema
-	}
-	keys := s.InputKeys
-	if len(keys) == 0 {
-		keys = []string{"task"}
-	}
-	props := map[string]any{}
-	for _, k := range keys {
-		props[k] = map[string]any{"type": "string"}
-	}
-	b, _ := json.Marshal(map[string]any{"type": "object", "properties": props, "required": keys, "additionalProperties": false})
-	return b
-}
+func (a *Agent) Limits() spec.Limits { return a.limits }

@@ -7,6 +7,7 @@ import (
 	"github.com/agentry/agentry/agent"
 	"github.com/agentry/agentry/event"
 	"github.com/agentry/agentry/llm/scripted"
+	"github.com/agentry/agentry/spec"
 	"github.com/agentry/agentry/tool"
 )
 
@@ -27,11 +28,11 @@ func Example() {
 		{"tool_calls": [{"name": "add", "arguments": {"a": 2, "b": 3}}]},
 		{"content": "2 + 3 = 5"}]}`))
 
-	spec, _ := agent.ParseSpec("example", []byte(`{
+	sp, _ := spec.Parse("example", []byte(`{
 		"agent_name": "adder", "version": "v1", "model_name": "scripted:example",
 		"system_text": "You add numbers for ${user}.", "input_keys": ["user"],
 		"tools": ["add"], "limits": {"max_turns": 4}}`))
-	a, err := agent.New(spec, agent.WithProvider(script.Model(), "scripted"), agent.WithTools(tools))
+	a, err := agent.New(sp, agent.WithProvider(script.Model(), "scripted"), agent.WithTools(tools))
 	if err != nil {
 		fmt.Println(err)
 		return
@@ -50,8 +51,8 @@ func Example() {
 
 func ExampleService() {
 	script, _ := scripted.Parse("s", []byte(`{"turns": [{"content": "hello"}]}`))
-	spec, _ := agent.ParseSpec("s", []byte(`{"agent_name": "greeter", "version": "v1", "model_name": "scripted:s"}`))
-	a, _ := agent.New(spec, agent.WithProvider(script.Model(), "scripted"))
+	sp, _ := spec.Parse("s", []byte(`{"agent_name": "greeter", "version": "v1", "model_name": "scripted:s"}`))
+	a, _ := agent.New(sp, agent.WithProvider(script.Model(), "scripted"))
 
 	svc := agent.NewService()
 	defer svc.Stop(context.Background())
@@ -71,8 +72,8 @@ func ExampleService() {
 
 func ExampleSession_Abort() {
 	script, _ := scripted.Parse("s", []byte(`{"turns": [{"content": "never", "delay_ms": 60000}]}`))
-	spec, _ := agent.ParseSpec("s", []byte(`{"agent_name": "slow", "version": "v1", "model_name": "scripted:s"}`))
-	a, _ := agent.New(spec, agent.WithProvider(script.Model(), "scripted"))
+	sp, _ := spec.Parse("s", []byte(`{"agent_name": "slow", "version": "v1", "model_name": "scripted:s"}`))
+	a, _ := agent.New(sp, agent.WithProvider(script.Model(), "scripted"))
 
 	sess, _ := a.NewSession(nil)
 	sess.Events().Subscribe(func(e event.Event) {

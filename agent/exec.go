@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"sort"
+	"strconv"
 	"sync"
 	"time"
 
@@ -14,17 +15,6 @@ import (
 	"github.com/agentry/agentry/tool"
 )
 
-// callResult is what one tool call produced.
-type callResult struct {
-	out      json.RawMessage
-	err      error
-	attempts int
-	start    time.Time
-	dur      time.Duration
-	cached   bool        // answered from the run's cache of valid results
-	hints    *tool.Hints // what the tool said about its result
-}
-
 // cacheEntry is a result a tool declared valid for a while.
 type cacheEntry struct {
 	out     json.RawMessage
@@ -32,74 +22,58 @@ type cacheEntry struct {
 	expires time.Time
 }
 
-// runTools runs the tool calls of one turn: one inline, several in
-// parallel (at most max_parallel_tools at a time). Results enter the
-// transcript and the trace in the order the model asked for them.
-func (r *run) runTools(resp *llm.Response) {
-	if len(r.a.spec.Handoffs) > 0 {
-		r.runWithHandoff(resp)
-		return
+// runTools runs the tool calls of one turn through their handler chains:
+// one inline, several in parallel (at most max_parallel_tools at a time)
+// or one after another when the planner says so. Results enter the trace
+// and the transcript in the order they were asked for; a handoff call
+// hands the next turn to another agent.
+func (r *run) runTools(d *Decision) {
+	calls := d.Calls
+	results := r.results[:0]
+	if cap(results) < len(calls) {
+		results = make([]ToolResult, len(calls))
 	}
-	r.runBatch(resp)
-}
-
-// runBatch runs a turn's tool calls and appends their results.
-func (r *run) runBatch(resp *llm.Response) {
-	calls := resp.ToolCalls
-	if len(calls) == 1 {
-		var res callResult
-		r.exec(&calls[0], &res)
-		r.appendToolMessage(&calls[0], r.record(resp.Content, &calls[0], &res))
-		return
-	}
-	results := r.runParallel(calls)
+	results = results[:len(calls)]
+	clear(results)
+	var transfer = -1
 	for i := range calls {
-		r.appendToolMessage(&calls[i], r.record(resp.Content, &calls[i], &results[i]))
+		if b := r.a.tools[calls[i].Name]; b != nil && b.handoff != nil && transfer < 0 {
+			transfer = i
+		}
 	}
+	base := r.st.ToolCalls
+	switch {
+	case len(calls) == 1 || d.Sequential:
+		for i := range calls {
+			r.exec(i, base, &calls[i], &results[i], i == transfer)
+		}
+	default:
+		r.runParallel(calls, results, base, transfer)
+	}
+	for i := range calls {
+		r.record(d.Thought, &results[i])
+	}
+	if transfer >= 0 && results[transfer].Err == nil {
+		r.takeHandoff(&calls[transfer])
+	}
+	r.results = results
+	r.observe(results)
 }
 
-// runWithHandoff runs a batch that may hand the conversation off: the
-// transfer call is answered in the transcript, the other calls run, and
-// then the next turn belongs to the target agent.
-func (r *run) runWithHandoff(resp *llm.Response) {
-	var rest []llm.ToolCall
-	var transfer *llm.ToolCall
-	for i := range resp.ToolCalls {
-		if b := r.a.tools[resp.ToolCalls[i].Name]; b != nil && b.handoff != nil && transfer == nil {
-			transfer = &resp.ToolCalls[i]
-			continue
-		}
-		rest = append(rest, resp.ToolCalls[i])
-	}
-	if len(rest) > 0 {
-		r.runBatch(&llm.Response{Content: resp.Content, ToolCalls: rest}) // a second transfer fails as a tool
-	}
-	if transfer == nil {
+// observe shows results to the model: the planner's way, or as tool
+// messages.
+func (r *run) observe(results []ToolResult) {
+	if o, ok := r.planner.(Observer); ok {
+		o.Observe(&r.turn, results)
 		return
 	}
-	b := r.a.tools[transfer.Name]
-	var res callResult
-	active := r.callStarted(transfer)
-	res.start = time.Now()
-	ok, err := r.takeHandoff([]llm.ToolCall{*transfer})
-	res.dur = time.Since(res.start)
-	if err != nil || !ok {
-		res.err = &tool.ErrorDetails{Type: "handoff_failed", Message: fmt.Sprint(err), Recoverable: false}
-	} else {
-		res.out = json.RawMessage(`{"transferred_to":"` + b.handoff.name + `"}`)
+	for i := range results {
+		res := &results[i]
+		r.st.Messages = append(r.st.Messages, llm.Message{Role: llm.RoleTool, Content: res.Observation, ToolCallID: res.Call.ID, Name: res.Call.Name})
 	}
-	if active {
-		r.callEnded(transfer, &res)
-	}
-	r.appendToolMessage(transfer, r.record(resp.Content, transfer, &res))
 }
 
-func (r *run) appendToolMessage(call *llm.ToolCall, obs string) {
-	r.st.Messages = append(r.st.Messages, llm.Message{Role: llm.RoleTool, Content: obs, ToolCallID: call.ID, Name: call.Name})
-}
-
-func (r *run) runParallel(calls []llm.ToolCall) []callResult {
-	results := make([]callResult, len(calls))
+func (r *run) runParallel(calls []llm.ToolCall, results []ToolResult, base, transfer int) {
 	sem := make(chan struct{}, max(r.a.limits.MaxParallelTools, 1))
 	var wg sync.WaitGroup
 	for i := range calls {
@@ -113,39 +87,58 @@ func (r *run) runParallel(calls []llm.ToolCall) []callResult {
 				// exec sees the ended context and records a cancelled
 				// call, with its start and end events.
 			}
-			r.exec(&calls[i], &results[i])
+			r.exec(i, base, &calls[i], &results[i], i == transfer)
 		}()
 	}
 	wg.Wait()
-	return results
 }
 
-// exec runs one call; it never panics (tool.Invoke recovers) and always
-// emits one start and one end event.
-func (r *run) exec(call *llm.ToolCall, res *callResult) {
+// exec runs one call through its tool's handler chain and always emits one
+// start and one end event.
+func (r *run) exec(index, base int, call *llm.ToolCall, res *ToolResult, transfer bool) {
 	active := r.callStarted(call)
-	res.start = time.Now()
+	res.Call = *call
+	start := time.Now()
+	res.start = start
 	b := r.a.tools[call.Name]
+	attempts := 0
 	switch {
 	case r.ctx.Err() != nil:
-		res.err = &tool.ErrorDetails{Type: "cancelled", Message: "the run ended before the call started", Recoverable: false}
+		res.Err = &tool.ErrorDetails{Type: "cancelled", Message: "the run ended before the call started", Recoverable: false}
 	case b == nil:
-		res.err = &tool.ErrorDetails{Type: "unknown_tool", Recoverable: true,
+		res.Err = &tool.ErrorDetails{Type: "unknown_tool", Recoverable: true,
 			Message: fmt.Sprintf("there is no tool %q; available tools: %s", call.Name, r.toolNames())}
+	case transfer:
+		if err := r.handoffReady(b.handoff); err != nil {
+			res.Err = &tool.ErrorDetails{Type: "handoff_failed", Message: err.Error(), Recoverable: false}
+		} else {
+			res.Output = json.RawMessage(`{"transferred_to":"` + b.handoff.name + `"}`)
+		}
 	case r.fromCache(call, res):
 	default:
-		res.out, res.attempts, res.err = tool.Invoke(r.ctx, b.tool, call.Arguments, tool.CallOptions{
-			Timeout: b.timeout, Attempts: b.attempts,
-			Backoff: time.Duration(r.a.retry.InitialBackoffMS) * time.Millisecond,
-		})
-		if res.err == nil {
+		c := &tool.Call{ID: call.ID, Name: call.Name, Arguments: call.Arguments, Tool: b.tool, Info: b.info,
+			Turn: r.st.Turn, Key: r.st.RunID + ":" + strconv.Itoa(r.st.Turn) + ":" + strconv.Itoa(index),
+			Run: r.info, Budget: r.remaining(index + 1)}
+		out, err := b.handler(r.ctx, c)
+		attempts = c.Attempt
+		res.Output, res.Observation, res.Err = out.JSON, out.Observation, err
+		if err == nil {
 			r.keepHints(call, res)
+		} else if d := new(tool.ErrorDetails); errors.As(err, &d) && d.Type == "panic" {
+			r.log.panicked("tool "+call.Name, d.Message)
 		}
 	}
-	res.dur = time.Since(res.start)
-	if active {
-		r.callEnded(call, res)
+	if res.Err != nil {
+		res.Observation = errorObservation(res.Err)
+	} else if res.Observation == "" {
+		res.Observation = string(res.Output)
 	}
+	res.Duration = time.Since(start)
+	r.log.toolCall(res, base+index+1)
+	if active {
+		r.callEnded(res, attempts)
+	}
+	res.Attempts = attempts
 }
 
 // callStarted emits tool_call_start, when anyone listens, and reports
@@ -159,11 +152,11 @@ func (r *run) callStarted(call *llm.ToolCall) bool {
 }
 
 // callEnded emits tool_call_end for a finished call.
-func (r *run) callEnded(call *llm.ToolCall, res *callResult) {
-	tc := &event.ToolCall{ID: call.ID, Name: call.Name, Arguments: call.Arguments, Status: "success", DurationMS: ms(res.dur),
-		Attempts: res.attempts, Output: res.out}
-	if res.err != nil {
-		tc.Status, tc.Error = "error", res.err.Error()
+func (r *run) callEnded(res *ToolResult, attempts int) {
+	tc := &event.ToolCall{ID: res.Call.ID, Name: res.Call.Name, Arguments: res.Call.Arguments, Status: "success",
+		DurationMS: ms(res.Duration), Attempts: attempts, Output: res.Output}
+	if res.Err != nil {
+		tc.Status, tc.Error = "error", res.Err.Error()
 	}
 	r.emit(event.Event{Type: event.ToolCallEnd, Tool: tc})
 }
@@ -182,7 +175,7 @@ func (r *run) toolNames() string {
 
 // fromCache answers a call from the run's cache when an earlier call with
 // the same arguments is still valid.
-func (r *run) fromCache(call *llm.ToolCall, res *callResult) bool {
+func (r *run) fromCache(call *llm.ToolCall, res *ToolResult) bool {
 	r.cacheMu.Lock()
 	defer r.cacheMu.Unlock()
 	if r.cache == nil {
@@ -192,17 +185,17 @@ func (r *run) fromCache(call *llm.ToolCall, res *callResult) bool {
 	if !ok || time.Now().After(e.expires) {
 		return false
 	}
-	res.out, res.hints, res.cached = e.out, e.hints, true
+	res.Output, res.Hints, res.Cached = e.out, e.hints, true
 	return true
 }
 
 // keepHints reads a result's hints and caches it for its validity period.
-func (r *run) keepHints(call *llm.ToolCall, res *callResult) {
-	h := tool.HintsOf(res.out)
+func (r *run) keepHints(call *llm.ToolCall, res *ToolResult) {
+	h := tool.HintsOf(res.Output)
 	if h == nil {
 		return
 	}
-	res.hints = h
+	res.Hints = h
 	if h.ValidityPeriod <= 0 {
 		return
 	}
@@ -211,58 +204,58 @@ func (r *run) keepHints(call *llm.ToolCall, res *callResult) {
 	if r.cache == nil {
 		r.cache = map[string]cacheEntry{}
 	}
-	r.cache[call.Name+"\x00"+string(call.Arguments)] = cacheEntry{out: res.out, hints: h, expires: time.Now().Add(time.Duration(h.ValidityPeriod))}
+	r.cache[call.Name+"\x00"+string(call.Arguments)] = cacheEntry{out: res.Output, hints: h, expires: time.Now().Add(time.Duration(h.ValidityPeriod))}
 }
 
-// record adds a finished call to the trace and returns its observation.
-func (r *run) record(thought string, call *llm.ToolCall, res *callResult) string {
+// record adds a finished call to the trace.
+func (r *run) record(thought string, res *ToolResult) {
 	st := r.st
 	st.ToolCalls++
-	var obs string
 	// Actions are allocated in chunks: a step points into r.actions, whose
 	// old arrays stay valid (and unchanged) when it grows.
-	r.actions = append(r.actions, Action{Tool: call.Name, CallID: call.ID, Input: call.Arguments, DurationMS: ms(res.dur),
-		Attempts: res.attempts, Cached: res.cached})
+	r.actions = append(r.actions, Action{Tool: res.Call.Name, CallID: res.Call.ID, Input: res.Call.Arguments,
+		DurationMS: ms(res.Duration), Attempts: res.Attempts, Cached: res.Cached})
 	act := &r.actions[len(r.actions)-1]
-	if res.err != nil {
+	if res.Err != nil {
 		st.ToolErrors++
-		obs = errorObservation(res.err)
-		act.Error = res.err.Error()
+		act.Error = res.Err.Error()
 	} else {
-		obs = string(res.out)
-		act.Output = res.out
+		act.Output = res.Output
 	}
-	if _, known := r.a.tools[call.Name]; known {
-		st.ToolLatencyMS[call.Name] += act.DurationMS
-		if !slices.Contains(st.ToolsUsed, call.Name) {
-			st.ToolsUsed = append(st.ToolsUsed, call.Name)
+	if _, known := r.a.tools[res.Call.Name]; known {
+		st.ToolLatencyMS[res.Call.Name] += act.DurationMS
+		if !slices.Contains(st.ToolsUsed, res.Call.Name) {
+			st.ToolsUsed = append(st.ToolsUsed, res.Call.Name)
 		}
 	}
-	if res.hints != nil {
-		act.Hints = res.hints
-		r.noteHints(res.hints)
+	if res.Hints != nil {
+		act.Hints = res.Hints
+		r.noteHints(res.Hints)
 	}
 	st.Steps = append(st.Steps, Step{Step: len(st.Steps) + 1, Turn: st.Turn, Thought: thought, Action: act,
-		Observation: obs, Timestamp: Timestamp{res.start}})
-	return obs
+		Observation: res.Observation, Timestamp: Timestamp{res.start}})
 }
 
 // errorObservation is what the model sees of a failed call: the
-// StandardToolResult of the failure, as JSON.
+// StandardToolResult of the failure, as JSON, without a panic's stack.
 func errorObservation(err error) string {
-	var d *tool.ErrorDetails
-	var ae *tool.ArgumentError
-	if errors.As(err, &ae) {
-		d = ae.Details()
-	} else {
-		d = tool.DetailsFrom(err, true)
-		if d.Type == "panic" {
-			d = &tool.ErrorDetails{Type: d.Type, Message: d.Message, Recoverable: d.Recoverable} // no stack for the model
-		}
-	}
-	b, mErr := json.Marshal(tool.Failure(d, ""))
+	b, mErr := json.Marshal(tool.Failure(toolErrorDetails(err), ""))
 	if mErr != nil {
-		return `{"status":"error","error":{"type":"tool_error","message":` + fmt.Sprintf("%q", err.Error()) + `,"recoverable":false}}`
+		return `{"status":"error","error":{"type":"tool_error","message":` + strconv.Quote(err.Error()) + `,"recoverable":false}}`
 	}
 	return string(b)
+}
+
+// toolErrorDetails is a failed call's StandardToolResult error, without a
+// panic's stack.
+func toolErrorDetails(err error) *tool.ErrorDetails {
+	var ae *tool.ArgumentError
+	if errors.As(err, &ae) {
+		return ae.Details()
+	}
+	d := tool.DetailsFrom(err, true)
+	if d.Type == "panic" {
+		d = &tool.ErrorDetails{Type: d.Type, Message: d.Message, Recoverable: d.Recoverable}
+	}
+	return d
 }

@@ -13,18 +13,23 @@ import (
 )
 
 // finish builds the Result of every ending and emits run_end.
-func (r *run) finish(o outcome, err error) (*Result, error) {
+func (r *run) finish(final *Final, err error) (*Result, error) {
 	r.link.merge(r)
 	st, a := r.st, r.a
+	end := endingOf(err)
 	now := time.Now()
 	res := &Result{
 		ID: st.RunID, SessionID: st.SessionID, AgentName: st.AgentName, AgentVersion: st.AgentVersion,
-		Success: err == nil, TerminateReason: o.reason, RawContent: st.LastContent,
+		Success: err == nil, Outcome: end.outcome, TerminateReason: end.reason, RawContent: st.LastContent,
 		StartedAt: st.StartedAt, FinishedAt: Timestamp{now}, Iterations: st.Turn,
 		Steps: st.Steps, Messages: st.Messages, ToolsUsed: st.ToolsUsed, TokenUsage: st.Usage,
-		EstimatedCost: st.CostUSD, Model: a.model, Provider: a.providerName, ModelCalls: st.ModelCalls,
+		Model: a.model, Provider: a.providerName, ModelCalls: st.ModelCalls,
 		Metrics: Metrics{DurationMS: ms(now.Sub(st.StartedAt.Time)), ModelLatencyMS: st.ModelLatencyMS,
 			ToolLatencyMS: st.ToolLatencyMS, ToolCalls: st.ToolCalls, ToolErrors: st.ToolErrors},
+	}
+	if !r.unpriced {
+		cost := st.CostUSD
+		res.EstimatedCost = &cost
 	}
 	if st.Model != "" {
 		res.Model = st.Model
@@ -41,50 +46,44 @@ func (r *run) finish(o outcome, err error) (*Result, error) {
 	if res.ModelCalls == nil {
 		res.ModelCalls = []ModelCall{}
 	}
-	if a.prompt != nil && o.reason == ReasonCompleted {
+	if a.prompt != nil && end.reason == ReasonCompleted {
 		v := r.validated
 		res.Validated = &v
 	}
 	switch {
-	case err == nil && o.output != nil:
-		res.Outcome, res.Result = OutcomeSuccess, o.output
-	case err == nil:
-		res.Outcome, res.Result = OutcomeSuccess, o.content
-	case o.reason == ReasonError:
-		res.Outcome = OutcomeError
-	default:
-		res.Outcome = OutcomePartial
-		if st.LastContent != "" {
-			res.Result = st.LastContent
-		}
+	case final != nil && err == nil && final.Output != nil:
+		res.Result = final.Output
+	case final != nil && err == nil:
+		res.Result = final.Text
+	case end.outcome == OutcomePartial && st.LastContent != "":
+		res.Result = st.LastContent
+	}
+	if final != nil && final.Text != "" && r.st.LastContent == "" {
+		res.RawContent = final.Text
 	}
 	if err != nil {
-		res.Error = &ErrorInfo{Code: o.code, Message: err.Error(), Details: o.details,
-			Recoverable: o.reason != ReasonError && o.reason != ReasonAborted}
-		if rec, ok := o.details["recoverable"].(bool); ok {
-			res.Error.Recoverable = rec
-			delete(o.details, "recoverable")
-		}
+		res.Error = &ErrorInfo{Code: end.code, Message: err.Error(), Details: detailsOf(err), Recoverable: end.recoverable}
 	}
 	rs := &r.reasoning
 	res.SourceQuality, res.AssumptionsMade, res.Alternatives = rs.sourceQuality, rs.assumptions, rs.alternatives
 	res.Metrics.ParseErrors = st.ParseErrors
-	if a.spec.Mode == ModeReAct {
+	if _, ok := r.planner.(reactPlanner); ok {
 		v := a.spec.ReActTemplate
 		if v == "" {
 			v = react.TemplateVersion
 		}
 		res.PromptTemplate = "react/" + v
 	}
-	res.ContextUsed = contextUsed(a, st)
+	res.ContextUsed = contextUsed(st)
 	res.Handoffs = st.Handoffs
 	res.Confidence = confidence(res, rs)
 	res.Decision = decision(res)
 	a.metrics.record(res)
+	r.log.runEnd(res)
 	if r.s.bus.Active() {
 		e := event.Event{Type: event.RunEnd, Content: st.LastContent, Data: map[string]any{
 			"success": res.Success, "terminate_reason": string(res.TerminateReason), "outcome": string(res.Outcome),
-			"total_tokens": res.TokenUsage.TotalTokens, "cost_usd": res.EstimatedCost, "duration_ms": res.Metrics.DurationMS}}
+			"total_tokens": res.TokenUsage.TotalTokens, "cost_usd": costValue(res.EstimatedCost), "duration_ms": res.Metrics.DurationMS}}
 		if res.Error != nil {
 			e.Error = &event.ErrorInfo{Code: res.Error.Code, Message: res.Error.Message}
 		}
@@ -131,7 +130,7 @@ func confidence(res *Result, rs *reasoning) float64 {
 
 // contextUsed lists what the run had to go on: the input's keys and the
 // tools whose results it saw.
-func contextUsed(a *Agent, st *State) []string {
+func contextUsed(st *State) []string {
 	var out []string
 	for _, k := range slices.Sorted(maps.Keys(st.Input)) {
 		out = append(out, "input:"+k)
@@ -204,4 +203,12 @@ func truncate(s string, n int) string {
 		cut--
 	}
 	return s[:cut] + "…"
+}
+
+// costValue is a cost for event data: a number, or nil when unknown.
+func costValue(c *float64) any {
+	if c == nil {
+		return nil
+	}
+	return *c
 }

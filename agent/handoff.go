@@ -78,50 +78,42 @@ func (a *Agent) bindHandoffs(o options) []string {
 			continue
 		}
 		h := &handoff{ref: ref, name: s.AgentName, desc: s.Description, opts: o}
-		b := &binding{tool: handoffTool{h}, handoff: h}
-		b.info = b.tool.Info()
-		if _, dup := a.tools[b.info.Name]; dup {
-			problems = append(problems, fmt.Sprintf("handoffs[%d]: two tools are named %q", i, b.info.Name))
-			continue
+		if err := a.addBinding(&binding{tool: handoffTool{h}, handoff: h}); err != nil {
+			problems = append(problems, fmt.Sprintf("handoffs[%d]: %v", i, err))
 		}
-		a.tools[b.info.Name] = b
-		a.toolSpecs = append(a.toolSpecs, llm.ToolSpec{Name: b.info.Name, Description: b.info.Description, Parameters: b.info.Parameters})
 	}
 	return problems
 }
 
-// takeHandoff passes the run to the agent a transfer call names: the
-// transcript stays, the system prompt, tools, model and limits become the
-// target's. It reports whether the batch held a handoff.
-func (r *run) takeHandoff(calls []llm.ToolCall) (bool, error) {
-	for i := range calls {
-		b := r.a.tools[calls[i].Name]
-		if b == nil || b.handoff == nil {
-			continue
-		}
-		target, err := b.handoff.agent()
-		if err != nil {
-			return false, fmt.Errorf("%w: handoff to %s: %v", ErrConfig, b.handoff.ref, err)
-		}
-		msgs, probs := target.toolsMessages(r.st.Input)
-		if len(probs) > 0 {
-			return false, fmt.Errorf("%w: handoff to %s: %s", ErrConfig, b.handoff.ref, strings.Join(probs, "; "))
-		}
-		if len(msgs) > 1 && msgs[0].Role == llm.RoleSystem {
-			if len(r.st.Messages) > 0 && r.st.Messages[0].Role == llm.RoleSystem {
-				r.st.Messages[0] = msgs[0]
-			} else {
-				r.st.Messages = append([]llm.Message{msgs[0]}, r.st.Messages...)
-			}
-		}
-		r.st.Handoffs = append(r.st.Handoffs, target.spec.AgentName+"@"+target.spec.Version)
-		r.a = target
-		r.s.provider = target.provider
-		r.req.Model, r.req.Tools = target.model, target.toolSpecs
-		r.req.Temperature, r.req.TopP, r.req.MaxOutputTokens = target.spec.Temperature, target.spec.TopP, target.spec.MaxOutputTokens
-		r.req.ResponseSchema = target.spec.OutputSchema
-		r.priced = false
-		return true, nil
+// handoffReady builds the target of a handoff and checks that its prompts
+// can be rendered from the run's input.
+func (r *run) handoffReady(h *handoff) error {
+	target, err := h.agent()
+	if err != nil {
+		return fmt.Errorf("handoff to %s: %v", h.ref, err)
 	}
-	return false, nil
+	if _, probs := toolsMessages(target, r.st.Input); len(probs) > 0 {
+		return fmt.Errorf("handoff to %s: %s", h.ref, strings.Join(probs, "; "))
+	}
+	return nil
+}
+
+// takeHandoff passes the run to the agent the transfer call names: the
+// transcript stays; the system prompt, tools, model and limits become the
+// target's.
+func (r *run) takeHandoff(call *llm.ToolCall) {
+	target, _ := r.a.tools[call.Name].handoff.agent() // built by exec
+	msgs, _ := toolsMessages(target, r.st.Input)
+	if len(msgs) > 1 && msgs[0].Role == llm.RoleSystem {
+		if len(r.st.Messages) > 0 && r.st.Messages[0].Role == llm.RoleSystem {
+			r.st.Messages[0] = msgs[0]
+		} else {
+			r.st.Messages = append([]llm.Message{msgs[0]}, r.st.Messages...)
+		}
+	}
+	r.st.Handoffs = append(r.st.Handoffs, target.spec.AgentName+"@"+target.spec.Version)
+	r.a = target
+	r.s.provider = target.provider
+	r.planner = target.planner
+	r.setRequest(target)
 }

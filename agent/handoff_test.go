@@ -7,6 +7,7 @@ import (
 
 	"github.com/agentry/agentry/event"
 	"github.com/agentry/agentry/llm"
+	"github.com/agentry/agentry/spec"
 )
 
 func TestHandoff(t *testing.T) {
@@ -52,12 +53,12 @@ func TestHandoffSpecErrors(t *testing.T) {
 		{`{"agent_name": "a", "version": "v1", "model_name": "m", "mode": "react", "handoffs": ["b"]}`, "handoffs work in mode tools only"},
 		{`{"agent_name": "a", "version": "v1", "model_name": "m", "handoffs": ["a"]}`, `handoffs[0] "a": name another agent`},
 	} {
-		if _, err := ParseSpec("s", []byte(tt.spec)); err == nil || !strings.Contains(err.Error(), tt.want) {
+		if _, err := spec.Parse("s", []byte(tt.spec)); err == nil || !strings.Contains(err.Error(), tt.want) {
 			t.Errorf("%v, want %q", err, tt.want)
 		}
 	}
 	s := mustSpec(t, `{"agent_name": "a", "version": "v1", "model_name": "scripted:testdata/scripts/spare.json", "handoffs": ["ghost"]}`)
-	if _, err := New(s, WithAgents(Dir{Path: "testdata/agents"})); err == nil || !strings.Contains(err.Error(), `handoffs[0] "ghost"`) {
+	if _, err := New(s, WithAgents(spec.Dir{Path: "testdata/agents"})); err == nil || !strings.Contains(err.Error(), `handoffs[0] "ghost"`) {
 		t.Errorf("unknown handoff: %v", err)
 	}
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/agentry/agentry/llm"
 	"github.com/agentry/agentry/llm/scripted"
+	"github.com/agentry/agentry/spec"
 	"github.com/agentry/agentry/tool"
 )
 
@@ -90,9 +91,9 @@ func answer(text string) reply {
 	return reply{resp: &llm.Response{Content: text, Usage: llm.Usage{PromptTokens: 10, CompletionTokens: 5, TotalTokens: 15}}}
 }
 
-func mustSpec(t testing.TB, js string) *Spec {
+func mustSpec(t testing.TB, js string) *spec.Spec {
 	t.Helper()
-	s, err := ParseSpec("test", []byte(js))
+	s, err := spec.Parse("test", []byte(js))
 	if err != nil {
 		t.Fatal(err)
 	}

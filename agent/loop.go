@@ -11,25 +11,33 @@ import (
 
 	"github.com/agentry/agentry/event"
 	"github.com/agentry/agentry/llm"
-	"github.com/agentry/agentry/react"
+	"github.com/agentry/agentry/tool"
 )
 
 // run is the state of one Session.Run that is not part of State: the
-// contexts, the reusable request and the price cache.
+// context, the reusable request, the planner's view and the price cache.
 type run struct {
-	s        *Session
-	a        *Agent
-	st       *State
-	ctx      context.Context
-	req      llm.Request
+	s       *Session
+	a       *Agent // the agent whose turn it is (a handoff changes it)
+	planner Planner
+	st      *State
+	ctx     context.Context
+	req     llm.Request
+	turn    Turn
+	log     *runLog
+	limits  budget // the spec's limits, tightened by the run's budget
+
 	attempts int // attempts of the model call in flight
 	turnAt   time.Time
 
 	priceModel string
 	price      llm.Price
 	priced     bool
+	unpriced   bool // a model answered that the pricing table does not know
 
-	link *link // sub-agent usage to roll up into this run
+	link    *link        // sub-agent usage to roll up into this run
+	info    *tool.Run    // what tools see of the run
+	results []ToolResult // the last turn's tool results
 
 	actions []Action // backing store of the steps' actions
 
@@ -40,12 +48,14 @@ type run struct {
 	cache   map[string]cacheEntry // tool results still valid (from hints)
 
 	reasoning reasoning // what ReAct and tool hints add to the result
+	notes     []string  // what the ReAct parser forgave in the last reply
 }
 
 // Run runs the session to its end and returns the complete Result. The
-// error is nil on success; otherwise it matches ErrMaxTurns, ErrTimeout,
-// ErrAborted, ErrBudgetExceeded or ErrConfig with errors.Is, or wraps the
-// failed model call's *llm.APIError. The Result is never nil.
+// error is nil on success; otherwise it matches one of ErrMaxTurns,
+// ErrTimeout, ErrAborted, ErrBudgetExceeded, ErrModel (with the failed
+// call's *llm.APIError), ErrTool, ErrValidation or ErrConfig with
+// errors.Is. The Result is never nil.
 func (s *Session) Run(ctx context.Context) (*Result, error) {
 	s.mu.Lock()
 	if s.started {
@@ -53,6 +63,13 @@ func (s *Session) Run(ctx context.Context) (*Result, error) {
 		return nil, ErrSessionUsed
 	}
 	s.started = true
+	if s.svc != nil {
+		if err := s.svc.start(s); err != nil {
+			s.mu.Unlock()
+			return nil, err
+		}
+		defer s.svc.done(s)
+	}
 	ctx, cancel := context.WithCancelCause(ctx)
 	s.cancel = cancel
 	if s.aborted {
@@ -67,23 +84,20 @@ func (s *Session) Run(ctx context.Context) (*Result, error) {
 	}()
 
 	a := s.agent
-	if d := time.Duration(a.limits.TimeoutMS) * time.Millisecond; d > 0 {
+	r := &run{s: s, a: a, planner: s.planner, st: &s.state, link: &link{runID: s.state.RunID, bus: s.bus}}
+	r.turn.r = r
+	r.limits = s.cfg.tighten(a.limits)
+	if d := r.limits.timeout; d > 0 {
 		var stop context.CancelFunc
 		ctx, stop = context.WithTimeoutCause(ctx, d, ErrTimeout)
 		defer stop()
 	}
-	r := &run{s: s, a: a, st: &s.state, link: &link{runID: s.state.RunID, bus: s.bus}}
-	r.req = llm.Request{Model: a.model, Tools: a.toolSpecs, Temperature: a.spec.Temperature,
-		TopP: a.spec.TopP, MaxOutputTokens: a.spec.MaxOutputTokens, ResponseSchema: a.spec.OutputSchema}
-	if a.spec.Mode == ModeReAct {
-		// The text protocol: tools are described in the prompt, the final
-		// answer's JSON is validated here, and the model stops before it
-		// writes an observation itself.
-		r.req.Tools, r.req.ResponseSchema, r.req.Stop = nil, nil, react.StopSequences
-	}
+	r.setRequest(a)
+	r.info = s.runInfo()
 	ctx = withLink(ctx, r.link)
 	ctx = llm.WithTrace(ctx, &llm.Trace{Retry: r.onRetry, Fallback: r.onFallback})
 	r.ctx = ctx
+	r.log = newRunLog(s.logger, r)
 	r.st.StartedAt = Timestamp{time.Now()}
 	r.st.ToolLatencyMS = map[string]float64{}
 	// Room for a typical run, so the trace does not grow turn by turn.
@@ -92,94 +106,113 @@ func (s *Session) Run(ctx context.Context) (*Result, error) {
 		r.st.Steps = make([]Step, 0, n)
 		r.actions = make([]Action, 0, n)
 	}
+	r.log.runStart()
 	if s.bus.Active() {
 		r.emit(event.Event{Type: event.RunStart, Data: map[string]any{
 			"agent_version": a.spec.Version, "model": a.modelName, "provider": a.providerName, "session_id": s.state.SessionID}})
 	}
-	res, err := r.loop()
-	return r.finish(res, err)
+	return r.finish(r.loop())
 }
 
-// outcome is how the loop ended.
-type outcome struct {
-	reason  TerminateReason
-	content string
-	output  map[string]any // the validated structured output
-	code    string
-	details map[string]any
+// setRequest prepares the request the model is called with; a handoff
+// calls it again for the new agent.
+func (r *run) setRequest(a *Agent) {
+	r.req = llm.Request{Model: a.model, Tools: a.toolSpecs, Temperature: a.spec.Temperature,
+		TopP: a.spec.TopP, MaxOutputTokens: a.spec.MaxOutputTokens, ResponseSchema: a.spec.OutputSchema}
+	if _, ok := r.planner.(reactPlanner); ok {
+		// The text protocol: tools are described in the prompt, the final
+		// answer's JSON is validated here, and the model stops before it
+		// writes an observation itself.
+		r.req.Tools, r.req.ResponseSchema, r.req.Stop = nil, nil, reactStop
+	}
+	r.priced = false
 }
 
-func (r *run) loop() (outcome, error) {
+// loop is plan → act → observe until an ending. It knows nothing of
+// modes: the planner decides, the tool chain acts.
+func (r *run) loop() (*Final, error) {
 	st := r.st
-	switch r.a.spec.Mode {
-	case ModeTools, ModeReAct, ModeChooser, ModeWriter, ModeExtractor:
-	default:
-		err := fmt.Errorf("%w: mode %s runs in a pipeline stage, not on its own", ErrConfig, r.a.spec.Mode)
-		return outcome{reason: ReasonError, code: CodeConfigError}, err
-	}
-	if r.s.provider == nil {
-		return outcome{reason: ReasonError, code: CodeConfigError}, fmt.Errorf("%w: agent %s has no model", ErrConfig, r.a.spec.AgentName)
-	}
 	for {
-		a := r.a // a handoff may change the agent between turns
-		if o, err := r.checkBudgets(true); err != nil {
-			return o, err
+		if err := r.checkBudgets(true); err != nil {
+			return nil, err
 		}
-		if st.Turn >= a.limits.MaxTurns {
-			return outcome{reason: ReasonMaxTurns, code: CodeMaxTurns,
-				details: map[string]any{"max_turns": a.limits.MaxTurns}}, fmt.Errorf("%w (%d)", ErrMaxTurns, a.limits.MaxTurns)
+		if st.Turn >= r.limits.maxTurns {
+			return nil, withDetails(fmt.Errorf("%w (%d)", ErrMaxTurns, r.limits.maxTurns), map[string]any{"max_turns": r.limits.maxTurns})
 		}
 		st.Turn++
-		if r.s.bus.Active() {
-			r.turnAt = time.Now()
-			r.emit(event.Event{Type: event.TurnStart})
-		}
-		resp, err := r.callModel()
+		r.startTurn()
+		d, err := r.plan()
 		if err != nil {
-			return r.modelFailure(err)
-		}
-		st.Messages = append(st.Messages, resp.Message())
-		st.LastContent = resp.Content
-		if a.spec.Mode == ModeReAct {
-			done, o, err := r.reactTurn(resp.Content)
 			r.endTurn()
-			if done {
-				return o, err
-			}
-			if r.ctx.Err() != nil {
-				return r.contextEnd()
-			}
-			continue
+			return nil, r.failure(err)
 		}
-		if len(resp.ToolCalls) == 0 {
-			again, o, err := r.finalAnswer(resp.Content)
+		switch {
+		case d.Final != nil:
 			r.endTurn()
-			if again {
-				continue
+			return d.Final, d.Final.Err
+		case len(d.Calls) > 0:
+			if err := r.act(&d); err != nil {
+				r.endTurn()
+				return nil, err
 			}
-			return o, err
+		case d.Message != nil:
+			st.Messages = append(st.Messages, *d.Message)
 		}
-		if resp.Content != "" && r.s.bus.Active() {
-			r.emit(event.Event{Type: event.Thinking, Content: resp.Content})
-		}
-		if o, err := r.checkBudgets(false); err != nil {
-			return o, err
-		}
-		if m := a.limits.MaxToolCalls; m > 0 && st.ToolCalls+len(resp.ToolCalls) > m {
-			return outcome{reason: ReasonBudgetExceeded, code: CodeBudgetExceeded, details: map[string]any{
-					"budget": "max_tool_calls", "limit": m, "used": st.ToolCalls, "requested": len(resp.ToolCalls)}},
-				errBudget("max_tool_calls", m, st.ToolCalls)
-		}
-		r.runTools(resp)
 		r.endTurn()
 		if r.ctx.Err() != nil {
-			return r.contextEnd()
+			return nil, r.contextEnd()
 		}
 	}
 }
 
-func errBudget(name string, limit, used int) error {
-	return fmt.Errorf("%w: %s %d: %d used, the model asked for more", ErrBudgetExceeded, name, limit, used)
+// plan asks the planner for the turn's decision; a panicking planner
+// fails the run instead of the process.
+func (r *run) plan() (d Decision, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			r.log.panicked("planner", p)
+			d, err = Decision{}, fmt.Errorf("%w: planner panicked: %v", ErrConfig, p)
+		}
+	}()
+	return r.planner.Next(r.ctx, &r.turn)
+}
+
+// act runs a turn's tool calls after checking the budgets the model's
+// reply may have spent. Calls that will not run are still answered, so
+// the transcript never holds a question without its answer.
+func (r *run) act(d *Decision) error {
+	if d.Thought != "" && r.s.bus.Active() {
+		r.emit(event.Event{Type: event.Thinking, Content: d.Thought})
+	}
+	err := r.checkBudgets(false)
+	if m := r.limits.maxToolCalls; err == nil && m >= 0 && r.st.ToolCalls+len(d.Calls) > m {
+		err = withDetails(fmt.Errorf("%w: max_tool_calls %d: %d used, the model asked for %d more", ErrBudgetExceeded, m, r.st.ToolCalls, len(d.Calls)),
+			map[string]any{"budget": "max_tool_calls", "limit": m, "used": r.st.ToolCalls, "requested": len(d.Calls)})
+	}
+	if err != nil {
+		r.skip(d.Calls, err)
+		return err
+	}
+	r.runTools(d)
+	return nil
+}
+
+// skip answers calls that will not run, in the transcript only.
+func (r *run) skip(calls []llm.ToolCall, why error) {
+	results := make([]ToolResult, len(calls))
+	for i, c := range calls {
+		d := &tool.ErrorDetails{Type: "not_run", Message: "the call was not run: " + why.Error(), Recoverable: false}
+		results[i] = ToolResult{Call: c, Err: d, Observation: errorObservation(d)}
+	}
+	r.observe(results)
+}
+
+func (r *run) startTurn() {
+	r.log.turnStart()
+	if r.s.bus.Active() {
+		r.turnAt = time.Now()
+		r.emit(event.Event{Type: event.TurnStart})
+	}
 }
 
 func (r *run) endTurn() {
@@ -196,55 +229,56 @@ func (r *run) endTurn() {
 // checkBudgets ends the run when the token or cost budget is spent. Before
 // a model call (before=true) reaching the budget is enough; after one,
 // the budget must be exceeded.
-func (r *run) checkBudgets(before bool) (outcome, error) {
+func (r *run) checkBudgets(before bool) error {
 	if err := r.ctx.Err(); err != nil {
 		return r.contextEnd()
 	}
 	r.link.merge(r)
-	l, st := r.a.limits, r.st
+	l, st := r.limits, r.st
 	over := func(used, limit float64) bool { return used > limit || before && used >= limit }
-	if l.MaxTotalTokens > 0 && over(float64(st.Usage.TotalTokens), float64(l.MaxTotalTokens)) {
-		return outcome{reason: ReasonBudgetExceeded, code: CodeBudgetExceeded, details: map[string]any{
-				"budget": "max_total_tokens", "limit": l.MaxTotalTokens, "used": st.Usage.TotalTokens}},
-			fmt.Errorf("%w: max_total_tokens %d, %d used", ErrBudgetExceeded, l.MaxTotalTokens, st.Usage.TotalTokens)
+	if l.maxTokens >= 0 && over(float64(st.Usage.TotalTokens), float64(l.maxTokens)) {
+		return withDetails(fmt.Errorf("%w: max_total_tokens %d, %d used", ErrBudgetExceeded, l.maxTokens, st.Usage.TotalTokens),
+			map[string]any{"budget": "max_total_tokens", "limit": l.maxTokens, "used": st.Usage.TotalTokens})
 	}
-	if l.MaxCostUSD > 0 && over(st.CostUSD, l.MaxCostUSD) {
-		return outcome{reason: ReasonBudgetExceeded, code: CodeBudgetExceeded, details: map[string]any{
-				"budget": "max_cost_usd", "limit": l.MaxCostUSD, "used": st.CostUSD}},
-			fmt.Errorf("%w: max_cost_usd %g, %.6f used", ErrBudgetExceeded, l.MaxCostUSD, st.CostUSD)
+	if l.maxCost >= 0 && over(st.CostUSD, l.maxCost) {
+		return withDetails(fmt.Errorf("%w: max_cost_usd %g, %.6f used", ErrBudgetExceeded, l.maxCost, st.CostUSD),
+			map[string]any{"budget": "max_cost_usd", "limit": l.maxCost, "used": st.CostUSD})
 	}
-	return outcome{}, nil
+	return nil
 }
 
 // contextEnd classifies the end of the run's context: its deadline (or a
 // caller's) is a timeout; anything else is an abort.
-func (r *run) contextEnd() (outcome, error) {
+func (r *run) contextEnd() error {
 	cause := context.Cause(r.ctx)
 	if errors.Is(cause, ErrTimeout) || errors.Is(cause, context.DeadlineExceeded) {
-		return outcome{reason: ReasonTimeout, code: CodeTimeout, details: map[string]any{"timeout_ms": r.a.limits.TimeoutMS}},
-			fmt.Errorf("%w after %s", ErrTimeout, time.Since(r.st.StartedAt.Time).Round(time.Millisecond))
+		return withDetails(fmt.Errorf("%w after %s", ErrTimeout, time.Since(r.st.StartedAt.Time).Round(time.Millisecond)),
+			map[string]any{"timeout_ms": r.limits.timeout.Milliseconds()})
 	}
-	return outcome{reason: ReasonAborted, code: CodeAborted}, ErrAborted
+	return ErrAborted
 }
 
-func (r *run) modelFailure(err error) (outcome, error) {
+// failure classifies a planner's error: the run's own end, a model call
+// that failed, or the planner's own error.
+func (r *run) failure(err error) error {
 	if r.ctx.Err() != nil {
 		return r.contextEnd()
 	}
 	var ae *llm.APIError
-	rec := errors.As(err, &ae) && ae.Kind.Retryable()
-	o := outcome{reason: ReasonError, code: CodeLLMError, details: map[string]any{"kind": llm.KindOf(err).String()}}
+	if errors.As(err, &ae) && !errors.Is(err, ErrModel) {
+		err = withDetails(fmt.Errorf("%w: %w", ErrModel, err), map[string]any{"kind": ae.Kind.String()})
+	} else if !errors.Is(err, ErrConfig) && !errors.Is(err, ErrTool) && !errors.Is(err, ErrModel) {
+		err = fmt.Errorf("%w: %w", ErrModel, err)
+	}
 	if r.s.bus.Active() {
-		r.emit(event.Event{Type: event.Error, Error: &event.ErrorInfo{Code: CodeLLMError, Message: err.Error()}})
+		r.emit(event.Event{Type: event.Error, Error: &event.ErrorInfo{Code: endingOf(err).code, Message: err.Error()}})
 	}
-	if rec {
-		o.details["recoverable"] = true
-	}
-	return o, fmt.Errorf("model call failed: %w", err)
+	return err
 }
 
 func (r *run) onRetry(info llm.RetryInfo) {
 	r.attempts++
+	r.log.retry(info.Attempt, info.Wait, info.Err)
 	if r.s.bus.Active() {
 		r.emit(event.Event{Type: event.Retry, Attempt: info.Attempt, WaitMS: info.Wait.Milliseconds(),
 			Error: &event.ErrorInfo{Code: CodeLLMError, Message: info.Err.Error()}})
@@ -254,24 +288,33 @@ func (r *run) onRetry(info llm.RetryInfo) {
 // onFallback reports a fall-over to the next model as a retry event.
 func (r *run) onFallback(info llm.FallbackInfo) {
 	r.attempts++
+	r.log.fallback(info)
 	if r.s.bus.Active() {
 		r.emit(event.Event{Type: event.Retry, Error: &event.ErrorInfo{Code: CodeLLMError, Message: info.Err.Error()},
 			Data: map[string]any{"fallback_from": info.FromProvider + ":" + info.FromModel, "fallback_to": info.ToProvider + ":" + info.ToModel}})
 	}
 }
 
-func (r *run) callModel() (*llm.Response, error) {
-	st := r.st
+// callModel calls the agent's model with the transcript and accounts for
+// the call.
+func (r *run) callModel(ctx context.Context) (*llm.Response, error) {
+	st, a := r.st, r.a
+	if r.s.provider == nil {
+		return nil, fmt.Errorf("%w: agent %s has no model", ErrConfig, a.spec.AgentName)
+	}
 	r.req.Messages = st.Messages
 	r.attempts = 1
 	start := time.Now()
-	resp, err := r.generate()
+	resp, err := r.generate(ctx)
 	d := time.Since(start)
-	mc := ModelCall{Turn: st.Turn, Provider: r.a.providerName, Model: r.a.model, DurationMS: ms(d), Attempts: r.attempts}
-	if r.a != r.s.agent {
-		mc.Agent = r.a.spec.AgentName // the conversation was handed off
+	mc := ModelCall{Turn: st.Turn, Provider: a.providerName, Model: a.model, DurationMS: ms(d), Attempts: r.attempts}
+	if a != r.s.agent {
+		mc.Agent = a.spec.AgentName // the conversation was handed off
 	}
 	st.ModelLatencyMS += mc.DurationMS
+	if err == nil && resp == nil {
+		err = &llm.APIError{Kind: llm.KindInvalidRequest, Provider: a.providerName, Model: a.model, Message: "provider returned no response"}
+	}
 	if err != nil {
 		mc.Error = err.Error()
 		if resp != nil { // a broken stream: keep what arrived
@@ -279,36 +322,26 @@ func (r *run) callModel() (*llm.Response, error) {
 			mc.Partial = resp.Content
 		}
 		st.ModelCalls = append(st.ModelCalls, mc)
-		return nil, err
-	}
-	if resp == nil {
-		err = &llm.APIError{Kind: llm.KindInvalidRequest, Provider: r.a.providerName, Model: r.a.model, Message: "provider returned no response"}
-		mc.Error = err.Error()
-		st.ModelCalls = append(st.ModelCalls, mc)
+		r.log.modelCall(&mc, err)
 		return nil, err
 	}
 	r.account(resp, &mc)
 	st.ModelCalls = append(st.ModelCalls, mc)
+	r.log.modelCall(&mc, nil)
 	return resp, nil
 }
 
-// generate calls the provider, streaming when someone listens and the
-// provider can. A provider that panics fails the call instead of the run.
-func (r *run) generate() (resp *llm.Response, err error) {
-	defer func() {
-		if p := recover(); p != nil {
-			resp, err = nil, &llm.APIError{Kind: llm.KindUnknown, Provider: r.a.providerName, Model: r.a.model,
-				Message: fmt.Sprintf("provider panicked: %v", p)}
-		}
-	}()
+// generate calls the provider chain, streaming when someone listens and
+// the chain can.
+func (r *run) generate(ctx context.Context) (*llm.Response, error) {
 	if sp, ok := r.s.provider.(llm.Streamer); ok && r.s.bus.Active() {
-		return llm.Collect(sp.Stream(r.ctx, &r.req), func(c llm.Chunk) {
+		return llm.Collect(sp.Stream(ctx, &r.req), func(c llm.Chunk) {
 			if c.Text != "" {
 				r.emit(event.Event{Type: event.ContentChunk, Content: c.Text})
 			}
 		})
 	}
-	return r.s.provider.Generate(r.ctx, &r.req)
+	return r.s.provider.Generate(ctx, &r.req)
 }
 
 // account adds a call's usage and cost to the run.
@@ -325,9 +358,12 @@ func (r *run) account(resp *llm.Response, mc *ModelCall) {
 		r.st.Model = model
 	}
 	if !r.priced || model != r.priceModel {
-		r.price, r.priced = r.a.pricing.Lookup(model)
-		r.priceModel = model
-		r.priced = true
+		var ok bool
+		r.price, ok = r.a.pricing.Lookup(model)
+		r.priceModel, r.priced = model, true
+		if !ok {
+			r.unpriced = true
+		}
 	}
 	mc.PromptTokens, mc.CompletionTokens = resp.Usage.PromptTokens, resp.Usage.CompletionTokens
 	mc.CostUSD = r.price.Cost(resp.Usage)

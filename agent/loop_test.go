@@ -348,7 +348,7 @@ func TestStreamingChunksReachSubscribers(t *testing.T) {
 }
 
 func TestInputErrors(t *testing.T) {
-	a := newTestAgent(t, `{`+base+`, "purpose_text": "Use ${tone}.", "input_schema": {"type": "object", "properties": {"who": {"type": "string", "minLength": 2}}}}`,
+	a := newTestAgent(t, `{`+base+`, "purpose_text": "Use ${tone}.", "input_schema": {"type": "object", "properties": {"who": {"type": "string", "minLength": 2}, "tone": {"type": "string"}}}}`,
 		&recorder{})
 	_, err := a.NewSession(map[string]any{"x": 1})
 	if !errors.Is(err, ErrInvalidInput) {
@@ -392,7 +392,7 @@ func TestSubAgents(t *testing.T) {
 		t.Errorf("usage %+v: the helper's did not roll up", res.TokenUsage)
 	}
 	wantCost := (130*0.40 + 14*1.60 + 220*0.40 + 30*1.60) / 1e6
-	if d := res.EstimatedCost - wantCost; d > 1e-12 || d < -1e-12 {
+	if d := *res.EstimatedCost - wantCost; d > 1e-12 || d < -1e-12 {
 		t.Errorf("cost %v, want %v", res.EstimatedCost, wantCost)
 	}
 	agents := map[string]int{}
@@ -551,7 +551,7 @@ func TestStateIsSerialisable(t *testing.T) {
 	if string(again) != string(data) {
 		t.Errorf("state does not survive JSON:\n%s\n%s", data, again)
 	}
-	if back.Format != StateFormat || back.Turn != 2 || len(back.Messages) != 5 || len(back.Steps) != 1 || back.Steps[0].Action.Tool != "add" || back.Usage.TotalTokens != 30 {
+	if back.Turn != 2 || len(back.Messages) != 5 || len(back.Steps) != 1 || back.Steps[0].Action.Tool != "add" || back.Usage.TotalTokens != 30 {
 		t.Errorf("state %+v", back)
 	}
 }

@@ -65,7 +65,9 @@ func (m *metrics) record(res *Result) {
 	one := metric.WithAttributes(agent)
 	m.duration.Record(ctx, res.Metrics.DurationMS, one)
 	m.iterations.Record(ctx, int64(res.Iterations), one)
-	m.cost.Record(ctx, res.EstimatedCost, one)
+	if res.EstimatedCost != nil {
+		m.cost.Record(ctx, *res.EstimatedCost, one)
+	}
 	m.tokens.Add(ctx, int64(res.TokenUsage.PromptTokens), metric.WithAttributes(agent, attribute.String("type", "prompt")))
 	m.tokens.Add(ctx, int64(res.TokenUsage.CompletionTokens), metric.WithAttributes(agent, attribute.String("type", "completion")))
 	for _, s := range res.Steps {

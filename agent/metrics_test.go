@@ -65,7 +65,7 @@ func TestMetrics(t *testing.T) {
 	if e := sums["agentry.agent.errors"]; e["type=tool_error "] != 1 || e["type=max_turns "] != 1 {
 		t.Errorf("errors %v", e)
 	}
-	if hist["agentry.agent.duration"] != 3 || hist["agentry.agent.iterations"] != 3 || hist["agentry.agent.cost"] != 3 {
+	if hist["agentry.agent.duration"] != 3 || hist["agentry.agent.iterations"] != 3 || hist["agentry.agent.cost"] != 0 {
 		t.Errorf("histograms %v", hist)
 	}
 	if tk := sums["agentry.agent.tokens"]; tk["type=prompt "] != 50 || tk["type=completion "] != 25 {

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/agentry/agentry/event"
+	"github.com/agentry/agentry/spec"
 	"github.com/agentry/agentry/tool"
 )
 
@@ -58,13 +59,13 @@ func TestToolTimeoutPrecedence(t *testing.T) {
 	}
 	a := newTestAgent(t, `{`+base+`, "tools": ["w1", "w2", "w3"], "limits": {"tool_timeout_ms": 30000, "tool_timeouts_ms": {"w1": 5}}}`,
 		&recorder{}, waits("w1", time.Hour), waits("w2", 5*time.Millisecond), waits("w3", 0))
-	if got := a.tools["w1"].timeout; got != 5*time.Millisecond {
+	if got := a.toolTimeout(a.tools["w1"].info); got != 5*time.Millisecond {
 		t.Errorf("the spec's per-tool timeout lost to the tool's own: %v", got)
 	}
-	if got := a.tools["w2"].timeout; got != 5*time.Millisecond {
+	if got := a.toolTimeout(a.tools["w2"].info); got != 5*time.Millisecond {
 		t.Errorf("the tool's own timeout lost to tool_timeout_ms: %v", got)
 	}
-	if got := a.tools["w3"].timeout; got != 30*time.Second {
+	if got := a.toolTimeout(a.tools["w3"].info); got != 30*time.Second {
 		t.Errorf("tool_timeout_ms not used: %v", got)
 	}
 }
@@ -136,5 +137,27 @@ func TestSubAgentFailureIsAnObservation(t *testing.T) {
 	}
 	if res.Metrics.ToolErrors != 1 {
 		t.Errorf("tool errors %d", res.Metrics.ToolErrors)
+	}
+}
+
+func TestNewReportsUnknownToolsAndModels(t *testing.T) {
+	s := mustSpec(t, `{"agent_name": "a", "version": "v1", "model_name": "scripted:nowhere.json", "tools": ["add", "ad", "agent:ghost"],
+		"limits": {"tool_timeouts_ms": {"sub": 5}}}`)
+	_, err := New(s, WithTools(testTools(t)))
+	if !errors.Is(err, spec.ErrInvalid) {
+		t.Fatalf("err = %v", err)
+	}
+	for _, w := range []string{`unknown tool "ad" (known: add, boom, echo, slow)`, "nowhere.json", `tools[2] "agent:ghost": no agents directory`,
+		"limits.tool_timeouts_ms.sub: the agent has no tool"} {
+		if !strings.Contains(err.Error(), w) {
+			t.Errorf("err %q lacks %q", err, w)
+		}
+	}
+}
+
+func TestSubAgentCycle(t *testing.T) {
+	_, err := FromDir("testdata/agents", "loopy", WithTools(testTools(t)))
+	if err == nil || !strings.Contains(err.Error(), "sub-agent cycle: loopy -> loopy") {
+		t.Errorf("err = %v", err)
 	}
 }

@@ -10,10 +10,6 @@ import (
 	"github.com/agentry/agentry/prompt"
 )
 
-// ErrValidation is matched by the error of a run whose final answer never
-// matched the output schema.
-var ErrValidation = errors.New("output does not match the output schema")
-
 // checkOutput turns a final answer into the validated output, or says
 // what is wrong with it.
 func (a *Agent) checkOutput(content string) (map[string]any, []string) {
@@ -28,29 +24,28 @@ func (a *Agent) checkOutput(content string) (map[string]any, []string) {
 	return nil, []string{err.Error()}
 }
 
-// finalAnswer validates a final answer when the agent has an output
-// schema. It reports whether the loop should go on (the model is asked to
-// correct itself), or the outcome.
-func (r *run) finalAnswer(content string) (again bool, o outcome, err error) {
+// answer validates a final answer when the agent has an output schema: a
+// valid one is final; an invalid one is sent back for correction while
+// retry.output_attempts last, then final with ErrValidation.
+func (r *run) answer(content string) Decision {
 	if r.a.prompt == nil {
-		return false, outcome{reason: ReasonCompleted, content: content}, nil
+		return Answer(content)
 	}
 	obj, probs := r.a.checkOutput(content)
 	if len(probs) == 0 {
 		r.validated = true
-		return false, outcome{reason: ReasonCompleted, output: obj}, nil
+		return Decision{Final: &Final{Text: content, Output: obj}}
 	}
 	if r.s.bus.Active() {
 		r.emit(event.Event{Type: event.Error, Error: &event.ErrorInfo{Code: CodeValidation, Message: strings.Join(probs, "; ")}})
 	}
 	if r.outputRetries < r.a.retry.OutputAttempts {
 		r.outputRetries++
-		r.st.Messages = append(r.st.Messages, llm.Message{Role: llm.RoleUser, Content: correction(probs)})
-		return true, outcome{}, nil
+		return Decision{Message: &llm.Message{Role: llm.RoleUser, Content: correction(probs)}}
 	}
-	return false, outcome{reason: ReasonCompleted, code: CodeValidation, details: map[string]any{
-			"problems": probs, "attempts": r.outputRetries + 1, "recoverable": true}},
-		fmt.Errorf("%w after %d attempts: %s", ErrValidation, r.outputRetries+1, strings.Join(probs, "; "))
+	err := withDetails(fmt.Errorf("%w after %d attempts: %s", ErrValidation, r.outputRetries+1, strings.Join(probs, "; ")),
+		map[string]any{"problems": probs, "attempts": r.outputRetries + 1})
+	return Decision{Final: &Final{Text: content, Err: err}}
 }
 
 func correction(probs []string) string {

@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"context"
 	"encoding/json"
 	"slices"
 	"strconv"
@@ -43,7 +44,7 @@ func (r *run) noteHints(h *tool.Hints) {
 }
 
 // reactMessages renders the Noema system prompt for input.
-func (a *Agent) reactMessages(input map[string]any) ([]llm.Message, []string) {
+func reactMessages(a *Agent, input map[string]any) ([]llm.Message, []string) {
 	var probs []string
 	render := func(field, text string) string {
 		out, err := prompt.Render(field, text, input)
@@ -122,12 +123,23 @@ func fewShot(raw json.RawMessage) string {
 	return string(raw)
 }
 
-// reactTurn reads one ReAct reply and acts on it: a parse error becomes an
-// observation that tells the model what was wrong; an action runs and its
-// observation goes back; a final answer ends the run (once valid).
-func (r *run) reactTurn(content string) (done bool, o outcome, err error) {
+// reactStop ends a ReAct reply before the model writes an observation.
+var reactStop = react.StopSequences
+
+// reactPlanner is the text ReAct loop: each reply is parsed; a parse error
+// becomes an observation that tells the model what was wrong; an action
+// is one tool call whose observation goes back as text; a final answer
+// ends the run once valid.
+type reactPlanner struct{}
+
+func (reactPlanner) Next(ctx context.Context, t *Turn) (Decision, error) {
+	resp, err := t.Generate(ctx)
+	if err != nil {
+		return Decision{}, err
+	}
+	r := t.r
 	st := r.st
-	reply, perr := react.Parse(content)
+	reply, perr := react.Parse(resp.Content)
 	r.noteAssumptions(reply.Thought)
 	if perr != nil {
 		problem := perr.(*react.ParseError).Problem
@@ -138,41 +150,38 @@ func (r *run) reactTurn(content string) (done bool, o outcome, err error) {
 		if r.s.bus.Active() {
 			r.emit(event.Event{Type: event.Error, Error: &event.ErrorInfo{Code: CodeParseError, Message: problem}})
 		}
-		r.observe(obs)
-		return false, outcome{}, nil
-	}
-	if reply.Thought != "" && r.s.bus.Active() {
-		r.emit(event.Event{Type: event.Thinking, Content: reply.Thought})
+		return Decision{Message: &llm.Message{Role: llm.RoleUser, Content: "Observation: " + obs}}, nil
 	}
 	if reply.Final {
+		if reply.Thought != "" && r.s.bus.Active() {
+			r.emit(event.Event{Type: event.Thinking, Content: reply.Thought})
+		}
 		st.Steps = append(st.Steps, Step{Step: len(st.Steps) + 1, Turn: st.Turn, Thought: reply.Thought,
 			FinalAnswer: reply.Answer, Timestamp: Timestamp{time.Now()}})
 		st.LastContent = reply.Answer
-		again, o, err := r.finalAnswer(reply.Answer)
-		if again {
-			// finalAnswer asked for a correction as a user message; ReAct
-			// wants it as an observation.
-			last := &st.Messages[len(st.Messages)-1]
-			last.Content = "Observation: " + last.Content + "\nGive the corrected Final Answer."
-			return false, outcome{}, nil
+		d := t.Answer(reply.Answer)
+		if d.Message != nil {
+			// A correction: ReAct wants it as an observation.
+			d.Message.Content = "Observation: " + d.Message.Content + "\nGive the corrected Final Answer."
 		}
-		return true, o, err
+		return d, nil
 	}
-	if m := r.a.limits.MaxToolCalls; m > 0 && st.ToolCalls+1 > m {
-		return true, outcome{reason: ReasonBudgetExceeded, code: CodeBudgetExceeded, details: map[string]any{
-			"budget": "max_tool_calls", "limit": m, "used": st.ToolCalls}}, errBudget("max_tool_calls", m, st.ToolCalls)
-	}
+	r.notes = reply.Notes
 	call := llm.ToolCall{ID: "react_" + strconv.Itoa(st.Turn), Name: reply.Action, Arguments: reply.Input}
-	var res callResult
-	r.exec(&call, &res)
-	obs := r.record(reply.Thought, &call, &res)
-	r.checkContradiction(&call, &res)
-	r.observe(reactObservation(obs, res.hints, reply.Notes))
-	return false, outcome{}, nil
+	return CallTools(reply.Thought, call), nil
 }
 
-func (r *run) observe(text string) {
-	r.st.Messages = append(r.st.Messages, llm.Message{Role: llm.RoleUser, Content: "Observation: " + text})
+// Observe shows a call's result as an "Observation:" line, with the
+// tool's hints and what the parser forgave.
+func (reactPlanner) Observe(t *Turn, results []ToolResult) {
+	r := t.r
+	for i := range results {
+		res := &results[i]
+		r.checkContradiction(res)
+		r.st.Messages = append(r.st.Messages, llm.Message{Role: llm.RoleUser,
+			Content: "Observation: " + reactObservation(res.Observation, res.Hints, r.notes)})
+	}
+	r.notes = nil
 }
 
 // reactObservation is what the model sees of a call: its output, then the
@@ -194,15 +203,15 @@ func reactObservation(obs string, h *tool.Hints, notes []string) string {
 }
 
 // checkContradiction counts a tool that answered the same call two ways.
-func (r *run) checkContradiction(call *llm.ToolCall, res *callResult) {
-	if res.err != nil || res.cached {
+func (r *run) checkContradiction(res *ToolResult) {
+	if res.Err != nil || res.Cached {
 		return
 	}
 	if r.reasoning.seen == nil {
 		r.reasoning.seen = map[string]string{}
 	}
-	key := call.Name + "\x00" + string(call.Arguments)
-	out := string(res.out)
+	key := res.Call.Name + "\x00" + string(res.Call.Arguments)
+	out := string(res.Output)
 	if prev, ok := r.reasoning.seen[key]; ok && prev != out {
 		r.reasoning.contradictions++
 	}

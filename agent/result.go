@@ -2,67 +2,10 @@ package agent
 
 import (
 	"encoding/json"
-	"errors"
 	"time"
 
 	"github.com/agentry/agentry/llm"
 	"github.com/agentry/agentry/tool"
-)
-
-// Outcome is how a run ended, in the jeeves vocabulary.
-type Outcome string
-
-// The outcomes.
-const (
-	OutcomeSuccess   Outcome = "success"
-	OutcomeError     Outcome = "error"
-	OutcomePartial   Outcome = "partial"
-	OutcomeClarify   Outcome = "clarify"
-	OutcomeConfirm   Outcome = "confirm"
-	OutcomeReplan    Outcome = "replan"
-	OutcomeLoopBack  Outcome = "loop_back"
-	OutcomeTerminate Outcome = "terminate"
-	OutcomeSkip      Outcome = "skip"
-)
-
-// TerminateReason says why the loop stopped.
-type TerminateReason string
-
-// The terminate reasons.
-const (
-	ReasonCompleted        TerminateReason = "completed"
-	ReasonMaxTurns         TerminateReason = "max_turns"
-	ReasonTimeout          TerminateReason = "timeout"
-	ReasonAborted          TerminateReason = "aborted"
-	ReasonBudgetExceeded   TerminateReason = "budget_exceeded"
-	ReasonError            TerminateReason = "error"
-	ReasonAwaitingApproval TerminateReason = "awaiting_approval"
-)
-
-// The errors a run can end with. Each is matched with errors.Is on the
-// error Run returns; a failed model call also matches *llm.APIError with
-// errors.As.
-var (
-	ErrMaxTurns       = errors.New("max turns reached")
-	ErrTimeout        = errors.New("run timed out")
-	ErrAborted        = errors.New("run aborted")
-	ErrBudgetExceeded = errors.New("budget exceeded")
-	ErrConfig         = errors.New("configuration error")
-	ErrInvalidInput   = errors.New("invalid input")
-)
-
-// Error codes of Result.Error.
-const (
-	CodeValidation      = "validation_error"
-	CodeTimeout         = "timeout"
-	CodeMaxTurns        = "max_turns"
-	CodeToolError       = "tool_error"
-	CodeLLMError        = "llm_error"
-	CodeParseError      = "parse_error"
-	CodeBudgetExceeded  = "budget_exceeded"
-	CodePolicyViolation = "policy_violation"
-	CodeAborted         = "aborted"
-	CodeConfigError     = "config_error"
 )
 
 // ErrorInfo is the error of a failed run.
@@ -175,12 +118,14 @@ type Result struct {
 	Messages        []llm.Message   `json:"messages"`
 	ToolsUsed       []string        `json:"tools_used"`
 	TokenUsage      llm.Usage       `json:"token_usage"`
-	EstimatedCost   float64         `json:"estimated_cost_usd"`
-	Model           string          `json:"model"`
-	Provider        string          `json:"provider"`
-	ModelCalls      []ModelCall     `json:"model_calls"`
-	Confidence      float64         `json:"confidence"`
-	Decision        string          `json:"decision"`
+	// EstimatedCost is the cost from the pricing table; nil (JSON null)
+	// when a model of the run has no price.
+	EstimatedCost *float64    `json:"estimated_cost_usd"`
+	Model         string      `json:"model"`
+	Provider      string      `json:"provider"`
+	ModelCalls    []ModelCall `json:"model_calls"`
+	Confidence    float64     `json:"confidence"`
+	Decision      string      `json:"decision"`
 	// SourceQuality is the lowest quality the tools reported ("high",
 	// "medium", "low", "unknown"), or empty when none did.
 	SourceQuality   string             `json:"source_quality,omitempty"`
@@ -193,40 +138,4 @@ type Result struct {
 	// PromptTemplate names the versioned template of the system prompt.
 	PromptTemplate string  `json:"prompt_template,omitempty"`
 	Metrics        Metrics `json:"metrics"`
-}
-
-// IsConfigError reports whether err comes from a bad spec or input rather
-// than from running.
-func IsConfigError(err error) bool {
-	return errors.Is(err, ErrConfig) || errors.Is(err, ErrInvalidSpec) || errors.Is(err, ErrInvalidInput)
-}
-
-// IsTerminal reports whether the outcome ends a pipeline: an error, a
-// terminate, or a pause for the user (clarify, confirm).
-func (o Outcome) IsTerminal() bool {
-	switch o {
-	case OutcomeError, OutcomeTerminate, OutcomeClarify, OutcomeConfirm:
-		return true
-	}
-	return false
-}
-
-// IsSuccess reports whether the outcome counts as work done: success,
-// partial and skip.
-func (o Outcome) IsSuccess() bool {
-	return o == OutcomeSuccess || o == OutcomePartial || o == OutcomeSkip
-}
-
-// RequiresLoop reports whether the outcome sends a pipeline back: replan
-// and loop_back.
-func (o Outcome) RequiresLoop() bool { return o == OutcomeReplan || o == OutcomeLoopBack }
-
-// Valid reports whether o is one of the nine outcomes.
-func (o Outcome) Valid() bool {
-	switch o {
-	case OutcomeSuccess, OutcomeError, OutcomePartial, OutcomeClarify, OutcomeConfirm,
-		OutcomeReplan, OutcomeLoopBack, OutcomeTerminate, OutcomeSkip:
-		return true
-	}
-	return false
 }

@@ -17,18 +17,20 @@ var ErrUnknownSession = errors.New("agent: unknown session")
 
 // Service is the long-lived entry point of a host: it creates per-run
 // sessions, runs them, aborts them by id, fans their events out to its
-// subscribers and stops cleanly. It is safe for concurrent use.
+// subscribers and stops cleanly. It holds a session only while it runs,
+// so a session created and never run costs it nothing. It is safe for
+// concurrent use.
 type Service struct {
-	bus      *event.Bus
-	mu       sync.Mutex
-	sessions map[string]*Session
-	stopped  bool
-	wg       sync.WaitGroup
+	bus     *event.Bus
+	mu      sync.Mutex
+	running map[string]*Session
+	stopped bool
+	drained chan struct{} // closed when stopped and nothing runs
 }
 
 // NewService returns a running service.
 func NewService() *Service {
-	return &Service{bus: event.NewBus(nil), sessions: map[string]*Session{}}
+	return &Service{bus: event.NewBus(nil), running: map[string]*Session{}}
 }
 
 // Events returns the bus that carries the events of every session.
@@ -39,43 +41,53 @@ func (s *Service) Events() *event.Bus { return s.bus }
 func (s *Service) Subscribe(fn func(event.Event)) (unsubscribe func()) { return s.bus.Subscribe(fn) }
 
 // CreateSession prepares a session of a with input. Its events reach the
-// service's subscribers; it is tracked until its run ends.
+// service's subscribers; the service tracks it while it runs, however it
+// is run (Service.Run or Session.Run).
 func (s *Service) CreateSession(a *Agent, input map[string]any, opts ...RunOption) (*Session, error) {
 	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.stopped {
+	stopped := s.stopped
+	s.mu.Unlock()
+	if stopped {
 		return nil, ErrStopped
 	}
 	sess, err := a.NewSession(input, append([]RunOption{WithEventBus(s.bus)}, opts...)...)
 	if err != nil {
 		return nil, err
 	}
-	if _, dup := s.sessions[sess.ID()]; dup {
-		return nil, fmt.Errorf("agent: session id %q is in use", sess.ID())
-	}
-	s.sessions[sess.ID()] = sess
+	sess.svc = s
 	return sess, nil
 }
 
-// Run runs a session created by CreateSession and forgets it afterwards.
-func (s *Service) Run(ctx context.Context, sess *Session) (*Result, error) {
+// start tracks a session that begins to run.
+func (s *Service) start(sess *Session) error {
 	s.mu.Lock()
+	defer s.mu.Unlock()
 	if s.stopped {
-		s.mu.Unlock()
-		return nil, ErrStopped
+		return ErrStopped
 	}
-	if s.sessions[sess.ID()] != sess {
-		s.mu.Unlock()
-		return nil, fmt.Errorf("%w %q", ErrUnknownSession, sess.ID())
+	if _, dup := s.running[sess.ID()]; dup {
+		return fmt.Errorf("agent: session id %q is already running", sess.ID())
 	}
-	s.wg.Add(1)
-	s.mu.Unlock()
-	defer func() {
-		s.mu.Lock()
-		delete(s.sessions, sess.ID())
-		s.mu.Unlock()
-		s.wg.Done()
-	}()
+	s.running[sess.ID()] = sess
+	return nil
+}
+
+// done forgets a session whose run ended.
+func (s *Service) done(sess *Session) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.running, sess.ID())
+	if s.stopped && len(s.running) == 0 && s.drained != nil {
+		close(s.drained)
+		s.drained = nil
+	}
+}
+
+// Run runs a session created by CreateSession.
+func (s *Service) Run(ctx context.Context, sess *Session) (*Result, error) {
+	if sess.svc != s {
+		return nil, fmt.Errorf("%w %q: it was not created by this service", ErrUnknownSession, sess.ID())
+	}
 	return sess.Run(ctx)
 }
 
@@ -88,10 +100,10 @@ func (s *Service) RunOnce(ctx context.Context, a *Agent, input map[string]any, o
 	return s.Run(ctx, sess)
 }
 
-// Abort aborts the session with that id.
+// Abort aborts the running session with that id.
 func (s *Service) Abort(id string) error {
 	s.mu.Lock()
-	sess, ok := s.sessions[id]
+	sess, ok := s.running[id]
 	s.mu.Unlock()
 	if !ok {
 		return fmt.Errorf("%w %q", ErrUnknownSession, id)
@@ -100,30 +112,36 @@ func (s *Service) Abort(id string) error {
 	return nil
 }
 
-// Sessions returns the ids of the sessions created and not yet finished.
+// Sessions returns the ids of the sessions running now.
 func (s *Service) Sessions() []string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	ids := make([]string, 0, len(s.sessions))
-	for id := range s.sessions {
+	ids := make([]string, 0, len(s.running))
+	for id := range s.running {
 		ids = append(ids, id)
 	}
 	return ids
 }
 
 // Stop refuses new sessions, aborts the running ones and waits for them to
-// end, or for ctx.
+// end, or for ctx. It starts no goroutine.
 func (s *Service) Stop(ctx context.Context) error {
 	s.mu.Lock()
 	s.stopped = true
-	for _, sess := range s.sessions {
+	for _, sess := range s.running {
 		sess.Abort()
 	}
+	if len(s.running) == 0 {
+		s.mu.Unlock()
+		return nil
+	}
+	if s.drained == nil {
+		s.drained = make(chan struct{})
+	}
+	drained := s.drained
 	s.mu.Unlock()
-	done := make(chan struct{})
-	go func() { s.wg.Wait(); close(done) }()
 	select {
-	case <-done:
+	case <-drained:
 		return nil
 	case <-ctx.Done():
 		return ctx.Err()

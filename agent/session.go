@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"math/rand/v2"
 	"slices"
 	"strings"
@@ -13,15 +14,14 @@ import (
 	"github.com/agentry/agentry/llm"
 	"github.com/agentry/agentry/prompt"
 	"github.com/agentry/agentry/schema"
+	"github.com/agentry/agentry/tool"
 )
 
-// StateFormat is the format tag of a serialised session state.
-const StateFormat = "agentry.session/v1"
-
 // State is everything a session knows, as plain data that serialises to
-// JSON: what a checkpoint stores.
+// JSON: what Session.State returns and planners read. It is not a
+// checkpoint: a run is resumed from its run log, which records how the
+// state came to be, turn by turn.
 type State struct {
-	Format         string             `json:"format"`
 	SessionID      string             `json:"session_id"`
 	RunID          string             `json:"run_id"`
 	ParentRunID    string             `json:"parent_run_id,omitempty"`
@@ -54,12 +54,19 @@ type State struct {
 type RunOption func(*runConfig)
 
 type runConfig struct {
-	sessionID   string
-	onEvent     []func(event.Event)
-	bus         *event.Bus
-	provider    llm.Provider
-	parent      *link
-	parentRunID string
+	sessionID     string
+	onEvent       []func(event.Event)
+	bus           *event.Bus
+	provider      llm.Provider
+	planner       Planner
+	parent        *link
+	parentRunID   string
+	parentBudget  *tool.Budget
+	budget        Budget
+	userID        string
+	correlationID string
+	traceParent   string
+	metadata      map[string]string
 }
 
 // WithEvents calls fn with each event of the session, in order.
@@ -78,8 +85,29 @@ func WithParentRunID(id string) RunOption { return func(c *runConfig) { c.parent
 func WithSessionID(id string) RunOption { return func(c *runConfig) { c.sessionID = id } }
 
 // WithSessionProvider makes this session call p instead of the agent's
-// provider (wrapped with the agent's retry policy).
+// model (wrapped with the agent's retry policy and middleware).
 func WithSessionProvider(p llm.Provider) RunOption { return func(c *runConfig) { c.provider = p } }
+
+// WithSessionPlanner makes this session plan with p instead of the
+// agent's planner.
+func WithSessionPlanner(p Planner) RunOption { return func(c *runConfig) { c.planner = p } }
+
+// WithUser sets the id of the user the run acts for: tools read it from
+// their call (tool.CallFrom) and logs carry it.
+func WithUser(id string) RunOption { return func(c *runConfig) { c.userID = id } }
+
+// WithCorrelationID sets the id that ties the run to the caller's request.
+func WithCorrelationID(id string) RunOption { return func(c *runConfig) { c.correlationID = id } }
+
+// WithTraceParent sets the W3C trace context ("00-TRACEID-SPANID-FLAGS")
+// the run belongs to.
+func WithTraceParent(tp string) RunOption { return func(c *runConfig) { c.traceParent = tp } }
+
+// WithMetadata gives tools the caller's metadata (tool.CallFrom).
+func WithMetadata(md map[string]string) RunOption { return func(c *runConfig) { c.metadata = md } }
+
+// WithBudget tightens the spec's limits for this run.
+func WithBudget(b Budget) RunOption { return func(c *runConfig) { c.budget = b } }
 
 // InputError reports input that does not fit the agent.
 type InputError struct {
@@ -103,7 +131,11 @@ type Session struct {
 	agent    *Agent
 	bus      *event.Bus
 	provider llm.Provider
+	planner  Planner
 	parent   *link
+	cfg      runConfig
+	logger   *slog.Logger
+	svc      *Service // the service that created it, if any
 
 	mu      sync.Mutex
 	state   State
@@ -128,9 +160,12 @@ func (a *Agent) NewSession(input map[string]any, opts ...RunOption) (*Session, e
 	if err != nil {
 		return nil, err
 	}
-	s := &Session{agent: a, bus: event.NewBus(c.bus), provider: a.provider, parent: c.parent}
+	s := &Session{agent: a, bus: event.NewBus(c.bus), provider: a.provider, planner: a.planner, parent: c.parent, cfg: c}
 	if c.provider != nil {
-		s.provider = llm.WithRetry(c.provider, a.retryPolicy())
+		s.provider = a.modelChain(a.o, a.candidateChain(a.o, c.provider))
+	}
+	if c.planner != nil {
+		s.planner = c.planner
 	}
 	for _, fn := range c.onEvent {
 		s.unsubs = append(s.unsubs, s.bus.Subscribe(fn))
@@ -139,14 +174,27 @@ func (a *Agent) NewSession(input map[string]any, opts ...RunOption) (*Session, e
 	if id == "" {
 		id = newID("ses")
 	}
-	s.state = State{Format: StateFormat, SessionID: id, RunID: newID("run"),
+	s.state = State{SessionID: id, RunID: newID("run"),
 		AgentName: a.spec.AgentName, AgentVersion: a.spec.Version, Input: input, Messages: msgs}
 	if c.parent != nil {
 		s.state.ParentRunID = c.parent.runID
 	} else if c.parentRunID != "" {
 		s.state.ParentRunID = c.parentRunID
 	}
+	s.logger = a.logger
 	return s, nil
+}
+
+// runInfo is what tools see of the run.
+func (s *Session) runInfo() *tool.Run {
+	c := &s.cfg
+	ri := &tool.Run{RunID: s.state.RunID, SessionID: s.state.SessionID, ParentRunID: s.state.ParentRunID,
+		AgentName: s.state.AgentName, AgentVersion: s.state.AgentVersion, UserID: c.userID,
+		CorrelationID: c.correlationID, TraceParent: c.traceParent, Metadata: c.metadata}
+	if parts := strings.Split(c.traceParent, "-"); len(parts) == 4 && len(parts[1]) == 32 {
+		ri.TraceID = parts[1]
+	}
+	return ri
 }
 
 // Run runs the agent with input in a new session: NewSession then
@@ -210,32 +258,26 @@ func (a *Agent) initialMessages(input map[string]any) ([]llm.Message, error) {
 			}
 		}
 	}
-	var msgs []llm.Message
-	switch a.spec.Mode {
-	case ModeChooser, ModeWriter, ModeExtractor:
-		composed, _, err := a.prompt.Compose(input)
-		if err != nil {
-			probs = append(probs, err.Error())
-		}
-		msgs = composed
-	case ModeReAct:
-		m, err := a.reactMessages(input)
-		probs = append(probs, err...)
-		msgs = m
-	default:
-		m, err := a.toolsMessages(input)
-		probs = append(probs, err...)
-		msgs = m
-	}
+	msgs, more := modes[a.spec.Mode].messages(a, input)
+	probs = append(probs, more...)
 	if len(probs) > 0 {
 		return nil, &InputError{Agent: a.spec.AgentName, Problems: probs}
 	}
 	return msgs, nil
 }
 
+// composedMessages are the neutral AgentPrompt of the structured modes.
+func composedMessages(a *Agent, input map[string]any) ([]llm.Message, []string) {
+	msgs, _, err := a.prompt.Compose(input)
+	if err != nil {
+		return nil, []string{err.Error()}
+	}
+	return msgs, nil
+}
+
 // toolsMessages are the system prompt (system_text, then purpose_text) and
 // the first user message (user_text, or the input as key = "value" lines).
-func (a *Agent) toolsMessages(input map[string]any) ([]llm.Message, []string) {
+func toolsMessages(a *Agent, input map[string]any) ([]llm.Message, []string) {
 	var probs []string
 	system, err1 := prompt.Render("system_text", a.spec.SystemText, input)
 	purpose, err2 := prompt.Render("purpose_text", a.spec.PurposeText, input)

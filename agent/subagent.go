@@ -17,13 +17,14 @@ import (
 // link ties a run to the sub-agent runs its tools start: their events go
 // to its bus and their usage, cost and model calls roll up into it.
 type link struct {
-	runID   string
-	bus     *event.Bus
-	pending atomic.Bool
-	mu      sync.Mutex
-	usage   llm.Usage
-	cost    float64
-	calls   []ModelCall
+	runID    string
+	bus      *event.Bus
+	pending  atomic.Bool
+	mu       sync.Mutex
+	usage    llm.Usage
+	cost     float64
+	unpriced bool // a sub-run's model had no price
+	calls    []ModelCall
 }
 
 type linkKey struct{}
@@ -42,7 +43,11 @@ func (l *link) add(res *Result) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.usage.Add(res.TokenUsage)
-	l.cost += res.EstimatedCost
+	if res.EstimatedCost != nil {
+		l.cost += *res.EstimatedCost
+	} else {
+		l.unpriced = true
+	}
 	for _, c := range res.ModelCalls {
 		if c.Agent == "" {
 			c.Agent = res.AgentName
@@ -61,6 +66,7 @@ func (l *link) merge(r *run) {
 	defer l.mu.Unlock()
 	r.st.Usage.Add(l.usage)
 	r.st.CostUSD += l.cost
+	r.unpriced = r.unpriced || l.unpriced
 	r.st.ModelCalls = append(r.st.ModelCalls, l.calls...)
 	l.usage, l.cost, l.calls = llm.Usage{}, 0, nil
 	l.pending.Store(false)
@@ -79,8 +85,10 @@ func (t subTool) Info() tool.Info {
 }
 
 // Call runs the sub-agent in a session of its own, inside the caller's
-// deadline, with its own limits. Its events carry its own agent name and
-// the parent's run id; its usage and cost roll up into the parent's run.
+// deadline, with its own limits, tightened to what remains of the
+// parent's token, cost and tool-call budgets. It acts for the same user
+// and correlation id. Its events carry its own agent name and the
+// parent's run id; its usage and cost roll up into the parent's run.
 func (t subTool) Call(ctx context.Context, args json.RawMessage) (json.RawMessage, error) {
 	var input map[string]any
 	if err := json.Unmarshal(args, &input); err != nil {
@@ -89,6 +97,14 @@ func (t subTool) Call(ctx context.Context, args json.RawMessage) (json.RawMessag
 	var opts []RunOption
 	if l := linkFrom(ctx); l != nil {
 		opts = append(opts, WithEventBus(l.bus), func(c *runConfig) { c.parent = l })
+	}
+	if c := tool.CallFrom(ctx); c != nil {
+		b := c.Budget
+		opts = append(opts, func(rc *runConfig) { rc.parentBudget = &b })
+		if c.Run != nil {
+			opts = append(opts, WithUser(c.Run.UserID), WithCorrelationID(c.Run.CorrelationID),
+				WithTraceParent(c.Run.TraceParent), WithMetadata(c.Run.Metadata))
+		}
 	}
 	s, err := t.a.NewSession(input, opts...)
 	if err != nil {

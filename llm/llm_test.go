@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/agentry/agentry/retry"
 	"iter"
 	"os"
 	"path/filepath"
@@ -94,7 +95,7 @@ func TestRetry(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			f := &flaky{errs: tt.errs}
-			p := WithRetry(f, RetryPolicy{Attempts: tt.attempts, InitialBackoff: time.Millisecond, MaxBackoff: 2 * time.Millisecond, Jitter: 0.5})
+			p := Retry(retry.Policy{Attempts: tt.attempts, InitialBackoff: time.Millisecond, MaxBackoff: 2 * time.Millisecond, Jitter: 0.5})(f)
 			var retries []RetryInfo
 			ctx := WithTrace(context.Background(), &Trace{Retry: func(i RetryInfo) { retries = append(retries, i) }})
 			_, err := p.Generate(ctx, &Request{})
@@ -121,7 +122,7 @@ func TestRetry(t *testing.T) {
 
 func TestRetryHonoursRetryAfterAndDeadline(t *testing.T) {
 	f := &flaky{errs: []error{&APIError{Kind: KindRateLimited, RetryAfter: time.Hour}}}
-	p := WithRetry(f, RetryPolicy{Attempts: 3, InitialBackoff: time.Millisecond})
+	p := Retry(retry.Policy{Attempts: 3, InitialBackoff: time.Millisecond})(f)
 	var waits []time.Duration
 	ctx := WithTrace(context.Background(), &Trace{Retry: func(i RetryInfo) { waits = append(waits, i.Wait) }})
 	ctx, cancel := context.WithTimeout(ctx, time.Minute)
@@ -135,30 +136,13 @@ func TestRetryHonoursRetryAfterAndDeadline(t *testing.T) {
 	}
 
 	f = &flaky{errs: []error{&APIError{Kind: KindRateLimited, RetryAfter: 3 * time.Millisecond}}}
-	p = WithRetry(f, RetryPolicy{Attempts: 2, InitialBackoff: time.Hour})
+	p = Retry(retry.Policy{Attempts: 2, InitialBackoff: time.Hour})(f)
 	ctx = WithTrace(context.Background(), &Trace{Retry: func(i RetryInfo) { waits = append(waits, i.Wait) }})
 	if _, err := p.Generate(ctx, &Request{}); err != nil {
 		t.Fatal(err)
 	}
 	if len(waits) != 1 || waits[0] != 3*time.Millisecond {
 		t.Errorf("waits = %v, want the Retry-After of 3ms", waits)
-	}
-}
-
-func TestBackoff(t *testing.T) {
-	p := RetryPolicy{InitialBackoff: 100 * time.Millisecond, MaxBackoff: time.Second}
-	want := []time.Duration{0, 100, 200, 400, 800, 1000, 1000}
-	for n, w := range want {
-		if got := p.Backoff(n); got != w*time.Millisecond {
-			t.Errorf("Backoff(%d) = %v, want %v", n, got, w*time.Millisecond)
-		}
-	}
-	p.Jitter = 0.5
-	for range 100 {
-		d := p.wait(3, errors.New("x"))
-		if d < 200*time.Millisecond || d > 400*time.Millisecond {
-			t.Fatalf("jittered wait %v outside [200ms, 400ms]", d)
-		}
 	}
 }
 
@@ -171,7 +155,7 @@ func TestAttemptTimeoutIsTransient(t *testing.T) {
 		}
 		return &Response{Content: "second"}, nil
 	})
-	p := WithRetry(slow, RetryPolicy{Attempts: 2, AttemptTimeout: 5 * time.Millisecond})
+	p := Chain(slow, Retry(retry.Policy{Attempts: 2}), Timeout(5*time.Millisecond))
 	resp, err := p.Generate(context.Background(), &Request{Model: "m"})
 	if err != nil || resp.Content != "second" {
 		t.Fatalf("resp %v err %v", resp, err)
@@ -181,11 +165,11 @@ func TestAttemptTimeoutIsTransient(t *testing.T) {
 func TestCallerCancelIsNotRetried(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	var calls atomic.Int32
-	p := WithRetry(providerFunc(func(ctx context.Context, _ *Request) (*Response, error) {
+	p := Retry(retry.Policy{Attempts: 5})(providerFunc(func(ctx context.Context, _ *Request) (*Response, error) {
 		calls.Add(1)
 		cancel()
 		return nil, &APIError{Kind: KindTransient}
-	}), RetryPolicy{Attempts: 5})
+	}))
 	if _, err := p.Generate(ctx, &Request{}); err == nil {
 		t.Fatal("want an error")
 	}
@@ -223,13 +207,13 @@ func (c *chunky) Stream(ctx context.Context, _ *Request) iter.Seq2[Chunk, error]
 
 func TestStreamRetryOnlyBeforeFirstChunk(t *testing.T) {
 	c := &chunky{runs: [][]Chunk{nil, {{Text: "hel"}, {Text: "lo"}}}, fails: []bool{true, false}}
-	p := WithRetry(c, RetryPolicy{Attempts: 3}).(Streamer)
+	p := Retry(retry.Policy{Attempts: 3})(c).(Streamer)
 	resp, err := Collect(p.Stream(context.Background(), &Request{}), nil)
 	if err != nil || resp.Content != "hello" {
 		t.Fatalf("got %q, %v", resp.Content, err)
 	}
 	c = &chunky{runs: [][]Chunk{{{Text: "par"}}, {{Text: "never"}}}, fails: []bool{true, false}}
-	p = WithRetry(c, RetryPolicy{Attempts: 3}).(Streamer)
+	p = Retry(retry.Policy{Attempts: 3})(c).(Streamer)
 	resp, err = Collect(p.Stream(context.Background(), &Request{}), nil)
 	if !errors.Is(err, ErrTransient) {
 		t.Fatalf("err = %v, want the broken stream", err)

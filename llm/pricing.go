@@ -159,3 +159,8 @@ func (p *Pricing) Cost(model string, u Usage) (float64, bool) {
 	}
 	return pr.Cost(u), true
 }
+
+// NewPricing returns a table of the given prices (USD per million tokens).
+func NewPricing(models map[string]Price) *Pricing {
+	return &Pricing{models: maps.Clone(models)}
+}

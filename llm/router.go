@@ -20,7 +20,7 @@ type Capabilities struct {
 
 // Candidate is one model a Router may call.
 type Candidate struct {
-	// Provider answers for the model; wrap it with WithRetry so that it
+	// Provider answers for the model; wrap it with Retry so that it
 	// counts as unavailable only once its retries are spent.
 	Provider Provider
 	// Name is the provider's name ("openai"); Model the model id.

@@ -13,8 +13,8 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/agentry/agentry/agent"
 	"github.com/agentry/agentry/internal/strictjson"
+	"github.com/agentry/agentry/spec"
 )
 
 // End is the target that finishes a pipeline.
@@ -301,6 +301,6 @@ func (s *Stage) agentRef() (ref string, inline bool) {
 }
 
 // inlineSpec parses the stage's inline agent spec.
-func (s *Stage) inlineSpec() (*agent.Spec, error) {
-	return agent.ParseSpec("stage "+s.Name+" agent", s.Agent)
+func (s *Stage) inlineSpec() (*spec.Spec, error) {
+	return spec.Parse("stage "+s.Name+" agent", s.Agent)
 }

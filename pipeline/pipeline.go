@@ -14,6 +14,7 @@ import (
 
 	"github.com/agentry/agentry/agent"
 	"github.com/agentry/agentry/event"
+	"github.com/agentry/agentry/spec"
 	"github.com/agentry/agentry/tool"
 )
 
@@ -77,11 +78,10 @@ type Pipeline struct {
 }
 
 type stage struct {
-	def     *Stage
-	agent   *agent.Agent
-	name    string // the agent's NAME@VERSION
-	allowed map[string]bool
-	hooks   Hooks
+	def   *Stage
+	agent *agent.Agent
+	name  string // the agent's NAME@VERSION
+	hooks Hooks
 }
 
 // FromFile loads and compiles the definition at path; relative paths in it
@@ -128,26 +128,23 @@ func New(d *Definition, baseDir string, opts ...Option) (*Pipeline, error) {
 }
 
 func buildStage(sd *Stage, agentsDir, baseDir string, o options) (*stage, error) {
-	base := append([]agent.Option{agent.WithTools(o.tools), agent.WithAgents(agent.Dir{Path: agentsDir})}, o.agentOpts...)
+	base := append([]agent.Option{agent.WithTools(o.tools), agent.WithAgents(spec.Dir{Path: agentsDir})}, o.agentOpts...)
 	var a *agent.Agent
 	var err error
 	if ref, inline := sd.agentRef(); !inline {
 		a, err = agent.FromDir(agentsDir, ref, base...)
 	} else {
-		var spec *agent.Spec
-		spec, err = sd.inlineSpec()
+		var sp *spec.Spec
+		sp, err = sd.inlineSpec()
 		if err == nil {
-			a, err = agent.New(spec, append([]agent.Option{agent.WithBaseDir(baseDir)}, base...)...)
+			a, err = agent.New(sp, append([]agent.Option{agent.WithBaseDir(baseDir)}, base...)...)
 		}
 	}
 	if err != nil {
 		return nil, err
 	}
-	st := &stage{def: sd, agent: a, name: a.Spec().AgentName + "@" + a.Spec().Version, allowed: map[string]bool{}, hooks: o.hooks[sd.Name]}
-	for _, t := range a.Spec().Tools {
-		st.allowed[t] = true
-	}
-	return st, nil
+	sp := a.Spec()
+	return &stage{def: sd, agent: a, name: sp.AgentName + "@" + sp.Version, hooks: o.hooks[sd.Name]}, nil
 }
 
 // Definition returns the pipeline's definition.

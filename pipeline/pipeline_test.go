@@ -269,7 +269,7 @@ func TestPlanMode(t *testing.T) {
 		}
 		return e.Type
 	}
-	if errType(1) != "not_found" || errType(2) != "forbidden" || errType(3) != "" || errType(4) != "invalid_arguments" {
+	if errType(1) != "not_found" || errType(2) != "unknown_tool" || errType(3) != "" || errType(4) != "invalid_arguments" {
 		t.Errorf("results %v", results)
 	}
 	if d, _ := results[3].(map[string]any)["data"].(map[string]any); d["value"] != 1.0 {
@@ -278,7 +278,7 @@ func TestPlanMode(t *testing.T) {
 	if strings.Join(toolEvents, " ") != "kv_set:success kv_get:error kv_delete:error kv_get:success kv_set:error" {
 		t.Errorf("tool events %v", toolEvents)
 	}
-	if !strings.Contains(fmt.Sprint(results[2]), `tool "kv_delete" is not allowed in stage executor`) {
+	if !strings.Contains(fmt.Sprint(results[2]), `there is no tool "kv_delete"; available tools: [kv_get kv_set]`) {
 		t.Errorf("forbidden step %v", results[2])
 	}
 }

@@ -11,7 +11,7 @@ import (
 
 	"github.com/agentry/agentry/agent"
 	"github.com/agentry/agentry/event"
-	"github.com/agentry/agentry/tool"
+	"github.com/agentry/agentry/spec"
 )
 
 // runState is one pipeline run.
@@ -23,7 +23,10 @@ type runState struct {
 	start time.Time
 	res   *Result
 	last  map[string]any // the last stage's output
-	confs []float64      // the stage agents' confidences
+	// unpriced is set once a stage ran a model the pricing table lacks:
+	// the run's cost is then unknown.
+	unpriced bool
+	confs    []float64 // the stage agents' confidences
 }
 
 func (p *Pipeline) run(ctx context.Context, env *Envelope, opts []RunOption) (*Result, error) {
@@ -176,9 +179,13 @@ func (r *runState) process(ctx context.Context, st *stage, rec *StageRecord) (ma
 			return nil, "", agent.CodeToolError, fmt.Errorf("%w: stage %s: mock: %v", ErrHook, st.def.Name, err)
 		}
 		return out, outcomeOf(out), "", nil
-	case st.agent.Spec().Mode == agent.ModePlan:
-		return r.plan(ctx, st)
-	case st.agent.Spec().Mode == agent.ModeService:
+	case st.agent.Mode() == spec.ModePlan:
+		planOut, ok := r.env.Outputs[st.def.PlanKey]
+		if _, ok2 := planOut["steps"].([]any); !ok || !ok2 {
+			return nil, "", agent.CodeValidation, fmt.Errorf("%w: stage %s: no plan at outputs.%s.steps", ErrStageFailed, st.def.Name, st.def.PlanKey)
+		}
+		return r.llm(ctx, st, rec)
+	case st.agent.Mode() == spec.ModeService:
 		if st.hooks.Service == nil {
 			return map[string]any{}, agent.OutcomeSuccess, "", nil
 		}
@@ -201,6 +208,9 @@ func (r *runState) llm(ctx context.Context, st *stage, rec *StageRecord) (map[st
 	for k, v := range r.env.Outputs {
 		input[k] = v
 	}
+	if st.agent.Mode() == spec.ModePlan {
+		input["plan"] = r.env.Outputs[st.def.PlanKey] // where the plan planner reads it
+	}
 	if ans, ok := r.env.Metadata["user_response"]; ok {
 		input["user_response"] = ans
 		delete(r.env.Metadata, "user_response")
@@ -211,7 +221,10 @@ func (r *runState) llm(ctx context.Context, st *stage, rec *StageRecord) (map[st
 	}
 	res, runErr := sess.Run(ctx)
 	r.absorb(res)
-	rec.RunID, rec.Tokens, rec.CostUSD = res.ID, res.TokenUsage.TotalTokens, res.EstimatedCost
+	rec.RunID, rec.Tokens = res.ID, res.TokenUsage.TotalTokens
+	if res.EstimatedCost != nil {
+		rec.CostUSD = *res.EstimatedCost
+	}
 	if runErr != nil {
 		code := agent.CodeLLMError
 		if res.Error != nil {
@@ -271,98 +284,20 @@ func (r *runState) route(st *stage, out map[string]any, outcome agent.Outcome) (
 	return st.def.DefaultNext, nil
 }
 
-// plan executes the tool plan found at outputs[plan_key].steps: each step
-// checked against the stage's tools, run, and recorded with its timing as
-// a StandardToolResult.
-func (r *runState) plan(ctx context.Context, st *stage) (map[string]any, agent.Outcome, string, error) {
-	planOut, ok := r.env.Outputs[st.def.PlanKey]
-	steps, ok2 := planOut["steps"].([]any)
-	if !ok || !ok2 {
-		return nil, "", agent.CodeValidation, fmt.Errorf("%w: stage %s: no plan at outputs.%s.steps", ErrStageFailed, st.def.Name, st.def.PlanKey)
-	}
-	var results []any
-	succeeded, failed := 0, 0
-	for i, raw := range steps {
-		step, _ := raw.(map[string]any)
-		name, _ := step["tool"].(string)
-		params := step["parameters"]
-		if params == nil {
-			params = map[string]any{}
-		}
-		args, _ := json.Marshal(params)
-		start := time.Now()
-		call := &event.ToolCall{ID: fmt.Sprintf("%s_step_%d", st.def.Name, i+1), Name: name, Arguments: args}
-		r.emit(event.Event{Type: event.ToolCallStart, Tool: call})
-		var tr *tool.Result
-		switch t, found := r.p.lookupTool(name); {
-		case name == "":
-			tr = tool.Failure(tool.NewErrorDetails("invalid_plan", fmt.Sprintf("step %d names no tool", i+1), false), "")
-		case !st.allowed[name]:
-			tr = tool.Failure(tool.NewErrorDetails("forbidden", fmt.Sprintf("tool %q is not allowed in stage %s (allowed: %v)", name, st.def.Name, slices.Sorted(maps.Keys(st.allowed))), false), "")
-		case !found:
-			tr = tool.Failure(tool.NewErrorDetails("unknown_tool", fmt.Sprintf("there is no tool %q", name), false), "")
-		default:
-			out, _, err := tool.Invoke(ctx, t, args, tool.CallOptions{Timeout: time.Duration(st.agent.Limits().ToolTimeoutMS) * time.Millisecond})
-			if err != nil {
-				var ae *tool.ArgumentError
-				if errors.As(err, &ae) {
-					tr = tool.Failure(ae.Details(), "")
-				} else {
-					tr = tool.Failure(tool.DetailsFrom(err, true), "")
-				}
-			} else if tr, err = tool.Normalize(out); err != nil {
-				tr = tool.Failure(tool.DetailsFrom(err, false), "")
-			}
-		}
-		d := time.Since(start)
-		entry := map[string]any{"step": i + 1, "tool": name, "status": string(tr.Status), "duration_ms": ms(d)}
-		if tr.Data != nil {
-			entry["data"] = tr.Data
-			call.Output, _ = json.Marshal(tr.Data)
-		}
-		if tr.Error != nil {
-			entry["error"] = tr.Error
-			failed++
-			call.Status, call.Error = "error", tr.Error.Message
-		} else {
-			succeeded++
-			call.Status = "success"
-		}
-		call.DurationMS = ms(d)
-		r.emit(event.Event{Type: event.ToolCallEnd, Tool: call})
-		results = append(results, entry)
-		r.res.Metrics.ToolCalls++
-		r.res.Metrics.ToolLatencyMS[name] += ms(d)
-		if tr.Error != nil {
-			r.res.Metrics.ToolErrors++
-		}
-		if name != "" && !slices.Contains(r.res.ToolsUsed, name) {
-			r.res.ToolsUsed = append(r.res.ToolsUsed, name)
-		}
-	}
-	outcome := agent.OutcomeSuccess
-	if failed > 0 {
-		outcome = agent.OutcomePartial
-	}
-	if results == nil {
-		results = []any{}
-	}
-	return map[string]any{"results": results, "succeeded": succeeded, "failed": failed}, outcome, "", nil
-}
-
-func (p *Pipeline) lookupTool(name string) (tool.Tool, bool) {
-	if p.tools == nil || name == "" {
-		return nil, false
-	}
-	return p.tools.Get(name)
-}
-
 // absorb adds a stage agent's run to the pipeline's result.
 func (r *runState) absorb(res *agent.Result) {
 	t := &r.res.Result
 	r.confs = append(r.confs, res.Confidence)
 	t.TokenUsage.Add(res.TokenUsage)
-	t.EstimatedCost += res.EstimatedCost
+	switch {
+	case res.EstimatedCost == nil:
+		r.unpriced = true
+	case t.EstimatedCost == nil:
+		c := *res.EstimatedCost
+		t.EstimatedCost = &c
+	default:
+		*t.EstimatedCost += *res.EstimatedCost
+	}
 	t.ModelCalls = append(t.ModelCalls, res.ModelCalls...)
 	for i := range t.ModelCalls[len(t.ModelCalls)-len(res.ModelCalls):] {
 		mc := &t.ModelCalls[len(t.ModelCalls)-len(res.ModelCalls)+i]
@@ -408,10 +343,16 @@ func (r *runState) finish(outcome agent.Outcome, reason agent.TerminateReason, c
 	if err != nil {
 		t.Error = &agent.ErrorInfo{Code: code, Message: err.Error(), Details: map[string]any{"stage": stageName}}
 	}
+	if r.unpriced {
+		t.EstimatedCost = nil
+	} else if t.EstimatedCost == nil {
+		zero := 0.0
+		t.EstimatedCost = &zero
+	}
 	t.Decision = r.decision()
 	t.Confidence = confidence(t.Success, outcome, r.confs)
 	data := map[string]any{"success": t.Success, "outcome": string(outcome), "terminate_reason": string(reason),
-		"total_tokens": t.TokenUsage.TotalTokens, "cost_usd": t.EstimatedCost, "duration_ms": t.Metrics.DurationMS, "hops": r.env.HopCount}
+		"total_tokens": t.TokenUsage.TotalTokens, "cost_usd": costOf(t.EstimatedCost), "duration_ms": t.Metrics.DurationMS, "hops": r.env.HopCount}
 	e := event.Event{Type: event.RunEnd, Data: data}
 	if p := r.env.Pending; p != nil {
 		data["question"] = p.Question
@@ -477,4 +418,12 @@ func (r *runState) emit(e event.Event) {
 	e.Turn = r.env.HopCount
 	e.Time = time.Now()
 	r.bus.Publish(e)
+}
+
+// costOf is a cost for event data: a number, or nil when unknown.
+func costOf(c *float64) any {
+	if c == nil {
+		return nil
+	}
+	return *c
 }

@@ -42,6 +42,9 @@ type Config struct {
 	Defaults                 map[string]any
 	// InputKeys orders the input lines; other keys follow, sorted.
 	InputKeys []string
+	// Schema is OutputSchema compiled, when the caller has it already;
+	// New compiles it otherwise.
+	Schema *schema.Schema
 }
 
 // AgentPrompt is the neutral prompt engine: it holds configuration only,
@@ -61,14 +64,17 @@ type field struct {
 }
 
 // New checks cfg and returns its AgentPrompt. The output schema is
-// compiled once here.
+// compiled here unless cfg.Schema holds it compiled.
 func New(cfg Config) (*AgentPrompt, error) {
 	if len(cfg.OutputSchema) == 0 {
 		return nil, errors.New("prompt: output_schema is required")
 	}
-	s, err := schema.Compile(cfg.OutputSchema)
-	if err != nil {
-		return nil, fmt.Errorf("prompt: output_schema: %w", err)
+	s := cfg.Schema
+	if s == nil {
+		var err error
+		if s, err = schema.Compile(cfg.OutputSchema); err != nil {
+			return nil, fmt.Errorf("prompt: output_schema: %w", err)
+		}
 	}
 	fields, err := schemaFields(cfg.OutputSchema)
 	if err != nil {

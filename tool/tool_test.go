@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"github.com/agentry/agentry/retry"
 	"os"
 	"strings"
 	"sync/atomic"
@@ -246,26 +247,20 @@ func TestRegistry(t *testing.T) {
 	}
 }
 
-func TestInvoke(t *testing.T) {
+func call(t Tool, args string) *Call {
+	return &Call{ID: "c1", Name: t.Info().Name, Arguments: json.RawMessage(args), Tool: t, Info: t.Info()}
+}
+
+func TestMiddleware(t *testing.T) {
 	ctx := context.Background()
+	fast := retry.Policy{Attempts: 3, InitialBackoff: time.Microsecond}
 	slow := Must(Func("slow", "", func(ctx context.Context, _ inner) (int, error) {
 		<-ctx.Done()
 		return 0, ctx.Err()
 	}, WithIdempotency(Safe)))
-	_, n, err := Invoke(ctx, slow, json.RawMessage(`{"name":"x"}`), CallOptions{Timeout: 5 * time.Millisecond, Attempts: 2})
-	var d *ErrorDetails
-	if !errors.As(err, &d) || d.Type != "timeout" || n != 2 {
-		t.Errorf("timeout: %v after %d attempts (want 2: slow is safe)", err, n)
-	}
-
 	panicky := Must(Func("boom", "", func(context.Context, inner) (int, error) { panic("kaboom") }))
-	_, _, err = Invoke(ctx, panicky, json.RawMessage(`{"name":"x"}`), CallOptions{})
-	if !errors.As(err, &d) || d.Type != "panic" || !strings.Contains(d.Message, "kaboom") {
-		t.Errorf("panic: %v", err)
-	}
-
 	var calls atomic.Int32
-	transient := func(c Idempotency) Tool {
+	flaky := func(c Idempotency) Tool {
 		calls.Store(0)
 		return Must(Func("t", "", func(context.Context, inner) (int, error) {
 			if calls.Add(1) < 3 {
@@ -274,17 +269,99 @@ func TestInvoke(t *testing.T) {
 			return 7, nil
 		}, WithIdempotency(c)))
 	}
-	out, n, err := Invoke(ctx, transient(Idempotent), json.RawMessage(`{"name":"x"}`), CallOptions{Attempts: 3, Backoff: time.Microsecond})
-	if err != nil || string(out) != "7" || n != 3 {
-		t.Errorf("idempotent retry: %s %d %v", out, n, err)
+	big := Must(Func("big", "", func(context.Context, inner) (string, error) { return strings.Repeat("é", 100), nil }, WithIdempotency(Safe)))
+	tests := []struct {
+		name     string
+		tool     Tool
+		args     string
+		mws      []Middleware
+		wantOut  string
+		wantErr  string // the ErrorDetails type, "" for success
+		attempts int
+		check    func(t *testing.T, out Output)
+	}{
+		{"timeout retried for a safe tool", slow, `{"name":"x"}`, []Middleware{Retry(fast, nil), Timeout(5 * time.Millisecond)}, "", "timeout", 3, nil},
+		{"panic becomes an error", panicky, `{"name":"x"}`, []Middleware{Recover(nil)}, "", "panic", 0, nil},
+		{"idempotent retried until it works", flaky(Idempotent), `{"name":"x"}`, []Middleware{Retry(fast, nil)}, "7", "", 3, nil},
+		{"non-idempotent never retried", flaky(NonIdempotent), `{"name":"x"}`, []Middleware{Retry(fast, nil)}, "", "transient", 1, nil},
+		{"argument errors are not retried", addTool(), `{}`, []Middleware{Retry(fast, nil)}, "", "invalid_arguments", 1, nil},
+		{"truncation keeps the JSON whole", big, `{"name":"x"}`, []Middleware{Truncate(51)}, "", "", 0, func(t *testing.T, out Output) {
+			if len(out.JSON) != 202 || !strings.HasPrefix(out.Observation, `"`+strings.Repeat("é", 25)+"\n[truncated: 151 of 202 bytes") {
+				t.Errorf("output %d bytes, observation %q", len(out.JSON), out.Observation)
+			}
+		}},
 	}
-	_, n, err = Invoke(ctx, transient(NonIdempotent), json.RawMessage(`{"name":"x"}`), CallOptions{Attempts: 3})
-	if err == nil || n != 1 || calls.Load() != 1 {
-		t.Errorf("non-idempotent tool retried: %d attempts, %v", n, err)
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if tt.name == "idempotent retried until it works" || tt.name == "non-idempotent never retried" {
+				calls.Store(0)
+			}
+			c := call(tt.tool, tt.args)
+			out, err := Chain(Handle, tt.mws...)(ctx, c)
+			var d *ErrorDetails
+			switch {
+			case tt.wantErr == "" && err != nil:
+				t.Fatalf("err = %v", err)
+			case tt.wantErr != "" && (err == nil || !errors.As(err, &d) && tt.wantErr != "transient" && tt.wantErr != "invalid_arguments"):
+				t.Fatalf("err = %v, want %s", err, tt.wantErr)
+			case tt.wantErr == "invalid_arguments":
+				var ae *ArgumentError
+				if !errors.As(err, &ae) {
+					t.Errorf("err = %v, want an ArgumentError", err)
+				}
+			case d != nil && d.Type != tt.wantErr:
+				t.Errorf("error type %s, want %s", d.Type, tt.wantErr)
+			}
+			if tt.wantOut != "" && string(out.JSON) != tt.wantOut {
+				t.Errorf("out = %s, want %s", out.JSON, tt.wantOut)
+			}
+			if tt.attempts > 0 && c.Attempt != tt.attempts {
+				t.Errorf("attempts = %d, want %d", c.Attempt, tt.attempts)
+			}
+			if tt.check != nil {
+				tt.check(t, out)
+			}
+		})
 	}
-	_, n, _ = Invoke(ctx, addTool(), json.RawMessage(`{}`), CallOptions{Attempts: 3})
-	if n != 1 {
-		t.Errorf("argument errors retried: %d attempts", n)
+}
+
+// A user's middleware in a few lines: one counts calls, one rewrites
+// arguments; the tool sees the rewritten ones and its call in its context.
+func TestUserMiddleware(t *testing.T) {
+	var counted atomic.Int32
+	count := func(next Handler) Handler {
+		return func(ctx context.Context, c *Call) (Output, error) {
+			counted.Add(1)
+			return next(ctx, c)
+		}
+	}
+	upper := func(next Handler) Handler {
+		return func(ctx context.Context, c *Call) (Output, error) {
+			c.Arguments = json.RawMessage(strings.ToUpper(string(c.Arguments)))
+			return next(ctx, c)
+		}
+	}
+	var seen *Call
+	echo := Must(Func("echo", "", func(ctx context.Context, in struct {
+		NAME string `json:"NAME"`
+	}) (string, error) {
+		seen = CallFrom(ctx)
+		return in.NAME, nil
+	}))
+	h := Chain(Handle, count, upper)
+	c := call(echo, `{"name":"ada"}`)
+	c.Key = "run_1:1:0"
+	for range 2 {
+		out, err := h(context.Background(), c)
+		if err != nil || string(out.JSON) != `"ADA"` {
+			t.Fatalf("out %s err %v", out.JSON, err)
+		}
+	}
+	if counted.Load() != 2 || seen == nil || seen.Key != "run_1:1:0" {
+		t.Errorf("counted %d, the tool saw call %+v", counted.Load(), seen)
+	}
+	if CallFrom(context.Background()) != nil {
+		t.Error("CallFrom outside a call")
 	}
 }
 

@@ -83,8 +83,12 @@ func (p *progress) end(e event.Event, indent string) {
 	if _, ok := e.Data["hops"]; ok {
 		unit = "stages"
 	}
-	fmt.Fprintf(p.w, "%s%s %s: %v after %d %s, %v tokens, $%.6f, %.1fms\n", indent, mark, e.AgentName,
-		e.Data["terminate_reason"], e.Turn, unit, e.Data["total_tokens"], e.Data["cost_usd"], e.Data["duration_ms"])
+	cost := "cost unknown (unpriced model)"
+	if c, ok := e.Data["cost_usd"].(float64); ok {
+		cost = fmt.Sprintf("$%.6f", c)
+	}
+	fmt.Fprintf(p.w, "%s%s %s: %v after %d %s, %v tokens, %s, %.1fms\n", indent, mark, e.AgentName,
+		e.Data["terminate_reason"], e.Turn, unit, e.Data["total_tokens"], cost, e.Data["duration_ms"])
 	if q, _ := e.Data["question"].(string); q != "" {
 		fmt.Fprintf(p.w, "%s  waiting at stage %v: %s\n", indent, e.Data["stage"], q)
 	}

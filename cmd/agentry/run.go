@@ -18,6 +18,7 @@ import (
 	"github.com/agentry/agentry/llm"
 	"github.com/agentry/agentry/llm/scripted"
 	"github.com/agentry/agentry/pipeline"
+	"github.com/agentry/agentry/spec"
 )
 
 type runFlags struct {
@@ -161,7 +162,7 @@ func (su *setup) finish(f runFlags, stdout io.Writer, result any, text func(), r
 // agentOptions are the options every agent of a run gets: the built-in
 // tools, the agents directory, --model, --pricing and --record.
 func agentOptions(f runFlags) ([]agent.Option, *scripted.Recorder, error) {
-	opts := []agent.Option{agent.WithTools(builtinTools(f.allowPrivate)), agent.WithAgents(agent.Dir{Path: f.agents})}
+	opts := []agent.Option{agent.WithTools(builtinTools(f.allowPrivate)), agent.WithAgents(spec.Dir{Path: f.agents})}
 	if f.model != "" {
 		opts = append(opts, agent.WithModel(f.model))
 	}
@@ -175,7 +176,7 @@ func agentOptions(f runFlags) ([]agent.Option, *scripted.Recorder, error) {
 	var rec *scripted.Recorder
 	if f.record != "" {
 		rec = scripted.NewRecorder()
-		opts = append(opts, agent.WithProviderMiddleware(func(_, _ string, p llm.Provider) llm.Provider { return rec.Wrap(p) }))
+		opts = append(opts, agent.WithTransportMiddleware(rec.Wrap))
 	}
 	return opts, rec, nil
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/agentry/agentry/agent"
 	"github.com/agentry/agentry/pipeline"
+	"github.com/agentry/agentry/spec"
 )
 
 func newValidateCmd(stdout, stderr io.Writer) *cobra.Command {
@@ -62,13 +63,13 @@ func validatePath(path, agentsDir string, writeLock bool, stdout, stderr io.Writ
 		return reportPipeline(path, err, stdout, stderr)
 	}
 	if !st.IsDir() {
-		_, err := agent.FromFile(path, agent.WithTools(tools), agent.WithAgents(agent.Dir{Path: agentsDir}))
+		_, err := agent.FromFile(path, agent.WithTools(tools), agent.WithAgents(spec.Dir{Path: agentsDir}))
 		return report(path, err, stdout, stderr)
 	}
 	bad := 0
-	d := agent.Dir{Path: path}
-	lockPath := filepath.Join(path, agent.LockFile)
-	lk, err := agent.ReadLock(lockPath)
+	d := spec.Dir{Path: path}
+	lockPath := filepath.Join(path, spec.LockFile)
+	lk, err := spec.ReadLock(lockPath)
 	if err != nil {
 		fmt.Fprintf(stderr, "✗ %v\n", err)
 		return 1
@@ -124,7 +125,7 @@ func report(path string, err error, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stdout, "✓ %s\n", path)
 		return 0
 	}
-	var se *agent.SpecError
+	var se *spec.Error
 	if errors.As(err, &se) {
 		fmt.Fprintf(stderr, "✗ %s:\n", path)
 		for _, p := range se.Problems {

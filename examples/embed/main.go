@@ -18,6 +18,7 @@ import (
 	"github.com/agentry/agentry/agent"
 	"github.com/agentry/agentry/event"
 	"github.com/agentry/agentry/llm/scripted"
+	"github.com/agentry/agentry/spec"
 	"github.com/agentry/agentry/tool"
 )
 
@@ -48,7 +49,7 @@ func main() {
 		log.Fatal(err)
 	}
 
-	spec, err := agent.ParseSpec("embedded", []byte(`{
+	sp, err := spec.Parse("embedded", []byte(`{
 		"agent_name": "forecaster", "version": "v1",
 		"model_name": "gpt-4.1-mini",
 		"system_text": "You compare the weather of cities.",
@@ -68,7 +69,7 @@ func main() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	a, err := agent.New(spec, agent.WithTools(tools), agent.WithProvider(script.Model(), "scripted"))
+	a, err := agent.New(sp, agent.WithTools(tools), agent.WithProvider(script.Model(), "scripted"))
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -87,5 +88,5 @@ func main() {
 		log.Fatal(err)
 	}
 	fmt.Println(res.Result)
-	fmt.Printf("%d turns, %d tokens, $%.6f, confidence %.2f\n", res.Iterations, res.TokenUsage.TotalTokens, res.EstimatedCost, res.Confidence)
+	fmt.Printf("%d turns, %d tokens, $%.6f, confidence %.2f\n", res.Iterations, res.TokenUsage.TotalTokens, *res.EstimatedCost, res.Confidence)
 }

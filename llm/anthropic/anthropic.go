@@ -44,7 +44,7 @@ type Provider struct {
 	hasKey bool
 }
 
-// New returns a provider; the SDK's own retries are off (llm.WithRetry
+// New returns a provider; the SDK's own retries are off (llm.Retry
 // does them).
 func New(o Options) *Provider {
 	opts := []option.RequestOption{option.WithMaxRetries(0)}

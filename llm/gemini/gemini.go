@@ -39,7 +39,7 @@ type Provider struct {
 }
 
 // New returns a provider. The SDK retries nothing unless asked, so
-// llm.WithRetry is the only retry layer.
+// llm.Retry is the only retry layer.
 func New(o Options) *Provider {
 	key := o.APIKey
 	if key == "" {

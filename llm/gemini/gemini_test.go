@@ -10,6 +10,7 @@ import (
 
 	"github.com/agentry/agentry/internal/wiretest"
 	"github.com/agentry/agentry/llm"
+	"github.com/agentry/agentry/retry"
 )
 
 func ptr[T any](v T) *T { return &v }
@@ -168,7 +169,7 @@ func TestErrors(t *testing.T) {
 func TestNoDoubleRetries(t *testing.T) {
 	fail := wiretest.Reply{Status: 500, Body: `{"error": {"code": 500, "message": "boom", "status": "INTERNAL"}}`}
 	s := wiretest.New(t, fail, fail, fail)
-	p := llm.WithRetry(New(Options{APIKey: "k", BaseURL: s.URL}), llm.RetryPolicy{Attempts: 2, InitialBackoff: time.Millisecond})
+	p := llm.Retry(retry.Policy{Attempts: 2, InitialBackoff: time.Millisecond})(New(Options{APIKey: "k", BaseURL: s.URL}))
 	if _, err := p.Generate(context.Background(), &llm.Request{Model: "gemini-2.5-flash", Messages: []llm.Message{{Role: llm.RoleUser, Content: "x"}}}); !errors.Is(err, llm.ErrTransient) {
 		t.Fatal(err)
 	}

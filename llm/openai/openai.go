@@ -59,7 +59,7 @@ type Provider struct {
 	compat bool
 }
 
-// New returns a provider. Retries are left to llm.WithRetry: the SDK's own
+// New returns a provider. Retries are left to llm.Retry: the SDK's own
 // are turned off so that a call is never retried twice over.
 func New(o Options) *Provider {
 	name := o.Name

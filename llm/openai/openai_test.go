@@ -10,6 +10,7 @@ import (
 
 	"github.com/agentry/agentry/internal/wiretest"
 	"github.com/agentry/agentry/llm"
+	"github.com/agentry/agentry/retry"
 )
 
 func ptr[T any](v T) *T { return &v }
@@ -208,7 +209,7 @@ func TestErrors(t *testing.T) {
 func TestNoDoubleRetries(t *testing.T) {
 	fail := wiretest.Reply{Status: 500, Body: `{"error": {"message": "boom", "type": "server_error", "param": null, "code": null}}`}
 	f := newServer(t, fail, fail, fail)
-	p := llm.WithRetry(New(Options{APIKey: "k", BaseURL: f.URL}), llm.RetryPolicy{Attempts: 2, InitialBackoff: time.Millisecond})
+	p := llm.Retry(retry.Policy{Attempts: 2, InitialBackoff: time.Millisecond})(New(Options{APIKey: "k", BaseURL: f.URL}))
 	_, err := p.Generate(context.Background(), &llm.Request{Model: "gpt-4.1", Messages: []llm.Message{{Role: llm.RoleUser, Content: "x"}}})
 	if !errors.Is(err, llm.ErrTransient) {
 		t.Fatalf("err = %v", err)
@@ -287,7 +288,7 @@ func TestStreamRetriedBeforeFirstChunk(t *testing.T) {
 	f := newServer(t,
 		wiretest.Reply{Status: 429, Headers: map[string]string{"Retry-After-Ms": "1"}, Body: `{"error": {"message": "slow down", "type": "requests", "param": null, "code": null}}`},
 		wiretest.Reply{SSE: wiretest.Data(streamEvents...)})
-	p := llm.WithRetry(New(Options{APIKey: "k", BaseURL: f.URL}), llm.RetryPolicy{Attempts: 2}).(llm.Streamer)
+	p := llm.Retry(retry.Policy{Attempts: 2})(New(Options{APIKey: "k", BaseURL: f.URL})).(llm.Streamer)
 	resp, err := llm.Collect(p.Stream(context.Background(), toolRequest("gpt-4.1")), nil)
 	if err != nil || len(resp.ToolCalls) != 2 || len(f.Requests()) != 2 {
 		t.Errorf("%+v %v after %d requests", resp, err, len(f.Requests()))

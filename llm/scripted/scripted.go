@@ -230,6 +230,10 @@ type Model struct {
 	next   int
 }
 
+// ModelName is the model the script's turns came from ("" when the file
+// names none); it prices the replay and its cost budget.
+func (m *Model) ModelName() string { return m.script.model }
+
 // Calls returns how many calls the model has answered so far.
 func (m *Model) Calls() int {
 	m.mu.Lock()

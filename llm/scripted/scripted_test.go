@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/agentry/agentry/llm"
+	"github.com/agentry/agentry/retry"
 )
 
 func TestDesignExample(t *testing.T) {
@@ -50,7 +51,7 @@ func TestRetryWrapperSeesNextTurn(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := llm.WithRetry(s.Model(), llm.RetryPolicy{Attempts: 3})
+	p := llm.Retry(retry.Policy{Attempts: 3})(s.Model())
 	ctx := context.Background()
 	if _, err := p.Generate(ctx, &llm.Request{}); err != nil {
 		t.Fatal(err)

@@ -1,4 +1,4 @@
-package agent
+package spec
 
 import (
 	"errors"
@@ -58,12 +58,12 @@ func TestSpecErrors(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, err := ParseSpec("spec.json", []byte(tt.body))
+			_, err := Parse("spec.json", []byte(tt.body))
 			if err == nil {
 				t.Fatal("no error")
 			}
-			if !errors.Is(err, ErrInvalidSpec) || !strings.HasPrefix(err.Error(), "spec.json: ") {
-				t.Errorf("err %q does not name the file or match ErrInvalidSpec", err)
+			if !errors.Is(err, ErrInvalid) || !strings.HasPrefix(err.Error(), "spec.json: ") {
+				t.Errorf("err %q does not name the file or match ErrInvalid", err)
 			}
 			for _, w := range tt.want {
 				if !strings.Contains(err.Error(), w) {
@@ -104,7 +104,7 @@ func TestDirVersions(t *testing.T) {
 	if _, _, err := d.Load("nobody"); !errors.Is(err, ErrUnknownAgent) {
 		t.Errorf("missing agent: %v", err)
 	}
-	if _, _, err := d.Load("wrong@v1"); !errors.Is(err, ErrInvalidSpec) || !strings.Contains(err.Error(), `agent_name "right"`) {
+	if _, _, err := d.Load("wrong@v1"); !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), `agent_name "right"`) {
 		t.Errorf("mismatched file: %v", err)
 	}
 	if _, _, err := d.Load("../etc@v1"); !errors.Is(err, ErrUnknownAgent) {
@@ -124,24 +124,11 @@ func TestCompareVersions(t *testing.T) {
 	}
 }
 
-func TestNewReportsUnknownToolsAndModels(t *testing.T) {
-	s := mustSpec(t, `{"agent_name": "a", "version": "v1", "model_name": "scripted:nowhere.json", "tools": ["add", "ad", "agent:ghost"],
-		"limits": {"tool_timeouts_ms": {"sub": 5}}}`)
-	_, err := New(s, WithTools(testTools(t)))
-	if !errors.Is(err, ErrInvalidSpec) {
-		t.Fatalf("err = %v", err)
+func mustSpec(t testing.TB, js string) *Spec {
+	t.Helper()
+	s, err := Parse("test", []byte(js))
+	if err != nil {
+		t.Fatal(err)
 	}
-	for _, w := range []string{`unknown tool "ad" (known: add, boom, echo, slow)`, "nowhere.json", `tools[2] "agent:ghost": no agents directory`,
-		"limits.tool_timeouts_ms.sub: the agent has no tool"} {
-		if !strings.Contains(err.Error(), w) {
-			t.Errorf("err %q lacks %q", err, w)
-		}
-	}
-}
-
-func TestSubAgentCycle(t *testing.T) {
-	_, err := FromDir("testdata/agents", "loopy", WithTools(testTools(t)))
-	if err == nil || !strings.Contains(err.Error(), "sub-agent cycle: loopy -> loopy") {
-		t.Errorf("err = %v", err)
-	}
+	return s
 }

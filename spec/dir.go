@@ -1,4 +1,4 @@
-package agent
+package spec
 
 import (
 	"errors"
@@ -73,12 +73,12 @@ func (d Dir) Load(ref string) (*Spec, string, error) {
 		vs, _ := d.Versions(name)
 		return nil, "", fmt.Errorf("%w %s@%s: no file %s (versions: %s)", ErrUnknownAgent, name, version, path, strings.Join(vs, ", "))
 	}
-	s, err := LoadSpec(path)
+	s, err := Load(path)
 	if err != nil {
 		return nil, "", err
 	}
 	if s.AgentName != name || s.Version != version {
-		return nil, "", &SpecError{Source: path, Problems: []string{fmt.Sprintf(
+		return nil, "", &Error{Source: path, Problems: []string{fmt.Sprintf(
 			"the file says agent_name %q version %q but its path says %q version %q", s.AgentName, s.Version, name, version)}}
 	}
 	return s, path, nil

@@ -1,4 +1,4 @@
-package agent
+package spec
 
 import (
 	"crypto/sha256"
@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 )
 
 // LockFormat is the format tag of a lock file.
@@ -83,6 +84,16 @@ func (l *Lock) Add(s *Spec) error {
 	}
 	l.Agents[s.AgentName][s.Version] = SchemaHash(s)
 	return nil
+}
+
+// CheckLock checks s against the lock file of the directory, when there is
+// one: a version whose output schema changed in place is refused.
+func (d Dir) CheckLock(s *Spec) error {
+	l, err := ReadLock(filepath.Join(d.Path, LockFile))
+	if err != nil {
+		return err
+	}
+	return l.Check(s)
 }
 
 // Write saves the lock.

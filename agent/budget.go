@@ -1,0 +1,99 @@
+package agent
+
+import (
+	"time"
+
+	"github.com/agentry/agentry/spec"
+	"github.com/agentry/agentry/tool"
+)
+
+// Budget tightens a run's limits (Noema's context.budget): each field set
+// replaces the spec's limit when it is lower. Zero fields add nothing.
+type Budget struct {
+	MaxTurns       int
+	MaxTotalTokens int
+	MaxCostUSD     float64
+	MaxToolCalls   int
+	Timeout        time.Duration
+}
+
+// budget is a run's effective limits; -1 means none.
+type budget struct {
+	maxTurns     int
+	timeout      time.Duration
+	maxTokens    int
+	maxCost      float64
+	maxToolCalls int
+}
+
+// limitsOf turns a spec's limits (0 = none for budgets) into a budget.
+func limitsOf(l spec.Limits) budget {
+	b := budget{maxTurns: l.MaxTurns, timeout: time.Duration(l.TimeoutMS) * time.Millisecond,
+		maxTokens: l.MaxTotalTokens, maxCost: l.MaxCostUSD, maxToolCalls: l.MaxToolCalls}
+	if b.maxTokens == 0 {
+		b.maxTokens = tool.Unlimited
+	}
+	if b.maxCost == 0 {
+		b.maxCost = tool.Unlimited
+	}
+	if b.maxToolCalls == 0 {
+		b.maxToolCalls = tool.Unlimited
+	}
+	return b
+}
+
+// tighten applies the caller's budget and, for a sub-agent, what remained
+// of its parent's.
+func (c *runConfig) tighten(l spec.Limits) budget {
+	b := limitsOf(l)
+	u := c.budget
+	lower := func(cur *int, v int) {
+		if v > 0 && (*cur < 0 || v < *cur) {
+			*cur = v
+		}
+	}
+	lower(&b.maxTurns, u.MaxTurns)
+	lower(&b.maxTokens, u.MaxTotalTokens)
+	lower(&b.maxToolCalls, u.MaxToolCalls)
+	if u.MaxCostUSD > 0 && (b.maxCost < 0 || u.MaxCostUSD < b.maxCost) {
+		b.maxCost = u.MaxCostUSD
+	}
+	if u.Timeout > 0 && u.Timeout < b.timeout {
+		b.timeout = u.Timeout
+	}
+	if p := c.parentBudget; p != nil {
+		// A sub-agent may spend at most what its parent has left: here a
+		// remaining 0 is a limit of 0, not "none".
+		atMost := func(cur *int, left int) {
+			if left >= 0 && (*cur < 0 || left < *cur) {
+				*cur = left
+			}
+		}
+		atMost(&b.maxTokens, p.Tokens)
+		atMost(&b.maxToolCalls, p.ToolCalls)
+		if p.CostUSD >= 0 && (b.maxCost < 0 || p.CostUSD < b.maxCost) {
+			b.maxCost = p.CostUSD
+		}
+	}
+	return b
+}
+
+// remaining is what is left of the run's budgets once calls more tool
+// calls have been made.
+func (r *run) remaining(calls int) tool.Budget {
+	b := tool.Budget{Tokens: tool.Unlimited, CostUSD: tool.Unlimited, ToolCalls: tool.Unlimited}
+	l, st := r.limits, r.st
+	if l.maxTokens >= 0 {
+		b.Tokens = max(l.maxTokens-st.Usage.TotalTokens, 0)
+	}
+	if l.maxCost >= 0 {
+		b.CostUSD = max(l.maxCost-st.CostUSD, 0)
+	}
+	if l.maxToolCalls >= 0 {
+		b.ToolCalls = max(l.maxToolCalls-st.ToolCalls-calls, 0)
+	}
+	if dl, ok := r.ctx.Deadline(); ok {
+		b.Deadline = dl
+	}
+	return b
+}

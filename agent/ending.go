@@ -1,0 +1,169 @@
+package agent
+
+import (
+	"errors"
+
+	"github.com/agentry/agentry/llm"
+	"github.com/agentry/agentry/spec"
+)
+
+// Outcome is how a run ended, in the jeeves vocabulary.
+type Outcome string
+
+// The outcomes.
+const (
+	OutcomeSuccess   Outcome = "success"
+	OutcomeError     Outcome = "error"
+	OutcomePartial   Outcome = "partial"
+	OutcomeClarify   Outcome = "clarify"
+	OutcomeConfirm   Outcome = "confirm"
+	OutcomeReplan    Outcome = "replan"
+	OutcomeLoopBack  Outcome = "loop_back"
+	OutcomeTerminate Outcome = "terminate"
+	OutcomeSkip      Outcome = "skip"
+)
+
+// TerminateReason says why the loop stopped.
+type TerminateReason string
+
+// The terminate reasons.
+const (
+	ReasonCompleted        TerminateReason = "completed"
+	ReasonMaxTurns         TerminateReason = "max_turns"
+	ReasonTimeout          TerminateReason = "timeout"
+	ReasonAborted          TerminateReason = "aborted"
+	ReasonBudgetExceeded   TerminateReason = "budget_exceeded"
+	ReasonError            TerminateReason = "error"
+	ReasonAwaitingApproval TerminateReason = "awaiting_approval"
+)
+
+// The errors a run can end with, matched with errors.Is on the error Run
+// returns. A failed model call also matches *llm.APIError with errors.As.
+var (
+	ErrMaxTurns       = errors.New("max turns reached")
+	ErrTimeout        = errors.New("run timed out")
+	ErrAborted        = errors.New("run aborted")
+	ErrBudgetExceeded = errors.New("budget exceeded")
+	ErrModel          = errors.New("model call failed")
+	ErrTool           = errors.New("tool failed")
+	ErrValidation     = errors.New("output does not match the output schema")
+	ErrConfig         = errors.New("configuration error")
+	ErrInvalidInput   = errors.New("invalid input")
+)
+
+// Error codes of Result.Error.
+const (
+	CodeValidation     = "validation_error"
+	CodeTimeout        = "timeout"
+	CodeMaxTurns       = "max_turns"
+	CodeToolError      = "tool_error"
+	CodeLLMError       = "llm_error"
+	CodeParseError     = "parse_error"
+	CodeBudgetExceeded = "budget_exceeded"
+	// CodePolicyViolation is the code of a call the policy layer blocks;
+	// the policy engine produces it (DESIGN.md 3.9).
+	CodePolicyViolation = "policy_violation"
+	CodeAborted         = "aborted"
+	CodeConfigError     = "config_error"
+)
+
+// ending is one way a run ends: its sentinel error, terminate reason,
+// error code, outcome, and whether running again may help.
+type ending struct {
+	err         error
+	reason      TerminateReason
+	code        string
+	outcome     Outcome
+	recoverable bool
+}
+
+// endings is the one table of how runs end. A run without error is
+// completed with outcome success; an error not in the table ends it as a
+// model error would.
+var endings = []ending{
+	{ErrMaxTurns, ReasonMaxTurns, CodeMaxTurns, OutcomePartial, true},
+	{ErrTimeout, ReasonTimeout, CodeTimeout, OutcomePartial, true},
+	{ErrAborted, ReasonAborted, CodeAborted, OutcomePartial, false},
+	{ErrBudgetExceeded, ReasonBudgetExceeded, CodeBudgetExceeded, OutcomePartial, true},
+	{ErrValidation, ReasonCompleted, CodeValidation, OutcomePartial, true},
+	{ErrConfig, ReasonError, CodeConfigError, OutcomeError, false},
+	{ErrTool, ReasonError, CodeToolError, OutcomeError, false},
+	{ErrModel, ReasonError, CodeLLMError, OutcomeError, false},
+}
+
+var completed = ending{reason: ReasonCompleted, outcome: OutcomeSuccess}
+
+// endingOf classifies the error a run ended with.
+func endingOf(err error) ending {
+	if err == nil {
+		return completed
+	}
+	for _, e := range endings {
+		if errors.Is(err, e.err) {
+			if e.err == ErrModel {
+				e.recoverable = llm.KindOf(err).Retryable()
+			}
+			return e
+		}
+	}
+	return endings[len(endings)-1]
+}
+
+// endError is an ending's error with the details the result reports.
+type endError struct {
+	err     error
+	details map[string]any
+}
+
+func (e *endError) Error() string { return e.err.Error() }
+func (e *endError) Unwrap() error { return e.err }
+
+// withDetails attaches details for Result.Error.Details to err.
+func withDetails(err error, details map[string]any) error {
+	return &endError{err: err, details: details}
+}
+
+// detailsOf returns the details attached to err, if any.
+func detailsOf(err error) map[string]any {
+	var e *endError
+	if errors.As(err, &e) {
+		return e.details
+	}
+	return nil
+}
+
+// IsConfigError reports whether err comes from a bad spec or input rather
+// than from running.
+func IsConfigError(err error) bool {
+	return errors.Is(err, ErrConfig) || errors.Is(err, spec.ErrInvalid) || errors.Is(err, ErrInvalidInput)
+}
+
+// IsTerminal reports whether the outcome ends a pipeline: an error, a
+// terminate, or a pause for the user (clarify, confirm).
+func (o Outcome) IsTerminal() bool {
+	switch o {
+	case OutcomeError, OutcomeTerminate, OutcomeClarify, OutcomeConfirm:
+		return true
+	}
+	return false
+}
+
+// IsSuccess reports whether the outcome counts as work done: success,
+// partial and skip.
+func (o Outcome) IsSuccess() bool {
+	return o == OutcomeSuccess || o == OutcomePartial || o == OutcomeSkip
+}
+
+// RequiresLoop reports whether the outcome sends a pipeline back: replan
+// and loop_back.
+func (o Outcome) RequiresLoop() bool { return o == OutcomeReplan || o == OutcomeLoopBack }
+
+// Valid reports whether o is one of the nine outcomes.
+func (o Outcome) Valid() bool {
+	switch o {
+	case OutcomeSuccess, OutcomeError, OutcomePartial, OutcomeClarify, OutcomeConfirm,
+		OutcomeReplan, OutcomeLoopBack, OutcomeTerminate, OutcomeSkip:
+		return true
+	}
+	return false
+}

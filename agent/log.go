@@ -1,0 +1,141 @@
+package agent
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/agentry/agentry/llm"
+)
+
+// runLog writes a run's slog records: run start and end (info), each
+// turn, model call and tool call (debug), retries (warn) and failures
+// (warn for a failed call, error for a failed run or a panic). Each
+// record carries the agent, its version, the run, user, correlation and
+// trace ids and the turn. Nothing is built when the level is off.
+type runLog struct {
+	l    *slog.Logger
+	r    *run
+	base []slog.Attr
+}
+
+var discard = slog.New(slog.DiscardHandler)
+
+func newRunLog(l *slog.Logger, r *run) *runLog {
+	if l == nil {
+		l = discard
+	}
+	return &runLog{l: l, r: r}
+}
+
+func (g *runLog) on(level slog.Level) bool { return g.l.Enabled(context.Background(), level) }
+
+func (g *runLog) emit(level slog.Level, msg string, attrs ...slog.Attr) {
+	if g.base == nil {
+		st, info := g.r.st, g.r.info
+		g.base = []slog.Attr{slog.String("agent", st.AgentName), slog.String("agent_version", st.AgentVersion),
+			slog.String("run_id", st.RunID)}
+		if st.ParentRunID != "" {
+			g.base = append(g.base, slog.String("parent_run_id", st.ParentRunID))
+		}
+		if info != nil {
+			for _, kv := range [][2]string{{"user_id", info.UserID}, {"correlation_id", info.CorrelationID}, {"trace_id", info.TraceID}} {
+				if kv[1] != "" {
+					g.base = append(g.base, slog.String(kv[0], kv[1]))
+				}
+			}
+		}
+	}
+	all := make([]slog.Attr, 0, len(g.base)+1+len(attrs))
+	all = append(all, g.base...)
+	all = append(all, slog.Int("turn", g.r.st.Turn))
+	g.l.LogAttrs(context.Background(), level, msg, append(all, attrs...)...)
+}
+
+func (g *runLog) runStart() {
+	if g.on(slog.LevelInfo) {
+		a := g.r.a
+		g.emit(slog.LevelInfo, "run start", slog.String("mode", string(a.spec.Mode)), slog.String("model", a.modelName),
+			slog.String("provider", a.providerName))
+	}
+}
+
+func (g *runLog) runEnd(res *Result) {
+	level := slog.LevelInfo
+	if res.Error != nil && res.Outcome == OutcomeError {
+		level = slog.LevelError
+	} else if res.Error != nil {
+		level = slog.LevelWarn
+	}
+	if !g.on(level) {
+		return
+	}
+	attrs := []slog.Attr{slog.Bool("success", res.Success), slog.String("terminate_reason", string(res.TerminateReason)),
+		slog.String("outcome", string(res.Outcome)), slog.Int("turns", res.Iterations), slog.Int("total_tokens", res.TokenUsage.TotalTokens),
+		slog.Float64("duration_ms", res.Metrics.DurationMS)}
+	if res.EstimatedCost != nil {
+		attrs = append(attrs, slog.Float64("cost_usd", *res.EstimatedCost))
+	}
+	if res.Error != nil {
+		attrs = append(attrs, slog.String("code", res.Error.Code), slog.String("error", res.Error.Message))
+	}
+	g.emit(level, "run end", attrs...)
+}
+
+func (g *runLog) turnStart() {
+	if g.on(slog.LevelDebug) {
+		g.emit(slog.LevelDebug, "turn start")
+	}
+}
+
+func (g *runLog) modelCall(mc *ModelCall, err error) {
+	level := slog.LevelDebug
+	if err != nil {
+		level = slog.LevelWarn
+	}
+	if !g.on(level) {
+		return
+	}
+	attrs := []slog.Attr{slog.String("provider", mc.Provider), slog.String("model", mc.Model), slog.Int("prompt_tokens", mc.PromptTokens),
+		slog.Int("completion_tokens", mc.CompletionTokens), slog.Float64("duration_ms", mc.DurationMS), slog.Int("attempts", mc.Attempts)}
+	if err != nil {
+		attrs = append(attrs, slog.String("error", err.Error()))
+	}
+	g.emit(level, "model call", attrs...)
+}
+
+func (g *runLog) toolCall(res *ToolResult, n int) {
+	level := slog.LevelDebug
+	if res.Err != nil {
+		level = slog.LevelWarn
+	}
+	if !g.on(level) {
+		return
+	}
+	attrs := []slog.Attr{slog.String("tool", res.Call.Name), slog.String("call_id", res.Call.ID), slog.Int("call", n),
+		slog.Float64("duration_ms", ms(res.Duration))}
+	if res.Err != nil {
+		attrs = append(attrs, slog.String("error", res.Err.Error()))
+	}
+	g.emit(level, "tool call", attrs...)
+}
+
+func (g *runLog) retry(attempt int, wait time.Duration, err error) {
+	if g.on(slog.LevelWarn) {
+		g.emit(slog.LevelWarn, "model call retry", slog.Int("attempt", attempt), slog.Duration("wait", wait), slog.String("error", err.Error()))
+	}
+}
+
+func (g *runLog) fallback(info llm.FallbackInfo) {
+	if g.on(slog.LevelWarn) {
+		g.emit(slog.LevelWarn, "model fallback", slog.String("from", info.FromProvider+":"+info.FromModel),
+			slog.String("to", info.ToProvider+":"+info.ToModel), slog.String("error", info.Err.Error()))
+	}
+}
+
+func (g *runLog) panicked(what string, p any) {
+	if g.on(slog.LevelError) {
+		g.emit(slog.LevelError, what+" panicked", slog.String("panic", fmt.Sprint(p)))
+	}
+}

@@ -1,0 +1,113 @@
+package agent
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/agentry/agentry/llm"
+	"github.com/agentry/agentry/retry"
+	"github.com/agentry/agentry/spec"
+	"github.com/agentry/agentry/tool"
+)
+
+func (a *Agent) bindTools(o options) []string {
+	var problems []string
+	a.tools = make(map[string]*binding, len(a.spec.Tools))
+	for i, name := range a.spec.Tools {
+		var b *binding
+		if ref, ok := strings.CutPrefix(name, "agent:"); ok {
+			sub, err := a.buildSub(ref, o)
+			if err != nil {
+				problems = append(problems, fmt.Sprintf("tools[%d] %q: %v", i, name, err))
+				continue
+			}
+			b = &binding{tool: subTool{sub}, sub: sub}
+		} else {
+			var t tool.Tool
+			if o.registry != nil {
+				t, _ = o.registry.Get(name)
+			}
+			if t == nil {
+				problems = append(problems, fmt.Sprintf("tools[%d]: unknown tool %q%s", i, name, knownTools(o.registry)))
+				continue
+			}
+			b = &binding{tool: t}
+		}
+		if err := a.addBinding(b); err != nil {
+			problems = append(problems, fmt.Sprintf("tools[%d]: %v", i, err))
+		}
+	}
+	for name := range a.limits.ToolTimeoutsMS {
+		if _, ok := a.tools[name]; !ok {
+			problems = append(problems, fmt.Sprintf("limits.tool_timeouts_ms.%s: the agent has no tool %q", name, name))
+		}
+	}
+	return problems
+}
+
+// addBinding gives b its handler chain and offers it to the model.
+func (a *Agent) addBinding(b *binding) error {
+	b.info = b.tool.Info()
+	if _, dup := a.tools[b.info.Name]; dup {
+		return fmt.Errorf("two tools are named %q", b.info.Name)
+	}
+	b.handler = a.toolChain(b.info)
+	a.tools[b.info.Name] = b
+	a.toolSpecs = append(a.toolSpecs, llm.ToolSpec{Name: b.info.Name, Description: b.info.Description, Parameters: b.info.Parameters})
+	return nil
+}
+
+// toolChain is the handler of one tool: the user's middleware, then
+// retry -> timeout -> panic recovery -> truncation -> the tool. Retries
+// wrap the timeout so that each attempt has its own; truncation sits
+// innermost so that every layer sees the whole result.
+func (a *Agent) toolChain(info tool.Info) tool.Handler {
+	mws := make([]tool.Middleware, 0, len(a.o.toolMW)+4)
+	mws = append(mws, a.o.toolMW...)
+	mws = append(mws,
+		tool.Retry(retry.Policy{Attempts: a.retry.ToolAttempts, InitialBackoff: time.Duration(a.retry.InitialBackoffMS) * time.Millisecond,
+			MaxBackoff: time.Duration(a.retry.MaxBackoffMS) * time.Millisecond, Jitter: 0.5}, nil),
+		tool.Timeout(a.toolTimeout(info)),
+		tool.Recover(a.logger),
+		tool.Truncate(a.limits.MaxObservationBytes))
+	return tool.Chain(tool.Handle, mws...)
+}
+
+func knownTools(r *tool.Registry) string {
+	if r == nil || r.Len() == 0 {
+		return " (no tools are registered)"
+	}
+	return " (known: " + strings.Join(r.Names(), ", ") + ")"
+}
+
+// toolTimeout: a per-tool limit of the spec wins, then the tool's own
+// timeout, then the spec's tool_timeout_ms.
+func (a *Agent) toolTimeout(info tool.Info) time.Duration {
+	if ms, ok := a.limits.ToolTimeoutsMS[info.Name]; ok {
+		return time.Duration(ms) * time.Millisecond
+	}
+	if info.Timeout > 0 {
+		return info.Timeout
+	}
+	return time.Duration(a.limits.ToolTimeoutMS) * time.Millisecond
+}
+
+// subjectSchema is the tool schema of a sub-agent: its input_schema, or
+// its input_keys as required strings, or a single "task".
+func subjectSchema(s *spec.Spec) json.RawMessage {
+	if len(s.InputSchema) > 0 {
+		return s.InputSchema
+	}
+	keys := s.InputKeys
+	if len(keys) == 0 {
+		keys = []string{"task"}
+	}
+	props := map[string]any{}
+	for _, k := range keys {
+		props[k] = map[string]any{"type": "string"}
+	}
+	b, _ := json.Marshal(map[string]any{"type": "object", "properties": props, "required": keys, "additionalProperties": false})
+	return b
+}

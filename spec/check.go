@@ -1,0 +1,345 @@
+package spec
+
+import (
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/agentry/agentry/prompt"
+	"github.com/agentry/agentry/schema"
+	"github.com/agentry/agentry/tool"
+)
+
+// ValidName reports whether s can be an agent name: 1 to 64 letters,
+// digits, '_' or '-' (it names a directory and, as a sub-agent, a tool).
+func ValidName(s string) bool { return tool.ValidName(s) }
+
+// ValidVersion reports whether s can be a version: 1 to 64 letters, digits,
+// '.', '_' or '-'.
+func ValidVersion(s string) bool {
+	if s == "" || len(s) > 64 || s[0] == '.' {
+		return false
+	}
+	for _, c := range s {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '.' || c == '_' || c == '-') {
+			return false
+		}
+	}
+	return true
+}
+
+// Check reports everything wrong with the spec that can be known without a
+// tool registry, as a *Error. It does not change the spec.
+func (s *Spec) Check() error {
+	_, err := s.Compile()
+	return err
+}
+
+// Schemas are a spec's input and output schemas, compiled; either may be
+// nil when the spec has none.
+type Schemas struct {
+	Input, Output *schema.Schema
+}
+
+// Compile checks the spec as Check does and returns its schemas, compiled
+// once, for the runtime to use.
+func (s *Spec) Compile() (*Schemas, error) {
+	var c checker
+	var sc Schemas
+	s.checkIdentity(&c)
+	s.checkModel(&c)
+	s.checkMode(&c)
+	s.checkIO(&c, &sc)
+	c.p = append(c.p, s.checkEnums()...)
+	s.checkTools(&c)
+	s.checkVars(&c, sc.Input)
+	c.p = append(c.p, s.Limits.check()...)
+	c.p = append(c.p, s.Retry.check()...)
+	if len(c.p) > 0 {
+		return nil, &Error{Problems: c.p}
+	}
+	return &sc, nil
+}
+
+// mode is the spec's mode, ModeTools when unset.
+func (s *Spec) mode() Mode {
+	if s.Mode == "" {
+		return ModeTools
+	}
+	return s.Mode
+}
+
+// checker collects problems.
+type checker struct{ p []string }
+
+func (c *checker) bad(format string, a ...any) { c.p = append(c.p, fmt.Sprintf(format, a...)) }
+
+func (s *Spec) checkIdentity(c *checker) {
+	switch {
+	case s.AgentName == "":
+		c.bad("agent_name is required")
+	case !ValidName(s.AgentName):
+		c.bad("agent_name %q: use 1 to 64 letters, digits, '_' or '-'", s.AgentName)
+	}
+	switch {
+	case s.Version == "":
+		c.bad("version is required")
+	case !ValidVersion(s.Version):
+		c.bad("version %q: use 1 to 64 letters, digits, '.', '_' or '-'", s.Version)
+	}
+	if s.PromptRef != "" {
+		c.bad("prompt_ref: the prompt store is not available in this release; use system_text and purpose_text")
+	}
+	if len(s.Policy) > 0 {
+		c.bad("policy: the policy engine is not available in this release; remove the field rather than rely on it")
+	}
+}
+
+func (s *Spec) checkModel(c *checker) {
+	if s.ModelName == "" && s.mode().NeedsModel() {
+		c.bad("model_name is required for mode %s", s.mode())
+	}
+	if t := s.Temperature; t != nil && (*t < 0 || *t > 2) {
+		c.bad("temperature %v is outside 0..2", *t)
+	}
+	if t := s.TopP; t != nil && (*t < 0 || *t > 1) {
+		c.bad("top_p %v is outside 0..1", *t)
+	}
+	if s.MaxOutputTokens < 0 {
+		c.bad("max_output_tokens %d is negative", s.MaxOutputTokens)
+	}
+	for i, f := range s.FallbackModels {
+		if f.ModelName == "" {
+			c.bad("fallback_models[%d].model_name is required", i)
+		}
+	}
+}
+
+func (s *Spec) checkMode(c *checker) {
+	mode := s.mode()
+	if !slices.Contains(Modes, mode) {
+		c.bad("mode %q is not one of tools, react, chooser, writer, extractor, plan, service", mode)
+	}
+	switch mode {
+	case ModeChooser, ModeWriter, ModeExtractor:
+		if len(s.OutputSchema) == 0 {
+			c.bad("mode %s needs an output_schema", mode)
+		}
+		if len(s.Tools) > 0 {
+			c.bad("tools: mode %s makes one model call and uses no tools", mode)
+		}
+	}
+	if mode == ModeChooser && len(s.Enums) == 0 && !strings.Contains(string(s.OutputSchema), `"enum"`) {
+		c.bad("mode chooser needs enums (or enum lists in output_schema) to choose from")
+	}
+	if len(s.Handoffs) > 0 && mode != ModeTools {
+		c.bad("handoffs work in mode tools only")
+	}
+	for i, h := range s.Handoffs {
+		if name, _ := ParseRef(h); !ValidName(name) || name == s.AgentName {
+			c.bad("handoffs[%d] %q: name another agent", i, h)
+		}
+	}
+	if s.ReActTemplate != "" && mode != ModeReAct {
+		c.bad("react_template is only used in mode react")
+	}
+}
+
+func (s *Spec) checkIO(c *checker, sc *Schemas) {
+	for i, k := range s.InputKeys {
+		if k == "" {
+			c.bad("input_keys[%d] is empty", i)
+		} else if slices.Index(s.InputKeys, k) != i {
+			c.bad("input_keys[%d] %q is listed twice", i, k)
+		}
+	}
+	if len(s.InputSchema) > 0 {
+		var err error
+		if sc.Input, err = schema.Compile(s.InputSchema); err != nil {
+			c.bad("input_schema: %v", err)
+		}
+	}
+	if len(s.OutputSchema) > 0 {
+		var err error
+		if sc.Output, err = schema.Compile(s.OutputSchema); err != nil {
+			c.bad("output_schema: %v", err)
+		}
+	}
+}
+
+func (s *Spec) checkTools(c *checker) {
+	for i, name := range s.Tools {
+		if n, ok := strings.CutPrefix(name, "agent:"); ok {
+			ref, _, _ := strings.Cut(n, "@")
+			if !ValidName(ref) {
+				c.bad("tools[%d] %q: bad agent name", i, name)
+			}
+		} else if !tool.ValidName(name) {
+			c.bad("tools[%d] %q is not a valid tool name", i, name)
+		}
+		if slices.Index(s.Tools, name) != i {
+			c.bad("tools[%d] %q is listed twice", i, name)
+		}
+	}
+}
+
+func (l Limits) check() []string {
+	var p []string
+	neg := func(name string, v int64) {
+		if v < 0 {
+			p = append(p, fmt.Sprintf("limits.%s %d is negative", name, v))
+		}
+	}
+	neg("max_turns", int64(l.MaxTurns))
+	neg("timeout_ms", l.TimeoutMS)
+	neg("model_timeout_ms", l.ModelTimeoutMS)
+	neg("tool_timeout_ms", l.ToolTimeoutMS)
+	neg("max_tool_calls", int64(l.MaxToolCalls))
+	neg("max_total_tokens", int64(l.MaxTotalTokens))
+	neg("max_parallel_tools", int64(l.MaxParallelTools))
+	neg("max_observation_bytes", int64(l.MaxObservationBytes))
+	if l.MaxCostUSD < 0 {
+		p = append(p, fmt.Sprintf("limits.max_cost_usd %v is negative", l.MaxCostUSD))
+	}
+	for name, v := range l.ToolTimeoutsMS {
+		if v <= 0 {
+			p = append(p, fmt.Sprintf("limits.tool_timeouts_ms.%s %d must be positive", name, v))
+		}
+	}
+	return p
+}
+
+func (r Retry) check() []string {
+	var p []string
+	neg := func(name string, v int64) {
+		if v < 0 {
+			p = append(p, fmt.Sprintf("retry.%s %d is negative", name, v))
+		}
+	}
+	negp := func(name string, v *int) {
+		if v != nil {
+			neg(name, int64(*v))
+		}
+	}
+	negp("attempts", r.Attempts)
+	neg("initial_backoff_ms", r.InitialBackoffMS)
+	neg("max_backoff_ms", r.MaxBackoffMS)
+	negp("tool_attempts", r.ToolAttempts)
+	negp("output_attempts", r.OutputAttempts)
+	if r.MaxBackoffMS > 0 && r.InitialBackoffMS > r.MaxBackoffMS {
+		p = append(p, fmt.Sprintf("retry.initial_backoff_ms %d exceeds max_backoff_ms %d", r.InitialBackoffMS, r.MaxBackoffMS))
+	}
+	return p
+}
+
+// checkEnums checks that enums and output_schema agree, both ways.
+func (s *Spec) checkEnums() []string {
+	var p []string
+	var sch struct {
+		Properties map[string]struct {
+			Enum  []any `json:"enum"`
+			Items *struct {
+				Enum []any `json:"enum"`
+			} `json:"items"`
+		} `json:"properties"`
+	}
+	if len(s.OutputSchema) > 0 {
+		_ = json.Unmarshal(s.OutputSchema, &sch)
+	}
+	if len(s.Enums) > 0 && len(s.OutputSchema) == 0 {
+		return []string{"enums are given but output_schema is missing"}
+	}
+	names := make([]string, 0, len(s.Enums))
+	for f := range s.Enums {
+		names = append(names, f)
+	}
+	slices.Sort(names)
+	for _, f := range names {
+		prop, ok := sch.Properties[f]
+		if !ok {
+			p = append(p, fmt.Sprintf("enums.%s: output_schema has no property %q", f, f))
+			continue
+		}
+		want := prop.Enum
+		if want == nil && prop.Items != nil {
+			want = prop.Items.Enum
+		}
+		if want != nil && !sameValues(s.Enums[f], want) {
+			p = append(p, fmt.Sprintf("enums.%s %v does not match output_schema.properties.%s.enum %v", f, s.Enums[f], f, want))
+		}
+	}
+	props := make([]string, 0, len(sch.Properties))
+	for f := range sch.Properties {
+		props = append(props, f)
+	}
+	slices.Sort(props)
+	for _, f := range props {
+		prop := sch.Properties[f]
+		if (prop.Enum != nil || prop.Items != nil && prop.Items.Enum != nil) && len(s.Enums) > 0 {
+			if _, ok := s.Enums[f]; !ok {
+				p = append(p, fmt.Sprintf("output_schema.properties.%s has an enum that enums does not list", f))
+			}
+		}
+	}
+	for f := range s.Defaults {
+		if len(s.OutputSchema) > 0 && sch.Properties != nil {
+			if _, ok := sch.Properties[f]; !ok {
+				p = append(p, fmt.Sprintf("defaults.%s: output_schema has no property %q", f, f))
+			}
+		}
+	}
+	return p
+}
+
+func sameValues(a []string, b []any) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if s, ok := b[i].(string); !ok || s != a[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// checkVars reports a ${var} of the prompts that no declared input
+// provides, when the spec declares its input (input_keys or the
+// properties of input_schema). Without a declaration any key may come.
+func (s *Spec) checkVars(c *checker, in *schema.Schema) {
+	declared := map[string]bool{}
+	for _, k := range s.InputKeys {
+		declared[k] = true
+	}
+	if len(s.InputSchema) > 0 {
+		var sch struct {
+			Properties map[string]json.RawMessage `json:"properties"`
+		}
+		if json.Unmarshal(s.InputSchema, &sch) != nil || in == nil || len(sch.Properties) == 0 {
+			return // no properties declared: any key may come
+		}
+		for k := range sch.Properties {
+			declared[k] = true
+		}
+	} else if len(s.InputKeys) == 0 {
+		return
+	}
+	for _, f := range []struct{ name, text string }{
+		{"system_text", s.SystemText}, {"purpose_text", s.PurposeText}, {"user_text", s.UserText}} {
+		for _, v := range prompt.Vars(f.text) {
+			if !declared[v] {
+				c.bad("%s uses ${%s}, which no input key provides (declared: %s)", f.name, v, strings.Join(sortedKeys(declared), ", "))
+			}
+		}
+	}
+}
+
+func sortedKeys(m map[string]bool) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	slices.Sort(out)
+	return out
+}

@@ -1,0 +1,251 @@
+// Package spec is agents as data: the versioned JSON spec of an agent
+// (DESIGN.md 3.1), its strict loading and checks, the agents directory
+// laid out as {agent_name}/{version}.json, and the lock of output-schema
+// hashes. It knows nothing of running agents.
+package spec
+
+import (
+	"encoding/json"
+	"errors"
+	"os"
+	"strings"
+
+	"github.com/agentry/agentry/internal/strictjson"
+	"github.com/agentry/agentry/llm"
+)
+
+// Mode selects how an agent works.
+type Mode string
+
+// The modes. Tools is the default.
+const (
+	ModeTools     Mode = "tools"
+	ModeReAct     Mode = "react"
+	ModeChooser   Mode = "chooser"
+	ModeWriter    Mode = "writer"
+	ModeExtractor Mode = "extractor"
+	ModePlan      Mode = "plan"
+	ModeService   Mode = "service"
+)
+
+// Modes lists the modes a spec may name, the default first.
+var Modes = []Mode{ModeTools, ModeReAct, ModeChooser, ModeWriter, ModeExtractor, ModePlan, ModeService}
+
+// UnmarshalJSON accepts a mode in any letter case ("Chooser" = "chooser").
+func (m *Mode) UnmarshalJSON(b []byte) error {
+	var s string
+	if err := json.Unmarshal(b, &s); err != nil {
+		return errors.New("mode must be a string")
+	}
+	*m = Mode(strings.ToLower(s))
+	return nil
+}
+
+// NeedsModel reports whether agents of the mode call a model: plan and
+// service agents do their work with tools and Go code.
+func (m Mode) NeedsModel() bool { return m != ModePlan && m != ModeService }
+
+// Spec is an agent as data: the JSON of DESIGN.md 3.1. A RAGstream
+// AgentConfig is a valid Spec.
+type Spec struct {
+	AgentName   string `json:"agent_name"`
+	Version     string `json:"version"`
+	Description string `json:"description,omitempty"`
+	// Mode is one of Modes; empty means ModeTools.
+	Mode Mode `json:"mode,omitempty"`
+
+	// ModelName is "gpt-4.1-mini", "claude-…", "ft:…", or
+	// "provider:model" such as "scripted:turns.json".
+	ModelName       string     `json:"model_name,omitempty"`
+	Provider        string     `json:"provider,omitempty"`
+	BaseURL         string     `json:"base_url,omitempty"`
+	Temperature     *float64   `json:"temperature,omitempty"`
+	TopP            *float64   `json:"top_p,omitempty"`
+	MaxOutputTokens int        `json:"max_output_tokens,omitempty"`
+	FallbackModels  []ModelRef `json:"fallback_models,omitempty"`
+
+	// SystemText and PurposeText make the system prompt; UserText, when
+	// set, is the first user message. All three take ${var} from the input.
+	SystemText  string `json:"system_text,omitempty"`
+	PurposeText string `json:"purpose_text,omitempty"`
+	UserText    string `json:"user_text,omitempty"`
+	PromptRef   string `json:"prompt_ref,omitempty"`
+
+	InputKeys   []string        `json:"input_keys,omitempty"`
+	InputSchema json.RawMessage `json:"input_schema,omitempty"`
+
+	OutputSchema json.RawMessage     `json:"output_schema,omitempty"`
+	Enums        map[string][]string `json:"enums,omitempty"`
+	Defaults     map[string]any      `json:"defaults,omitempty"`
+
+	// Tools names tools of the registry; "agent:NAME" makes another agent
+	// a tool.
+	Tools []string `json:"tools,omitempty"`
+	// Handoffs name agents ("NAME[@VERSION]") this one may pass the
+	// conversation and control to, through a transfer_to_NAME tool.
+	Handoffs []string          `json:"handoffs,omitempty"`
+	FewShot  []json.RawMessage `json:"few_shot,omitempty"`
+	// ReActTemplate picks the version of the ReAct system prompt template
+	// ("" for the newest).
+	ReActTemplate string `json:"react_template,omitempty"`
+	// Pricing prices models this spec uses that the built-in table does
+	// not know, per million tokens: {"my-model": {"prompt": 0.2,
+	// "completion": 0.8}}.
+	Pricing map[string]llm.Price `json:"pricing,omitempty"`
+	Limits  Limits               `json:"limits,omitzero"`
+	Retry   Retry                `json:"retry,omitzero"`
+	Policy  json.RawMessage      `json:"policy,omitempty"`
+}
+
+// ModelRef is a fallback model.
+type ModelRef struct {
+	ModelName string `json:"model_name"`
+	Provider  string `json:"provider,omitempty"`
+	BaseURL   string `json:"base_url,omitempty"`
+}
+
+// Limits bound a run. Every field is optional; zero means the default
+// (see DefaultLimits) or, for budgets, no limit.
+type Limits struct {
+	MaxTurns       int   `json:"max_turns,omitempty"`
+	TimeoutMS      int64 `json:"timeout_ms,omitempty"`
+	ModelTimeoutMS int64 `json:"model_timeout_ms,omitempty"`
+	ToolTimeoutMS  int64 `json:"tool_timeout_ms,omitempty"`
+	// ToolTimeoutsMS overrides the tool timeout per tool name.
+	ToolTimeoutsMS   map[string]int64 `json:"tool_timeouts_ms,omitempty"`
+	MaxToolCalls     int              `json:"max_tool_calls,omitempty"`
+	MaxTotalTokens   int              `json:"max_total_tokens,omitempty"`
+	MaxCostUSD       float64          `json:"max_cost_usd,omitempty"`
+	MaxParallelTools int              `json:"max_parallel_tools,omitempty"`
+	// MaxObservationBytes cuts a longer tool result before the model sees
+	// it, with a note of how much was dropped; the trace keeps it whole.
+	MaxObservationBytes int `json:"max_observation_bytes,omitempty"`
+}
+
+// DefaultLimits are used for the fields a spec leaves at zero.
+var DefaultLimits = Limits{
+	MaxTurns:            10,
+	TimeoutMS:           300_000,
+	ModelTimeoutMS:      120_000,
+	ToolTimeoutMS:       60_000,
+	MaxParallelTools:    8,
+	MaxObservationBytes: 64 << 10,
+}
+
+// WithDefaults returns l with DefaultLimits in the fields left at zero.
+func (l Limits) WithDefaults() Limits {
+	d := DefaultLimits
+	setDefault(&l.MaxTurns, d.MaxTurns)
+	setDefault(&l.TimeoutMS, d.TimeoutMS)
+	setDefault(&l.ModelTimeoutMS, d.ModelTimeoutMS)
+	setDefault(&l.ToolTimeoutMS, d.ToolTimeoutMS)
+	setDefault(&l.MaxParallelTools, d.MaxParallelTools)
+	setDefault(&l.MaxObservationBytes, d.MaxObservationBytes)
+	return l
+}
+
+func setDefault[T int | int64](v *T, d T) {
+	if *v == 0 {
+		*v = d
+	}
+}
+
+// Retry holds the three retry budgets, kept apart: model calls that fail in
+// transport, tool calls that fail transiently (safe and idempotent tools
+// only), and final answers that fail output validation. A field left out
+// (nil) takes its default; 0 means 0: one try, no correction.
+type Retry struct {
+	// Attempts is the number of tries of each model call (default 3; 0
+	// and 1 both mean one try, no retry).
+	Attempts         *int  `json:"attempts,omitempty"`
+	InitialBackoffMS int64 `json:"initial_backoff_ms,omitempty"`
+	MaxBackoffMS     int64 `json:"max_backoff_ms,omitempty"`
+	// ToolAttempts is the number of tries of a failing safe or idempotent
+	// tool call (default 1: no retry).
+	ToolAttempts *int `json:"tool_attempts,omitempty"`
+	// OutputAttempts is how many times an invalid final answer is sent
+	// back for correction (default 2; 0: never).
+	OutputAttempts *int `json:"output_attempts,omitempty"`
+}
+
+// RetryBudgets are the retry settings with every default applied.
+type RetryBudgets struct {
+	Attempts, ToolAttempts, OutputAttempts int
+	InitialBackoffMS, MaxBackoffMS         int64
+}
+
+// DefaultRetry is what a spec's retry fields default to.
+var DefaultRetry = RetryBudgets{Attempts: 3, InitialBackoffMS: 500, MaxBackoffMS: 20_000, ToolAttempts: 1, OutputAttempts: 2}
+
+// WithDefaults returns the budgets r sets, DefaultRetry for the rest.
+func (r Retry) WithDefaults() RetryBudgets {
+	b := DefaultRetry
+	if r.Attempts != nil {
+		b.Attempts = max(*r.Attempts, 1)
+	}
+	if r.ToolAttempts != nil {
+		b.ToolAttempts = max(*r.ToolAttempts, 1)
+	}
+	if r.OutputAttempts != nil {
+		b.OutputAttempts = *r.OutputAttempts
+	}
+	if r.InitialBackoffMS > 0 {
+		b.InitialBackoffMS = r.InitialBackoffMS
+	}
+	if r.MaxBackoffMS > 0 {
+		b.MaxBackoffMS = r.MaxBackoffMS
+	} else {
+		b.MaxBackoffMS = max(b.MaxBackoffMS, b.InitialBackoffMS)
+	}
+	return b
+}
+
+// Error lists what is wrong with a spec.
+type Error struct {
+	// Source is the file or reference the spec came from.
+	Source   string
+	Problems []string
+}
+
+func (e *Error) Error() string {
+	src := e.Source
+	if src == "" {
+		src = "agent spec"
+	}
+	return src + ": " + strings.Join(e.Problems, "; ")
+}
+
+// ErrInvalid is matched by every *Error: errors.Is(err, ErrInvalid).
+var ErrInvalid = errors.New("invalid agent spec")
+
+// Is makes errors.Is(err, ErrInvalid) true.
+func (e *Error) Is(target error) bool { return target == ErrInvalid }
+
+// Parse decodes and checks a spec; source names it in errors. An absent
+// mode becomes ModeTools.
+func Parse(source string, data []byte) (*Spec, error) {
+	var s Spec
+	if err := strictjson.Decode(data, &s); err != nil {
+		return nil, &Error{Source: source, Problems: []string{err.Error()}}
+	}
+	if s.Mode == "" {
+		s.Mode = ModeTools
+	}
+	if err := s.Check(); err != nil {
+		var se *Error
+		if errors.As(err, &se) {
+			se.Source = source
+		}
+		return nil, err
+	}
+	return &s, nil
+}
+
+// Load reads and checks the spec file at path.
+func Load(path string) (*Spec, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, &Error{Source: path, Problems: []string{err.Error()}}
+	}
+	return Parse(path, data)
+}

@@ -1,0 +1,220 @@
+package tool
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"runtime/debug"
+	"strconv"
+	"time"
+
+	"github.com/agentry/agentry/retry"
+)
+
+// Call is one tool call as handlers and middleware see it.
+type Call struct {
+	// ID is the model's id of the call.
+	ID string
+	// Name is the tool's name; Arguments the JSON object the model wrote.
+	Name      string
+	Arguments json.RawMessage
+	// Tool is the tool being called and Info what it says of itself
+	// (its idempotency class decides retries).
+	Tool Tool
+	Info Info
+	// Turn is the loop turn the call belongs to, from 1.
+	Turn int
+	// Key is the call's idempotency key, RUN_ID:TURN:INDEX: stable across
+	// retries and resumes of the run.
+	Key string
+	// Attempt is the attempt in progress, from 1; Retry counts it.
+	Attempt int
+	// Run is the run that makes the call, and Budget what remained of its
+	// budgets when the call started.
+	Run    *Run
+	Budget Budget
+}
+
+// Run is what a tool may know of the run calling it (Noema's Context).
+// It is shared by every call of the run and must not be changed.
+type Run struct {
+	RunID, SessionID, ParentRunID string
+	AgentName, AgentVersion       string
+	// UserID and CorrelationID come from the caller (agentry run --user,
+	// --correlation-id; agent.WithUser, agent.WithCorrelationID).
+	UserID, CorrelationID string
+	// TraceParent is the W3C trace context of the run, when it has one;
+	// TraceID is its trace id.
+	TraceParent, TraceID string
+	// Metadata is the caller's, as given.
+	Metadata map[string]string
+}
+
+// Unlimited marks a budget that has no limit.
+const Unlimited = -1
+
+// Budget is what remains of a run's budgets; Unlimited where it has none.
+type Budget struct {
+	Tokens    int
+	CostUSD   float64
+	ToolCalls int
+	// Deadline is when the run times out; zero when it cannot.
+	Deadline time.Time
+}
+
+type callKey struct{}
+
+// CallFrom returns the call a tool is serving, from the context its Call
+// method receives: its id, idempotency key, run and remaining budget. It
+// returns nil outside a call made through Handle.
+func CallFrom(ctx context.Context) *Call {
+	c, _ := ctx.Value(callKey{}).(*Call)
+	return c
+}
+
+// Output is what a handler returns for a call.
+type Output struct {
+	// JSON is the tool's result as it returned it; the trace keeps it
+	// whole.
+	JSON json.RawMessage
+	// Observation, when set, is what the model is shown instead of JSON
+	// (a result cut to size, say).
+	Observation string
+}
+
+// Handler runs a call. The innermost handler of a chain is Handle, which
+// calls the tool.
+type Handler func(ctx context.Context, call *Call) (Output, error)
+
+// Middleware wraps a Handler in the manner of net/http: it may look at or
+// change the call, call next (or not), and look at or change the output.
+type Middleware func(next Handler) Handler
+
+// Chain wraps h with mws; the first is the outermost.
+func Chain(h Handler, mws ...Middleware) Handler {
+	for i := len(mws) - 1; i >= 0; i-- {
+		h = mws[i](h)
+	}
+	return h
+}
+
+// Handle is the innermost handler: it calls call.Tool with the call in its
+// context (see CallFrom). An empty result is JSON null.
+func Handle(ctx context.Context, call *Call) (Output, error) {
+	if call.Tool == nil {
+		return Output{}, &ErrorDetails{Type: "unknown_tool", Message: fmt.Sprintf("there is no tool %q", call.Name), Recoverable: true}
+	}
+	out, err := call.Tool.Call(context.WithValue(ctx, callKey{}, call), call.Arguments)
+	if err != nil {
+		return Output{}, err
+	}
+	if len(out) == 0 {
+		out = json.RawMessage("null")
+	}
+	return Output{JSON: out}, nil
+}
+
+// Timeout bounds each attempt of a call by d (0: no bound). An attempt that
+// runs out while the caller's context is live fails with an error of type
+// "timeout", which is transient; whatever it returned late is dropped.
+func Timeout(d time.Duration) Middleware {
+	return func(next Handler) Handler {
+		if d <= 0 {
+			return next
+		}
+		return func(ctx context.Context, call *Call) (Output, error) {
+			cctx, cancel := context.WithTimeout(ctx, d)
+			defer cancel()
+			out, err := next(cctx, call)
+			if cctx.Err() != nil && ctx.Err() == nil {
+				return Output{}, &ErrorDetails{Type: "timeout", Message: fmt.Sprintf("tool %s timed out after %s", call.Name, d), Recoverable: true}
+			}
+			return out, err
+		}
+	}
+}
+
+// Retry repeats a call of a safe or idempotent tool that failed
+// transiently (IsTransient), as policy says; other calls run once. It
+// counts call.Attempt and calls onRetry, if not nil, before each wait.
+func Retry(policy retry.Policy, onRetry func(call *Call, err error, wait time.Duration)) Middleware {
+	return func(next Handler) Handler {
+		return func(ctx context.Context, call *Call) (Output, error) {
+			tries := 1
+			if call.Info.Idempotency.Retryable() {
+				tries = policy.Tries()
+			}
+			for n := 1; ; n++ {
+				call.Attempt = n
+				out, err := next(ctx, call)
+				if err == nil || n >= tries || !IsTransient(err) || ctx.Err() != nil {
+					return out, err
+				}
+				wait := policy.Delay(n, 0)
+				if onRetry != nil {
+					onRetry(call, err, wait)
+				}
+				if !retry.Sleep(ctx, wait) {
+					return out, err
+				}
+			}
+		}
+	}
+}
+
+// IsTransient reports whether a failed call may succeed if repeated.
+func IsTransient(err error) bool {
+	var d *ErrorDetails
+	if errors.As(err, &d) {
+		return d.Type == "timeout" || d.Type == "transient"
+	}
+	return errors.Is(err, ErrTransient) || errors.Is(err, context.DeadlineExceeded)
+}
+
+// Recover turns a panic of the tool into an error of type "panic". The
+// stack goes to log (when not nil) and to the error's details, which the
+// trace keeps and the model's observation leaves out.
+func Recover(log *slog.Logger) Middleware {
+	return func(next Handler) Handler {
+		return func(ctx context.Context, call *Call) (out Output, err error) {
+			defer func() {
+				if r := recover(); r != nil {
+					stack := string(debug.Stack())
+					if log != nil {
+						log.ErrorContext(ctx, "tool panicked", "tool", call.Name, "call_id", call.ID, "panic", fmt.Sprint(r), "stack", stack)
+					}
+					out, err = Output{}, &ErrorDetails{Type: "panic", Message: fmt.Sprintf("tool %s panicked: %v", call.Name, r),
+						Details: map[string]any{"stack": stack}, Recoverable: false}
+				}
+			}()
+			return next(ctx, call)
+		}
+	}
+}
+
+// Truncate cuts the observation of a result longer than limit bytes (at a
+// UTF-8 boundary) and tells the model how many bytes were dropped; the
+// output's JSON stays whole for the trace. limit <= 0 cuts nothing.
+func Truncate(limit int) Middleware {
+	return func(next Handler) Handler {
+		if limit <= 0 {
+			return next
+		}
+		return func(ctx context.Context, call *Call) (Output, error) {
+			out, err := next(ctx, call)
+			if err != nil || len(out.JSON) <= limit {
+				return out, err
+			}
+			cut := limit
+			for cut > 0 && out.JSON[cut]&0xC0 == 0x80 {
+				cut--
+			}
+			dropped := len(out.JSON) - cut
+			out.Observation = string(out.JSON[:cut]) + "\n[truncated: " + strconv.Itoa(dropped) + " of " +
+				strconv.Itoa(len(out.JSON)) + " bytes dropped; ask for less, or for a part]"
+			return out, nil
+		}
+	}
+}
