@@ -154,8 +154,9 @@ func (p *Pipeline) Definition() *Definition { return p.def }
 type RunOption func(*runConfig)
 
 type runConfig struct {
-	onEvent []func(event.Event)
-	bus     *event.Bus
+	onEvent     []func(event.Event)
+	bus         *event.Bus
+	sessionOpts []agent.RunOption
 }
 
 // WithEvents calls fn with each event of the run, the stage agents' too.
@@ -165,6 +166,13 @@ func WithEvents(fn func(event.Event)) RunOption {
 
 // WithEventBus forwards the run's events to b.
 func WithEventBus(b *event.Bus) RunOption { return func(c *runConfig) { c.bus = b } }
+
+// WithSessionOptions passes run options to the session of every stage
+// agent: the user and correlation ids, the metadata, a budget. Events and
+// the parent run id are the pipeline's own and are set after these.
+func WithSessionOptions(opts ...agent.RunOption) RunOption {
+	return func(c *runConfig) { c.sessionOpts = append(c.sessionOpts, opts...) }
+}
 
 // Result is the Result of an agent run (DESIGN.md 3.2), summed over the
 // stages, plus the envelope.

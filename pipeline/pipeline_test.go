@@ -420,3 +420,35 @@ func TestHookPanicIsAnError(t *testing.T) {
 		t.Errorf("%v", err)
 	}
 }
+
+// TestSessionOptions passes the user and correlation ids to the stage
+// agents, where a tool reads them from its context.
+func TestSessionOptions(t *testing.T) {
+	whoami := tool.Must(tool.Func("whoami", "Who the run acts for.", func(ctx context.Context, _ struct{}) (string, error) {
+		c := tool.CallFrom(ctx)
+		return c.Run.UserID + "/" + c.Run.CorrelationID + "/" + c.Run.ParentRunID, nil
+	}))
+	reg, _ := tool.NewRegistry(whoami)
+	d, err := Parse("who", []byte(`{"pipeline_name": "who", "version": "v1", "stages": [
+		{"name": "planner", "agent": `+service("planner")+`, "output_key": "plan"},
+		{"name": "executor", "agent": {"agent_name": "executor", "version": "v1", "mode": "plan", "tools": ["whoami"]}, "output_key": "execution"}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	plan := map[string]any{"steps": []any{map[string]any{"tool": "whoami", "parameters": map[string]any{}}}}
+	p, err := New(d, ".", WithTools(reg), WithHooks("planner", Hooks{Service: func(context.Context, *Envelope) (map[string]any, error) {
+		return plan, nil
+	}}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := p.Run(context.Background(), nil, WithSessionOptions(agent.WithUser("u-1"), agent.WithCorrelationID("req-9")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	results := res.Envelope.Outputs["execution"]["results"].([]any)
+	got := fmt.Sprint(results[0].(map[string]any)["data"].(map[string]any)["result"])
+	if want := "u-1/req-9/" + res.ID; got != want {
+		t.Errorf("the tool saw %q, want %q", got, want)
+	}
+}

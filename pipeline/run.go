@@ -27,6 +27,8 @@ type runState struct {
 	// the run's cost is then unknown.
 	unpriced bool
 	confs    []float64 // the stage agents' confidences
+	// sessionOpts go to every stage agent's session (WithSessionOptions).
+	sessionOpts []agent.RunOption
 }
 
 func (p *Pipeline) run(ctx context.Context, env *Envelope, opts []RunOption) (*Result, error) {
@@ -34,7 +36,7 @@ func (p *Pipeline) run(ctx context.Context, env *Envelope, opts []RunOption) (*R
 	for _, o := range opts {
 		o(&c)
 	}
-	r := &runState{p: p, env: env, bus: event.NewBus(c.bus), runID: newID("run"), start: time.Now()}
+	r := &runState{p: p, env: env, bus: event.NewBus(c.bus), runID: newID("run"), start: time.Now(), sessionOpts: c.sessionOpts}
 	for _, fn := range c.onEvent {
 		defer r.bus.Subscribe(fn)()
 	}
@@ -215,7 +217,8 @@ func (r *runState) llm(ctx context.Context, st *stage, rec *StageRecord) (map[st
 		input["user_response"] = ans
 		delete(r.env.Metadata, "user_response")
 	}
-	sess, err := st.agent.NewSession(input, agent.WithEventBus(r.bus), agent.WithParentRunID(r.runID))
+	opts := append(slices.Clip(r.sessionOpts), agent.WithEventBus(r.bus), agent.WithParentRunID(r.runID))
+	sess, err := st.agent.NewSession(input, opts...)
 	if err != nil {
 		return nil, "", agent.CodeValidation, fmt.Errorf("%w: stage %s: %v", ErrStageFailed, st.def.Name, err)
 	}

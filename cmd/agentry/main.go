@@ -2,7 +2,9 @@
 //
 //	agentry run SPEC|NAME[@VERSION] [--agents DIR] [--input k=v]... [--input-file F]
 //	            [--model PROVIDER:MODEL] [--json] [--events FILE]
+//	            [--user ID] [--correlation-id ID] [--log-level L] [--log-format json|text]
 //	agentry validate PATH...
+//	agentry version
 //
 // Exit codes: 0 success, 1 the run failed, 2 bad usage, spec or input.
 package main
@@ -68,6 +70,8 @@ func newRoot(stdout, stderr io.Writer) *cobra.Command {
 	}
 	root.SetOut(stdout)
 	root.SetErr(stderr)
-	root.AddCommand(newRunCmd(stdout, stderr), newValidateCmd(stdout, stderr))
+	root.AddCommand(newRunCmd(stdout, stderr), newValidateCmd(stdout, stderr), newVersionCmd(stdout))
+	root.Version = version()
+	root.SetVersionTemplate("{{.Version}}\n")
 	return root
 }

@@ -130,6 +130,12 @@ func TestExitCodes(t *testing.T) {
 		{"run fails", []string{"run", "testdata/loops.json"}, 1, "max_turns"},
 		{"validate bad", []string{"validate", "testdata/bad_field.json", "testdata/unknown_tool.json"}, 2, "kv_gte"},
 		{"validate good", []string{"validate", quickstart, "testdata/loops.json"}, 0, ""},
+		{"validate undeclared var", []string{"validate", "testdata/undeclared_var.json"}, 2, "purpose_text uses ${days}, which no input key provides (declared: city)"},
+		{"validate unpriced budget", []string{"validate", "testdata/unpriced_budget.json"}, 2, `model "no-such-model-2099" has no price`},
+		{"run unpriced budget", []string{"run", "testdata/unpriced_budget.json"}, 2, "--pricing FILE"},
+		{"bad log level", []string{"run", quickstart, "--log-level", "loud"}, 2, `--log-level "loud": want debug, info, warn, error or off`},
+		{"bad log format", []string{"run", quickstart, "--log-format", "xml"}, 2, `--log-format "xml": want json or text`},
+		{"version takes no arguments", []string{"version", "now"}, 2, "unknown command"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -258,5 +264,57 @@ func TestBinary(t *testing.T) {
 	err := cmd.Run()
 	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 2 {
 		t.Errorf("missing input: %v, want exit status 2", err)
+	}
+}
+
+func TestVersion(t *testing.T) {
+	for _, args := range [][]string{{"version"}, {"--version"}} {
+		code, out, errs := run(t, args...)
+		if code != 0 || !strings.HasPrefix(out, "agentry ") || !strings.Contains(out, " go1.") || errs != "" {
+			t.Errorf("%v: exit %d, stdout %q, stderr %q", args, code, out, errs)
+		}
+	}
+}
+
+// TestRunLogs reads the JSON log records of a run: each carries the agent,
+// its version, the run, user and correlation ids and the turn; without the
+// flags nothing but the progress reaches stderr.
+func TestRunLogs(t *testing.T) {
+	args := []string{"run", quickstart, "--input", "city=Lisbon", "--input", "days=3", "--user", "u-7", "--correlation-id", "req-42"}
+	code, _, errs := run(t, append(args, "-q", "--log-format", "json", "--log-level", "debug")...)
+	if code != 0 {
+		t.Fatalf("exit %d\n%s", code, errs)
+	}
+	msgs := map[string]int{}
+	for line := range strings.Lines(errs) {
+		var rec map[string]any
+		if err := json.Unmarshal([]byte(line), &rec); err != nil {
+			t.Fatalf("not a JSON record: %q", line)
+		}
+		msg, _ := rec["msg"].(string)
+		msgs[msg]++
+		for k, want := range map[string]any{"agent": "quickstart", "agent_version": "v1", "user_id": "u-7", "correlation_id": "req-42"} {
+			if rec[k] != want {
+				t.Errorf("%s: %s = %v, want %v", msg, k, rec[k], want)
+			}
+		}
+		if id, _ := rec["run_id"].(string); !strings.HasPrefix(id, "run_") {
+			t.Errorf("%s: run_id %v", msg, rec["run_id"])
+		}
+		if _, ok := rec["turn"]; !ok {
+			t.Errorf("%s: no turn", msg)
+		}
+	}
+	if msgs["run start"] != 1 || msgs["run end"] != 1 || msgs["tool call"] != 5 || msgs["model call"] != 4 {
+		t.Errorf("records %v", msgs)
+	}
+
+	code, _, errs = run(t, append(args, "-q", "--log-level", "warn")...)
+	if code != 0 || errs != "" {
+		t.Errorf("a clean run logged at warn: exit %d, %q", code, errs)
+	}
+	code, _, errs = run(t, args...)
+	if code != 0 || strings.Contains(errs, `"msg"`) || strings.Contains(errs, "level=") {
+		t.Errorf("logs without --log-level: %q", errs)
 	}
 }

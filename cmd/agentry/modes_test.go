@@ -147,6 +147,11 @@ func TestValidateLock(t *testing.T) {
 	if code, _, _ := run(t, "validate", "--lock", dir); code != 2 {
 		t.Error("--lock blessed a schema changed in place")
 	}
+	// run checks the lock too, before any model is called.
+	code, _, errs = run(t, "run", "labels@v1", "--agents", dir, "-q")
+	if code != 2 || !strings.Contains(errs, "output_schema changed in place") {
+		t.Errorf("run of a spec changed in place: exit %d\n%s", code, errs)
+	}
 	// The right way: the old file back, the new schema as v2.
 	spec("v1", `{"type": "object", "properties": {"a": {"type": "string"}}}`)
 	spec("v2", `{"type": "object", "properties": {"a": {"type": "integer"}}}`)

@@ -34,6 +34,10 @@ type runFlags struct {
 	record       string
 	resume       string
 	agentsSet    bool
+	user         string
+	correlation  string
+	logLevel     string
+	logFormat    string
 }
 
 func newRunCmd(stdout, stderr io.Writer) *cobra.Command {
@@ -76,6 +80,10 @@ spec or input.`,
 	fl.BoolVar(&f.allowPrivate, "allow-private-network", false, "let http_get reach loopback and private addresses")
 	fl.StringVar(&f.record, "record", "", "write the run's model turns to FILE as a scripted model (replay with --model scripted:FILE)")
 	fl.StringVar(&f.resume, "resume", "", "continue a paused pipeline from FILE (its --json result or envelope); --input values are the answer")
+	fl.StringVar(&f.user, "user", "", "the id of the user the run acts for (tools read it from their context)")
+	fl.StringVar(&f.correlation, "correlation-id", "", "an id that ties the run to the caller's request (in logs and the tools' context)")
+	fl.StringVar(&f.logLevel, "log-level", os.Getenv("AGENTRY_LOG_LEVEL"), "log records on stderr at this level: debug, info, warn, error, off (env AGENTRY_LOG_LEVEL; off by default)")
+	fl.StringVar(&f.logFormat, "log-format", os.Getenv("AGENTRY_LOG_FORMAT"), "log records as json or text (env AGENTRY_LOG_FORMAT; implies --log-level info)")
 	return cmd
 }
 
@@ -89,7 +97,7 @@ func runAgent(ctx context.Context, target string, f runFlags, stdout, stderr io.
 	if err != nil {
 		return usageErr(err)
 	}
-	var runOpts []agent.RunOption
+	runOpts := su.sessionOpts
 	for _, l := range su.listeners {
 		runOpts = append(runOpts, agent.WithEvents(l))
 	}
@@ -108,13 +116,15 @@ func runAgent(ctx context.Context, target string, f runFlags, stdout, stderr io.
 }
 
 // setup is what every run of the command needs: the input, the options of
-// its agents, the recorder of --record, and the event listeners.
+// its agents and of their sessions, the recorder of --record, and the
+// event listeners.
 type setup struct {
-	input     map[string]any
-	agentOpts []agent.Option
-	rec       *scripted.Recorder
-	listeners []func(event.Event)
-	close     func()
+	input       map[string]any
+	agentOpts   []agent.Option
+	sessionOpts []agent.RunOption
+	rec         *scripted.Recorder
+	listeners   []func(event.Event)
+	close       func()
 }
 
 func prepare(f runFlags, stderr io.Writer) (*setup, error) {
@@ -126,11 +136,25 @@ func prepare(f runFlags, stderr io.Writer) (*setup, error) {
 	if err != nil {
 		return nil, err
 	}
+	logger, err := newLogger(f.logLevel, f.logFormat, stderr)
+	if err != nil {
+		return nil, err
+	}
+	if logger != nil {
+		opts = append(opts, agent.WithLogger(logger))
+	}
+	var sessionOpts []agent.RunOption
+	if f.user != "" {
+		sessionOpts = append(sessionOpts, agent.WithUser(f.user))
+	}
+	if f.correlation != "" {
+		sessionOpts = append(sessionOpts, agent.WithCorrelationID(f.correlation))
+	}
 	listeners, closeFn, err := eventListeners(f, stderr)
 	if err != nil {
 		return nil, err
 	}
-	return &setup{input: input, agentOpts: opts, rec: rec, listeners: listeners, close: closeFn}, nil
+	return &setup{input: input, agentOpts: opts, sessionOpts: sessionOpts, rec: rec, listeners: listeners, close: closeFn}, nil
 }
 
 // finish writes the recording, then the result (as JSON with --json, by

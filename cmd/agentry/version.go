@@ -1,0 +1,54 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"runtime/debug"
+
+	"github.com/spf13/cobra"
+)
+
+// version describes the binary from its build information: the module
+// version (a tag when built with go install, "(devel)" from a work tree),
+// the VCS revision when known, and the Go release that built it.
+func version() string {
+	bi, ok := debug.ReadBuildInfo()
+	if !ok {
+		return "agentry (unknown version)"
+	}
+	v := bi.Main.Version
+	if v == "" {
+		v = "(devel)"
+	}
+	s := "agentry " + v
+	var rev, dirty string
+	for _, kv := range bi.Settings {
+		switch kv.Key {
+		case "vcs.revision":
+			rev = kv.Value
+		case "vcs.modified":
+			if kv.Value == "true" {
+				dirty = "+dirty"
+			}
+		}
+	}
+	if len(rev) > 12 {
+		rev = rev[:12]
+	}
+	if rev != "" {
+		s += " " + rev + dirty
+	}
+	return s + " " + bi.GoVersion
+}
+
+func newVersionCmd(stdout io.Writer) *cobra.Command {
+	return &cobra.Command{
+		Use:   "version",
+		Short: "Print the version of agentry and of the Go release that built it",
+		Args:  cobra.NoArgs,
+		RunE: func(*cobra.Command, []string) error {
+			_, err := fmt.Fprintln(stdout, version())
+			return err
+		},
+	}
+}
