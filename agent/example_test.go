@@ -64,6 +64,7 @@ func ExampleService() {
 	defer stop()
 
 	res, err := svc.RunOnce(context.Background(), a, nil)
+	svc.Events().Flush() // a service's subscribers run on their own goroutines
 	fmt.Println(res.Result, err)
 	// Output:
 	// event: run_end greeter completed

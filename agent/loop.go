@@ -78,6 +78,7 @@ func (s *Session) Run(ctx context.Context) (*Result, error) {
 	s.mu.Unlock()
 	defer cancel(nil)
 	defer func() {
+		s.bus.Flush() // the session's listeners have seen the whole run when Run returns
 		for _, u := range s.unsubs {
 			u()
 		}

@@ -37,8 +37,10 @@ func NewService() *Service {
 func (s *Service) Events() *event.Bus { return s.bus }
 
 // Subscribe calls fn with every event of every session until the returned
-// function is called.
-func (s *Service) Subscribe(fn func(event.Event)) (unsubscribe func()) { return s.bus.Subscribe(fn) }
+// function is called; the options are those of event.Bus.Subscribe.
+func (s *Service) Subscribe(fn func(event.Event), opts ...event.Option) (unsubscribe func()) {
+	return s.bus.Subscribe(fn, opts...)
+}
 
 // CreateSession prepares a session of a with input. Its events reach the
 // service's subscribers; the service tracks it while it runs, however it

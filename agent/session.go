@@ -55,7 +55,7 @@ type RunOption func(*runConfig)
 
 type runConfig struct {
 	sessionID     string
-	onEvent       []func(event.Event)
+	onEvent       []listener
 	bus           *event.Bus
 	provider      llm.Provider
 	planner       Planner
@@ -69,9 +69,19 @@ type runConfig struct {
 	metadata      map[string]string
 }
 
-// WithEvents calls fn with each event of the session, in order.
-func WithEvents(fn func(event.Event)) RunOption {
-	return func(c *runConfig) { c.onEvent = append(c.onEvent, fn) }
+// listener is a subscription WithEvents asked for.
+type listener struct {
+	fn   func(event.Event)
+	opts []event.Option
+}
+
+// WithEvents calls fn with each event of the session, in order, on a
+// goroutine of its own (see event.Bus.Subscribe for the options: by
+// default a listener that falls a buffer behind loses the oldest events,
+// with event.Block the run waits for it). Run returns after fn has seen
+// every event of the run.
+func WithEvents(fn func(event.Event), opts ...event.Option) RunOption {
+	return func(c *runConfig) { c.onEvent = append(c.onEvent, listener{fn, opts}) }
 }
 
 // WithEventBus forwards the session's events to b (a service's bus, say).
@@ -167,8 +177,8 @@ func (a *Agent) NewSession(input map[string]any, opts ...RunOption) (*Session, e
 	if c.planner != nil {
 		s.planner = c.planner
 	}
-	for _, fn := range c.onEvent {
-		s.unsubs = append(s.unsubs, s.bus.Subscribe(fn))
+	for _, l := range c.onEvent {
+		s.unsubs = append(s.unsubs, s.bus.Subscribe(l.fn, l.opts...))
 	}
 	id := c.sessionID
 	if id == "" {

@@ -7,6 +7,7 @@ import (
 	"runtime"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 
 	"go.uber.org/goleak"
@@ -15,39 +16,46 @@ import (
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 func TestPublishOrderAcrossGoroutines(t *testing.T) {
-	var b Bus
-	if b.Active() {
-		t.Fatal("an empty bus is active")
-	}
-	var got []uint64
-	unsub := b.Subscribe(func(e Event) { got = append(got, e.Seq) })
-	var wg sync.WaitGroup
-	for range 8 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for range 100 {
-				b.Publish(Event{Type: ToolCallEnd})
+	for _, tt := range []struct {
+		name string
+		opts []Option
+	}{{"drop", nil}, {"block", []Option{Block(), Buffer(3)}}} {
+		t.Run(tt.name, func(t *testing.T) {
+			var b Bus
+			if b.Active() {
+				t.Fatal("an empty bus is active")
 			}
-		}()
-	}
-	wg.Wait()
-	if len(got) != 800 {
-		t.Fatalf("got %d events", len(got))
-	}
-	for i, s := range got {
-		if s != uint64(i+1) {
-			t.Fatalf("event %d has seq %d: delivery is not in one order", i, s)
-		}
-	}
-	unsub()
-	unsub()
-	if b.Active() {
-		t.Error("bus still active after unsubscribe")
-	}
-	b.Publish(Event{})
-	if len(got) != 800 {
-		t.Error("delivered after unsubscribe")
+			var got []uint64
+			unsub := b.Subscribe(func(e Event) { got = append(got, e.Seq) }, tt.opts...)
+			var wg sync.WaitGroup
+			for range 8 {
+				wg.Go(func() {
+					for range 100 {
+						b.Publish(Event{Type: ToolCallEnd})
+					}
+				})
+			}
+			wg.Wait()
+			b.Flush()
+			if len(got) != 800 {
+				t.Fatalf("got %d events", len(got))
+			}
+			for i, s := range got {
+				if s != uint64(i+1) {
+					t.Fatalf("event %d has seq %d: delivery is not in one order", i, s)
+				}
+			}
+			unsub()
+			unsub()
+			if b.Active() {
+				t.Error("bus still active after unsubscribe")
+			}
+			b.Publish(Event{})
+			b.Flush()
+			if len(got) != 800 {
+				t.Error("delivered after unsubscribe")
+			}
+		})
 	}
 }
 
@@ -65,9 +73,129 @@ func TestParentForwarding(t *testing.T) {
 	}
 	child.Publish(Event{Type: RunStart})
 	child.Publish(Event{Type: RunEnd})
+	child.Flush() // its own subscribers only
+	parent.Flush()
 	if len(seen) != 2 || seen[0] != RunStart || seen[1] != RunEnd {
 		t.Errorf("parent saw %v", seen)
 	}
+}
+
+// TestSelfUnsubscribe: a subscriber may unsubscribe itself from its
+// callback, with either policy, while the publisher keeps publishing.
+func TestSelfUnsubscribe(t *testing.T) {
+	for _, tt := range []struct {
+		name string
+		opts []Option
+	}{{"drop", nil}, {"block", []Option{Block(), Buffer(1)}}} {
+		t.Run(tt.name, func(t *testing.T) {
+			var b Bus
+			var got atomic.Int32
+			var unsub func()
+			ready := make(chan struct{})
+			unsub = b.Subscribe(func(Event) {
+				<-ready
+				got.Add(1)
+				unsub()
+			}, tt.opts...)
+			close(ready)
+			for range 10 {
+				b.Publish(Event{Type: TurnStart})
+			}
+			b.Flush()
+			if got.Load() != 1 || b.Active() {
+				t.Errorf("got %d events, active %v", got.Load(), b.Active())
+			}
+		})
+	}
+}
+
+// TestSlowSubscriberDoesNotStall: a subscriber stuck in its callback
+// neither stalls the publisher nor the other subscribers; what it missed
+// is counted on the next event it gets.
+func TestSlowSubscriberDoesNotStall(t *testing.T) {
+	var b Bus
+	gate := make(chan struct{})
+	var slow []Event
+	b.Subscribe(func(e Event) {
+		<-gate
+		slow = append(slow, e)
+	}, Buffer(4))
+	fast := 0
+	b.Subscribe(func(Event) { fast++ })
+	for range 100 { // returns although the slow subscriber holds event 1
+		b.Publish(Event{Type: ContentChunk})
+	}
+	close(gate)
+	b.Publish(Event{Type: RunEnd})
+	b.Flush()
+	if fast != 101 {
+		t.Errorf("the fast subscriber got %d events", fast)
+	}
+	var seen, dropped uint64
+	for i, e := range slow {
+		seen++
+		dropped += e.Dropped
+		if i > 0 && e.Seq != slow[i-1].Seq+1+e.Dropped {
+			t.Errorf("event seq %d after %d with dropped %d", e.Seq, slow[i-1].Seq, e.Dropped)
+		}
+	}
+	if seen+dropped != 101 || dropped == 0 || slow[len(slow)-1].Type != RunEnd {
+		t.Errorf("the slow subscriber saw %d and missed %d of 101, last %v", seen, dropped, slow[len(slow)-1].Type)
+	}
+}
+
+// TestBlockingSubscriberHoldsThePublisher: with Block nothing is lost, and
+// the publisher is never more than a buffer ahead of the subscriber.
+func TestBlockingSubscriberHoldsThePublisher(t *testing.T) {
+	var b Bus
+	var published atomic.Uint64
+	var got []Event
+	var ahead uint64
+	b.Subscribe(func(e Event) {
+		if p := published.Load(); p > e.Seq-1+2*2 { // a batch in hand and a full buffer
+			ahead = max(ahead, p-e.Seq)
+		}
+		got = append(got, e)
+		runtime.Gosched()
+	}, Block(), Buffer(2))
+	for range 200 {
+		b.Publish(Event{Type: ContentChunk})
+		published.Add(1)
+	}
+	b.Flush()
+	if len(got) != 200 || ahead != 0 {
+		t.Errorf("got %d events; the publisher ran %d events ahead", len(got), ahead)
+	}
+	for _, e := range got {
+		if e.Dropped != 0 {
+			t.Fatalf("a blocking subscriber was marked as dropping: %+v", e)
+		}
+	}
+}
+
+// TestUnsubscribeReleasesABlockedPublisher: unsubscribing a blocking
+// subscriber from another goroutine lets a publisher waiting on it go on.
+func TestUnsubscribeReleasesABlockedPublisher(t *testing.T) {
+	var b Bus
+	gate := make(chan struct{})
+	entered := make(chan struct{})
+	var once sync.Once
+	unsub := b.Subscribe(func(Event) {
+		once.Do(func() { close(entered) })
+		<-gate
+	}, Block(), Buffer(1))
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for range 5 {
+			b.Publish(Event{Type: ContentChunk})
+		}
+	}()
+	<-entered
+	unsub() // the publisher is (or will be) waiting for space: it must go on
+	<-done
+	close(gate)
+	b.Flush()
 }
 
 func TestChannelAndIterator(t *testing.T) {
@@ -77,6 +205,8 @@ func TestChannelAndIterator(t *testing.T) {
 	if e := <-ch; e.Type != TurnStart {
 		t.Errorf("channel got %v", e.Type)
 	}
+	b.Publish(Event{Type: TurnEnd}) // never read: stop must not hang on it
+	stop()
 	stop()
 	if _, ok := <-ch; ok {
 		t.Error("channel not closed by stop")
@@ -141,6 +271,7 @@ func TestPanickingSubscriberIsDropped(t *testing.T) {
 	stop := b.Subscribe(func(Event) { got++ })
 	b.Publish(Event{Type: RunStart})
 	b.Publish(Event{Type: RunEnd})
+	b.Flush()
 	if got != 2 {
 		t.Errorf("the healthy subscriber got %d events", got)
 	}

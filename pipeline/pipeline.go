@@ -154,14 +154,21 @@ func (p *Pipeline) Definition() *Definition { return p.def }
 type RunOption func(*runConfig)
 
 type runConfig struct {
-	onEvent     []func(event.Event)
+	onEvent     []listener
 	bus         *event.Bus
 	sessionOpts []agent.RunOption
 }
 
-// WithEvents calls fn with each event of the run, the stage agents' too.
-func WithEvents(fn func(event.Event)) RunOption {
-	return func(c *runConfig) { c.onEvent = append(c.onEvent, fn) }
+type listener struct {
+	fn   func(event.Event)
+	opts []event.Option
+}
+
+// WithEvents calls fn with each event of the run, the stage agents' too,
+// in order, on a goroutine of its own; the options are those of
+// event.Bus.Subscribe. Run returns after fn has seen every event.
+func WithEvents(fn func(event.Event), opts ...event.Option) RunOption {
+	return func(c *runConfig) { c.onEvent = append(c.onEvent, listener{fn, opts}) }
 }
 
 // WithEventBus forwards the run's events to b.

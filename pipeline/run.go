@@ -37,9 +37,10 @@ func (p *Pipeline) run(ctx context.Context, env *Envelope, opts []RunOption) (*R
 		o(&c)
 	}
 	r := &runState{p: p, env: env, bus: event.NewBus(c.bus), runID: newID("run"), start: time.Now(), sessionOpts: c.sessionOpts}
-	for _, fn := range c.onEvent {
-		defer r.bus.Subscribe(fn)()
+	for _, l := range c.onEvent {
+		defer r.bus.Subscribe(l.fn, l.opts...)()
 	}
+	defer r.bus.Flush() // before the unsubscribes: listeners see the whole run
 	r.res = &Result{Envelope: env}
 	r.res.Result = agent.Result{ID: r.runID, SessionID: env.ID, AgentName: p.def.PipelineName, AgentVersion: p.def.Version,
 		StartedAt: agent.Timestamp{Time: r.start}, Steps: []agent.Step{}, ToolsUsed: []string{}, ModelCalls: []agent.ModelCall{},

@@ -31,7 +31,7 @@ func runPipeline(ctx context.Context, path string, f runFlags, stdout, stderr io
 	}
 	runOpts := []pipeline.RunOption{pipeline.WithSessionOptions(su.sessionOpts...)}
 	for _, l := range su.listeners {
-		runOpts = append(runOpts, pipeline.WithEvents(l))
+		runOpts = append(runOpts, pipeline.WithEvents(l.fn, l.opts...))
 	}
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()

@@ -99,7 +99,7 @@ func runAgent(ctx context.Context, target string, f runFlags, stdout, stderr io.
 	}
 	runOpts := su.sessionOpts
 	for _, l := range su.listeners {
-		runOpts = append(runOpts, agent.WithEvents(l))
+		runOpts = append(runOpts, agent.WithEvents(l.fn, l.opts...))
 	}
 	sess, err := a.NewSession(su.input, runOpts...)
 	if err != nil {
@@ -123,8 +123,15 @@ type setup struct {
 	agentOpts   []agent.Option
 	sessionOpts []agent.RunOption
 	rec         *scripted.Recorder
-	listeners   []func(event.Event)
+	listeners   []listener
 	close       func()
+}
+
+// listener is an event subscriber of the command and its policy: the
+// progress is a live view, the --events file a sink that loses nothing.
+type listener struct {
+	fn   func(event.Event)
+	opts []event.Option
 }
 
 func prepare(f runFlags, stderr io.Writer) (*setup, error) {
@@ -207,10 +214,10 @@ func agentOptions(f runFlags) ([]agent.Option, *scripted.Recorder, error) {
 
 // eventListeners are the progress printer (unless --quiet) and the --events
 // file writer.
-func eventListeners(f runFlags, stderr io.Writer) ([]func(event.Event), func(), error) {
-	var out []func(event.Event)
+func eventListeners(f runFlags, stderr io.Writer) ([]listener, func(), error) {
+	var out []listener
 	if !f.quiet {
-		out = append(out, newProgress(stderr).handle)
+		out = append(out, listener{fn: newProgress(stderr).handle})
 	}
 	closeFn := func() {}
 	if f.events != "" {
@@ -219,7 +226,7 @@ func eventListeners(f runFlags, stderr io.Writer) ([]func(event.Event), func(), 
 			return nil, nil, fmt.Errorf("--events: %w", err)
 		}
 		write, _ := event.JSONLines(file)
-		out = append(out, write)
+		out = append(out, listener{fn: write, opts: []event.Option{event.Block()}})
 		closeFn = func() { file.Close() }
 	}
 	return out, closeFn, nil

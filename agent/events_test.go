@@ -1,0 +1,69 @@
+package agent
+
+import (
+	"context"
+	"testing"
+
+	"github.com/agentry/agentry/event"
+)
+
+// Defect 4: a listener that unsubscribes itself, a viewer stuck in its
+// callback and a sink that must see everything, on one run.
+func TestListenersNeverStallARun(t *testing.T) {
+	replies := []reply{}
+	for range 20 {
+		replies = append(replies, calls(call("c", "add", `{"a": 1, "b": 2}`)))
+	}
+	replies = append(replies, answer("done"))
+	a := newTestAgent(t, `{"agent_name": "busy", "version": "v1", "model_name": "test", "tools": ["add"], "limits": {"max_turns": 30}}`,
+		&recorder{replies: replies})
+
+	svc := NewService()
+	defer svc.Stop(context.Background())
+	gate := make(chan struct{})
+	var viewer []event.Event
+	stopViewer := svc.Subscribe(func(e event.Event) { // a live view whose client stopped reading
+		<-gate
+		viewer = append(viewer, e)
+	}, event.Buffer(8))
+	defer stopViewer()
+
+	var sink []event.Event
+	var self int
+	var unsub func()
+	sess, err := svc.CreateSession(a, nil, WithEvents(func(e event.Event) { sink = append(sink, e) }, event.Block(), event.Buffer(2)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	unsub = sess.Events().Subscribe(func(event.Event) {
+		self++
+		if self == 3 {
+			unsub()
+		}
+	})
+	res, err := sess.Run(context.Background()) // returns although the viewer is stuck
+	if err != nil || !res.Success {
+		t.Fatalf("%v %+v", err, res.Error)
+	}
+	if self != 3 {
+		t.Errorf("the self-unsubscribing listener got %d events", self)
+	}
+	for i, e := range sink {
+		if e.Seq != uint64(i+1) || e.Dropped != 0 {
+			t.Fatalf("sink event %d: seq %d dropped %d", i, e.Seq, e.Dropped)
+		}
+	}
+	if n := len(sink); n < 80 || sink[n-1].Type != event.RunEnd {
+		t.Errorf("the sink got %d events, the last %v", n, sink[n-1].Type)
+	}
+
+	close(gate)
+	svc.Events().Flush()
+	var missed uint64
+	for _, e := range viewer {
+		missed += e.Dropped
+	}
+	if last := viewer[len(viewer)-1]; last.Type != event.RunEnd || missed == 0 || uint64(len(viewer))+missed != last.Seq {
+		t.Errorf("the viewer got %d events and missed %d, the last %v (seq %d)", len(viewer), missed, last.Type, last.Seq)
+	}
+}
