@@ -7,6 +7,7 @@ import (
 	"iter"
 	"time"
 
+	"github.com/agentry/agentry/internal/lazyctx"
 	"github.com/agentry/agentry/retry"
 )
 
@@ -174,14 +175,14 @@ type timeouter struct {
 }
 
 func (t *timeouter) Generate(ctx context.Context, req *Request) (*Response, error) {
-	actx, cancel := context.WithTimeout(ctx, t.d)
-	defer cancel()
+	actx := lazyctx.WithTimeout(ctx, t.d, nil)
+	defer actx.Release()
 	resp, err := t.next.Generate(actx, req)
-	return resp, t.classify(ctx, actx, req, err)
+	return resp, t.classify(actx, req, err)
 }
 
-func (t *timeouter) classify(ctx, actx context.Context, req *Request, err error) error {
-	if err != nil && ctx.Err() == nil && actx.Err() != nil {
+func (t *timeouter) classify(actx *lazyctx.Ctx, req *Request, err error) error {
+	if err != nil && actx.Expired() {
 		return &APIError{Kind: KindTransient, Model: req.Model, Message: "model call timed out after " + t.d.String(), Err: err}
 	}
 	return err
@@ -194,11 +195,11 @@ type streamTimeouter struct {
 
 func (t *streamTimeouter) Stream(ctx context.Context, req *Request) iter.Seq2[Chunk, error] {
 	return func(yield func(Chunk, error) bool) {
-		actx, cancel := context.WithTimeout(ctx, t.d)
-		defer cancel()
+		actx := lazyctx.WithTimeout(ctx, t.d, nil)
+		defer actx.Release()
 		for c, err := range t.stream.Stream(actx, req) {
 			if err != nil {
-				yield(Chunk{}, t.classify(ctx, actx, req, err))
+				yield(Chunk{}, t.classify(actx, req, err))
 				return
 			}
 			if !yield(c, nil) {

@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/agentry/agentry/internal/lazyctx"
 	"github.com/agentry/agentry/retry"
 )
 
@@ -125,10 +126,10 @@ func Timeout(d time.Duration) Middleware {
 			return next
 		}
 		return func(ctx context.Context, call *Call) (Output, error) {
-			cctx, cancel := context.WithTimeout(ctx, d)
-			defer cancel()
+			cctx := lazyctx.WithTimeout(ctx, d, nil)
+			defer cctx.Release()
 			out, err := next(cctx, call)
-			if cctx.Err() != nil && ctx.Err() == nil {
+			if cctx.Expired() {
 				return Output{}, &ErrorDetails{Type: "timeout", Message: fmt.Sprintf("tool %s timed out after %s", call.Name, d), Recoverable: true}
 			}
 			return out, err

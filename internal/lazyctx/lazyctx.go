@@ -1,0 +1,117 @@
+// Package lazyctx gives a call a deadline without arming a timer until the
+// callee looks at it. Most tool and model calls of a fast run return
+// without ever waiting on their context; for them a context.WithTimeout
+// is four allocations and a timer inserted and removed for nothing.
+//
+// A Ctx behaves as the context.WithDeadlineCause it stands for: the first
+// call of Done, of Err once something has ended, or of Value with the standard library's internal key
+// (how context.Cause and derived contexts find their parent) creates that
+// very context, with the same parent, deadline and cause, and every
+// observation from then on is its own. Deadline, Value with any other key
+// and Err while nothing has ended are answered as it would answer them,
+// without creating it.
+package lazyctx
+
+import (
+	"context"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Ctx is a context with a deadline, created on first observation.
+type Ctx struct {
+	parent context.Context
+	d      time.Time
+	cause  error
+
+	real atomic.Pointer[context.Context]
+	mu   sync.Mutex
+	stop context.CancelFunc
+	done bool // Release was called
+}
+
+// WithTimeout returns a context that ends d from now, like
+// context.WithTimeoutCause(parent, d, cause) (cause may be nil). Call
+// Release when the call is over, as one calls the CancelFunc.
+func WithTimeout(parent context.Context, d time.Duration, cause error) *Ctx {
+	return &Ctx{parent: parent, d: time.Now().Add(d), cause: cause}
+}
+
+func (c *Ctx) ctx() context.Context {
+	if p := c.real.Load(); p != nil {
+		return *p
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if p := c.real.Load(); p != nil {
+		return *p
+	}
+	ctx, stop := context.WithDeadlineCause(c.parent, c.d, c.cause)
+	if c.done {
+		stop() // released before anyone looked: as the real one would be
+	}
+	c.stop = stop
+	c.real.Store(&ctx)
+	return ctx
+}
+
+// Deadline is the earlier of the parent's deadline and the Ctx's.
+func (c *Ctx) Deadline() (time.Time, bool) {
+	if pd, ok := c.parent.Deadline(); ok && pd.Before(c.d) {
+		return pd, true
+	}
+	return c.d, true
+}
+
+// Done is the channel of the underlying context.
+func (c *Ctx) Done() <-chan struct{} { return c.ctx().Done() }
+
+// Err is the error of the underlying context. While the parent lives, the
+// deadline is ahead and Release was not called, that is nil, and nothing
+// needs creating to say so: callees that only poll Err stay cheap.
+func (c *Ctx) Err() error {
+	if c.real.Load() == nil && c.parent.Err() == nil && time.Now().Before(c.d) {
+		c.mu.Lock()
+		released := c.done
+		c.mu.Unlock()
+		if !released {
+			return nil
+		}
+	}
+	return c.ctx().Err()
+}
+
+// Value looks key up in the parent, as a context with a deadline does for
+// every key but the standard library's own (a *int), which it answers.
+func (c *Ctx) Value(key any) any {
+	if _, internal := key.(*int); internal {
+		return c.ctx().Value(key)
+	}
+	return c.parent.Value(key)
+}
+
+// Release ends the context, as its CancelFunc would, and frees its timer.
+func (c *Ctx) Release() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.done = true
+	if c.stop != nil {
+		c.stop()
+	}
+}
+
+// Expired reports whether the deadline has passed while the parent was
+// still alive: the call ran out of its own time. It creates nothing.
+func (c *Ctx) Expired() bool {
+	if c.parent.Err() != nil {
+		return false
+	}
+	if pd, ok := c.parent.Deadline(); ok && pd.Before(c.d) {
+		return false // the parent's time, not the call's
+	}
+	if p := c.real.Load(); p != nil {
+		return (*p).Err() == context.DeadlineExceeded
+	}
+	return !time.Now().Before(c.d)
+}
