@@ -117,7 +117,7 @@ func (r *run) exec(index, base int, call *llm.ToolCall, res *ToolResult, transfe
 	case r.fromCache(call, res):
 	default:
 		c := &tool.Call{ID: call.ID, Name: call.Name, Arguments: call.Arguments, Tool: b.tool, Info: b.info,
-			Turn: r.st.Turn, Key: r.st.RunID + ":" + strconv.Itoa(r.st.Turn) + ":" + strconv.Itoa(index),
+			Turn: r.st.Turn, Index: index,
 			Run: r.info, Budget: r.remaining(index + 1)}
 		out, err := b.handler(r.ctx, c)
 		attempts = c.Attempt

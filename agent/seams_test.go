@@ -145,7 +145,7 @@ func TestToolMiddlewareAndRunContext(t *testing.T) {
 		t.Errorf("counted %d, observation %q", counted.Load(), res.Steps[0].Observation)
 	}
 	want := res.ID + ":1:0"
-	if seen == nil || seen.Key != want || seen.Run.UserID != "u-7" || seen.Run.CorrelationID != "corr-1" ||
+	if seen == nil || seen.Key() != want || seen.Run.UserID != "u-7" || seen.Run.CorrelationID != "corr-1" ||
 		seen.Run.TraceID != "4bf92f3577b34da6a3ce929d0e0e4736" || seen.Run.Metadata["tenant"] != "t1" || seen.Run.RunID != res.ID {
 		t.Fatalf("the tool saw %+v (run %+v), want key %s", seen, seen.Run, want)
 	}

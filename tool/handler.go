@@ -25,17 +25,25 @@ type Call struct {
 	// (its idempotency class decides retries).
 	Tool Tool
 	Info Info
-	// Turn is the loop turn the call belongs to, from 1.
-	Turn int
-	// Key is the call's idempotency key, RUN_ID:TURN:INDEX: stable across
-	// retries and resumes of the run.
-	Key string
+	// Turn is the loop turn the call belongs to, from 1, and Index the
+	// call's place among the turn's calls, from 0.
+	Turn, Index int
 	// Attempt is the attempt in progress, from 1; Retry counts it.
 	Attempt int
 	// Run is the run that makes the call, and Budget what remained of its
 	// budgets when the call started.
 	Run    *Run
 	Budget Budget
+}
+
+// Key returns the call's idempotency key, RUN_ID:TURN:INDEX: stable
+// across retries and resumes of the run. It is built when asked for.
+func (c *Call) Key() string {
+	runID := ""
+	if c.Run != nil {
+		runID = c.Run.RunID
+	}
+	return runID + ":" + strconv.Itoa(c.Turn) + ":" + strconv.Itoa(c.Index)
 }
 
 // Run is what a tool may know of the run calling it (Noema's Context).

@@ -350,14 +350,14 @@ func TestUserMiddleware(t *testing.T) {
 	}))
 	h := Chain(Handle, count, upper)
 	c := call(echo, `{"name":"ada"}`)
-	c.Key = "run_1:1:0"
+	c.Run, c.Turn = &Run{RunID: "run_1"}, 1
 	for range 2 {
 		out, err := h(context.Background(), c)
 		if err != nil || string(out.JSON) != `"ADA"` {
 			t.Fatalf("out %s err %v", out.JSON, err)
 		}
 	}
-	if counted.Load() != 2 || seen == nil || seen.Key != "run_1:1:0" {
+	if counted.Load() != 2 || seen == nil || seen.Key() != "run_1:1:0" {
 		t.Errorf("counted %d, the tool saw call %+v", counted.Load(), seen)
 	}
 	if CallFrom(context.Background()) != nil {
