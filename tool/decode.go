@@ -1,6 +1,7 @@
 package tool
 
 import (
+	"bytes"
 	"encoding"
 	"encoding/json"
 	"fmt"
@@ -8,13 +9,13 @@ import (
 	"strconv"
 	"strings"
 	"unicode/utf8"
-	"unsafe"
 )
 
 // flatDecoder decodes arguments into a struct whose fields are all
 // scalars (strings, booleans, integers, floats), the common shape of tool
 // inputs, without encoding/json's reflection and allocations. Offsets and
-// kinds are taken from reflect once, when the tool is made. It runs only
+// kinds are taken from reflect once, when the tool is made, and fields are
+// set through reflect.Value's typed setters (no unsafe). It runs only
 // on arguments the schema has accepted, so every key is a known field and
 // every value has the field's JSON type.
 type flatDecoder struct {
@@ -22,8 +23,8 @@ type flatDecoder struct {
 }
 
 type flatField struct {
-	off  uintptr
-	kind reflect.Kind
+	index int // in the struct
+	kind  reflect.Kind
 }
 
 var (
@@ -54,7 +55,7 @@ func newFlatDecoder(t reflect.Type, n *node) *flatDecoder {
 		default:
 			return nil
 		}
-		d.fields = append(d.fields, flatField{off: sf.Offset, kind: sf.Type.Kind()})
+		d.fields = append(d.fields, flatField{index: i, kind: sf.Type.Kind()})
 	}
 	if len(d.fields) != len(n.fields) {
 		return nil
@@ -67,8 +68,9 @@ func customDecoding(t reflect.Type) bool {
 		t.Implements(textUnmarshaler) || reflect.PointerTo(t).Implements(textUnmarshaler)
 }
 
-// decode fills the struct at p from data, an object n has validated.
-func (d *flatDecoder) decode(n *node, data []byte, p unsafe.Pointer) error {
+// decode fills the struct v (addressable) from data, an object n has
+// validated.
+func (d *flatDecoder) decode(n *node, data []byte, v reflect.Value) error {
 	i := skipWS(data, 0) + 1
 	for i = skipWS(data, i); data[i] != '}'; {
 		kEnd := skipString(data, i)
@@ -76,7 +78,7 @@ func (d *flatDecoder) decode(n *node, data []byte, p unsafe.Pointer) error {
 		i = skipWS(data, skipWS(data, kEnd)+1)
 		end := skipValue(data, i)
 		if data[i] != 'n' { // null leaves the zero value, as encoding/json does
-			if err := d.fields[idx].set(unsafe.Add(p, d.fields[idx].off), data[i:end]); err != nil {
+			if err := d.fields[idx].set(v.Field(d.fields[idx].index), data[i:end]); err != nil {
 				return fmt.Errorf("%s: %w", n.fields[idx].name, err)
 			}
 		}
@@ -88,70 +90,39 @@ func (d *flatDecoder) decode(n *node, data []byte, p unsafe.Pointer) error {
 	return nil
 }
 
-func (f flatField) set(p unsafe.Pointer, v []byte) error {
+func (f flatField) set(fv reflect.Value, v []byte) error {
 	switch f.kind {
 	case reflect.String:
 		s := v[1 : len(v)-1]
-		if strings.IndexByte(unsafe.String(unsafe.SliceData(s), len(s)), '\\') < 0 && utf8.Valid(s) {
-			*(*string)(p) = string(s)
+		if bytes.IndexByte(s, '\\') < 0 && utf8.Valid(s) {
+			fv.SetString(string(s))
 			return nil
 		}
-		return json.Unmarshal(v, (*string)(p))
+		var str string
+		if err := json.Unmarshal(v, &str); err != nil {
+			return err
+		}
+		fv.SetString(str)
 	case reflect.Bool:
-		*(*bool)(p) = v[0] == 't'
-		return nil
+		fv.SetBool(v[0] == 't')
 	case reflect.Float32, reflect.Float64:
-		bits := 64
-		if f.kind == reflect.Float32 {
-			bits = 32
-		}
-		x, err := strconv.ParseFloat(unsafe.String(unsafe.SliceData(v), len(v)), bits)
+		x, err := strconv.ParseFloat(string(v), fv.Type().Bits())
 		if err != nil {
 			return fmt.Errorf("cannot hold %s", v)
 		}
-		if bits == 32 {
-			*(*float32)(p) = float32(x)
-		} else {
-			*(*float64)(p) = x
-		}
-		return nil
-	}
-	s := unsafe.String(unsafe.SliceData(v), len(v))
-	switch f.kind {
+		fv.SetFloat(x)
 	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
-		x, err := strconv.ParseInt(s, 10, intBits(f.kind))
+		x, err := strconv.ParseInt(string(v), 10, intBits(f.kind))
 		if err != nil {
 			return fmt.Errorf("cannot hold %s", v)
 		}
-		switch f.kind {
-		case reflect.Int:
-			*(*int)(p) = int(x)
-		case reflect.Int8:
-			*(*int8)(p) = int8(x)
-		case reflect.Int16:
-			*(*int16)(p) = int16(x)
-		case reflect.Int32:
-			*(*int32)(p) = int32(x)
-		default:
-			*(*int64)(p) = x
-		}
-		return nil
-	}
-	x, err := strconv.ParseUint(s, 10, intBits(f.kind))
-	if err != nil {
-		return fmt.Errorf("cannot hold %s", v)
-	}
-	switch f.kind {
-	case reflect.Uint:
-		*(*uint)(p) = uint(x)
-	case reflect.Uint8:
-		*(*uint8)(p) = uint8(x)
-	case reflect.Uint16:
-		*(*uint16)(p) = uint16(x)
-	case reflect.Uint32:
-		*(*uint32)(p) = uint32(x)
+		fv.SetInt(x)
 	default:
-		*(*uint64)(p) = x
+		x, err := strconv.ParseUint(string(v), 10, intBits(f.kind))
+		if err != nil {
+			return fmt.Errorf("cannot hold %s", v)
+		}
+		fv.SetUint(x)
 	}
 	return nil
 }

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"reflect"
 	"testing"
-	"unsafe"
 )
 
 type flat struct {
@@ -40,7 +39,7 @@ var flatCases = []string{
 func decodeBoth(t testing.TB, n *node, d *flatDecoder, args string) {
 	var want, got flat
 	wantErr := json.Unmarshal([]byte(args), &want)
-	gotErr := d.decode(n, []byte(args), unsafe.Pointer(&got))
+	gotErr := d.decode(n, []byte(args), reflect.ValueOf(&got).Elem())
 	if (wantErr != nil) != (gotErr != nil) {
 		t.Fatalf("%s: encoding/json err %v, flat decoder err %v", args, wantErr, gotErr)
 	}

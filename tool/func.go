@@ -9,7 +9,6 @@ import (
 	"strconv"
 	"strings"
 	"time"
-	"unsafe"
 )
 
 // ArgumentError reports arguments that do not match a tool's schema. The
@@ -107,7 +106,7 @@ func (t *funcTool[In, Out]) Call(ctx context.Context, args json.RawMessage) (jso
 	}
 	var in In
 	if t.flat != nil {
-		if err := t.flat.decode(t.schema, args, unsafe.Pointer(&in)); err != nil {
+		if err := t.flat.decode(t.schema, args, reflect.ValueOf(&in).Elem()); err != nil {
 			return nil, &ArgumentError{Tool: t.info.Name, Problems: []string{err.Error()}}
 		}
 	} else if err := json.Unmarshal(args, &in); err != nil {
