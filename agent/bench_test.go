@@ -21,9 +21,12 @@ import (
 // call add(a, b) with JSON arguments, then a final answer, on the scripted
 // provider with zero latency.
 
-func benchScript(b *testing.B) *scripted.Script {
+func benchScript(b testing.TB) *scripted.Script { return benchScriptN(b, 10) }
+
+// benchScriptN is the workload with n turns: n-1 calls of add, an answer.
+func benchScriptN(b testing.TB, n int) *scripted.Script {
 	var turns []string
-	for i := range 9 {
+	for i := range n - 1 {
 		turns = append(turns, fmt.Sprintf(`{"tool_calls": [{"name": "add", "arguments": {"a": %d, "b": %d}}], "usage": {"prompt_tokens": 20, "completion_tokens": 8}}`, i, i+1))
 	}
 	turns = append(turns, `{"content": "The sums are done.", "usage": {"prompt_tokens": 20, "completion_tokens": 5}}`)
@@ -34,7 +37,7 @@ func benchScript(b *testing.B) *scripted.Script {
 	return s
 }
 
-func benchAgent(b *testing.B, s *scripted.Script) *Agent {
+func benchAgent(b testing.TB, s *scripted.Script) *Agent {
 	add := tool.Must(tool.Func("add", "Add two integers.", func(_ context.Context, in addArgs) (int, error) {
 		return in.A + in.B, nil
 	}, tool.WithIdempotency(tool.Safe)))
@@ -126,6 +129,38 @@ func BenchmarkConcurrentSessions(b *testing.B) {
 		b.ReportMetric(heap/sessions, "heapB/session")
 	}
 	b.ReportMetric(perSession, "B/session")
+}
+
+// BenchmarkLoop1Turn is the shortest run: one model call that answers.
+// What it costs is the run's own set-up and result.
+func BenchmarkLoop1Turn(b *testing.B) {
+	s := benchScriptN(b, 1)
+	a := benchAgent(b, s)
+	input := map[string]any{"task": "add"}
+	ctx := context.Background()
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := a.Run(ctx, input, WithSessionProvider(s.Model())); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkHandWrittenLoop1Turn is the floor of BenchmarkLoop1Turn.
+func BenchmarkHandWrittenLoop1Turn(b *testing.B) {
+	s := benchScriptN(b, 1)
+	ctx := context.Background()
+	b.ReportAllocs()
+	for b.Loop() {
+		m := s.Model()
+		msgs := []llm.Message{{Role: llm.RoleUser, Content: "add"}}
+		resp, err := m.Generate(ctx, &llm.Request{Messages: msgs})
+		if err != nil || resp.Content == "" {
+			b.Fatal(err)
+		}
+		msgs = append(msgs, llm.Message{Role: llm.RoleAssistant, Content: resp.Content})
+		_ = msgs
+	}
 }
 
 // BenchmarkHandWrittenLoop is the floor agentry is measured against: the

@@ -1,0 +1,44 @@
+package agent
+
+import (
+	"context"
+	"testing"
+)
+
+// perTurnAllocs is the allocation budget of one turn of the reference
+// workload (a model call and one tool call), with nobody listening. It
+// covers the call's bookkeeping, its deadline, its output and the step
+// it records; lower it when a change saves an allocation, never raise it
+// without saying why in docs/performance.md.
+const perTurnAllocs = 8
+
+// oneTurnAllocs is the budget of a whole one-turn run: the session, its
+// contexts, the prompt, the model call and the Result.
+const oneTurnAllocs = 56
+
+// TestAllocationsPerTurn holds the loop to its budget: the allocations of
+// a ten-turn run less those of a one-turn run, per added turn. An
+// allocation count is deterministic, unlike a time.
+func TestAllocationsPerTurn(t *testing.T) {
+	ctx := context.Background()
+	input := map[string]any{"task": "add"}
+	allocs := func(turns int) float64 {
+		s := benchScriptN(t, turns)
+		a := benchAgent(t, s)
+		return testing.AllocsPerRun(50, func() {
+			res, err := a.Run(ctx, input, WithSessionProvider(s.Model()))
+			if err != nil || res.Iterations != turns {
+				t.Fatalf("%v after %d turns", err, res.Iterations)
+			}
+		})
+	}
+	one, ten := allocs(1), allocs(10)
+	perTurn := (ten - one) / 9
+	t.Logf("one-turn run %.0f allocations, ten-turn run %.0f, %.1f per turn", one, ten, perTurn)
+	if perTurn > perTurnAllocs+raceAllocSlack {
+		t.Errorf("%.1f allocations per turn, the budget is %d", perTurn, perTurnAllocs)
+	}
+	if one > oneTurnAllocs+raceAllocSlack {
+		t.Errorf("a one-turn run makes %.0f allocations, the budget is %d", one, oneTurnAllocs)
+	}
+}
