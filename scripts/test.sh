@@ -33,4 +33,6 @@ fuzz ./react FuzzParse
 fuzz ./schema FuzzExtractJSON
 fuzz ./tool FuzzCall
 fuzz ./tool FuzzFlatDecoder
+fuzz ./spec FuzzParse
+fuzz ./llm/scripted FuzzParse
 echo "fuzz: ok"
