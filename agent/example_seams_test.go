@@ -1,0 +1,87 @@
+package agent_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"sync/atomic"
+
+	"github.com/agentry/agentry/agent"
+	"github.com/agentry/agentry/llm"
+	"github.com/agentry/agentry/spec"
+	"github.com/agentry/agentry/tool"
+)
+
+// A planner from a Go function decides each turn without a model: here it
+// calls add once, then answers with what the tool returned.
+func ExamplePlannerFunc() {
+	add := tool.Must(tool.Func("add", "Add two integers.",
+		func(_ context.Context, in addIn) (int, error) { return in.A + in.B, nil },
+		tool.WithIdempotency(tool.Safe)))
+	tools, _ := tool.NewRegistry(add)
+
+	plan := agent.PlannerFunc(func(_ context.Context, t *agent.Turn) (agent.Decision, error) {
+		if res := t.Results(); len(res) > 0 {
+			return agent.Answer("the sum is " + string(res[0].Output)), nil
+		}
+		return agent.CallTools("add the numbers", llm.ToolCall{ID: "c1", Name: "add", Arguments: json.RawMessage(`{"a": 40, "b": 2}`)}), nil
+	})
+	// A service agent needs no model: its planner (here the function) decides.
+	sp, _ := spec.Parse("example", []byte(`{"agent_name": "planned", "version": "v1", "mode": "service", "tools": ["add"]}`))
+	a, err := agent.New(sp, agent.WithTools(tools), agent.WithPlanner(plan))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	res, err := a.Run(context.Background(), nil)
+	fmt.Println(res.Result, res.Iterations, err)
+	// Output: the sum is 42 2 <nil>
+}
+
+// Tool middleware wraps every tool call of an agent, net/http style: here
+// one counts the calls and another rewrites the arguments before the tool
+// sees them. Options append; the first given is the outermost.
+func ExampleWithToolMiddleware() {
+	echo := tool.Must(tool.Func("echo", "Echo text.",
+		func(_ context.Context, in struct {
+			Text string `json:"text"`
+		}) (string, error) {
+			return in.Text, nil
+		}, tool.WithIdempotency(tool.Safe)))
+	tools, _ := tool.NewRegistry(echo)
+
+	var calls atomic.Int64
+	count := func(next tool.Handler) tool.Handler {
+		return func(ctx context.Context, c *tool.Call) (tool.Output, error) {
+			calls.Add(1)
+			return next(ctx, c)
+		}
+	}
+	shout := func(next tool.Handler) tool.Handler {
+		return func(ctx context.Context, c *tool.Call) (tool.Output, error) {
+			var args map[string]string
+			if err := json.Unmarshal(c.Arguments, &args); err == nil {
+				args["text"] = strings.ToUpper(args["text"])
+				c.Arguments, _ = json.Marshal(args)
+			}
+			return next(ctx, c)
+		}
+	}
+	plan := agent.PlannerFunc(func(_ context.Context, t *agent.Turn) (agent.Decision, error) {
+		if res := t.Results(); len(res) > 0 {
+			return agent.Answer(res[0].Observation), nil
+		}
+		return agent.CallTools("", llm.ToolCall{ID: "c1", Name: "echo", Arguments: json.RawMessage(`{"text": "hello"}`)}), nil
+	})
+	sp, _ := spec.Parse("example", []byte(`{"agent_name": "loud", "version": "v1", "mode": "service", "tools": ["echo"]}`))
+	a, err := agent.New(sp, agent.WithTools(tools), agent.WithPlanner(plan),
+		agent.WithToolMiddleware(count, shout))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	res, _ := a.Run(context.Background(), nil)
+	fmt.Println(res.Result, calls.Load())
+	// Output: "HELLO" 1
+}
