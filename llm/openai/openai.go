@@ -21,7 +21,6 @@ import (
 	"strings"
 
 	sdk "github.com/openai/openai-go/v3"
-	"github.com/openai/openai-go/v3/azure"
 	"github.com/openai/openai-go/v3/option"
 	"github.com/openai/openai-go/v3/packages/param"
 	"github.com/openai/openai-go/v3/shared"
@@ -57,6 +56,8 @@ type Provider struct {
 	name   string
 	hasKey bool
 	compat bool
+	// azure is the Azure endpoint: each call goes to its deployment.
+	azure string
 }
 
 // New returns a provider. Retries are left to llm.Retry: the SDK's own
@@ -74,15 +75,16 @@ func New(o Options) *Provider {
 	if key == "" && o.NoKey {
 		key = "none" // the SDK wants one; local servers ignore it
 	}
+	var azureEndpoint string
 	switch {
 	case o.AzureAPIVersion != "":
-		opts = append(opts, azure.WithEndpoint(o.BaseURL, o.AzureAPIVersion))
-		if loopbackHTTP(o.BaseURL) {
-			opts = append(opts, azure.WithUnsafeAllowHTTP()) // a local proxy or emulator
-		}
-		if key != "" {
-			opts = append(opts, azure.WithAPIKey(key))
-		}
+		// Azure OpenAI is the same wire format at another address: the
+		// deployment in the path (set per call), the version in the query,
+		// the key in an api-key header, and nothing of OpenAI's own
+		// credentials, which the SDK would take from the environment.
+		azureEndpoint = strings.TrimSuffix(o.BaseURL, "/")
+		opts = append(opts, option.WithBaseURL(azureEndpoint+"/openai/"),
+			option.WithQueryAdd("api-version", o.AzureAPIVersion), option.WithMiddleware(azureHeaders(key)))
 	default:
 		if key != "" {
 			opts = append(opts, option.WithAPIKey(key))
@@ -94,7 +96,29 @@ func New(o Options) *Provider {
 	if o.HTTPClient != nil {
 		opts = append(opts, option.WithHTTPClient(o.HTTPClient))
 	}
-	return &Provider{client: sdk.NewClient(opts...), name: name, hasKey: key != "", compat: o.Compatible}
+	return &Provider{client: sdk.NewClient(opts...), name: name, hasKey: key != "", compat: o.Compatible, azure: azureEndpoint}
+}
+
+// azureHeaders sends key as Azure's api-key header and drops OpenAI's
+// authorization, organization and project headers.
+func azureHeaders(key string) option.Middleware {
+	return func(r *http.Request, next option.MiddlewareNext) (*http.Response, error) {
+		r.Header.Del("Authorization")
+		r.Header.Del("OpenAI-Organization")
+		r.Header.Del("OpenAI-Project")
+		if key != "" {
+			r.Header.Set("Api-Key", key)
+		}
+		return next(r)
+	}
+}
+
+// callOptions route a call to its Azure deployment; none for OpenAI.
+func (p *Provider) callOptions(model string) []option.RequestOption {
+	if p.azure == "" {
+		return nil
+	}
+	return []option.RequestOption{option.WithBaseURL(p.azure + "/openai/deployments/" + url.PathEscape(model) + "/")}
 }
 
 func init() {
@@ -110,6 +134,9 @@ func init() {
 		}
 		if endpoint == "" {
 			return nil, errors.New("azure: set AZURE_OPENAI_ENDPOINT or the spec's base_url to https://RESOURCE.openai.azure.com")
+		}
+		if u, err := url.Parse(endpoint); err != nil || u.Scheme != "https" && !loopbackHTTP(endpoint) {
+			return nil, fmt.Errorf("azure: endpoint %q must be an https URL (plain http only to a loopback proxy): the key would travel in the clear", endpoint)
 		}
 		if key == "" {
 			key = os.Getenv("AZURE_OPENAI_API_KEY")
@@ -182,7 +209,7 @@ func (p *Provider) Generate(ctx context.Context, req *llm.Request) (*llm.Respons
 	if err := p.checkKey(req.Model); err != nil {
 		return nil, err
 	}
-	cc, err := p.client.Chat.Completions.New(ctx, params)
+	cc, err := p.client.Chat.Completions.New(ctx, params, p.callOptions(req.Model)...)
 	if err != nil {
 		return nil, p.apiError(ctx, req.Model, err)
 	}
@@ -224,7 +251,7 @@ func (p *Provider) Stream(ctx context.Context, req *llm.Request) iter.Seq2[llm.C
 			return
 		}
 		params.StreamOptions = sdk.ChatCompletionStreamOptionsParam{IncludeUsage: param.NewOpt(true)}
-		stream := p.client.Chat.Completions.NewStreaming(ctx, params)
+		stream := p.client.Chat.Completions.NewStreaming(ctx, params, p.callOptions(req.Model)...)
 		defer stream.Close()
 		finished := false
 		for stream.Next() {

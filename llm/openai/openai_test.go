@@ -318,9 +318,10 @@ func TestHelpers(t *testing.T) {
 }
 
 func TestAzure(t *testing.T) {
-	f := newServer(t, wiretest.Reply{Body: `{"id": "c", "object": "chat.completion", "created": 1, "model": "gpt-4.1-mini",
+	reply := wiretest.Reply{Body: `{"id": "c", "object": "chat.completion", "created": 1, "model": "gpt-4.1-mini",
 		"choices": [{"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": "hi from azure"}}],
-		"usage": {"prompt_tokens": 3, "completion_tokens": 3, "total_tokens": 6}}`})
+		"usage": {"prompt_tokens": 3, "completion_tokens": 3, "total_tokens": 6}}`}
+	f := newServer(t, reply, reply)
 	t.Setenv("AZURE_OPENAI_API_KEY", "azure-secret")
 	p, provider, model, err := llm.Open("azure:my-deployment", llm.Config{BaseURL: f.URL})
 	if err != nil || provider != "azure" || model != "my-deployment" {
@@ -339,5 +340,20 @@ func TestAzure(t *testing.T) {
 	t.Setenv("AZURE_OPENAI_ENDPOINT", "")
 	if _, _, _, err := llm.Open("azure:d", llm.Config{}); err == nil || !strings.Contains(err.Error(), "AZURE_OPENAI_ENDPOINT") {
 		t.Errorf("no endpoint: %v", err)
+	}
+	if _, _, _, err := llm.Open("azure:d", llm.Config{BaseURL: "http://example.openai.azure.com"}); err == nil || !strings.Contains(err.Error(), "https") {
+		t.Errorf("a plain-http endpoint: %v", err)
+	}
+	// OpenAI's own key in the environment never travels to Azure.
+	t.Setenv("OPENAI_API_KEY", "sk-openai-secret")
+	p, _, _, err = llm.Open("azure:my-deployment", llm.Config{BaseURL: f.URL})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.Generate(context.Background(), &llm.Request{Model: "my-deployment", Messages: []llm.Message{{Role: llm.RoleUser, Content: "hi"}}}); err != nil {
+		t.Fatal(err)
+	}
+	if r := f.Requests()[1]; r.Header.Get("Authorization") != "" || r.Header.Get("Api-Key") != "azure-secret" {
+		t.Errorf("headers %v", r.Header)
 	}
 }
