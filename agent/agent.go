@@ -301,13 +301,13 @@ func (a *Agent) openModel(o options) error {
 // candidate opens one model with its chain, so that a router falls over
 // only once its retries are spent.
 func (a *Agent) candidate(o options, name, baseURL string) (llm.Candidate, string, error) {
-	p, provider, model, err := llm.Open(name, llm.Config{BaseURL: baseURL, Dir: o.baseDir})
+	m, err := llm.Open(name, llm.Config{BaseURL: baseURL, Dir: o.baseDir})
 	if err != nil {
 		return llm.Candidate{}, "", err
 	}
-	priced := pricedAs(p, model)
+	priced := pricedAs(m.Provider, m.ID)
 	price, _ := a.pricing.Lookup(priced)
-	return llm.Candidate{Provider: a.candidateChain(o, p), Name: provider, Model: model, Caps: llm.CapabilitiesOf(provider, model), Price: price}, priced, nil
+	return llm.Candidate{Provider: a.candidateChain(o, m.Provider), Name: m.ProviderName, Model: m.ID, Caps: m.Capabilities, Price: price}, priced, nil
 }
 
 // pricedAs is the model whose price applies to p: the one it says it

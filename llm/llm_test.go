@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -320,14 +321,29 @@ func TestPricingFiles(t *testing.T) {
 	}
 }
 
+// fakeDrivers registers drivers with the prefixes the provider packages
+// claim (they cannot be imported here).
+var fakeDrivers = sync.OnceFunc(func() {
+	open := func(string, Config) (Provider, error) { return nil, errors.New("fake") }
+	Register("openai", Driver{Open: open, Prefixes: []string{"gpt-", "ft:", "chatgpt-", "o1", "o3", "o4"}})
+	Register("gemini", Driver{Open: open, Prefixes: []string{"gemini"},
+		Capabilities: func(string) Capabilities { return Capabilities{ContextWindow: 7} }})
+	Register("fake", Driver{Open: func(string, Config) (Provider, error) {
+		return ProviderFunc(func(context.Context, *Request) (*Response, error) { return &Response{}, nil }), nil
+	}})
+})
+
 func TestParseModel(t *testing.T) {
+	fakeDrivers()
 	tests := []struct{ in, provider, model string }{
 		{"gpt-4.1-mini", "openai", "gpt-4.1-mini"},
 		{"ft:gpt-4.1-mini:org:x:1", "openai", "ft:gpt-4.1-mini:org:x:1"},
 		{"o3", "openai", "o3"},
-		{"claude-sonnet-4-5", "anthropic", "claude-sonnet-4-5"},
+		{"claude-sonnet-4-5", "", "claude-sonnet-4-5"}, // anthropic is not registered here
+		{"anthropic:claude-sonnet-4-5", "anthropic", "claude-sonnet-4-5"},
 		{"gemini-2.5-flash", "gemini", "gemini-2.5-flash"},
 		{"ollama:qwen3", "ollama", "qwen3"},
+		{"Weird:thing", "", "Weird:thing"},
 		{"scripted:turns.json", "scripted", "turns.json"},
 		{"mystery", "", "mystery"},
 	}
@@ -337,12 +353,26 @@ func TestParseModel(t *testing.T) {
 			t.Errorf("ParseModel(%q) = %q, %q; want %q, %q", tt.in, p, m, tt.provider, tt.model)
 		}
 	}
-	if _, _, _, err := Open("mystery", Config{}); !errors.Is(err, ErrUnknownProvider) {
+	if _, err := Open("mystery", Config{}); !errors.Is(err, ErrUnknownProvider) {
 		t.Errorf("Open(mystery) = %v", err)
 	}
-	if _, _, _, err := Open("anthropic:claude-x", Config{}); !errors.Is(err, ErrUnknownProvider) || !strings.Contains(err.Error(), "anthropic") {
+	if _, err := Open("anthropic:claude-x", Config{}); !errors.Is(err, ErrUnknownProvider) || !strings.Contains(err.Error(), `provider "anthropic"`) {
 		t.Errorf("Open of an unregistered provider = %v", err)
 	}
+	m, err := Open("fake:x.json", Config{})
+	if err != nil || m.ProviderName != "fake" || m.ID != "x.json" || m.Provider == nil ||
+		m.Capabilities != (Capabilities{Tools: true, StructuredOutput: true, Streaming: true}) {
+		t.Errorf("Open(fake:x.json) = %+v, %v", m, err)
+	}
+	if _, err := Open("gemini-2.5-flash", Config{}); err == nil || err.Error() != "fake" {
+		t.Errorf("a driver's error: %v", err)
+	}
+	defer func() {
+		if recover() == nil {
+			t.Error("registering a provider twice did not panic")
+		}
+	}()
+	Register("fake", Driver{Open: func(string, Config) (Provider, error) { return nil, nil }})
 }
 
 func TestUsageAdd(t *testing.T) {

@@ -19,27 +19,40 @@ type Config struct {
 	Dir string
 }
 
-// OpenFunc builds a Provider for one model id of a provider.
-type OpenFunc func(model string, cfg Config) (Provider, error)
+// Driver is what a provider package registers: how to open a model, which
+// model ids it claims without a "provider:" prefix, and what it knows of
+// its models.
+type Driver struct {
+	// Open builds a Provider for one model id.
+	Open func(model string, cfg Config) (Provider, error)
+	// Prefixes are the beginnings of model ids that name this provider
+	// when no "provider:" prefix is written ("gpt-", "claude").
+	Prefixes []string
+	// Capabilities says what the driver knows of a model: its context
+	// window, tools, structured output, streaming. Nil means every
+	// capability and an unknown context window.
+	Capabilities func(model string) Capabilities
+}
 
 var (
 	driversMu sync.RWMutex
-	drivers   = map[string]OpenFunc{}
+	drivers   = map[string]Driver{}
 )
 
 // Register makes a provider available to Open under name, in the manner of
 // database/sql drivers: a provider package calls it from init. Registering
-// the same name twice panics, as it is a programming error.
-func Register(name string, open OpenFunc) {
+// the same name twice, or a driver without Open, panics: both are
+// programming errors.
+func Register(name string, d Driver) {
 	driversMu.Lock()
 	defer driversMu.Unlock()
-	if open == nil {
-		panic("llm: Register of nil OpenFunc for " + name)
+	if d.Open == nil {
+		panic("llm: Register of a driver without Open for " + name)
 	}
 	if _, dup := drivers[name]; dup {
 		panic("llm: Register called twice for provider " + name)
 	}
-	drivers[name] = open
+	drivers[name] = d
 }
 
 // Providers returns the names of the registered providers, sorted.
@@ -58,58 +71,63 @@ func Providers() []string {
 // registered.
 var ErrUnknownProvider = errors.New("llm: unknown provider")
 
-// ParseModel splits a model name into provider and model id: an explicit
-// "provider:model" prefix wins (when provider is registered or is one of
-// the known vendor names); otherwise the vendor is inferred from the id
-// ("gpt-…", "o3", "ft:…" are openai; "claude-…" anthropic; "gemini-…"
-// gemini).
+// ParseModel splits a model name into provider and model id. A
+// "provider:model" prefix naming a registered provider wins; then a
+// registered driver that claims the id's beginning ("gpt-…" and "ft:…"
+// for openai, "claude…" for anthropic); then any other "name:" prefix, so
+// that Open can say that provider is not built in. Otherwise the provider
+// is "".
 func ParseModel(name string) (provider, model string) {
-	if p, m, ok := strings.Cut(name, ":"); ok && p != "ft" {
-		driversMu.RLock()
-		_, reg := drivers[p]
-		driversMu.RUnlock()
-		if reg || slices.Contains(knownVendors, p) {
-			return p, m
+	driversMu.RLock()
+	defer driversMu.RUnlock()
+	p, m, prefixed := strings.Cut(name, ":")
+	if _, ok := drivers[p]; prefixed && ok {
+		return p, m
+	}
+	for dn, d := range drivers {
+		for _, pre := range d.Prefixes {
+			if strings.HasPrefix(name, pre) {
+				return dn, name
+			}
 		}
 	}
-	return inferVendor(name), name
-}
-
-var knownVendors = []string{"openai", "azure", "anthropic", "gemini", "ollama", "scripted", "openrouter"}
-
-func inferVendor(model string) string {
-	switch {
-	case strings.HasPrefix(model, "gpt-"), strings.HasPrefix(model, "ft:"),
-		strings.HasPrefix(model, "chatgpt-"), strings.HasPrefix(model, "o1"),
-		strings.HasPrefix(model, "o3"), strings.HasPrefix(model, "o4"):
-		return "openai"
-	case strings.HasPrefix(model, "claude"):
-		return "anthropic"
-	case strings.HasPrefix(model, "gemini"):
-		return "gemini"
+	if prefixed && p != "" && strings.IndexFunc(p, func(r rune) bool { return (r < 'a' || r > 'z') && r != '-' }) < 0 {
+		return p, m
 	}
-	return ""
+	return "", name
 }
 
-// Open returns a Provider for a model name as written in a spec
-// ("scripted:turns.json", "gpt-4.1-mini", "ollama:qwen3"), with the
-// provider's name and the model id it will be called with.
-func Open(name string, cfg Config) (p Provider, provider, model string, err error) {
-	provider, model = ParseModel(name)
+// Model is an opened model: its Provider, the provider's name, the model
+// id calls are made with, and what the driver knows of it.
+type Model struct {
+	Provider     Provider
+	ProviderName string
+	ID           string
+	Capabilities Capabilities
+}
+
+// Open returns the model a name written in a spec stands for
+// ("scripted:turns.json", "gpt-4.1-mini", "ollama:qwen3").
+func Open(name string, cfg Config) (*Model, error) {
+	provider, model := ParseModel(name)
 	if provider == "" {
-		return nil, "", "", fmt.Errorf("%w: cannot tell the provider of model %q; write it as PROVIDER:MODEL (registered: %s)",
+		return nil, fmt.Errorf("%w: cannot tell the provider of model %q; write it as PROVIDER:MODEL (registered: %s)",
 			ErrUnknownProvider, name, strings.Join(Providers(), ", "))
 	}
 	driversMu.RLock()
-	open, ok := drivers[provider]
+	d, ok := drivers[provider]
 	driversMu.RUnlock()
 	if !ok {
-		return nil, "", "", fmt.Errorf("%w: provider %q of model %q is not built in (registered: %s)",
+		return nil, fmt.Errorf("%w: provider %q of model %q is not built in (registered: %s)",
 			ErrUnknownProvider, provider, name, strings.Join(Providers(), ", "))
 	}
-	p, err = open(model, cfg)
+	p, err := d.Open(model, cfg)
 	if err != nil {
-		return nil, "", "", err
+		return nil, err
 	}
-	return p, provider, model, nil
+	caps := Capabilities{Tools: true, StructuredOutput: true, Streaming: true}
+	if d.Capabilities != nil {
+		caps = d.Capabilities(model)
+	}
+	return &Model{Provider: p, ProviderName: provider, ID: model, Capabilities: caps}, nil
 }

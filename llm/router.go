@@ -252,30 +252,3 @@ type FallbackInfo struct {
 	ToProvider, ToModel     string
 	Err                     error
 }
-
-// CapabilitiesOf returns what agentry knows of a model of a provider. The
-// vendors' current chat models all call tools, stream and take a JSON
-// schema; context windows are the vendors' published ones (0 where the
-// model is unknown, such as a local model behind Ollama).
-func CapabilitiesOf(provider, model string) Capabilities {
-	c := Capabilities{Tools: true, StructuredOutput: true, Streaming: true}
-	m := strings.TrimPrefix(model, "ft:")
-	switch provider {
-	case "openai":
-		switch {
-		case strings.HasPrefix(m, "gpt-4.1"):
-			c.ContextWindow = 1_047_576
-		case strings.HasPrefix(m, "gpt-5"):
-			c.ContextWindow = 400_000
-		case strings.HasPrefix(m, "o3"), strings.HasPrefix(m, "o4"), strings.HasPrefix(m, "o1"):
-			c.ContextWindow = 200_000
-		case strings.HasPrefix(m, "gpt-4o"):
-			c.ContextWindow = 128_000
-		}
-	case "anthropic":
-		c.ContextWindow = 200_000
-	case "gemini":
-		c.ContextWindow = 1_048_576
-	}
-	return c
-}

@@ -138,14 +138,3 @@ func TestRouterStream(t *testing.T) {
 	}
 }
 
-func TestCapabilitiesOf(t *testing.T) {
-	if c := CapabilitiesOf("openai", "gpt-4.1-mini"); c.ContextWindow != 1_047_576 || !c.Tools {
-		t.Errorf("%+v", c)
-	}
-	if c := CapabilitiesOf("anthropic", "claude-sonnet-4-5"); c.ContextWindow != 200_000 {
-		t.Errorf("%+v", c)
-	}
-	if c := CapabilitiesOf("ollama", "qwen3"); c.ContextWindow != 0 {
-		t.Errorf("%+v", c)
-	}
-}

@@ -65,8 +65,15 @@ func New(o Options) *Provider {
 }
 
 func init() {
-	llm.Register("anthropic", func(model string, cfg llm.Config) (llm.Provider, error) {
-		return New(Options{APIKey: cfg.APIKey, BaseURL: cfg.BaseURL}), nil
+	llm.Register("anthropic", llm.Driver{
+		Open: func(model string, cfg llm.Config) (llm.Provider, error) {
+			return New(Options{APIKey: cfg.APIKey, BaseURL: cfg.BaseURL}), nil
+		},
+		Prefixes: []string{"claude"},
+		// Every current Claude model reads 200k tokens.
+		Capabilities: func(string) llm.Capabilities {
+			return llm.Capabilities{Tools: true, StructuredOutput: true, Streaming: true, ContextWindow: 200_000}
+		},
 	})
 }
 

@@ -60,8 +60,15 @@ func New(o Options) *Provider {
 }
 
 func init() {
-	llm.Register("gemini", func(model string, cfg llm.Config) (llm.Provider, error) {
-		return New(Options{APIKey: cfg.APIKey, BaseURL: cfg.BaseURL}), nil
+	llm.Register("gemini", llm.Driver{
+		Open: func(model string, cfg llm.Config) (llm.Provider, error) {
+			return New(Options{APIKey: cfg.APIKey, BaseURL: cfg.BaseURL}), nil
+		},
+		Prefixes: []string{"gemini"},
+		// The Gemini 2.x and 3 models read about a million tokens.
+		Capabilities: func(string) llm.Capabilities {
+			return llm.Capabilities{Tools: true, StructuredOutput: true, Streaming: true, ContextWindow: 1_048_576}
+		},
 	})
 }
 

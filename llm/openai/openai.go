@@ -122,12 +122,16 @@ func (p *Provider) callOptions(model string) []option.RequestOption {
 }
 
 func init() {
-	llm.Register("openai", func(model string, cfg llm.Config) (llm.Provider, error) {
-		env := os.Getenv("OPENAI_BASE_URL")
-		compat := cfg.BaseURL != "" || env != "" && !strings.Contains(env, "api.openai.com")
-		return New(Options{APIKey: cfg.APIKey, BaseURL: cfg.BaseURL, Compatible: compat}), nil
+	llm.Register("openai", llm.Driver{
+		Open: func(model string, cfg llm.Config) (llm.Provider, error) {
+			env := os.Getenv("OPENAI_BASE_URL")
+			compat := cfg.BaseURL != "" || env != "" && !strings.Contains(env, "api.openai.com")
+			return New(Options{APIKey: cfg.APIKey, BaseURL: cfg.BaseURL, Compatible: compat}), nil
+		},
+		Prefixes:     []string{"gpt-", "ft:", "chatgpt-", "o1", "o3", "o4"},
+		Capabilities: Capabilities,
 	})
-	llm.Register("azure", func(model string, cfg llm.Config) (llm.Provider, error) {
+	llm.Register("azure", llm.Driver{Capabilities: Capabilities, Open: func(model string, cfg llm.Config) (llm.Provider, error) {
 		endpoint, key := cfg.BaseURL, cfg.APIKey
 		if endpoint == "" {
 			endpoint = os.Getenv("AZURE_OPENAI_ENDPOINT")
@@ -146,15 +150,15 @@ func init() {
 			version = DefaultAzureAPIVersion
 		}
 		return New(Options{Name: "azure", APIKey: key, BaseURL: endpoint, AzureAPIVersion: version}), nil
-	})
-	llm.Register("ollama", func(model string, cfg llm.Config) (llm.Provider, error) {
+	}})
+	llm.Register("ollama", llm.Driver{Open: func(model string, cfg llm.Config) (llm.Provider, error) {
 		base := cfg.BaseURL
 		if base == "" {
 			base = ollamaBase(os.Getenv("OLLAMA_HOST"))
 		}
 		return New(Options{Name: "ollama", APIKey: cfg.APIKey, BaseURL: base, NoKey: true, Compatible: true}), nil
-	})
-	llm.Register("openrouter", func(model string, cfg llm.Config) (llm.Provider, error) {
+	}})
+	llm.Register("openrouter", llm.Driver{Open: func(model string, cfg llm.Config) (llm.Provider, error) {
 		base, key := cfg.BaseURL, cfg.APIKey
 		if base == "" {
 			base = "https://openrouter.ai/api/v1"
@@ -163,7 +167,27 @@ func init() {
 			key = os.Getenv("OPENROUTER_API_KEY")
 		}
 		return New(Options{Name: "openrouter", APIKey: key, BaseURL: base, Compatible: true}), nil
-	})
+	}})
+}
+
+// Capabilities is what agentry knows of an OpenAI model (or an Azure
+// deployment named after one): every current chat model calls tools,
+// streams and takes a JSON schema; the context windows are OpenAI's
+// published ones, 0 where the model is unknown.
+func Capabilities(model string) llm.Capabilities {
+	c := llm.Capabilities{Tools: true, StructuredOutput: true, Streaming: true}
+	m := strings.TrimPrefix(model, "ft:")
+	switch {
+	case strings.HasPrefix(m, "gpt-4.1"):
+		c.ContextWindow = 1_047_576
+	case strings.HasPrefix(m, "gpt-5"):
+		c.ContextWindow = 400_000
+	case strings.HasPrefix(m, "o3"), strings.HasPrefix(m, "o4"), strings.HasPrefix(m, "o1"):
+		c.ContextWindow = 200_000
+	case strings.HasPrefix(m, "gpt-4o"):
+		c.ContextWindow = 128_000
+	}
+	return c
 }
 
 func loopbackHTTP(base string) bool {

@@ -139,10 +139,11 @@ func TestCompatibleServer(t *testing.T) {
 	f := newServer(t, wiretest.Reply{Body: `{"id": "c", "object": "chat.completion", "created": 1, "model": "qwen3",
 		"choices": [{"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": "hi"}}],
 		"usage": {"prompt_tokens": 3, "completion_tokens": 1, "total_tokens": 4}}`})
-	p, provider, model, err := llm.Open("ollama:qwen3", llm.Config{BaseURL: f.URL})
-	if err != nil || provider != "ollama" || model != "qwen3" {
-		t.Fatalf("%v %q %q", err, provider, model)
+	m, err := llm.Open("ollama:qwen3", llm.Config{BaseURL: f.URL})
+	if err != nil || m.ProviderName != "ollama" || m.ID != "qwen3" || m.Capabilities.ContextWindow != 0 {
+		t.Fatalf("%v %+v", err, m)
 	}
+	p, model := m.Provider, m.ID
 	resp, err := p.Generate(context.Background(), &llm.Request{Model: model, MaxOutputTokens: 64, Temperature: ptr(0.7),
 		Messages: []llm.Message{{Role: llm.RoleUser, Content: "hello"}}, Stop: []string{"\nObservation:"}})
 	if err != nil || resp.Content != "hi" {
@@ -323,10 +324,11 @@ func TestAzure(t *testing.T) {
 		"usage": {"prompt_tokens": 3, "completion_tokens": 3, "total_tokens": 6}}`}
 	f := newServer(t, reply, reply)
 	t.Setenv("AZURE_OPENAI_API_KEY", "azure-secret")
-	p, provider, model, err := llm.Open("azure:my-deployment", llm.Config{BaseURL: f.URL})
-	if err != nil || provider != "azure" || model != "my-deployment" {
-		t.Fatalf("%v %q %q", err, provider, model)
+	m, err := llm.Open("azure:my-deployment", llm.Config{BaseURL: f.URL})
+	if err != nil || m.ProviderName != "azure" || m.ID != "my-deployment" {
+		t.Fatalf("%v %+v", err, m)
 	}
+	p, model := m.Provider, m.ID
 	resp, err := p.Generate(context.Background(), &llm.Request{Model: model, Messages: []llm.Message{{Role: llm.RoleUser, Content: "hi"}}})
 	if err != nil || resp.Content != "hi from azure" {
 		t.Fatalf("%+v %v", resp, err)
@@ -338,22 +340,44 @@ func TestAzure(t *testing.T) {
 	}
 	checkOpenAPI(t, r.Body)
 	t.Setenv("AZURE_OPENAI_ENDPOINT", "")
-	if _, _, _, err := llm.Open("azure:d", llm.Config{}); err == nil || !strings.Contains(err.Error(), "AZURE_OPENAI_ENDPOINT") {
+	if _, err := llm.Open("azure:d", llm.Config{}); err == nil || !strings.Contains(err.Error(), "AZURE_OPENAI_ENDPOINT") {
 		t.Errorf("no endpoint: %v", err)
 	}
-	if _, _, _, err := llm.Open("azure:d", llm.Config{BaseURL: "http://example.openai.azure.com"}); err == nil || !strings.Contains(err.Error(), "https") {
+	if _, err := llm.Open("azure:d", llm.Config{BaseURL: "http://example.openai.azure.com"}); err == nil || !strings.Contains(err.Error(), "https") {
 		t.Errorf("a plain-http endpoint: %v", err)
 	}
 	// OpenAI's own key in the environment never travels to Azure.
 	t.Setenv("OPENAI_API_KEY", "sk-openai-secret")
-	p, _, _, err = llm.Open("azure:my-deployment", llm.Config{BaseURL: f.URL})
+	m, err = llm.Open("azure:my-deployment", llm.Config{BaseURL: f.URL})
 	if err != nil {
 		t.Fatal(err)
 	}
+	p = m.Provider
 	if _, err := p.Generate(context.Background(), &llm.Request{Model: "my-deployment", Messages: []llm.Message{{Role: llm.RoleUser, Content: "hi"}}}); err != nil {
 		t.Fatal(err)
 	}
 	if r := f.Requests()[1]; r.Header.Get("Authorization") != "" || r.Header.Get("Api-Key") != "azure-secret" {
 		t.Errorf("headers %v", r.Header)
+	}
+}
+
+func TestDriver(t *testing.T) {
+	for _, tt := range []struct {
+		name, provider string
+		window         int
+	}{
+		{"gpt-4.1-mini", "openai", 1_047_576},
+		{"ft:gpt-4.1-mini:org:x:1", "openai", 1_047_576},
+		{"o3", "openai", 200_000},
+		{"openai:gpt-4o", "openai", 128_000},
+		{"openai:my-finetune", "openai", 0},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Setenv("OPENAI_API_KEY", "sk-test")
+			m, err := llm.Open(tt.name, llm.Config{})
+			if err != nil || m.ProviderName != tt.provider || m.Capabilities.ContextWindow != tt.window || !m.Capabilities.Tools {
+				t.Errorf("%+v %v", m, err)
+			}
+		})
 	}
 }

@@ -360,7 +360,7 @@ func (f Func) Generate(ctx context.Context, req *llm.Request) (*llm.Response, er
 }
 
 func init() {
-	llm.Register("scripted", func(model string, cfg llm.Config) (llm.Provider, error) {
+	llm.Register("scripted", llm.Driver{Open: func(model string, cfg llm.Config) (llm.Provider, error) {
 		if model == "" {
 			return nil, errors.New("scripted model: the model name must be scripted:PATH")
 		}
@@ -373,5 +373,5 @@ func init() {
 			return nil, err
 		}
 		return s.Model(), nil
-	})
+	}})
 }

@@ -140,17 +140,17 @@ func TestStreamMatchesGenerate(t *testing.T) {
 }
 
 func TestOpenResolvesRelativePath(t *testing.T) {
-	p, provider, model, err := llm.Open("scripted:design.json", llm.Config{Dir: "testdata"})
+	m, err := llm.Open("scripted:design.json", llm.Config{Dir: "testdata"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if provider != "scripted" || model != "design.json" {
-		t.Errorf("provider %q model %q", provider, model)
+	if m.ProviderName != "scripted" || m.ID != "design.json" {
+		t.Errorf("provider %q model %q", m.ProviderName, m.ID)
 	}
-	if _, err := p.Generate(context.Background(), &llm.Request{}); err != nil {
+	if _, err := m.Provider.Generate(context.Background(), &llm.Request{}); err != nil {
 		t.Error(err)
 	}
-	if _, _, _, err := llm.Open("scripted:missing.json", llm.Config{Dir: "testdata"}); err == nil || !strings.Contains(err.Error(), "missing.json") {
+	if _, err := llm.Open("scripted:missing.json", llm.Config{Dir: "testdata"}); err == nil || !strings.Contains(err.Error(), "missing.json") {
 		t.Errorf("missing file: %v", err)
 	}
 }
