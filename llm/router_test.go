@@ -137,4 +137,3 @@ func TestRouterStream(t *testing.T) {
 		t.Errorf("%+v %v", resp, err)
 	}
 }
-
