@@ -102,7 +102,7 @@ func TestBehavesLikeWithTimeoutCause(t *testing.T) {
 			p := newPair(parent, time.Hour, cause)
 			defer p.release()
 			same(t, "before", p)
-			cancel(errors.New("user left"))
+			cancel(errors.New("user left")) // cancels its children before it returns
 			same(t, "after", p)
 			if p.l.Expired() {
 				t.Error("expired on the parent's cancellation")
@@ -121,7 +121,11 @@ func TestBehavesLikeWithTimeoutCause(t *testing.T) {
 			p := newPair(parent, time.Hour, cause)
 			defer p.release()
 			same(t, "before", p)
+			// The parent closes its channel before it cancels its
+			// children, so wait for both, as for any context.
 			<-parent.Done()
+			<-p.eager.Done()
+			<-p.lazy.Done()
 			same(t, "after", p)
 			if p.l.Expired() {
 				t.Error("expired on the parent's deadline")
