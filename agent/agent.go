@@ -343,6 +343,13 @@ func (a *Agent) retryPolicy() retry.Policy {
 	}
 }
 
+// toolRetryPolicy is the model's policy with the tools' attempts.
+func (a *Agent) toolRetryPolicy() retry.Policy {
+	p := a.retryPolicy()
+	p.Attempts = a.retry.ToolAttempts
+	return p
+}
+
 func (a *Agent) buildSub(ref string, o options) (*Agent, error) {
 	if o.agents == nil {
 		return nil, errors.New("no agents directory to resolve it in")

@@ -46,36 +46,38 @@ func limitsOf(l spec.Limits) budget {
 // of its parent's.
 func (c *runConfig) tighten(l spec.Limits) budget {
 	b := limitsOf(l)
+	// The caller's budget: zero fields add nothing.
 	u := c.budget
-	lower := func(cur *int, v int) {
-		if v > 0 && (*cur < 0 || v < *cur) {
-			*cur = v
-		}
-	}
-	lower(&b.maxTurns, u.MaxTurns)
-	lower(&b.maxTokens, u.MaxTotalTokens)
-	lower(&b.maxToolCalls, u.MaxToolCalls)
-	if u.MaxCostUSD > 0 && (b.maxCost < 0 || u.MaxCostUSD < b.maxCost) {
-		b.maxCost = u.MaxCostUSD
-	}
-	if u.Timeout > 0 && u.Timeout < b.timeout {
+	capPositive(&b.maxTurns, u.MaxTurns)
+	capPositive(&b.maxTokens, u.MaxTotalTokens)
+	capPositive(&b.maxToolCalls, u.MaxToolCalls)
+	capPositive(&b.maxCost, u.MaxCostUSD)
+	if u.Timeout > 0 && (b.timeout <= 0 || u.Timeout < b.timeout) {
 		b.timeout = u.Timeout
 	}
+	// A sub-agent may spend at most what its parent has left: here a
+	// remaining 0 is a limit of 0, not "none".
 	if p := c.parentBudget; p != nil {
-		// A sub-agent may spend at most what its parent has left: here a
-		// remaining 0 is a limit of 0, not "none".
-		atMost := func(cur *int, left int) {
-			if left >= 0 && (*cur < 0 || left < *cur) {
-				*cur = left
-			}
-		}
-		atMost(&b.maxTokens, p.Tokens)
-		atMost(&b.maxToolCalls, p.ToolCalls)
-		if p.CostUSD >= 0 && (b.maxCost < 0 || p.CostUSD < b.maxCost) {
-			b.maxCost = p.CostUSD
-		}
+		capAt(&b.maxTokens, p.Tokens)
+		capAt(&b.maxToolCalls, p.ToolCalls)
+		capAt(&b.maxCost, p.CostUSD)
 	}
 	return b
+}
+
+// capAt lowers the limit *cur (negative: none) to v, unless v is
+// negative (none).
+func capAt[T int | float64](cur *T, v T) {
+	if v >= 0 && (*cur < 0 || v < *cur) {
+		*cur = v
+	}
+}
+
+// capPositive is capAt for limits where zero means none.
+func capPositive[T int | float64](cur *T, v T) {
+	if v > 0 {
+		capAt(cur, v)
+	}
 }
 
 // remaining is what is left of the run's budgets once calls more tool

@@ -124,8 +124,8 @@ func (r *run) exec(index, base int, call *llm.ToolCall, res *ToolResult, transfe
 		res.Output, res.Observation, res.Err = out.JSON, out.Observation, err
 		if err == nil {
 			r.keepHints(call, res)
-		} else if d := new(tool.ErrorDetails); errors.As(err, &d) && d.Type == "panic" {
-			r.log.panicked("tool "+call.Name, d.Message)
+		} else if d := (*tool.ErrorDetails)(nil); errors.As(err, &d) && d.Type == "panic" {
+			r.log.panicked("tool "+call.Name, d.Message, d.Details["stack"])
 		}
 	}
 	if res.Err != nil {

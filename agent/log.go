@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"runtime/debug"
 	"time"
 
 	"github.com/agentry/agentry/llm"
@@ -134,8 +135,13 @@ func (g *runLog) fallback(info llm.FallbackInfo) {
 	}
 }
 
-func (g *runLog) panicked(what string, p any) {
+// panicked logs a recovered panic with its stack; a nil stack is taken
+// here, which works while the deferred recover is still running.
+func (g *runLog) panicked(what string, p, stack any) {
 	if g.on(slog.LevelError) {
-		g.emit(slog.LevelError, what+" panicked", slog.String("panic", fmt.Sprint(p)))
+		if stack == nil {
+			stack = string(debug.Stack())
+		}
+		g.emit(slog.LevelError, what+" panicked", slog.String("panic", fmt.Sprint(p)), slog.Any("stack", stack))
 	}
 }

@@ -171,7 +171,7 @@ func (r *run) loop() (*Final, error) {
 func (r *run) plan() (d Decision, err error) {
 	defer func() {
 		if p := recover(); p != nil {
-			r.log.panicked("planner", p)
+			r.log.panicked("planner", p, nil)
 			d, err = Decision{}, fmt.Errorf("%w: planner panicked: %v", ErrConfig, p)
 		}
 	}()

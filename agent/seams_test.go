@@ -201,3 +201,28 @@ func TestLogRecords(t *testing.T) {
 		t.Errorf("records\n%s\nwant\n%s", got, want)
 	}
 }
+
+// A tool's panic is logged once, by the run, with its attributes and the
+// stack.
+func TestToolPanicLoggedOnce(t *testing.T) {
+	var buf bytes.Buffer
+	l := slog.New(slog.NewJSONHandler(&buf, &slog.HandlerOptions{Level: slog.LevelError}))
+	rec := &recorder{replies: []reply{calls(call("1", "boom", `{"text":"x"}`)), answer("done")}}
+	a, err := New(mustSpec(t, `{`+base+`, "tools": ["boom"]}`), WithProvider(rec, "test"), WithTools(testTools(t)), WithLogger(l))
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := a.Run(context.Background(), map[string]any{"who": "x"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(buf.String()), "\n")
+	var r map[string]any
+	if len(lines) != 1 || json.Unmarshal([]byte(lines[0]), &r) != nil {
+		t.Fatalf("records:\n%s", buf.String())
+	}
+	stack, _ := r["stack"].(string)
+	if r["msg"] != "tool boom panicked" || r["run_id"] != res.ID || !strings.Contains(stack, "panic") || !strings.Contains(r["panic"].(string), "kaboom") {
+		t.Errorf("record %v", r)
+	}
+}

@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/agentry/agentry/llm"
-	"github.com/agentry/agentry/retry"
 	"github.com/agentry/agentry/spec"
 	"github.com/agentry/agentry/tool"
 )
@@ -67,10 +66,9 @@ func (a *Agent) toolChain(info tool.Info) tool.Handler {
 	mws := make([]tool.Middleware, 0, len(a.o.toolMW)+4)
 	mws = append(mws, a.o.toolMW...)
 	mws = append(mws,
-		tool.Retry(retry.Policy{Attempts: a.retry.ToolAttempts, InitialBackoff: time.Duration(a.retry.InitialBackoffMS) * time.Millisecond,
-			MaxBackoff: time.Duration(a.retry.MaxBackoffMS) * time.Millisecond, Jitter: 0.5}, nil),
+		tool.Retry(a.toolRetryPolicy(), nil),
 		tool.Timeout(a.toolTimeout(info)),
-		tool.Recover(a.logger),
+		tool.Recover(nil), // the run logs the panic, with its attributes and the stack
 		tool.Truncate(a.limits.MaxObservationBytes))
 	return tool.Chain(tool.Handle, mws...)
 }
