@@ -327,7 +327,7 @@ var fakeDrivers = sync.OnceFunc(func() {
 	open := func(string, Config) (Provider, error) { return nil, errors.New("fake") }
 	Register("openai", Driver{Open: open, Prefixes: []string{"gpt-", "ft:", "chatgpt-", "o1", "o3", "o4"}})
 	Register("gemini", Driver{Open: open, Prefixes: []string{"gemini"},
-		Capabilities: func(string) Capabilities { return Capabilities{ContextWindow: 7} }})
+		ContextWindow: func(string) int { return 7 }})
 	Register("fake", Driver{Open: func(string, Config) (Provider, error) {
 		return ProviderFunc(func(context.Context, *Request) (*Response, error) { return &Response{}, nil }), nil
 	}})

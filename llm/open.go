@@ -28,10 +28,10 @@ type Driver struct {
 	// Prefixes are the beginnings of model ids that name this provider
 	// when no "provider:" prefix is written ("gpt-", "claude").
 	Prefixes []string
-	// Capabilities says what the driver knows of a model: its context
-	// window, tools, structured output, streaming. Nil means every
-	// capability and an unknown context window.
-	Capabilities func(model string) Capabilities
+	// ContextWindow returns a model's context window in tokens, 0 when
+	// unknown; nil means unknown for every model. Every provider's chat
+	// models call tools, take a JSON schema and stream.
+	ContextWindow func(model string) int
 }
 
 var (
@@ -84,12 +84,18 @@ func ParseModel(name string) (provider, model string) {
 	if _, ok := drivers[p]; prefixed && ok {
 		return p, m
 	}
+	// The longest claimed prefix wins, so that the answer does not depend
+	// on the order of a map.
+	best, bestLen := "", 0
 	for dn, d := range drivers {
 		for _, pre := range d.Prefixes {
-			if strings.HasPrefix(name, pre) {
-				return dn, name
+			if len(pre) > bestLen && strings.HasPrefix(name, pre) {
+				best, bestLen = dn, len(pre)
 			}
 		}
+	}
+	if best != "" {
+		return best, name
 	}
 	if prefixed && p != "" && strings.IndexFunc(p, func(r rune) bool { return (r < 'a' || r > 'z') && r != '-' }) < 0 {
 		return p, m
@@ -126,8 +132,8 @@ func Open(name string, cfg Config) (*Model, error) {
 		return nil, err
 	}
 	caps := Capabilities{Tools: true, StructuredOutput: true, Streaming: true}
-	if d.Capabilities != nil {
-		caps = d.Capabilities(model)
+	if d.ContextWindow != nil {
+		caps.ContextWindow = d.ContextWindow(model)
 	}
 	return &Model{Provider: p, ProviderName: provider, ID: model, Capabilities: caps}, nil
 }

@@ -25,10 +25,10 @@ type Ctx struct {
 	d      time.Time
 	cause  error
 
-	real atomic.Pointer[context.Context]
-	mu   sync.Mutex
-	stop context.CancelFunc
-	done bool // Release was called
+	real     atomic.Pointer[context.Context]
+	released atomic.Bool
+	mu       sync.Mutex
+	stop     context.CancelFunc
 }
 
 // WithTimeout returns a context that ends d from now, like
@@ -48,7 +48,7 @@ func (c *Ctx) ctx() context.Context {
 		return *p
 	}
 	ctx, stop := context.WithDeadlineCause(c.parent, c.d, c.cause)
-	if c.done {
+	if c.released.Load() {
 		stop() // released before anyone looked: as the real one would be
 	}
 	c.stop = stop
@@ -71,13 +71,8 @@ func (c *Ctx) Done() <-chan struct{} { return c.ctx().Done() }
 // deadline is ahead and Release was not called, that is nil, and nothing
 // needs creating to say so: callees that only poll Err stay cheap.
 func (c *Ctx) Err() error {
-	if c.real.Load() == nil && c.parent.Err() == nil && time.Now().Before(c.d) {
-		c.mu.Lock()
-		released := c.done
-		c.mu.Unlock()
-		if !released {
-			return nil
-		}
+	if c.real.Load() == nil && !c.released.Load() && c.parent.Err() == nil && time.Now().Before(c.d) {
+		return nil
 	}
 	return c.ctx().Err()
 }
@@ -95,7 +90,7 @@ func (c *Ctx) Value(key any) any {
 func (c *Ctx) Release() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.done = true
+	c.released.Store(true)
 	if c.stop != nil {
 		c.stop()
 	}

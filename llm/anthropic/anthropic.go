@@ -69,11 +69,8 @@ func init() {
 		Open: func(model string, cfg llm.Config) (llm.Provider, error) {
 			return New(Options{APIKey: cfg.APIKey, BaseURL: cfg.BaseURL}), nil
 		},
-		Prefixes: []string{"claude"},
-		// Every current Claude model reads 200k tokens.
-		Capabilities: func(string) llm.Capabilities {
-			return llm.Capabilities{Tools: true, StructuredOutput: true, Streaming: true, ContextWindow: 200_000}
-		},
+		Prefixes:      []string{"claude"},
+		ContextWindow: func(string) int { return 200_000 }, // every current Claude model
 	})
 }
 

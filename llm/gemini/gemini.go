@@ -64,11 +64,8 @@ func init() {
 		Open: func(model string, cfg llm.Config) (llm.Provider, error) {
 			return New(Options{APIKey: cfg.APIKey, BaseURL: cfg.BaseURL}), nil
 		},
-		Prefixes: []string{"gemini"},
-		// The Gemini 2.x and 3 models read about a million tokens.
-		Capabilities: func(string) llm.Capabilities {
-			return llm.Capabilities{Tools: true, StructuredOutput: true, Streaming: true, ContextWindow: 1_048_576}
-		},
+		Prefixes:      []string{"gemini"},
+		ContextWindow: func(string) int { return 1_048_576 }, // the Gemini 2.x and 3 models
 	})
 }
 

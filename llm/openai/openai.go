@@ -128,10 +128,10 @@ func init() {
 			compat := cfg.BaseURL != "" || env != "" && !strings.Contains(env, "api.openai.com")
 			return New(Options{APIKey: cfg.APIKey, BaseURL: cfg.BaseURL, Compatible: compat}), nil
 		},
-		Prefixes:     []string{"gpt-", "ft:", "chatgpt-", "o1", "o3", "o4"},
-		Capabilities: Capabilities,
+		Prefixes:      []string{"gpt-", "ft:", "chatgpt-", "o1", "o3", "o4"},
+		ContextWindow: ContextWindow,
 	})
-	llm.Register("azure", llm.Driver{Capabilities: Capabilities, Open: func(model string, cfg llm.Config) (llm.Provider, error) {
+	llm.Register("azure", llm.Driver{ContextWindow: ContextWindow, Open: func(model string, cfg llm.Config) (llm.Provider, error) {
 		endpoint, key := cfg.BaseURL, cfg.APIKey
 		if endpoint == "" {
 			endpoint = os.Getenv("AZURE_OPENAI_ENDPOINT")
@@ -170,24 +170,21 @@ func init() {
 	}})
 }
 
-// Capabilities is what agentry knows of an OpenAI model (or an Azure
-// deployment named after one): every current chat model calls tools,
-// streams and takes a JSON schema; the context windows are OpenAI's
-// published ones, 0 where the model is unknown.
-func Capabilities(model string) llm.Capabilities {
-	c := llm.Capabilities{Tools: true, StructuredOutput: true, Streaming: true}
+// ContextWindow is the context window of an OpenAI model (or of an Azure
+// deployment named after one) as OpenAI publishes it, 0 when unknown.
+func ContextWindow(model string) int {
 	m := strings.TrimPrefix(model, "ft:")
 	switch {
 	case strings.HasPrefix(m, "gpt-4.1"):
-		c.ContextWindow = 1_047_576
+		return 1_047_576
 	case strings.HasPrefix(m, "gpt-5"):
-		c.ContextWindow = 400_000
+		return 400_000
 	case strings.HasPrefix(m, "o3"), strings.HasPrefix(m, "o4"), strings.HasPrefix(m, "o1"):
-		c.ContextWindow = 200_000
+		return 200_000
 	case strings.HasPrefix(m, "gpt-4o"):
-		c.ContextWindow = 128_000
+		return 128_000
 	}
-	return c
+	return 0
 }
 
 func loopbackHTTP(base string) bool {
