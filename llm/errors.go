@@ -1,7 +1,6 @@
 package llm
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"net"
@@ -179,10 +178,6 @@ func RetryAfterOf(err error) time.Duration {
 	}
 	return 0
 }
-
-// isCallerDone reports whether ctx itself has ended, as opposed to a
-// deadline set inside the call.
-func isCallerDone(ctx context.Context) bool { return ctx.Err() != nil }
 
 // ParseRetryAfter reads the wait a response asks for: the retry-after-ms
 // header (milliseconds), else Retry-After in seconds or as an HTTP date.
