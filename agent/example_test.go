@@ -12,8 +12,8 @@ import (
 )
 
 type addIn struct {
-	A int `json:"a" description:"First addend."`
-	B int `json:"b" description:"Second addend."`
+	A int `json:"a" jsonschema:"First addend."`
+	B int `json:"b" jsonschema:"Second addend."`
 }
 
 func Example() {

@@ -160,8 +160,8 @@ func TestToolFailuresBecomeObservations(t *testing.T) {
 			t.Error("a stack trace reached the model")
 		}
 	}
-	if !strings.Contains(res.Steps[0].Observation, "available tools: [add boom slow]") || !strings.Contains(res.Steps[1].Observation, "a: expected integer, got string") ||
-		!strings.Contains(res.Steps[1].Observation, "b: required argument is missing") {
+	if !strings.Contains(res.Steps[0].Observation, "available tools: [add boom slow]") || !strings.Contains(res.Steps[1].Observation, "a: got string, want integer") ||
+		!strings.Contains(res.Steps[1].Observation, "missing property 'b'") {
 		t.Errorf("observations do not say what was wrong: %s / %s", res.Steps[0].Observation, res.Steps[1].Observation)
 	}
 	for _, id := range []string{"1", "2", "3", "4"} {

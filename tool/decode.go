@@ -15,15 +15,18 @@ import (
 // scalars (strings, booleans, integers, floats), the common shape of tool
 // inputs, without encoding/json's reflection and allocations. Offsets and
 // kinds are taken from reflect once, when the tool is made, and fields are
-// set through reflect.Value's typed setters (no unsafe). It runs only
-// on arguments the schema has accepted, so every key is a known field and
-// every value has the field's JSON type.
+// set through reflect.Value's typed setters (no unsafe). It decodes as
+// encoding/json does (FuzzFlatDecoder compares them): unknown keys are
+// skipped, a key matches a field case-insensitively when none matches
+// exactly, null leaves a field alone, and the last of duplicate keys wins;
+// it also takes an integer written as 1.0 or 1e2, which the schema allows.
 type flatDecoder struct {
-	fields []flatField // in the order of node.fields
+	fields []flatField
 }
 
 type flatField struct {
-	index int // in the struct
+	name  string // the JSON name
+	index int    // in the struct
 	kind  reflect.Kind
 }
 
@@ -34,7 +37,7 @@ var (
 
 // newFlatDecoder returns a decoder for t, or nil when t is not a flat
 // struct of scalars that decode the standard way.
-func newFlatDecoder(t reflect.Type, n *node) *flatDecoder {
+func newFlatDecoder(t reflect.Type) *flatDecoder {
 	if t.Kind() != reflect.Struct || customDecoding(t) {
 		return nil
 	}
@@ -45,7 +48,10 @@ func newFlatDecoder(t reflect.Type, n *node) *flatDecoder {
 		if tag == "-" || !sf.IsExported() && !sf.Anonymous {
 			continue
 		}
-		_, opts, _ := strings.Cut(tag, ",")
+		name, opts, _ := strings.Cut(tag, ",")
+		if name == "" {
+			name = sf.Name
+		}
 		if sf.Anonymous || strings.Contains(","+opts+",", ",string,") || customDecoding(sf.Type) {
 			return nil
 		}
@@ -55,10 +61,10 @@ func newFlatDecoder(t reflect.Type, n *node) *flatDecoder {
 		default:
 			return nil
 		}
-		d.fields = append(d.fields, flatField{index: i, kind: sf.Type.Kind()})
-	}
-	if len(d.fields) != len(n.fields) {
-		return nil
+		if d.field(name) >= 0 {
+			return nil // two fields of one name: encoding/json's rules apply
+		}
+		d.fields = append(d.fields, flatField{name: name, index: i, kind: sf.Type.Kind()})
 	}
 	return d
 }
@@ -68,18 +74,49 @@ func customDecoding(t reflect.Type) bool {
 		t.Implements(textUnmarshaler) || reflect.PointerTo(t).Implements(textUnmarshaler)
 }
 
-// decode fills the struct v (addressable) from data, an object n has
-// validated.
-func (d *flatDecoder) decode(n *node, data []byte, v reflect.Value) error {
-	i := skipWS(data, 0) + 1
-	for i = skipWS(data, i); data[i] != '}'; {
+func (d *flatDecoder) field(name string) int {
+	for i, f := range d.fields {
+		if f.name == name {
+			return i
+		}
+	}
+	return -1
+}
+
+// lookup finds the field a key names, as encoding/json does.
+func (d *flatDecoder) lookup(key []byte) int {
+	k := string(key) // no allocation: used only for comparison
+	if needsUnquote(key) {
+		k = unquote(key)
+	}
+	if i := d.field(k); i >= 0 {
+		return i
+	}
+	for i, f := range d.fields {
+		if strings.EqualFold(f.name, k) {
+			return i
+		}
+	}
+	return -1
+}
+
+// decode fills the struct v (addressable) from data, a JSON object.
+func (d *flatDecoder) decode(data []byte, v reflect.Value) error {
+	i := skipWS(data, 0)
+	if data[i] == 'n' {
+		return nil
+	}
+	if data[i] != '{' {
+		return fmt.Errorf("cannot hold %s", typeOf(data[i]))
+	}
+	for i = skipWS(data, i+1); data[i] != '}'; {
 		kEnd := skipString(data, i)
-		idx := n.fieldIndex(data[i+1 : kEnd-1])
+		idx := d.lookup(data[i+1 : kEnd-1])
 		i = skipWS(data, skipWS(data, kEnd)+1)
 		end := skipValue(data, i)
-		if data[i] != 'n' { // null leaves the zero value, as encoding/json does
+		if idx >= 0 && data[i] != 'n' { // null leaves the field alone, as encoding/json does
 			if err := d.fields[idx].set(v.Field(d.fields[idx].index), data[i:end]); err != nil {
-				return fmt.Errorf("%s: %w", n.fields[idx].name, err)
+				return fmt.Errorf("%s: %w", d.fields[idx].name, err)
 			}
 		}
 		i = skipWS(data, end)
@@ -93,6 +130,9 @@ func (d *flatDecoder) decode(n *node, data []byte, v reflect.Value) error {
 func (f flatField) set(fv reflect.Value, v []byte) error {
 	switch f.kind {
 	case reflect.String:
+		if v[0] != '"' {
+			return fmt.Errorf("cannot hold %s", typeOf(v[0]))
+		}
 		s := v[1 : len(v)-1]
 		if bytes.IndexByte(s, '\\') < 0 && utf8.Valid(s) {
 			fv.SetString(string(s))
@@ -104,6 +144,9 @@ func (f flatField) set(fv reflect.Value, v []byte) error {
 		}
 		fv.SetString(str)
 	case reflect.Bool:
+		if v[0] != 't' && v[0] != 'f' {
+			return fmt.Errorf("cannot hold %s", typeOf(v[0]))
+		}
 		fv.SetBool(v[0] == 't')
 	case reflect.Float32, reflect.Float64:
 		x, err := strconv.ParseFloat(string(v), fv.Type().Bits())
@@ -112,12 +155,14 @@ func (f flatField) set(fv reflect.Value, v []byte) error {
 		}
 		fv.SetFloat(x)
 	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+		v = integerText(v)
 		x, err := strconv.ParseInt(string(v), 10, intBits(f.kind))
 		if err != nil {
 			return fmt.Errorf("cannot hold %s", v)
 		}
 		fv.SetInt(x)
 	default:
+		v = integerText(v)
 		x, err := strconv.ParseUint(string(v), 10, intBits(f.kind))
 		if err != nil {
 			return fmt.Errorf("cannot hold %s", v)
@@ -125,6 +170,18 @@ func (f flatField) set(fv reflect.Value, v []byte) error {
 		fv.SetUint(x)
 	}
 	return nil
+}
+
+// integerText returns an integer written as 1.0 or 1e2 as an integer
+// literal, and anything else as it is.
+func integerText(v []byte) []byte {
+	if isPlainInteger(v) || v[0] != '-' && (v[0] < '0' || v[0] > '9') {
+		return v
+	}
+	if c, ok := canonicalInt(nil, v); ok {
+		return c
+	}
+	return v
 }
 
 func intBits(k reflect.Kind) int {

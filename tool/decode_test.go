@@ -33,13 +33,21 @@ var flatCases = []string{
 	"{\"s\": \"bad utf8 \xff\"}",
 	`{"i8": 128, "s": "x"}`,
 	`{"u8": -1, "s": "x"}`,
-	`{"i": 1e2, "s": "x"}`,
+	`{"i": 1e2, "s": "x", "u16": 6.5536e4, "i64": -9.223372036854775808e18}`,
+	`{"i": 1.5, "s": "x"}`,
+	`{"S": "upper", "I": 3}`,
+	`{"s": 5}`,
+	`{"s": "x", "b": 1}`,
+	`[1]`,
 }
 
-func decodeBoth(t testing.TB, n *node, d *flatDecoder, args string) {
+// decodeBoth decodes args with the flat decoder and with encoding/json,
+// which is given integers written as integers, and compares them.
+func decodeBoth(t testing.TB, d *flatDecoder, args string) {
 	var want, got flat
-	wantErr := json.Unmarshal([]byte(args), &want)
-	gotErr := d.decode(n, []byte(args), reflect.ValueOf(&got).Elem())
+	canonical, _ := canonicalInts([]byte(args))
+	wantErr := json.Unmarshal(canonical, &want)
+	gotErr := d.decode([]byte(args), reflect.ValueOf(&got).Elem())
 	if (wantErr != nil) != (gotErr != nil) {
 		t.Fatalf("%s: encoding/json err %v, flat decoder err %v", args, wantErr, gotErr)
 	}
@@ -49,36 +57,30 @@ func decodeBoth(t testing.TB, n *node, d *flatDecoder, args string) {
 }
 
 func TestFlatDecoderMatchesEncodingJSON(t *testing.T) {
-	n, err := deriveSchema(reflect.TypeFor[flat]())
-	if err != nil {
-		t.Fatal(err)
-	}
-	d := newFlatDecoder(reflect.TypeFor[flat](), n)
+	d := newFlatDecoder(reflect.TypeFor[flat]())
 	if d == nil {
 		t.Fatal("flat struct not recognised")
 	}
 	for _, c := range flatCases {
-		if len(n.validate([]byte(c))) > 0 {
-			continue // the decoder only sees valid arguments
-		}
-		decodeBoth(t, n, d, c)
+		t.Run(c, func(t *testing.T) { decodeBoth(t, d, c) })
 	}
-	if newFlatDecoder(reflect.TypeFor[sample](), nil) != nil {
+	if newFlatDecoder(reflect.TypeFor[sample]()) != nil {
 		t.Error("a struct with nested fields got the flat decoder")
 	}
 }
 
+// FuzzFlatDecoder decodes any JSON both ways: the flat decoder must agree
+// with encoding/json on what it accepts and what it produces.
 func FuzzFlatDecoder(f *testing.F) {
 	for _, c := range flatCases {
 		f.Add(c)
 	}
-	n, _ := deriveSchema(reflect.TypeFor[flat]())
-	d := newFlatDecoder(reflect.TypeFor[flat](), n)
+	d := newFlatDecoder(reflect.TypeFor[flat]())
 	f.Fuzz(func(t *testing.T, args string) {
-		if !json.Valid([]byte(args)) || len(n.validate([]byte(args))) > 0 {
+		if !json.Valid([]byte(args)) {
 			return
 		}
-		decodeBoth(t, n, d, args)
+		decodeBoth(t, d, args)
 	})
 }
 

@@ -10,8 +10,8 @@ import (
 
 func ExampleFunc() {
 	type weatherIn struct {
-		City  string `json:"city" description:"City name."`
-		Units string `json:"units,omitempty" enum:"metric,imperial"`
+		City  string `json:"city" jsonschema:"City name."`
+		Units string `json:"units,omitempty"`
 	}
 	weather := tool.Must(tool.Func("weather", "Current weather in a city.",
 		func(_ context.Context, in weatherIn) (map[string]any, error) {
@@ -21,13 +21,38 @@ func ExampleFunc() {
 	fmt.Println(string(weather.Info().Parameters))
 	out, _ := weather.Call(context.Background(), []byte(`{"city": "Oslo"}`))
 	fmt.Println(string(out))
-	_, err := weather.Call(context.Background(), []byte(`{"units": "kelvin"}`))
+	_, err := weather.Call(context.Background(), []byte(`{"units": "metric"}`))
 	var ae *tool.ArgumentError
 	fmt.Println(errors.As(err, &ae), ae.Problems)
 	// Output:
-	// {"$schema":"https://json-schema.org/draft/2020-12/schema","type":"object","properties":{"city":{"type":"string","description":"City name."},"units":{"type":"string","enum":["metric","imperial"]}},"required":["city"],"additionalProperties":false}
+	// {"type":"object","properties":{"city":{"type":"string","description":"City name."},"units":{"type":"string"}},"$schema":"https://json-schema.org/draft/2020-12/schema","required":["city"],"additionalProperties":false}
 	// {"city":"Oslo","temp":21}
-	// true [units: "kelvin" is not one of metric, imperial city: required argument is missing]
+	// true [missing property 'city']
+}
+
+// A schema derived from the type can be adjusted before the tool is made:
+// here an enum the type cannot express.
+func ExampleWithSchema() {
+	type weatherIn struct {
+		City  string `json:"city"`
+		Units string `json:"units,omitempty"`
+	}
+	s, err := tool.SchemaFor[weatherIn]()
+	if err != nil {
+		panic(err)
+	}
+	s.Properties["units"].Enum = []any{"metric", "imperial"}
+	weather := tool.Must(tool.Func("weather", "Current weather in a city.",
+		func(_ context.Context, in weatherIn) (string, error) { return in.City + " in " + in.Units, nil },
+		tool.WithSchema(s)))
+
+	out, _ := weather.Call(context.Background(), []byte(`{"city": "Oslo", "units": "metric"}`))
+	fmt.Println(string(out))
+	_, err = weather.Call(context.Background(), []byte(`{"city": "Oslo", "units": "kelvin"}`))
+	fmt.Println(err)
+	// Output:
+	// "Oslo in metric"
+	// invalid arguments for tool weather: units: value must be one of 'metric', 'imperial'
 }
 
 func ExampleNormalize() {

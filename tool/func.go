@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/google/jsonschema-go/jsonschema"
 )
 
 // ArgumentError reports arguments that do not match a tool's schema. The
@@ -32,30 +34,42 @@ func (e *ArgumentError) Details() *ErrorDetails {
 		Details: map[string]any{"problems": probs}, Recoverable: true}
 }
 
-// Option sets a tool's metadata.
-type Option func(*Info)
+// Option configures a tool made by Func.
+type Option func(*funcConfig)
+
+type funcConfig struct {
+	info   Info
+	schema *jsonschema.Schema
+}
 
 // WithIdempotency sets the tool's idempotency class.
-func WithIdempotency(c Idempotency) Option { return func(i *Info) { i.Idempotency = c } }
+func WithIdempotency(c Idempotency) Option { return func(c2 *funcConfig) { c2.info.Idempotency = c } }
 
 // WithTimeout bounds each call of the tool.
-func WithTimeout(d time.Duration) Option { return func(i *Info) { i.Timeout = d } }
+func WithTimeout(d time.Duration) Option { return func(c *funcConfig) { c.info.Timeout = d } }
+
+// WithSchema gives the arguments' JSON Schema instead of the one derived
+// from the input type; start from SchemaFor to keep what the type says
+// and add what it cannot (an enum, a pattern, a range). Its type must be
+// "object", and In must decode what it accepts.
+func WithSchema(s *jsonschema.Schema) Option { return func(c *funcConfig) { c.schema = s } }
 
 type funcTool[In, Out any] struct {
 	info   Info
-	schema *node
+	args   argSchema
 	flat   *flatDecoder // nil: decode with encoding/json
 	fn     func(context.Context, In) (Out, error)
 	encode func(Out) (json.RawMessage, error)
 }
 
 // Func makes a tool of a typed Go function. The JSON Schema of its
-// arguments is derived once from In, which must be a struct: field names
-// come from json tags; a field is required unless tagged omitempty or
-// omitzero; a `description:"..."` tag describes it and an `enum:"a,b"` tag
-// lists the values a string may take. Each call's arguments are checked
-// against the schema before fn runs, and a mismatch is an *ArgumentError
-// naming each bad field. Out is returned to the model as JSON.
+// arguments is derived once from In, which must be a struct, as SchemaFor
+// describes: property names from json tags, a field required unless
+// tagged omitempty or omitzero, a `jsonschema:"..."` tag as its
+// description. Each call's arguments are validated against the schema
+// (JSON Schema draft 2020-12) before fn runs, and a mismatch is an
+// *ArgumentError naming each bad field. An integer field takes 1.0 or 1e2,
+// as the schema does. Out is returned to the model as JSON.
 func Func[In, Out any](name, description string, fn func(ctx context.Context, in In) (Out, error), opts ...Option) (Tool, error) {
 	if fn == nil {
 		return nil, fmt.Errorf("tool %s: nil function", name)
@@ -63,24 +77,32 @@ func Func[In, Out any](name, description string, fn func(ctx context.Context, in
 	if !ValidName(name) {
 		return nil, fmt.Errorf("%w %q: use 1 to 64 letters, digits, '_' or '-'", ErrInvalidName, name)
 	}
-	schema, err := deriveSchema(reflect.TypeFor[In]())
+	c := funcConfig{info: Info{Name: name, Description: description, Idempotency: NonIdempotent}}
+	for _, o := range opts {
+		o(&c)
+	}
+	if !c.info.Idempotency.Valid() {
+		return nil, fmt.Errorf("tool %s: unknown idempotency class %q", name, c.info.Idempotency)
+	}
+	if c.schema == nil {
+		s, err := deriveSchema(reflect.TypeFor[In]())
+		if err != nil {
+			return nil, fmt.Errorf("tool %s: %w", name, err)
+		}
+		c.schema = s
+	}
+	args, err := compileArgs(c.schema)
 	if err != nil {
 		return nil, fmt.Errorf("tool %s: %w", name, err)
 	}
-	t := &funcTool[In, Out]{
-		info:   Info{Name: name, Description: description, Parameters: schema.schemaJSON(), Idempotency: NonIdempotent},
-		schema: schema,
-		flat:   newFlatDecoder(reflect.TypeFor[In](), schema),
+	c.info.Parameters = args.raw
+	return &funcTool[In, Out]{
+		info:   c.info,
+		args:   args,
+		flat:   newFlatDecoder(reflect.TypeFor[In]()),
 		fn:     fn,
 		encode: encoderFor[Out](),
-	}
-	for _, o := range opts {
-		o(&t.info)
-	}
-	if !t.info.Idempotency.Valid() {
-		return nil, fmt.Errorf("tool %s: unknown idempotency class %q", name, t.info.Idempotency)
-	}
-	return t, nil
+	}, nil
 }
 
 // Must panics if err is not nil and returns t otherwise. It is for tools
@@ -101,16 +123,21 @@ func (t *funcTool[In, Out]) Call(ctx context.Context, args json.RawMessage) (jso
 	if !json.Valid(args) {
 		return nil, &ArgumentError{Tool: t.info.Name, Problems: []string{"arguments are not valid JSON"}}
 	}
-	if probs := t.schema.validate(args); len(probs) > 0 {
+	if probs := t.args.validate(args); len(probs) > 0 {
 		return nil, &ArgumentError{Tool: t.info.Name, Problems: probs}
 	}
 	var in In
 	if t.flat != nil {
-		if err := t.flat.decode(t.schema, args, reflect.ValueOf(&in).Elem()); err != nil {
+		if err := t.flat.decode(args, reflect.ValueOf(&in).Elem()); err != nil {
 			return nil, &ArgumentError{Tool: t.info.Name, Problems: []string{err.Error()}}
 		}
 	} else if err := json.Unmarshal(args, &in); err != nil {
-		return nil, &ArgumentError{Tool: t.info.Name, Problems: []string{decodeProblem(err)}}
+		// An integer written 1.0 is valid but encoding/json will not put
+		// it in an int: write it as one and try again.
+		c, changed := canonicalInts(args)
+		if in = *new(In); !changed || json.Unmarshal(c, &in) != nil {
+			return nil, &ArgumentError{Tool: t.info.Name, Problems: []string{decodeProblem(err)}}
+		}
 	}
 	out, err := t.fn(ctx, in)
 	if err != nil {

@@ -24,8 +24,8 @@ import (
 
 // weatherIn is the tool's input; its JSON schema is derived from it.
 type weatherIn struct {
-	City  string `json:"city" description:"City name."`
-	Units string `json:"units,omitempty" enum:"metric,imperial"`
+	City  string `json:"city" jsonschema:"City name."`
+	Units string `json:"units,omitempty" jsonschema:"metric (the default) or imperial."`
 }
 
 type weatherOut struct {
@@ -35,6 +35,13 @@ type weatherOut struct {
 }
 
 func main() {
+	// The schema derived from weatherIn, with what a Go type cannot say:
+	// the values units may take.
+	params, err := tool.SchemaFor[weatherIn]()
+	if err != nil {
+		log.Fatal(err)
+	}
+	params.Properties["units"].Enum = []any{"metric", "imperial"}
 	weather := tool.Must(tool.Func("weather", "Current weather in a city.",
 		func(_ context.Context, in weatherIn) (weatherOut, error) {
 			temps := map[string]float64{"oslo": 3, "lisbon": 19}
@@ -43,7 +50,7 @@ func main() {
 				return weatherOut{}, tool.NotFound("city", in.City)
 			}
 			return weatherOut{City: in.City, TempC: t, Summary: "clear"}, nil
-		}, tool.WithIdempotency(tool.Safe)))
+		}, tool.WithIdempotency(tool.Safe), tool.WithSchema(params)))
 	tools, err := tool.NewRegistry(weather)
 	if err != nil {
 		log.Fatal(err)
@@ -87,6 +94,7 @@ func main() {
 	if err != nil {
 		log.Fatal(err)
 	}
+	svc.Events().Flush() // the subscriber runs on its own goroutine: let it print every event first
 	fmt.Println(res.Result)
 	fmt.Printf("%d turns, %d tokens, $%.6f, confidence %.2f\n", res.Iterations, res.TokenUsage.TotalTokens, *res.EstimatedCost, res.Confidence)
 }

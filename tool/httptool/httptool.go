@@ -38,8 +38,8 @@ type Options struct {
 }
 
 type getArgs struct {
-	URL     string            `json:"url" description:"The http or https URL to fetch."`
-	Headers map[string]string `json:"headers,omitempty" description:"Extra request headers."`
+	URL     string            `json:"url" jsonschema:"The http or https URL to fetch."`
+	Headers map[string]string `json:"headers,omitempty" jsonschema:"Extra request headers."`
 }
 
 // Response is what http_get returns.

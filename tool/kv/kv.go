@@ -61,16 +61,16 @@ func (s *Store) Keys(prefix string) []string {
 }
 
 type keyArgs struct {
-	Key string `json:"key" description:"The key."`
+	Key string `json:"key" jsonschema:"The key."`
 }
 
 type setArgs struct {
-	Key   string          `json:"key" description:"The key."`
-	Value json.RawMessage `json:"value" description:"Any JSON value to store."`
+	Key   string          `json:"key" jsonschema:"The key."`
+	Value json.RawMessage `json:"value" jsonschema:"Any JSON value to store."`
 }
 
 type listArgs struct {
-	Prefix string `json:"prefix,omitempty" description:"Only keys that start with this prefix."`
+	Prefix string `json:"prefix,omitempty" jsonschema:"Only keys that start with this prefix."`
 }
 
 // GetResult is what kv_get returns.

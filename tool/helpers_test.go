@@ -1,5 +1,0 @@
-package tool
-
-import "reflect"
-
-func typeOfSample() reflect.Type { return reflect.TypeFor[sample]() }
