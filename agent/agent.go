@@ -41,6 +41,7 @@ type Agent struct {
 	pricing      *llm.Pricing
 	logger       *slog.Logger
 	metrics      *metrics
+	sizes        *sizes  // shared by the agent's copies (handoffs, sub-agents build their own)
 	o            options // for sub-agents and handoffs built later
 }
 
@@ -194,7 +195,7 @@ func build(in *spec.Spec, o options) (*Agent, error) {
 		}
 	}
 	a := &Agent{spec: &sp, logger: o.logger, limits: sp.Limits.WithDefaults(), retry: sp.Retry.WithDefaults(),
-		metrics: newMetrics(o.meters), inputSchema: schemas.Input, o: o}
+		metrics: newMetrics(o.meters), sizes: &sizes{}, inputSchema: schemas.Input, o: o}
 	a.pricing = o.pricing
 	if a.pricing == nil {
 		a.pricing = llm.DefaultPricing()

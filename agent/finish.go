@@ -79,6 +79,7 @@ func (r *run) finish(final *Final, err error) (*Result, error) {
 	res.Confidence = confidence(res, rs)
 	res.Decision = decision(res)
 	a.metrics.record(res)
+	r.s.agent.sizes.learn(st, len(r.actions))
 	r.log.runEnd(res)
 	if r.s.bus.Active() {
 		e := event.Event{Type: event.RunEnd, Content: st.LastContent, Data: map[string]any{

@@ -23,11 +23,11 @@ type runLog struct {
 
 var discard = slog.New(slog.DiscardHandler)
 
-func newRunLog(l *slog.Logger, r *run) *runLog {
+func newRunLog(l *slog.Logger, r *run) runLog {
 	if l == nil {
 		l = discard
 	}
-	return &runLog{l: l, r: r}
+	return runLog{l: l, r: r}
 }
 
 func (g *runLog) on(level slog.Level) bool { return g.l.Enabled(context.Background(), level) }

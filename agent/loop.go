@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/agentry/agentry/event"
+	"github.com/agentry/agentry/internal/lazyctx"
 	"github.com/agentry/agentry/llm"
 	"github.com/agentry/agentry/tool"
 )
@@ -24,7 +25,7 @@ type run struct {
 	ctx     context.Context
 	req     llm.Request
 	turn    Turn
-	log     *runLog
+	log     runLog
 	limits  budget // the spec's limits, tightened by the run's budget
 
 	attempts int // attempts of the model call in flight
@@ -35,8 +36,9 @@ type run struct {
 	priced     bool
 	unpriced   bool // a model answered that the pricing table does not know
 
-	link    *link        // sub-agent usage to roll up into this run
-	info    *tool.Run    // what tools see of the run
+	link    link      // sub-agent usage to roll up into this run
+	info    *tool.Run // what tools see of the run: &runInfo
+	runInfo tool.Run
 	results []ToolResult // the last turn's tool results
 
 	actions []Action // backing store of the steps' actions
@@ -85,26 +87,36 @@ func (s *Session) Run(ctx context.Context) (*Result, error) {
 	}()
 
 	a := s.agent
-	r := &run{s: s, a: a, planner: s.planner, st: &s.state, link: &link{runID: s.state.RunID, bus: s.bus}}
+	r := &s.run // a session runs once: its run is part of it, not another allocation
+	r.s, r.a, r.planner, r.st = s, a, s.planner, &s.state
+	r.link.runID, r.link.bus = s.state.RunID, s.bus
 	r.turn.r = r
 	r.limits = s.cfg.tighten(a.limits)
 	if d := r.limits.timeout; d > 0 {
-		var stop context.CancelFunc
-		ctx, stop = context.WithTimeoutCause(ctx, d, ErrTimeout)
-		defer stop()
+		// No timer until something waits on the run's context: a run that
+		// only polls it (most do) never arms one.
+		lc := lazyctx.WithTimeout(ctx, d, ErrTimeout)
+		defer lc.Release()
+		ctx = lc
 	}
 	r.setRequest(a)
-	r.info = s.runInfo()
-	ctx = withLink(ctx, r.link)
+	s.setRunInfo(&r.runInfo)
+	r.info = &r.runInfo
+	ctx = withLink(ctx, &r.link)
 	ctx = llm.WithTrace(ctx, &llm.Trace{Retry: r.onRetry, Fallback: r.onFallback})
 	r.ctx = ctx
 	r.log = newRunLog(s.logger, r)
 	r.st.StartedAt = Timestamp{time.Now()}
 	r.st.ToolLatencyMS = map[string]float64{}
-	// Room for a typical run, so the trace does not grow turn by turn.
-	if n := min(a.limits.MaxTurns, 16); cap(r.st.ModelCalls) == 0 {
+	// Room for a run as long as the agent's recent ones, so the trace does
+	// not grow turn by turn.
+	if n := hint(&a.sizes.calls); n > 0 && r.st.ModelCalls == nil {
 		r.st.ModelCalls = make([]ModelCall, 0, n)
+	}
+	if n := hint(&a.sizes.steps); n > 0 && r.st.Steps == nil {
 		r.st.Steps = make([]Step, 0, n)
+	}
+	if n := hint(&a.sizes.actions); n > 0 {
 		r.actions = make([]Action, 0, n)
 	}
 	r.log.runStart()

@@ -153,15 +153,18 @@ type Session struct {
 	aborted bool
 	cancel  context.CancelCauseFunc
 	unsubs  []func()
+
+	run run // the state of Run beyond State
 }
 
 // NewSession checks input against the agent (input_keys, input_schema, the
 // ${var}s of its prompts) and prepares a session. A mismatch is an
 // *InputError naming each problem.
 func (a *Agent) NewSession(input map[string]any, opts ...RunOption) (*Session, error) {
-	var c runConfig
+	s := &Session{agent: a, provider: a.provider, planner: a.planner}
+	c := &s.cfg
 	for _, o := range opts {
-		o(&c)
+		o(c)
 	}
 	if input == nil {
 		input = map[string]any{}
@@ -170,7 +173,7 @@ func (a *Agent) NewSession(input map[string]any, opts ...RunOption) (*Session, e
 	if err != nil {
 		return nil, err
 	}
-	s := &Session{agent: a, bus: event.NewBus(c.bus), provider: a.provider, planner: a.planner, parent: c.parent, cfg: c}
+	s.bus, s.parent = event.NewBus(c.bus), c.parent
 	if c.provider != nil {
 		s.provider = a.modelChain(a.o, a.candidateChain(a.o, c.provider))
 	}
@@ -195,16 +198,17 @@ func (a *Agent) NewSession(input map[string]any, opts ...RunOption) (*Session, e
 	return s, nil
 }
 
-// runInfo is what tools see of the run.
-func (s *Session) runInfo() *tool.Run {
+// setRunInfo fills in what tools see of the run.
+func (s *Session) setRunInfo(ri *tool.Run) {
 	c := &s.cfg
-	ri := &tool.Run{RunID: s.state.RunID, SessionID: s.state.SessionID, ParentRunID: s.state.ParentRunID,
+	*ri = tool.Run{RunID: s.state.RunID, SessionID: s.state.SessionID, ParentRunID: s.state.ParentRunID,
 		AgentName: s.state.AgentName, AgentVersion: s.state.AgentVersion, UserID: c.userID,
 		CorrelationID: c.correlationID, TraceParent: c.traceParent, Metadata: c.metadata}
-	if parts := strings.Split(c.traceParent, "-"); len(parts) == 4 && len(parts[1]) == 32 {
-		ri.TraceID = parts[1]
+	if _, rest, ok := strings.Cut(c.traceParent, "-"); ok {
+		if id, _, ok := strings.Cut(rest, "-"); ok && len(id) == 32 && strings.Count(c.traceParent, "-") == 3 {
+			ri.TraceID = id
+		}
 	}
-	return ri
 }
 
 // Run runs the agent with input in a new session: NewSession then
@@ -309,7 +313,7 @@ func toolsMessages(a *Agent, input map[string]any) ([]llm.Message, []string) {
 	if user == "" {
 		user = "Begin."
 	}
-	msgs := make([]llm.Message, 0, 2+2*min(a.limits.MaxTurns, 16))
+	msgs := make([]llm.Message, 0, max(hint(&a.sizes.messages), 2))
 	if system != "" {
 		msgs = append(msgs, llm.Message{Role: llm.RoleSystem, Content: system})
 	}

@@ -82,11 +82,10 @@ func TraceFrom(ctx context.Context) *Trace {
 // first chunk reached the caller.
 func Retry(policy retry.Policy) Middleware {
 	return func(next Provider) Provider {
-		r := &retrier{next: next, policy: policy}
 		if s, ok := next.(Streamer); ok {
-			return &streamRetrier{retrier: r, stream: s}
+			return &streamRetrier{retrier: retrier{next: next, policy: policy}, stream: s}
 		}
-		return r
+		return &retrier{next: next, policy: policy}
 	}
 }
 
@@ -124,7 +123,7 @@ func (r *retrier) sleep(ctx context.Context, n int, err error) bool {
 }
 
 type streamRetrier struct {
-	*retrier
+	retrier
 	stream Streamer
 }
 
@@ -161,11 +160,10 @@ func Timeout(d time.Duration) Middleware {
 		if d <= 0 {
 			return next
 		}
-		t := &timeouter{next: next, d: d}
 		if s, ok := next.(Streamer); ok {
-			return &streamTimeouter{timeouter: t, stream: s}
+			return &streamTimeouter{timeouter: timeouter{next: next, d: d}, stream: s}
 		}
-		return t
+		return &timeouter{next: next, d: d}
 	}
 }
 
@@ -189,7 +187,7 @@ func (t *timeouter) classify(actx *lazyctx.Ctx, req *Request, err error) error {
 }
 
 type streamTimeouter struct {
-	*timeouter
+	timeouter
 	stream Streamer
 }
 
@@ -213,11 +211,10 @@ func (t *streamTimeouter) Stream(ctx context.Context, req *Request) iter.Seq2[Ch
 // that a broken provider fails the call instead of the process.
 func Recover() Middleware {
 	return func(next Provider) Provider {
-		r := &recoverer{next: next}
 		if s, ok := next.(Streamer); ok {
-			return &streamRecoverer{recoverer: r, stream: s}
+			return &streamRecoverer{recoverer: recoverer{next: next}, stream: s}
 		}
-		return r
+		return &recoverer{next: next}
 	}
 }
 
@@ -237,7 +234,7 @@ func panicError(req *Request, p any) error {
 }
 
 type streamRecoverer struct {
-	*recoverer
+	recoverer
 	stream Streamer
 }
 

@@ -69,9 +69,11 @@ func (c *Ctx) Done() <-chan struct{} { return c.ctx().Done() }
 
 // Err is the error of the underlying context. While the parent lives, the
 // deadline is ahead and Release was not called, that is nil, and nothing
-// needs creating to say so: callees that only poll Err stay cheap.
+// needs creating to say so: callees that only poll Err stay cheap. The
+// deadline is compared on the monotonic clock alone (time.Until), one
+// clock read where time.Now makes two.
 func (c *Ctx) Err() error {
-	if c.real.Load() == nil && !c.released.Load() && c.parent.Err() == nil && time.Now().Before(c.d) {
+	if c.real.Load() == nil && !c.released.Load() && c.parent.Err() == nil && time.Until(c.d) > 0 {
 		return nil
 	}
 	return c.ctx().Err()
@@ -108,5 +110,5 @@ func (c *Ctx) Expired() bool {
 	if p := c.real.Load(); p != nil {
 		return (*p).Err() == context.DeadlineExceeded
 	}
-	return !time.Now().Before(c.d)
+	return time.Until(c.d) <= 0
 }
