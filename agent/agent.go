@@ -41,6 +41,7 @@ type Agent struct {
 	pricing      *llm.Pricing
 	logger       *slog.Logger
 	metrics      *metrics
+	candidateMW  []llm.Middleware // what wraps each model: retry, timeout, transport, recover
 	sizes        *sizes  // shared by the agent's copies (handoffs, sub-agents build their own)
 	o            options // for sub-agents and handoffs built later
 }
@@ -246,6 +247,7 @@ func (a *Agent) checkPriced() []string {
 }
 
 func (a *Agent) openModel(o options) error {
+	a.candidateMW = a.candidateMiddleware(o)
 	if !a.spec.Mode.NeedsModel() && o.provider == nil && o.model == "" {
 		return nil // plan and service agents work with tools and Go code
 	}
@@ -268,7 +270,7 @@ func (a *Agent) openModel(o options) error {
 		}
 		_, a.model = llm.ParseModel(model)
 		a.priceModel = pricedAs(o.provider.p, a.model)
-		a.provider = a.modelChain(o, a.candidateChain(o, o.provider.p))
+		a.provider = a.modelChain(o, a.candidateChain(o.provider.p))
 		return nil
 	}
 	if model == "" {
@@ -308,7 +310,7 @@ func (a *Agent) candidate(o options, name, baseURL string) (llm.Candidate, strin
 	}
 	priced := pricedAs(m.Provider, m.ID)
 	price, _ := a.pricing.Lookup(priced)
-	return llm.Candidate{Provider: a.candidateChain(o, m.Provider), Name: m.ProviderName, Model: m.ID, Caps: m.Capabilities, Price: price}, priced, nil
+	return llm.Candidate{Provider: a.candidateChain(m.Provider), Name: m.ProviderName, Model: m.ID, Caps: m.Capabilities, Price: price}, priced, nil
 }
 
 // pricedAs is the model whose price applies to p: the one it says it
@@ -322,11 +324,17 @@ func pricedAs(p llm.Provider, model string) string {
 
 // candidateChain is what each model gets: retry -> timeout -> transport
 // middleware -> panic recovery -> the provider.
-func (a *Agent) candidateChain(o options, p llm.Provider) llm.Provider {
+func (a *Agent) candidateChain(p llm.Provider) llm.Provider {
+	return llm.Chain(p, a.candidateMW...)
+}
+
+// candidateMiddleware is built once: a session with its own provider
+// only applies it.
+func (a *Agent) candidateMiddleware(o options) []llm.Middleware {
 	mws := make([]llm.Middleware, 0, 3+len(o.transportMW))
 	mws = append(mws, llm.Retry(a.retryPolicy()), llm.Timeout(time.Duration(a.limits.ModelTimeoutMS)*time.Millisecond))
 	mws = append(mws, o.transportMW...)
-	return llm.Chain(p, append(mws, llm.Recover())...)
+	return append(mws, llm.Recover())
 }
 
 // modelChain wraps the agent's model (one candidate or a router) with the

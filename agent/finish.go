@@ -2,7 +2,6 @@ package agent
 
 import (
 	"fmt"
-	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -132,10 +131,14 @@ func confidence(res *Result, rs *reasoning) float64 {
 // contextUsed lists what the run had to go on: the input's keys and the
 // tools whose results it saw.
 func contextUsed(st *State) []string {
-	var out []string
-	for _, k := range slices.Sorted(maps.Keys(st.Input)) {
+	if len(st.Input)+len(st.ToolsUsed) == 0 {
+		return nil
+	}
+	out := make([]string, 0, len(st.Input)+len(st.ToolsUsed))
+	for k := range st.Input {
 		out = append(out, "input:"+k)
 	}
+	slices.Sort(out) // as the keys sort: the prefix is the same
 	for _, t := range st.ToolsUsed {
 		out = append(out, "tool:"+t)
 	}

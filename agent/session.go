@@ -175,7 +175,7 @@ func (a *Agent) NewSession(input map[string]any, opts ...RunOption) (*Session, e
 	}
 	s.bus, s.parent = event.NewBus(c.bus), c.parent
 	if c.provider != nil {
-		s.provider = a.modelChain(a.o, a.candidateChain(a.o, c.provider))
+		s.provider = a.modelChain(a.o, a.candidateChain(c.provider))
 	}
 	if c.planner != nil {
 		s.planner = c.planner

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"sync"
 	"sync/atomic"
+	"time"
 )
 
 // DefaultBuffer is how many events may wait for a subscriber before its
@@ -192,6 +193,29 @@ func (b *Bus) All(ctx context.Context, opts ...Option) iter.Seq[Event] {
 	}
 }
 
+// Latency is how long an event may wait before its subscriber's delivery
+// starts. Events are handed over in batches: a run publishes its events in
+// bursts, and starting a goroutine for each one would cost a run more than
+// everything else it does. A full buffer, Flush and a run's end start the
+// delivery at once.
+const Latency = time.Millisecond
+
+// queues recycles the arrays of subscribers' queues: most subscriptions
+// live as long as a run, and growing a fresh queue for each would cost a
+// run more than its events.
+var queues = sync.Pool{New: func() any { q := make([]Event, 0, 64); return &q }}
+
+func getQueue() []Event { return (*queues.Get().(*[]Event))[:0] }
+
+func putQueue(q []Event) {
+	if cap(q) == 0 || cap(q) > 4*DefaultBuffer {
+		return
+	}
+	clear(q[:cap(q)])
+	q = q[:0]
+	queues.Put(&q)
+}
+
 // subscriber is one subscription: a bounded queue drained by a goroutine
 // that exists only while there is something to deliver.
 type subscriber struct {
@@ -203,8 +227,10 @@ type subscriber struct {
 	mu      sync.Mutex
 	cond    sync.Cond // signals progress: space freed, events handled, stopped
 	queue   []Event
-	spare   []Event // the last batch's array, reused
-	running bool    // a goroutine is delivering
+	spare   []Event     // the last batch's array, reused
+	running bool        // a goroutine is delivering
+	timer   *time.Timer // starts a delivery Latency after the first waiting event
+	armed   bool        // timer is set and has not started its delivery yet
 	closed  bool
 	stopped atomic.Bool // closed, readable without the lock
 	queued  uint64      // events accepted, ever
@@ -236,12 +262,45 @@ func (s *subscriber) enqueue(e Event) {
 			e.Dropped += lost
 		}
 	}
+	if s.queue == nil {
+		s.queue = getQueue()
+	}
 	s.queue = append(s.queue, e)
 	s.queued++
-	if !s.running {
-		s.running = true
-		go s.deliver()
+	switch {
+	case s.running:
+	case len(s.queue) >= s.limit:
+		s.start() // a full buffer cannot wait
+	case !s.armed:
+		s.armed = true
+		if s.timer == nil {
+			s.timer = time.AfterFunc(Latency, s.kick)
+		} else {
+			s.timer.Reset(Latency)
+		}
 	}
+}
+
+// start starts a delivery now; s.mu is held and no delivery runs.
+func (s *subscriber) start() {
+	if s.armed && s.timer.Stop() {
+		s.armed = false
+	}
+	s.running = true
+	go s.deliver()
+}
+
+// kick is the timer's: it delivers what waits, on the timer's goroutine.
+func (s *subscriber) kick() {
+	s.mu.Lock()
+	s.armed = false
+	if s.running || s.closed || len(s.queue) == 0 {
+		s.mu.Unlock()
+		return
+	}
+	s.running = true
+	s.mu.Unlock()
+	s.deliver()
 }
 
 // deliver calls fn for each queued event, a batch at a time, and returns
@@ -252,6 +311,9 @@ func (s *subscriber) deliver() {
 		if s.closed || len(s.queue) == 0 {
 			s.handled = s.queued
 			s.running = false
+			putQueue(s.queue)
+			putQueue(s.spare)
+			s.queue, s.spare = nil, nil
 			s.cond.Broadcast()
 			s.mu.Unlock()
 			return
@@ -299,6 +361,9 @@ func (s *subscriber) close() {
 	s.closed = true
 	s.stopped.Store(true)
 	s.queue = nil
+	if s.armed && s.timer.Stop() {
+		s.armed = false
+	}
 	if !s.running {
 		s.handled = s.queued
 	}
@@ -311,6 +376,10 @@ func (s *subscriber) close() {
 // flushes leaves no goroutine behind.
 func (s *subscriber) flush() {
 	s.mu.Lock()
+	if !s.running && !s.closed && len(s.queue) > 0 && (!s.armed || s.timer.Stop()) {
+		s.armed = false
+		s.start()
+	}
 	for target := s.queued; !s.closed && (s.handled < target || s.running && s.queued == target); {
 		s.cond.Wait()
 	}

@@ -8,6 +8,8 @@ import (
 	"maps"
 	"os"
 	"strings"
+	"sync"
+	"sync/atomic"
 )
 
 //go:embed pricing.json
@@ -38,7 +40,20 @@ func (p Price) Cost(u Usage) float64 {
 // for concurrent use.
 type Pricing struct {
 	models map[string]Price
+
+	// resolved caches what Lookup found for ids not in models (dated or
+	// prefixed ids, unknown ones), which take a scan of the table.
+	resolved  sync.Map // string → lookup
+	nResolved atomic.Int32
 }
+
+type lookup struct {
+	price Price
+	ok    bool
+}
+
+// maxResolved bounds the cache: ids come from providers' replies.
+const maxResolved = 1024
 
 type pricingFile struct {
 	Format   string           `json:"format"`
@@ -123,6 +138,19 @@ func (p *Pricing) Lookup(model string) (Price, bool) {
 	if pr, ok := p.models[model]; ok {
 		return pr, true
 	}
+	if l, ok := p.resolved.Load(model); ok {
+		return l.(lookup).price, l.(lookup).ok
+	}
+	pr, ok := p.resolve(model)
+	if p.nResolved.Load() < maxResolved {
+		if _, loaded := p.resolved.LoadOrStore(model, lookup{pr, ok}); !loaded {
+			p.nResolved.Add(1)
+		}
+	}
+	return pr, ok
+}
+
+func (p *Pricing) resolve(model string) (Price, bool) {
 	if rest, ok := strings.CutPrefix(model, "ft:"); ok {
 		base, _, _ := strings.Cut(rest, ":")
 		if pr, ok := p.lookupBase("ft:" + base); ok {

@@ -206,31 +206,41 @@ func quoteList(vals []string) string {
 // in the given order, then the others sorted. Strings are quoted; other
 // values are written as JSON.
 func InputLines(input map[string]any, order []string) string {
-	keys := slices.Clone(order)
-	var rest []string
-	for k := range input {
-		if !slices.Contains(keys, k) {
-			rest = append(rest, k)
+	var b []byte
+	line := func(k string, v any) {
+		if len(b) > 0 {
+			b = append(b, '\n')
 		}
-	}
-	slices.Sort(rest)
-	var lines []string
-	for _, k := range append(keys, rest...) {
-		v, ok := input[k]
-		if !ok {
-			continue
-		}
-		var val string
+		b = append(b, k...)
+		b = append(b, " = "...)
 		if s, ok := v.(string); ok {
-			val = strconv.Quote(s)
+			b = strconv.AppendQuote(b, s)
 		} else if j, err := json.Marshal(v); err == nil {
-			val = string(j)
+			b = append(b, j...)
 		} else {
-			val = fmt.Sprint(v)
+			b = fmt.Append(b, v)
 		}
-		lines = append(lines, k+" = "+val)
 	}
-	return strings.Join(lines, "\n")
+	found := 0
+	for i, k := range order {
+		if v, ok := input[k]; ok && !slices.Contains(order[:i], k) {
+			line(k, v)
+			found++
+		}
+	}
+	if found < len(input) {
+		var rest []string
+		for k := range input {
+			if !slices.Contains(order, k) {
+				rest = append(rest, k)
+			}
+		}
+		slices.Sort(rest)
+		for _, k := range rest {
+			line(k, input[k])
+		}
+	}
+	return string(b)
 }
 
 // ValidationError is a reply that does not give the output the schema asks

@@ -133,3 +133,31 @@ func TestNewErrors(t *testing.T) {
 		t.Error("bad schema accepted")
 	}
 }
+
+func TestInputLines(t *testing.T) {
+	for _, tt := range []struct {
+		name  string
+		input map[string]any
+		order []string
+		want  string
+	}{
+		{"empty", map[string]any{}, []string{"a"}, ""},
+		{"declared order first", map[string]any{"b": "x", "a": 1}, []string{"b", "a"}, "b = \"x\"\na = 1"},
+		{"others sorted after", map[string]any{"z": true, "a": []int{1}, "m": "q\"uote"}, []string{"m"}, "m = \"q\\\"uote\"\na = [1]\nz = true"},
+		{"absent and repeated keys", map[string]any{"a": nil}, []string{"x", "a", "a"}, "a = null"},
+		{"not JSON", map[string]any{"c": make(chan int)}, nil, "c = "},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			got := InputLines(tt.input, tt.order)
+			if tt.name == "not JSON" {
+				if !strings.HasPrefix(got, tt.want) || len(got) == len(tt.want) {
+					t.Errorf("got %q", got)
+				}
+				return
+			}
+			if got != tt.want {
+				t.Errorf("got %q, want %q", got, tt.want)
+			}
+		})
+	}
+}
