@@ -42,8 +42,8 @@ type Agent struct {
 	logger       *slog.Logger
 	metrics      *metrics
 	candidateMW  []llm.Middleware // what wraps each model: retry, timeout, transport, recover
-	sizes        *sizes  // shared by the agent's copies (handoffs, sub-agents build their own)
-	o            options // for sub-agents and handoffs built later
+	sizes        *sizes           // shared by the agent's copies (handoffs, sub-agents build their own)
+	o            options          // for sub-agents and handoffs built later
 }
 
 // binding is a tool of the agent with its handler chain.

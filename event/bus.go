@@ -18,7 +18,8 @@ const DefaultBuffer = 1024
 // published from several goroutines. Each subscriber is called on a
 // goroutine of its own, one event at a time and in order, so a slow
 // subscriber delays nobody but itself: events wait in its buffer, and when
-// the buffer is full its policy applies (see Subscribe). Publishing when
+// the buffer is full its policy applies (see Subscribe). Events are handed
+// over in batches, at most Latency after the first one waits. Publishing when
 // nobody listens costs an atomic load; a subscriber with nothing to do
 // holds no goroutine. The zero Bus is ready to use.
 type Bus struct {

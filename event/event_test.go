@@ -9,6 +9,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"go.uber.org/goleak"
 )
@@ -278,5 +279,27 @@ func TestPanickingSubscriberIsDropped(t *testing.T) {
 	stop()
 	if b.Active() {
 		t.Error("still active")
+	}
+}
+
+// An event is delivered without a Flush, Latency after its publication
+// (the wait below is generous: the test asserts delivery, not a time).
+func TestDeliveryWithoutFlush(t *testing.T) {
+	var b Bus
+	got := make(chan Event, 10)
+	stop := b.Subscribe(func(e Event) { got <- e })
+	defer stop()
+	for range 5 {
+		b.Publish(Event{Type: TurnStart})
+	}
+	for i := range 5 {
+		select {
+		case e := <-got:
+			if e.Seq != uint64(i+1) {
+				t.Fatalf("event %d has seq %d", i, e.Seq)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatal("no delivery without Flush")
+		}
 	}
 }
