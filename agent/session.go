@@ -204,8 +204,9 @@ func (s *Session) setRunInfo(ri *tool.Run) {
 	*ri = tool.Run{RunID: s.state.RunID, SessionID: s.state.SessionID, ParentRunID: s.state.ParentRunID,
 		AgentName: s.state.AgentName, AgentVersion: s.state.AgentVersion, UserID: c.userID,
 		CorrelationID: c.correlationID, TraceParent: c.traceParent, Metadata: c.metadata}
-	if _, rest, ok := strings.Cut(c.traceParent, "-"); ok {
-		if id, _, ok := strings.Cut(rest, "-"); ok && len(id) == 32 && strings.Count(c.traceParent, "-") == 3 {
+	if strings.Count(c.traceParent, "-") == 3 { // version-traceid-spanid-flags
+		_, rest, _ := strings.Cut(c.traceParent, "-")
+		if id, _, _ := strings.Cut(rest, "-"); len(id) == 32 {
 			ri.TraceID = id
 		}
 	}

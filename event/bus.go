@@ -282,9 +282,13 @@ func (s *subscriber) enqueue(e Event) {
 	}
 }
 
-// start starts a delivery now; s.mu is held and no delivery runs.
+// start starts a delivery now, unless the timer has fired and its kick
+// is about to; s.mu is held and no delivery runs.
 func (s *subscriber) start() {
-	if s.armed && s.timer.Stop() {
+	if s.armed {
+		if !s.timer.Stop() {
+			return
+		}
 		s.armed = false
 	}
 	s.running = true
@@ -377,8 +381,7 @@ func (s *subscriber) close() {
 // flushes leaves no goroutine behind.
 func (s *subscriber) flush() {
 	s.mu.Lock()
-	if !s.running && !s.closed && len(s.queue) > 0 && (!s.armed || s.timer.Stop()) {
-		s.armed = false
+	if !s.running && !s.closed && len(s.queue) > 0 {
 		s.start()
 	}
 	for target := s.queued; !s.closed && (s.handled < target || s.running && s.queued == target); {

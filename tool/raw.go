@@ -3,7 +3,6 @@ package tool
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 
 	"github.com/agentry/agentry/schema"
@@ -52,12 +51,8 @@ func (t *rawTool) Call(ctx context.Context, args json.RawMessage) (json.RawMessa
 		args = json.RawMessage("{}")
 	}
 	if t.schema != nil {
-		if err := t.schema.ValidateJSON(args); err != nil {
-			var ve *schema.ValidationError
-			if errors.As(err, &ve) {
-				return nil, &ArgumentError{Tool: t.info.Name, Problems: ve.Strings()}
-			}
-			return nil, err
+		if probs := problems(t.schema, args); len(probs) > 0 {
+			return nil, &ArgumentError{Tool: t.info.Name, Problems: probs}
 		}
 	} else if !json.Valid(args) {
 		return nil, &ArgumentError{Tool: t.info.Name, Problems: []string{"arguments are not valid JSON"}}

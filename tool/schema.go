@@ -86,7 +86,12 @@ func (a *argSchema) validate(args []byte) []string {
 	if a.fast != nil && a.fast.accepts(args) {
 		return nil
 	}
-	err := a.full.ValidateJSON(args)
+	return problems(a.full, args)
+}
+
+// problems validates args with s and returns what is wrong, if anything.
+func problems(s *schema.Schema, args []byte) []string {
+	err := s.ValidateJSON(args)
 	if err == nil {
 		return nil
 	}
