@@ -331,8 +331,12 @@ func (a *Agent) candidateChain(p llm.Provider) llm.Provider {
 // candidateMiddleware is built once: a session with its own provider
 // only applies it.
 func (a *Agent) candidateMiddleware(o options) []llm.Middleware {
+	policy, timeout := a.retryPolicy(), time.Duration(a.limits.ModelTimeoutMS)*time.Millisecond
+	if len(o.transportMW) == 0 {
+		return []llm.Middleware{llm.Guard(policy, timeout, true)} // the three below in one layer
+	}
 	mws := make([]llm.Middleware, 0, 3+len(o.transportMW))
-	mws = append(mws, llm.Retry(a.retryPolicy()), llm.Timeout(time.Duration(a.limits.ModelTimeoutMS)*time.Millisecond))
+	mws = append(mws, llm.Retry(policy), llm.Timeout(timeout))
 	mws = append(mws, o.transportMW...)
 	return append(mws, llm.Recover())
 }

@@ -2,6 +2,7 @@ package agent
 
 import (
 	"context"
+	"slices"
 	"testing"
 
 	"github.com/agentry/agentry/event"
@@ -65,5 +66,38 @@ func TestListenersNeverStallARun(t *testing.T) {
 	}
 	if last := viewer[len(viewer)-1]; last.Type != event.RunEnd || missed == 0 || uint64(len(viewer))+missed != last.Seq {
 		t.Errorf("the viewer got %d events and missed %d, the last %v (seq %d)", len(viewer), missed, last.Type, last.Seq)
+	}
+}
+
+// TestEventsOfATurn: turn_end carries the turn's duration and the run's
+// tokens so far in typed fields, and event times never go backwards.
+func TestEventsOfATurn(t *testing.T) {
+	s := benchScriptN(t, 3) // 28 tokens a tool turn, 25 the answer
+	a := benchAgent(t, s)
+	var events []event.Event
+	res, err := a.Run(context.Background(), map[string]any{"task": "add"}, WithSessionProvider(s.Model()),
+		WithEvents(func(e event.Event) { events = append(events, e) }))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var tokens []int
+	var turnMS float64
+	for i, e := range events {
+		if i > 0 && e.Time.Before(events[i-1].Time) {
+			t.Errorf("event %d (%s) at %v is before event %d at %v", i, e.Type, e.Time, i-1, events[i-1].Time)
+		}
+		if e.Type == event.TurnEnd {
+			tokens = append(tokens, e.TotalTokens)
+			turnMS += e.DurationMS
+			if e.DurationMS <= 0 || e.Data != nil {
+				t.Errorf("turn_end %d: duration %v ms, data %v", e.Turn, e.DurationMS, e.Data)
+			}
+		}
+	}
+	if want := []int{28, 56, 81}; !slices.Equal(tokens, want) {
+		t.Errorf("turn_end tokens %v, want %v", tokens, want)
+	}
+	if turnMS > res.Metrics.DurationMS {
+		t.Errorf("the turns took %v ms in all, longer than the run's %v ms", turnMS, res.Metrics.DurationMS)
 	}
 }

@@ -15,10 +15,12 @@ import (
 const DefaultBuffer = 1024
 
 // Bus delivers events to subscribers in one total order, even when
-// published from several goroutines. Each subscriber is called on a
-// goroutine of its own, one event at a time and in order, so a slow
-// subscriber delays nobody but itself: events wait in its buffer, and when
-// the buffer is full its policy applies (see Subscribe). Events are handed
+// published from several goroutines. Each subscriber is called one event
+// at a time and in order, never by Publish, so a slow subscriber delays
+// nobody but itself: events wait in its buffer, and when the buffer is
+// full its policy applies (see Subscribe). Deliveries run on a goroutine
+// of their own, except that Flush, which waits for them anyway, makes the
+// delivery itself when none is under way. Events are handed
 // over in batches, at most Latency after the first one waits. Publishing when
 // nobody listens costs an atomic load; a subscriber with nothing to do
 // holds no goroutine. The zero Bus is ready to use.
@@ -79,8 +81,8 @@ func (b *Bus) Publish(e Event) {
 	b.parent.Publish(e)
 }
 
-// Subscribe calls fn with each event published from now on, in order, on
-// a goroutine of its own, until unsubscribe is called. By default a
+// Subscribe calls fn with each event published from now on, in order,
+// never from Publish, until unsubscribe is called. By default a
 // subscriber that falls a buffer (DefaultBuffer events) behind loses the
 // oldest events waiting for it, and the first event it gets after the gap
 // says how many in Dropped: a live view never stalls a run, and always
@@ -381,8 +383,14 @@ func (s *subscriber) close() {
 // flushes leaves no goroutine behind.
 func (s *subscriber) flush() {
 	s.mu.Lock()
-	if !s.running && !s.closed && len(s.queue) > 0 {
-		s.start()
+	if !s.running && !s.closed && len(s.queue) > 0 && (!s.armed || s.timer.Stop()) {
+		// The flusher waits for the delivery anyway, so it delivers itself:
+		// starting a goroutine to wait for would cost a short run more
+		// than all its events.
+		s.armed, s.running = false, true
+		s.mu.Unlock()
+		s.deliver()
+		s.mu.Lock()
 	}
 	for target := s.queued; !s.closed && (s.handled < target || s.running && s.queued == target); {
 		s.cond.Wait()

@@ -51,7 +51,14 @@ type Event struct {
 	WaitMS int64 `json:"wait_ms,omitempty"`
 	// Error is set on error and retry events, and on run_end of a failed run.
 	Error *ErrorInfo `json:"error,omitempty"`
-	// Data holds type-specific details (usage, terminate reason, ...).
+	// DurationMS is how long the turn took, on turn_end.
+	DurationMS float64 `json:"duration_ms,omitempty"`
+	// TotalTokens is what the run has used so far, on turn_end.
+	TotalTokens int `json:"total_tokens,omitempty"`
+	// Data holds the details of the events a run or a stage emits once
+	// (run_start, run_end, agent_started, agent_completed, a fallback's
+	// retry): model, terminate reason, outcome, tokens, cost. The events of
+	// every turn carry theirs in the typed fields above, which cost no map.
 	Data map[string]any `json:"data,omitempty"`
 	// Dropped is how many events this subscriber missed just before this
 	// one because it fell a whole buffer behind (see Subscribe). It is

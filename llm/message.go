@@ -160,61 +160,112 @@ type Streamer interface {
 // any chunk, not only the first. On error the partial response is returned
 // with it.
 func Collect(seq iter.Seq2[Chunk, error], onChunk func(Chunk)) (*Response, error) {
-	resp := &Response{}
-	var text []byte
-	var calls []ToolCall
-	var args [][]byte
-	for c, err := range seq {
-		if err != nil {
-			resp.Content = string(text)
-			resp.ToolCalls = finishCalls(calls, args)
-			return resp, err
-		}
-		if onChunk != nil {
-			onChunk(c)
-		}
-		text = append(text, c.Text...)
-		if d := c.ToolCall; d != nil {
-			for len(calls) <= d.Index {
-				calls = append(calls, ToolCall{})
-				args = append(args, nil)
-			}
-			if d.ID != "" {
-				calls[d.Index].ID = d.ID
-			}
-			if d.Name != "" {
-				calls[d.Index].Name = d.Name
-			}
-			if d.Signature != nil {
-				calls[d.Index].Signature = d.Signature
-			}
-			args[d.Index] = append(args[d.Index], d.Arguments...)
-		}
-		if c.Usage != nil {
-			resp.Usage = *c.Usage
-		}
-		if c.Model != "" {
-			resp.Model = c.Model
-		}
-		if c.FinishReason != "" {
-			resp.FinishReason = c.FinishReason
-		}
-	}
-	resp.Content = string(text)
-	resp.ToolCalls = finishCalls(calls, args)
-	return resp, nil
+	c := &collector{onChunk: onChunk}
+	seq(c.push)
+	c.finish()
+	return &c.resp, c.err
 }
 
-func finishCalls(calls []ToolCall, args [][]byte) []ToolCall {
-	if len(calls) == 0 {
-		return nil
+// collector assembles one reply. It is one object, with room for the first
+// tool call, because every model call of a run with a listener streams.
+type collector struct {
+	resp    Response
+	onChunk func(Chunk)
+	err     error
+	text    []byte // the text once a second piece came; before, resp.Content is the one piece
+	args    []partial
+	oneCall [1]ToolCall
+	oneArgs [1]partial
+}
+
+// partial is a tool call's arguments so far: a first fragment as it came,
+// bytes once a second one is appended.
+type partial struct {
+	first string
+	buf   []byte
+}
+
+func (c *collector) push(ch Chunk, err error) bool {
+	if err != nil {
+		c.err = err
+		return false
 	}
-	for i := range calls {
-		a := args[i]
-		if len(a) == 0 {
-			a = []byte("{}")
+	if c.onChunk != nil {
+		c.onChunk(ch)
+	}
+	c.addText(ch.Text)
+	if d := ch.ToolCall; d != nil {
+		c.addCall(d)
+	}
+	if ch.Usage != nil {
+		c.resp.Usage = *ch.Usage
+	}
+	if ch.Model != "" {
+		c.resp.Model = ch.Model
+	}
+	if ch.FinishReason != "" {
+		c.resp.FinishReason = ch.FinishReason
+	}
+	return true
+}
+
+func (c *collector) addText(s string) {
+	switch {
+	case s == "":
+	case c.text != nil:
+		c.text = append(c.text, s...)
+	case c.resp.Content == "":
+		c.resp.Content = s
+	default:
+		c.text = make([]byte, 0, 2*(len(c.resp.Content)+len(s)))
+		c.text = append(append(c.text, c.resp.Content...), s...)
+	}
+}
+
+func (c *collector) addCall(d *ToolCallDelta) {
+	for len(c.resp.ToolCalls) <= d.Index {
+		if c.resp.ToolCalls == nil {
+			c.resp.ToolCalls, c.args = c.oneCall[:0], c.oneArgs[:0]
 		}
-		calls[i].Arguments = json.RawMessage(a)
+		c.resp.ToolCalls = append(c.resp.ToolCalls, ToolCall{})
+		c.args = append(c.args, partial{})
 	}
-	return calls
+	call := &c.resp.ToolCalls[d.Index]
+	if d.ID != "" {
+		call.ID = d.ID
+	}
+	if d.Name != "" {
+		call.Name = d.Name
+	}
+	if d.Signature != nil {
+		call.Signature = d.Signature
+	}
+	a := &c.args[d.Index]
+	switch {
+	case d.Arguments == "":
+	case a.buf != nil:
+		a.buf = append(a.buf, d.Arguments...)
+	case a.first == "":
+		a.first = d.Arguments
+	default:
+		a.buf = make([]byte, 0, 2*len(a.first)+len(d.Arguments)+16)
+		a.buf = append(append(a.buf, a.first...), d.Arguments...)
+	}
+}
+
+func (c *collector) finish() {
+	if c.text != nil {
+		c.resp.Content = string(c.text)
+	}
+	for i := range c.resp.ToolCalls {
+		a := c.args[i]
+		switch {
+		case a.buf != nil:
+			c.resp.ToolCalls[i].Arguments = json.RawMessage(a.buf)
+		case a.first != "":
+			c.resp.ToolCalls[i].Arguments = json.RawMessage(a.first)
+		default:
+			c.resp.ToolCalls[i].Arguments = json.RawMessage("{}")
+		}
+	}
 }

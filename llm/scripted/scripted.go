@@ -89,9 +89,10 @@ type Script struct {
 }
 
 type step struct {
-	resp  *llm.Response
-	err   *llm.APIError
-	delay time.Duration
+	resp   *llm.Response
+	chunks []llm.Chunk // resp as Stream plays it, built once
+	err    *llm.APIError
+	delay  time.Duration
 }
 
 // Parse reads and validates a script. name identifies it in errors (a
@@ -178,7 +179,7 @@ func buildStep(n int, t Turn, model string) (step, error) {
 			resp.ToolCalls[i] = llm.ToolCall{ID: id, Name: c.Name, Arguments: args}
 		}
 	}
-	st.resp = resp
+	st.resp, st.chunks = resp, chunksOf(resp)
 	return st, nil
 }
 
@@ -254,9 +255,10 @@ func (m *Model) take() (step, int, error) {
 	return m.script.steps[n], n + 1, nil
 }
 
+// wait sleeps d unless ctx ends first. Its callers have just checked ctx.
 func wait(ctx context.Context, d time.Duration) error {
 	if d <= 0 {
-		return ctx.Err()
+		return nil
 	}
 	t := time.NewTimer(d)
 	defer t.Stop()
@@ -289,7 +291,8 @@ func (m *Model) Generate(ctx context.Context, req *llm.Request) (*llm.Response, 
 }
 
 // Stream plays the next turn as a stream: the content in small pieces (a
-// word at a time), then each tool call in two pieces, then the usage.
+// word at a time), then each tool call in two pieces, then the usage. The
+// chunks are shared with the script and must not be modified.
 func (m *Model) Stream(ctx context.Context, req *llm.Request) iter.Seq2[llm.Chunk, error] {
 	return func(yield func(llm.Chunk, error) bool) {
 		if err := ctx.Err(); err != nil {
@@ -308,17 +311,20 @@ func (m *Model) Stream(ctx context.Context, req *llm.Request) iter.Seq2[llm.Chun
 			yield(llm.Chunk{}, err)
 			return
 		}
-		streamResponse(st.resp, yield)
+		for _, c := range st.chunks {
+			if !yield(c, nil) {
+				return
+			}
+		}
 	}
 }
 
-func streamResponse(r *llm.Response, yield func(llm.Chunk, error) bool) {
-	text := r.Content
-	for len(text) > 0 {
+// chunksOf cuts r the way Stream plays it.
+func chunksOf(r *llm.Response) []llm.Chunk {
+	var chunks []llm.Chunk
+	for text := r.Content; len(text) > 0; {
 		n := pieceLen(text)
-		if !yield(llm.Chunk{Text: text[:n]}, nil) {
-			return
-		}
+		chunks = append(chunks, llm.Chunk{Text: text[:n]})
 		text = text[n:]
 	}
 	for i, c := range r.ToolCalls {
@@ -327,15 +333,12 @@ func streamResponse(r *llm.Response, yield func(llm.Chunk, error) bool) {
 		for half > 0 && !utf8.RuneStart(args[half]) {
 			half--
 		}
-		if !yield(llm.Chunk{ToolCall: &llm.ToolCallDelta{Index: i, ID: c.ID, Name: c.Name, Arguments: args[:half]}}, nil) {
-			return
-		}
-		if !yield(llm.Chunk{ToolCall: &llm.ToolCallDelta{Index: i, Arguments: args[half:]}}, nil) {
-			return
-		}
+		chunks = append(chunks,
+			llm.Chunk{ToolCall: &llm.ToolCallDelta{Index: i, ID: c.ID, Name: c.Name, Arguments: args[:half]}},
+			llm.Chunk{ToolCall: &llm.ToolCallDelta{Index: i, Arguments: args[half:]}})
 	}
 	u := r.Usage
-	yield(llm.Chunk{Usage: &u, Model: r.Model, FinishReason: r.FinishReason}, nil)
+	return append(chunks, llm.Chunk{Usage: &u, Model: r.Model, FinishReason: r.FinishReason})
 }
 
 // pieceLen returns the length of the first word of s with the spaces after it.
