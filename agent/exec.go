@@ -96,7 +96,7 @@ func (r *run) runParallel(calls []llm.ToolCall, results []ToolResult, base, tran
 // exec runs one call through its tool's handler chain and always emits one
 // start and one end event.
 func (r *run) exec(index, base int, call *llm.ToolCall, res *ToolResult, transfer bool) {
-	active := r.callStarted(call)
+	end := r.callStarted(call)
 	res.Call = *call
 	start := time.Now()
 	res.start = start
@@ -135,25 +135,28 @@ func (r *run) exec(index, base int, call *llm.ToolCall, res *ToolResult, transfe
 	}
 	res.Duration = time.Since(start)
 	r.log.toolCall(res, base+index+1)
-	if active {
-		r.callEnded(res, attempts)
+	if end != nil {
+		r.callEnded(end, res, attempts)
 	}
 	res.Attempts = attempts
 }
 
-// callStarted emits tool_call_start, when anyone listens, and reports
-// whether anyone does.
-func (r *run) callStarted(call *llm.ToolCall) bool {
+// callStarted emits tool_call_start, when anyone listens, and returns
+// the record tool_call_end will carry (nil when nobody listens). Both
+// records of a call are one allocation.
+func (r *run) callStarted(call *llm.ToolCall) *event.ToolCall {
 	if !r.s.bus.Active() {
-		return false
+		return nil
 	}
-	r.emit(event.Event{Type: event.ToolCallStart, Tool: &event.ToolCall{ID: call.ID, Name: call.Name, Arguments: call.Arguments}})
-	return true
+	tc := new([2]event.ToolCall)
+	tc[0] = event.ToolCall{ID: call.ID, Name: call.Name, Arguments: call.Arguments}
+	r.emit(event.Event{Type: event.ToolCallStart, Tool: &tc[0]})
+	return &tc[1]
 }
 
-// callEnded emits tool_call_end for a finished call.
-func (r *run) callEnded(res *ToolResult, attempts int) {
-	tc := &event.ToolCall{ID: res.Call.ID, Name: res.Call.Name, Arguments: res.Call.Arguments, Status: "success",
+// callEnded emits tool_call_end for a finished call into tc.
+func (r *run) callEnded(tc *event.ToolCall, res *ToolResult, attempts int) {
+	*tc = event.ToolCall{ID: res.Call.ID, Name: res.Call.Name, Arguments: res.Call.Arguments, Status: "success",
 		DurationMS: ms(res.Duration), Attempts: attempts, Output: res.Output}
 	if res.Err != nil {
 		tc.Status, tc.Error = "error", res.Err.Error()

@@ -73,7 +73,7 @@ func (b *Bus) Publish(e Event) {
 		e.Seq = b.seq
 		if subs := b.subs.Load(); subs != nil {
 			for _, s := range *subs {
-				s.enqueue(e)
+				s.enqueue(&e)
 			}
 		}
 		b.pub.Unlock()
@@ -245,7 +245,7 @@ type subscriber struct {
 // not counted. When it is full, a blocking subscriber makes the publisher
 // wait; any other loses the oldest waiting event, whose successor carries
 // the count, so the latest events (a run's end) always arrive.
-func (s *subscriber) enqueue(e Event) {
+func (s *subscriber) enqueue(e *Event) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for s.block && !s.closed && len(s.queue) >= s.limit {
@@ -254,21 +254,22 @@ func (s *subscriber) enqueue(e Event) {
 	if s.closed {
 		return
 	}
+	var lost uint64 // carried to e when nothing else waits
 	if len(s.queue) >= s.limit {
-		lost := s.queue[0].Dropped + 1
+		lost = s.queue[0].Dropped + 1
 		s.queue[0] = Event{}
 		s.queue = s.queue[1:]
 		s.handled++
 		if len(s.queue) > 0 {
 			s.queue[0].Dropped += lost
-		} else {
-			e.Dropped += lost
+			lost = 0
 		}
 	}
 	if s.queue == nil {
 		s.queue = getQueue()
 	}
-	s.queue = append(s.queue, e)
+	s.queue = append(s.queue, *e) // *e is shared by every subscriber: change only the copy
+	s.queue[len(s.queue)-1].Dropped += lost
 	s.queued++
 	switch {
 	case s.running:
@@ -334,7 +335,7 @@ func (s *subscriber) deliver() {
 			if s.stopped.Load() {
 				break
 			}
-			if !s.call(batch[i]) {
+			if !s.call(&batch[i]) {
 				s.bus.remove(s)
 				break
 			}
@@ -350,14 +351,14 @@ func (s *subscriber) deliver() {
 	}
 }
 
-func (s *subscriber) call(e Event) (ok bool) {
+func (s *subscriber) call(e *Event) (ok bool) {
 	defer func() {
 		if r := recover(); r != nil {
 			slog.Error("agentry: event subscriber panicked; unsubscribed", "event", string(e.Type), "panic", fmt.Sprint(r))
 			ok = false
 		}
 	}()
-	s.fn(e)
+	s.fn(*e)
 	return true
 }
 

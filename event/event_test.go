@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"runtime"
 	"strings"
 	"sync"
@@ -114,34 +115,43 @@ func TestSelfUnsubscribe(t *testing.T) {
 // neither stalls the publisher nor the other subscribers; what it missed
 // is counted on the next event it gets.
 func TestSlowSubscriberDoesNotStall(t *testing.T) {
-	var b Bus
-	gate := make(chan struct{})
-	var slow []Event
-	b.Subscribe(func(e Event) {
-		<-gate
-		slow = append(slow, e)
-	}, Buffer(4))
-	fast := 0
-	b.Subscribe(func(Event) { fast++ })
-	for range 100 { // returns although the slow subscriber holds event 1
-		b.Publish(Event{Type: ContentChunk})
-	}
-	close(gate)
-	b.Publish(Event{Type: RunEnd})
-	b.Flush()
-	if fast != 101 {
-		t.Errorf("the fast subscriber got %d events", fast)
-	}
-	var seen, dropped uint64
-	for i, e := range slow {
-		seen++
-		dropped += e.Dropped
-		if i > 0 && e.Seq != slow[i-1].Seq+1+e.Dropped {
-			t.Errorf("event seq %d after %d with dropped %d", e.Seq, slow[i-1].Seq, e.Dropped)
-		}
-	}
-	if seen+dropped != 101 || dropped == 0 || slow[len(slow)-1].Type != RunEnd {
-		t.Errorf("the slow subscriber saw %d and missed %d of 101, last %v", seen, dropped, slow[len(slow)-1].Type)
+	for _, buffer := range []int{1, 4} { // with 1, the count of what was lost rides on the new event
+		t.Run(fmt.Sprint("buffer ", buffer), func(t *testing.T) {
+			var b Bus
+			gate := make(chan struct{})
+			var slow []Event
+			b.Subscribe(func(e Event) {
+				<-gate
+				slow = append(slow, e)
+			}, Buffer(buffer))
+			fast, marked := 0, 0
+			b.Subscribe(func(e Event) { // after the slow one: it must not see the slow one's marks
+				fast++
+				if e.Dropped != 0 {
+					marked++
+				}
+			})
+			for range 100 { // returns although the slow subscriber holds event 1
+				b.Publish(Event{Type: ContentChunk})
+			}
+			close(gate)
+			b.Publish(Event{Type: RunEnd})
+			b.Flush()
+			if fast != 101 || marked != 0 {
+				t.Errorf("the fast subscriber got %d events, %d marked as after a gap", fast, marked)
+			}
+			var seen, dropped uint64
+			for i, e := range slow {
+				seen++
+				dropped += e.Dropped
+				if i > 0 && e.Seq != slow[i-1].Seq+1+e.Dropped {
+					t.Errorf("event seq %d after %d with dropped %d", e.Seq, slow[i-1].Seq, e.Dropped)
+				}
+			}
+			if seen+dropped != 101 || dropped == 0 || slow[len(slow)-1].Type != RunEnd {
+				t.Errorf("the slow subscriber saw %d and missed %d of 101, last %v", seen, dropped, slow[len(slow)-1].Type)
+			}
+		})
 	}
 }
 
