@@ -217,20 +217,34 @@ func BenchmarkHandWrittenLoop(b *testing.B) {
 }
 
 // BenchmarkLoop10TurnsObserved is the reference workload with one event
-// subscriber, to show what listening costs.
+// subscriber, to show what listening costs: one that takes every event
+// (so the model calls stream, for content_chunk), and one that takes all
+// but content_chunk, as a sink of tool calls and run ends would.
 func BenchmarkLoop10TurnsObserved(b *testing.B) {
-	s := benchScript(b)
-	a := benchAgent(b, s)
-	input := map[string]any{"task": "add"}
-	ctx := context.Background()
-	events := 0
-	b.ReportAllocs()
-	start := time.Now()
-	for b.Loop() {
-		if _, err := a.Run(ctx, input, WithSessionProvider(s.Model()), WithEvents(func(event.Event) { events++ })); err != nil {
-			b.Fatal(err)
-		}
+	var noChunks []event.Type
+	for _, t := range []event.Type{event.RunStart, event.TurnStart, event.Thinking, event.ToolCallStart, event.ToolCallEnd,
+		event.PolicyDecision, event.Retry, event.TurnEnd, event.Error, event.RunEnd} {
+		noChunks = append(noChunks, t)
 	}
-	b.ReportMetric(float64(time.Since(start).Nanoseconds())/float64(b.N*10), "ns/turn")
-	b.ReportMetric(float64(events)/float64(b.N), "events/run")
+	for _, bb := range []struct {
+		name string
+		opts []event.Option
+	}{{"every", nil}, {"no_chunks", []event.Option{event.Types(noChunks...)}}} {
+		b.Run(bb.name, func(b *testing.B) {
+			s := benchScript(b)
+			a := benchAgent(b, s)
+			input := map[string]any{"task": "add"}
+			ctx := context.Background()
+			events := 0
+			b.ReportAllocs()
+			start := time.Now()
+			for b.Loop() {
+				if _, err := a.Run(ctx, input, WithSessionProvider(s.Model()), WithEvents(func(event.Event) { events++ }, bb.opts...)); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(time.Since(start).Nanoseconds())/float64(b.N*10), "ns/turn")
+			b.ReportMetric(float64(events)/float64(b.N), "events/run")
+		})
+	}
 }

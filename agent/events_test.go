@@ -2,10 +2,13 @@ package agent
 
 import (
 	"context"
+	"iter"
 	"slices"
 	"testing"
 
 	"github.com/agentry/agentry/event"
+	"github.com/agentry/agentry/llm"
+	"github.com/agentry/agentry/llm/scripted"
 )
 
 // Defect 4: a listener that unsubscribes itself, a viewer stuck in its
@@ -99,5 +102,54 @@ func TestEventsOfATurn(t *testing.T) {
 	}
 	if turnMS > res.Metrics.DurationMS {
 		t.Errorf("the turns took %v ms in all, longer than the run's %v ms", turnMS, res.Metrics.DurationMS)
+	}
+}
+
+// countingModel counts how the run called the model.
+type countingModel struct {
+	*scripted.Model
+	generated, streamed int
+}
+
+func (m *countingModel) Generate(ctx context.Context, req *llm.Request) (*llm.Response, error) {
+	m.generated++
+	return m.Model.Generate(ctx, req)
+}
+
+func (m *countingModel) Stream(ctx context.Context, req *llm.Request) iter.Seq2[llm.Chunk, error] {
+	m.streamed++
+	return m.Model.Stream(ctx, req)
+}
+
+// TestStreamsOnlyForChunks: a run streams its model calls when, and only
+// when, a listener takes content_chunk events.
+func TestStreamsOnlyForChunks(t *testing.T) {
+	tests := []struct {
+		name   string
+		opts   []event.Option
+		stream bool
+	}{
+		{"every type", nil, true},
+		{"chunks among others", []event.Option{event.Types(event.RunEnd, event.ContentChunk)}, true},
+		{"no chunks", []event.Option{event.Types(event.RunStart, event.ToolCallEnd, event.RunEnd)}, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := benchScriptN(t, 3)
+			a := benchAgent(t, s)
+			m := &countingModel{Model: s.Model()}
+			var types []event.Type
+			_, err := a.Run(context.Background(), map[string]any{"task": "add"}, WithSessionProvider(m),
+				WithEvents(func(e event.Event) { types = append(types, e.Type) }, tt.opts...))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := m.streamed == 3 && m.generated == 0; got != tt.stream {
+				t.Errorf("streamed %d and generated %d of 3 calls; streaming wanted: %v", m.streamed, m.generated, tt.stream)
+			}
+			if tt.stream != slices.Contains(types, event.ContentChunk) {
+				t.Errorf("events %v", types)
+			}
+		})
 	}
 }

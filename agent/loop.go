@@ -344,10 +344,10 @@ func (r *run) callModel(ctx context.Context) (*llm.Response, error) {
 	return resp, nil
 }
 
-// generate calls the provider chain, streaming when someone listens and
-// the chain can.
+// generate calls the provider chain, streaming when someone takes
+// content_chunk events and the chain can.
 func (r *run) generate(ctx context.Context) (*llm.Response, error) {
-	if sp, ok := r.s.provider.(llm.Streamer); ok && r.s.bus.Active() {
+	if sp, ok := r.s.provider.(llm.Streamer); ok && r.s.bus.Wants(event.ContentChunk) {
 		if r.onChunk == nil {
 			r.onChunk = r.chunk // once a run, not once a call
 		}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"iter"
 	"log/slog"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -50,11 +51,37 @@ func Buffer(n int) Option { return func(s *subscriber) { s.limit = max(n, 1) } }
 // reading stalls every run that publishes to its bus, so it must keep up.
 func Block() Option { return func(s *subscriber) { s.block = true } }
 
+// Types limits the subscription to events of the given types (none given:
+// every type). Seq stays the bus's: a subscriber of some types sees gaps. A subscriber that does
+// not take content_chunk spares a run the cost of streaming its model
+// calls (see Wants).
+func Types(types ...Type) Option {
+	return func(s *subscriber) { s.types = slices.Clip(slices.Clone(types)) }
+}
+
 // Active reports whether anyone listens, here or on a parent.
 func (b *Bus) Active() bool {
 	for ; b != nil; b = b.parent {
 		if b.active.Load() > 0 {
 			return true
+		}
+	}
+	return false
+}
+
+// Wants reports whether anyone listens to events of type t, here or on a
+// parent.
+func (b *Bus) Wants(t Type) bool {
+	for ; b != nil; b = b.parent {
+		if b.active.Load() == 0 {
+			continue
+		}
+		if subs := b.subs.Load(); subs != nil {
+			for _, s := range *subs {
+				if s.wants(t) {
+					return true
+				}
+			}
 		}
 	}
 	return false
@@ -73,7 +100,9 @@ func (b *Bus) Publish(e Event) {
 		e.Seq = b.seq
 		if subs := b.subs.Load(); subs != nil {
 			for _, s := range *subs {
-				s.enqueue(&e)
+				if s.wants(e.Type) {
+					s.enqueue(&e)
+				}
 			}
 		}
 		b.pub.Unlock()
@@ -226,6 +255,7 @@ type subscriber struct {
 	bus   *Bus
 	limit int
 	block bool
+	types []Type // nil: every type
 
 	mu      sync.Mutex
 	cond    sync.Cond // signals progress: space freed, events handled, stopped
@@ -238,6 +268,10 @@ type subscriber struct {
 	stopped atomic.Bool // closed, readable without the lock
 	queued  uint64      // events accepted, ever
 	handled uint64      // events delivered or discarded, ever
+}
+
+func (s *subscriber) wants(t Type) bool {
+	return s.types == nil || slices.Contains(s.types, t)
 }
 
 // enqueue is called with the bus's publish lock held, which orders queues.

@@ -313,3 +313,45 @@ func TestDeliveryWithoutFlush(t *testing.T) {
 		}
 	}
 }
+
+func TestTypes(t *testing.T) {
+	var parent Bus
+	child := NewBus(&parent)
+	if child.Wants(RunEnd) {
+		t.Fatal("a bus nobody listens to wants events")
+	}
+	var ends []Event
+	stop := child.Subscribe(func(e Event) { ends = append(ends, e) }, Types(RunEnd, TurnEnd))
+	if !child.Wants(RunEnd) || child.Wants(ContentChunk) {
+		t.Errorf("wants run_end %v, content_chunk %v", child.Wants(RunEnd), child.Wants(ContentChunk))
+	}
+	all := 0
+	stopAll := parent.Subscribe(func(Event) { all++ })
+	if !child.Wants(ContentChunk) {
+		t.Error("a subscriber of every type on the parent does not make the child want content_chunk")
+	}
+	for _, typ := range []Type{RunStart, ContentChunk, TurnEnd, ContentChunk, RunEnd} {
+		child.Publish(Event{Type: typ})
+	}
+	child.Flush()
+	parent.Flush()
+	if len(ends) != 2 || ends[0].Type != TurnEnd || ends[0].Seq != 3 || ends[1].Seq != 5 {
+		t.Errorf("the subscriber of two types got %+v", ends)
+	}
+	if all != 5 {
+		t.Errorf("the parent's subscriber got %d of 5", all)
+	}
+	stopAll()
+	stop()
+	if child.Wants(RunEnd) {
+		t.Error("wants after everyone left")
+	}
+	var none Bus
+	n := 0
+	defer none.Subscribe(func(Event) { n++ }, Types())()
+	none.Publish(Event{Type: Retry})
+	none.Flush()
+	if n != 1 {
+		t.Errorf("Types() took %d of 1 events, want every type", n)
+	}
+}
