@@ -14,7 +14,7 @@ const perTurnAllocs = 8
 
 // oneTurnAllocs is the budget of a whole one-turn run: the session, its
 // contexts, the prompt, the model call and the Result.
-const oneTurnAllocs = 30
+const oneTurnAllocs = 28
 
 // TestAllocationsPerTurn holds the loop to its budget: the allocations of
 // a ten-turn run less those of a one-turn run, per added turn. An

@@ -43,11 +43,12 @@ func Recover() Middleware {
 // each of its models in when no transport middleware goes between.
 func Guard(policy retry.Policy, d time.Duration, recoverPanics bool) Middleware {
 	return func(next Provider) Provider {
-		g := guard{next: next, policy: policy, timeout: max(d, 0), recover: recoverPanics}
 		if s, ok := next.(Streamer); ok {
-			return &streamGuard{guard: g, stream: s}
+			sg := &streamGuard{stream: s}
+			sg.guard = guard{next: next, policy: policy, timeout: max(d, 0), recover: recoverPanics}
+			return sg
 		}
-		return &g
+		return &guard{next: next, policy: policy, timeout: max(d, 0), recover: recoverPanics}
 	}
 }
 
