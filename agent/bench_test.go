@@ -221,11 +221,8 @@ func BenchmarkHandWrittenLoop(b *testing.B) {
 // (so the model calls stream, for content_chunk), and one that takes all
 // but content_chunk, as a sink of tool calls and run ends would.
 func BenchmarkLoop10TurnsObserved(b *testing.B) {
-	var noChunks []event.Type
-	for _, t := range []event.Type{event.RunStart, event.TurnStart, event.Thinking, event.ToolCallStart, event.ToolCallEnd,
-		event.PolicyDecision, event.Retry, event.TurnEnd, event.Error, event.RunEnd} {
-		noChunks = append(noChunks, t)
-	}
+	noChunks := []event.Type{event.RunStart, event.TurnStart, event.Thinking, event.ToolCallStart, event.ToolCallEnd,
+		event.PolicyDecision, event.Retry, event.TurnEnd, event.Error, event.RunEnd}
 	for _, bb := range []struct {
 		name string
 		opts []event.Option
