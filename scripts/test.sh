@@ -4,9 +4,13 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-if [ -x scripts/test-deps.sh ]; then
-  scripts/test-deps.sh
-fi
+# The servers the tests use (Postgres), installed if missing and started
+# on free loopback ports; stopped when this script ends, however it ends.
+deps=$(scripts/test-deps.sh start)
+eval "$deps"
+trap 'scripts/test-deps.sh stop "$AGENTRY_TEST_DEPS"' EXIT
+# A test that needs a server fails, instead of skipping, when it is missing.
+export AGENTRY_REQUIRE_SERVICES=1
 
 unformatted=$(gofmt -l $(git ls-files '*.go' 2>/dev/null || find . -name '*.go'))
 if [ -n "$unformatted" ]; then

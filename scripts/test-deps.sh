@@ -1,0 +1,112 @@
+#!/usr/bin/env bash
+# Installs what agentry's tests need and starts their servers, idempotently:
+# packages come from Debian (apt-get), servers listen on free loopback ports
+# and keep their data in a temporary directory.
+#
+#   eval "$(scripts/test-deps.sh start)"   # install, start, print the exports
+#   scripts/test-deps.sh stop "$AGENTRY_TEST_DEPS"
+#
+# start prints shell exports on stdout (and progress on stderr):
+#   AGENTRY_TEST_DEPS       the temporary directory, for stop
+#   AGENTRY_TEST_POSTGRES   a postgres:// URL of an empty database
+set -euo pipefail
+
+log() { echo "test-deps: $*" >&2; }
+
+as_root() {
+  if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi
+}
+
+apt_updated=
+apt_install() {
+  if [ -z "$apt_updated" ]; then
+    log "apt-get update"
+    as_root apt-get update -qq >&2
+    apt_updated=1
+  fi
+  log "apt-get install $*"
+  DEBIAN_FRONTEND=noninteractive as_root apt-get install -y -qq --no-install-recommends "$@" >&2
+}
+
+pg_bin() {
+  local d
+  for d in /usr/lib/postgresql/*/bin; do
+    if [ -x "$d/postgres" ] && [ -x "$d/initdb" ] && [ -x "$d/pg_ctl" ]; then
+      echo "$d"
+    fi
+  done | sort -V | tail -n 1
+}
+
+install() {
+  if [ -z "$(pg_bin)" ]; then
+    apt_install postgresql
+  fi
+}
+
+# free_port prints a loopback port nothing listens on.
+free_port() {
+  local port
+  for _ in $(seq 1 50); do
+    port=$((20000 + RANDOM % 30000))
+    if ! (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then
+      echo "$port"
+      return
+    fi
+  done
+  log "no free port found"
+  return 1
+}
+
+start_postgres() {
+  local dir=$1 bin run=()
+  bin=$(pg_bin)
+  # Postgres refuses to run as root: root runs it as the postgres user
+  # the package creates.
+  if [ "$(id -u)" = 0 ]; then
+    run=(runuser -u postgres --)
+    chown postgres "$dir"
+  fi
+  "${run[@]}" "$bin/initdb" -D "$dir/pg" -U agentry -A trust --no-sync -E UTF8 >"$dir/initdb.log" 2>&1 ||
+    { cat "$dir/initdb.log" >&2; return 1; }
+  local port
+  for _ in 1 2 3 4 5; do
+    port=$(free_port)
+    if "${run[@]}" "$bin/pg_ctl" -D "$dir/pg" -l "$dir/pg.log" -w -t 60 \
+      -o "-p $port -k $dir -c listen_addresses=127.0.0.1 -c fsync=off -c synchronous_commit=off -c full_page_writes=off -c max_connections=200" \
+      start >&2; then
+      echo "export AGENTRY_TEST_POSTGRES='postgres://agentry@127.0.0.1:$port/postgres?sslmode=disable'"
+      log "postgres on 127.0.0.1:$port"
+      return
+    fi
+    log "postgres did not start on port $port; trying another"
+  done
+  cat "$dir/pg.log" >&2
+  return 1
+}
+
+start() {
+  install
+  local dir
+  dir=$(mktemp -d "${TMPDIR:-/tmp}/agentry-test-deps.XXXXXX")
+  chmod 755 "$dir"
+  echo "export AGENTRY_TEST_DEPS='$dir'"
+  start_postgres "$dir"
+}
+
+stop() {
+  local dir=${1:-}
+  [ -n "$dir" ] && [ -d "$dir" ] || return 0
+  if [ -f "$dir/pg/postmaster.pid" ]; then
+    local run=()
+    [ "$(id -u)" = 0 ] && run=(runuser -u postgres --)
+    "${run[@]}" "$(pg_bin)/pg_ctl" -D "$dir/pg" -m immediate -w stop >/dev/null 2>&1 || true
+  fi
+  rm -rf "$dir"
+}
+
+case "${1:-start}" in
+  start) start ;;
+  stop) stop "${2:-}" ;;
+  install) install ;;
+  *) echo "usage: $0 start|stop DIR|install" >&2; exit 2 ;;
+esac

@@ -1,0 +1,215 @@
+package sqlstore
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/agentry/agentry/store"
+)
+
+// rowsPerInsert is how many records one INSERT carries: seven parameters
+// a row stays far below every backend's limit on parameters.
+const rowsPerInsert = 64
+
+// inserts caches the INSERT of n records, per placeholder style.
+var inserts [2]sync.Map
+
+func (s *DB) insertSQL(n int) string {
+	cache := &inserts[0]
+	if s.d.Numbered {
+		cache = &inserts[1]
+	}
+	if v, ok := cache.Load(n); ok {
+		return v.(string)
+	}
+	var b strings.Builder
+	b.WriteString(`INSERT INTO agentry_log (run_id, kind, format, turn, call_key, at, data) VALUES `)
+	for i := range n {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteString("(?, ?, ?, ?, ?, ?, ?)")
+	}
+	q := s.q(b.String())
+	cache.Store(n, q)
+	return q
+}
+
+// Append applies a write in one transaction, after checking that its
+// holder still holds the run.
+func (s *DB) Append(ctx context.Context, w store.Write) error {
+	if w.Status != "" && (!w.Status.Valid() || w.Status == store.Interrupted) {
+		return fmt.Errorf("store: append to run %s: status %q cannot be written", w.RunID, w.Status)
+	}
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("store: append to run %s: %w", w.RunID, err)
+	}
+	defer tx.Rollback()
+	var holder string
+	err = tx.QueryRowContext(ctx, s.q(`SELECT holder FROM agentry_runs WHERE id = ?`+s.d.ForUpdate), w.RunID).Scan(&holder)
+	if errors.Is(err, sql.ErrNoRows) {
+		return fmt.Errorf("%w: %s", store.ErrNotFound, w.RunID)
+	}
+	if err != nil {
+		return fmt.Errorf("store: append to run %s: %w", w.RunID, err)
+	}
+	if holder != w.Holder {
+		return fmt.Errorf("%w: run %s is held by %q, not %q", store.ErrLeaseLost, w.RunID, holder, w.Holder)
+	}
+	now := s.now()
+	if err := s.insert(ctx, tx, w.RunID, w.Records, now); err != nil {
+		return err
+	}
+	if err := s.update(ctx, tx, &w, now); err != nil {
+		return err
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("store: append to run %s: %w", w.RunID, err)
+	}
+	return nil
+}
+
+func (s *DB) insert(ctx context.Context, tx *sql.Tx, runID string, recs []store.Record, now time.Time) error {
+	args := make([]any, 0, 7*min(len(recs), rowsPerInsert))
+	for len(recs) > 0 {
+		n := min(len(recs), rowsPerInsert)
+		args = args[:0]
+		for i := range recs[:n] {
+			r := &recs[i]
+			if r.Kind == "" {
+				return fmt.Errorf("store: append to run %s: record %d has no kind", runID, i)
+			}
+			format, at := r.Format, r.Time
+			if format == "" {
+				format = store.Format
+			}
+			if at.IsZero() {
+				at = now
+			}
+			data := string(r.Data)
+			if data == "" {
+				data = "null"
+			}
+			args = append(args, runID, string(r.Kind), format, r.Turn, r.Key, at.UnixMicro(), data)
+		}
+		if _, err := tx.ExecContext(ctx, s.insertSQL(n), args...); err != nil {
+			return fmt.Errorf("store: append to run %s: %w", runID, err)
+		}
+		recs = recs[n:]
+	}
+	return nil
+}
+
+// update changes the run's row as the write asks: always its update time,
+// and its status, summary and lease when set.
+func (s *DB) update(ctx context.Context, tx *sql.Tx, w *store.Write, now time.Time) error {
+	set := []string{"updated_at = ?"}
+	args := []any{now.UnixMicro()}
+	if w.Status != "" {
+		set, args = append(set, "status = ?"), append(args, string(w.Status))
+	}
+	if sm := w.Summary; sm != nil {
+		set = append(set, "outcome = ?", "turns = ?", "tokens = ?", "cost_usd = ?", "error = ?")
+		args = append(args, sm.Outcome, sm.Turns, sm.Tokens, nullFloat(sm.CostUSD), sm.Error)
+	}
+	if w.Release {
+		set = append(set, "holder = ''", "lease_until = 0")
+	}
+	_, err := tx.ExecContext(ctx, s.q(`UPDATE agentry_runs SET `+strings.Join(set, ", ")+` WHERE id = ?`), append(args, w.RunID)...)
+	if err != nil {
+		return fmt.Errorf("store: append to run %s: %w", w.RunID, err)
+	}
+	return nil
+}
+
+// Records returns a run's records after a sequence number.
+func (s *DB) Records(ctx context.Context, runID string, after int64) ([]store.Record, error) {
+	rows, err := s.db.QueryContext(ctx, s.q(`SELECT seq, kind, format, turn, call_key, at, data FROM agentry_log
+		WHERE run_id = ? AND seq > ? ORDER BY seq`), runID, after)
+	if err != nil {
+		return nil, fmt.Errorf("store: read the log of run %s: %w", runID, err)
+	}
+	defer rows.Close()
+	var out []store.Record
+	for rows.Next() {
+		var r store.Record
+		var kind, data string
+		var at int64
+		if err := rows.Scan(&r.Seq, &kind, &r.Format, &r.Turn, &r.Key, &at, &data); err != nil {
+			return nil, fmt.Errorf("store: read the log of run %s: %w", runID, err)
+		}
+		r.Kind, r.Time, r.Data = store.Kind(kind), fromMicros(at), []byte(data)
+		out = append(out, r)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("store: read the log of run %s: %w", runID, err)
+	}
+	if out == nil {
+		if _, err := s.Get(ctx, runID); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// Acquire leases a run to holder.
+func (s *DB) Acquire(ctx context.Context, runID, holder string, ttl time.Duration) error {
+	if holder == "" {
+		return fmt.Errorf("store: acquire run %s: empty holder", runID)
+	}
+	now := s.now()
+	res, err := s.db.ExecContext(ctx, s.q(`UPDATE agentry_runs SET holder = ?, lease_until = ?, updated_at = ?
+		WHERE id = ? AND (holder = '' OR holder = ? OR lease_until < ?)`),
+		holder, now.Add(ttl).UnixMicro(), now.UnixMicro(), runID, holder, now.UnixMicro())
+	if err != nil {
+		return fmt.Errorf("store: acquire run %s: %w", runID, err)
+	}
+	if n, _ := res.RowsAffected(); n == 1 {
+		return nil
+	}
+	r, err := s.Get(ctx, runID)
+	if err != nil {
+		return err
+	}
+	return &store.HeldError{RunID: runID, Holder: r.Holder, Until: r.LeaseUntil}
+}
+
+// Renew extends holder's lease.
+func (s *DB) Renew(ctx context.Context, runID, holder string, ttl time.Duration) error {
+	now := s.now()
+	res, err := s.db.ExecContext(ctx, s.q(`UPDATE agentry_runs SET lease_until = ? WHERE id = ? AND holder = ? AND holder <> ''`),
+		now.Add(ttl).UnixMicro(), runID, holder)
+	if err != nil {
+		return fmt.Errorf("store: renew the lease of run %s: %w", runID, err)
+	}
+	return s.lost(ctx, res, runID, holder)
+}
+
+// Break frees the lease of a dead holder.
+func (s *DB) Break(ctx context.Context, runID, holder string) error {
+	res, err := s.db.ExecContext(ctx, s.q(`UPDATE agentry_runs SET holder = '', lease_until = 0,
+		status = CASE WHEN status = 'running' THEN 'interrupted' ELSE status END
+		WHERE id = ? AND holder = ? AND holder <> ''`), runID, holder)
+	if err != nil {
+		return fmt.Errorf("store: break the lease of run %s: %w", runID, err)
+	}
+	return s.lost(ctx, res, runID, holder)
+}
+
+// lost turns an update that matched no row into ErrNotFound or
+// ErrLeaseLost.
+func (s *DB) lost(ctx context.Context, res sql.Result, runID, holder string) error {
+	if n, _ := res.RowsAffected(); n == 1 {
+		return nil
+	}
+	if _, err := s.Get(ctx, runID); err != nil {
+		return err
+	}
+	return fmt.Errorf("%w: run %s is not held by %q", store.ErrLeaseLost, runID, holder)
+}

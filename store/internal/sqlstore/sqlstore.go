@@ -1,0 +1,276 @@
+// Package sqlstore is the store.Store both SQL backends share: the same
+// tables and statements over database/sql, with what differs between
+// SQLite and Postgres (placeholders, row locks, the DDL of migrations)
+// in a Dialect.
+package sqlstore
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/agentry/agentry/store"
+)
+
+// Dialect is what differs between the SQL backends.
+type Dialect struct {
+	// Name is the backend's name, for errors.
+	Name string
+	// Numbered placeholders ($1, $2) instead of ?.
+	Numbered bool
+	// ForUpdate is appended to the SELECT that reads a run before a write
+	// (" FOR UPDATE" where rows can be locked; SQLite locks the database
+	// when the transaction begins).
+	ForUpdate string
+	// MigrationLock, when set, runs first in the migration transaction so
+	// that two processes opening one database migrate it once.
+	MigrationLock string
+	// Migrations are the schema's versions, in order: Migrations[i]
+	// brings the schema to version i+1.
+	Migrations []string
+}
+
+// DB is a store over a *sql.DB.
+type DB struct {
+	db      *sql.DB
+	d       Dialect
+	now     func() time.Time
+	queries sync.Map // query text with ? → the dialect's text
+}
+
+// Open wraps db, runs the migrations it has not seen, and returns the
+// store. It takes ownership of db: Close closes it.
+func Open(ctx context.Context, db *sql.DB, d Dialect) (*DB, error) {
+	s := &DB{db: db, d: d, now: time.Now}
+	if err := s.migrate(ctx); err != nil {
+		db.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+// Close closes the database.
+func (s *DB) Close() error { return s.db.Close() }
+
+// SQL returns the database, for a backend's own tests and tools.
+func (s *DB) SQL() *sql.DB { return s.db }
+
+// q turns a query written with ? into the dialect's placeholders, once.
+func (s *DB) q(query string) string {
+	if !s.d.Numbered {
+		return query
+	}
+	if v, ok := s.queries.Load(query); ok {
+		return v.(string)
+	}
+	var b strings.Builder
+	n := 0
+	for i := 0; i < len(query); i++ {
+		if query[i] == '?' {
+			n++
+			b.WriteByte('$')
+			b.WriteString(strconv.Itoa(n))
+			continue
+		}
+		b.WriteByte(query[i])
+	}
+	out := b.String()
+	s.queries.Store(query, out)
+	return out
+}
+
+func (s *DB) migrate(ctx context.Context) error {
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("store (%s): migrate: %w", s.d.Name, err)
+	}
+	defer tx.Rollback()
+	if s.d.MigrationLock != "" {
+		if _, err := tx.ExecContext(ctx, s.d.MigrationLock); err != nil {
+			return fmt.Errorf("store (%s): migrate: lock: %w", s.d.Name, err)
+		}
+	}
+	if _, err := tx.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS agentry_schema (version INTEGER PRIMARY KEY, applied_at BIGINT NOT NULL)`); err != nil {
+		return fmt.Errorf("store (%s): migrate: %w", s.d.Name, err)
+	}
+	var have int
+	if err := tx.QueryRowContext(ctx, `SELECT COALESCE(MAX(version), 0) FROM agentry_schema`).Scan(&have); err != nil {
+		return fmt.Errorf("store (%s): migrate: reading the schema version: %w", s.d.Name, err)
+	}
+	if have > len(s.d.Migrations) {
+		return fmt.Errorf("store (%s): the database's schema is version %d, newer than this release knows (%d); use a newer agentry",
+			s.d.Name, have, len(s.d.Migrations))
+	}
+	for v := have + 1; v <= len(s.d.Migrations); v++ {
+		if _, err := tx.ExecContext(ctx, s.d.Migrations[v-1]); err != nil {
+			return fmt.Errorf("store (%s): migration %d: %w", s.d.Name, v, err)
+		}
+		if _, err := tx.ExecContext(ctx, s.q(`INSERT INTO agentry_schema (version, applied_at) VALUES (?, ?)`), v, s.now().UnixMicro()); err != nil {
+			return fmt.Errorf("store (%s): migration %d: %w", s.d.Name, v, err)
+		}
+	}
+	return tx.Commit()
+}
+
+// micros stores times as microseconds since the epoch: one integer type
+// every backend orders and compares the same way.
+func micros(t time.Time) int64 {
+	if t.IsZero() {
+		return 0
+	}
+	return t.UnixMicro()
+}
+
+func fromMicros(v int64) time.Time {
+	if v == 0 {
+		return time.Time{}
+	}
+	return time.UnixMicro(v).UTC()
+}
+
+// Create adds a run.
+func (s *DB) Create(ctx context.Context, r store.Run) error {
+	if r.ID == "" {
+		return errors.New("store: Create: the run has no id")
+	}
+	if !r.Status.Valid() || r.Status == store.Interrupted {
+		return fmt.Errorf("store: Create: run %s: status %q is not one a run can be created with", r.ID, r.Status)
+	}
+	now := s.now()
+	if r.CreatedAt.IsZero() {
+		r.CreatedAt = now
+	}
+	res, err := s.db.ExecContext(ctx, s.q(`INSERT INTO agentry_runs
+		(id, kind, name, version, parent_id, session_id, status, holder, lease_until, created_at, updated_at, outcome, turns, tokens, cost_usd, error)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING`),
+		r.ID, r.Kind, r.Name, r.Version, r.ParentID, r.SessionID, string(r.Status), r.Holder, micros(r.LeaseUntil),
+		micros(r.CreatedAt), micros(now), r.Outcome, r.Turns, r.Tokens, nullFloat(r.CostUSD), r.Error)
+	if err != nil {
+		return fmt.Errorf("store: create run %s: %w", r.ID, err)
+	}
+	if n, _ := res.RowsAffected(); n == 0 {
+		return fmt.Errorf("%w: %s", store.ErrExists, r.ID)
+	}
+	return nil
+}
+
+func nullFloat(f *float64) sql.NullFloat64 {
+	if f == nil {
+		return sql.NullFloat64{}
+	}
+	return sql.NullFloat64{Float64: *f, Valid: true}
+}
+
+const runColumns = `id, kind, name, version, parent_id, session_id, status, holder, lease_until, created_at, updated_at, outcome, turns, tokens, cost_usd, error`
+
+// scanRun reads a row of runColumns; a running run whose lease ran out is
+// reported interrupted.
+func (s *DB) scanRun(row interface{ Scan(...any) error }) (store.Run, error) {
+	var r store.Run
+	var status string
+	var lease, created, updated int64
+	var cost sql.NullFloat64
+	if err := row.Scan(&r.ID, &r.Kind, &r.Name, &r.Version, &r.ParentID, &r.SessionID, &status, &r.Holder, &lease,
+		&created, &updated, &r.Outcome, &r.Turns, &r.Tokens, &cost, &r.Error); err != nil {
+		return r, err
+	}
+	r.Status = store.Status(status)
+	r.LeaseUntil, r.CreatedAt, r.UpdatedAt = fromMicros(lease), fromMicros(created), fromMicros(updated)
+	if cost.Valid {
+		c := cost.Float64
+		r.CostUSD = &c
+	}
+	if r.Status == store.Running && lease < s.now().UnixMicro() {
+		r.Status = store.Interrupted
+	}
+	return r, nil
+}
+
+// Get returns a run.
+func (s *DB) Get(ctx context.Context, id string) (store.Run, error) {
+	r, err := s.scanRun(s.db.QueryRowContext(ctx, s.q(`SELECT `+runColumns+` FROM agentry_runs WHERE id = ?`), id))
+	if errors.Is(err, sql.ErrNoRows) {
+		return r, fmt.Errorf("%w: %s", store.ErrNotFound, id)
+	}
+	if err != nil {
+		return r, fmt.Errorf("store: get run %s: %w", id, err)
+	}
+	return r, nil
+}
+
+// List returns runs, newest first.
+func (s *DB) List(ctx context.Context, f store.Filter) ([]store.Run, error) {
+	var where []string
+	var args []any
+	now := s.now().UnixMicro()
+	if f.Name != "" {
+		where, args = append(where, "name = ?"), append(args, f.Name)
+	}
+	if f.ParentID != "" {
+		where, args = append(where, "parent_id = ?"), append(args, f.ParentID)
+	}
+	switch f.Status {
+	case "":
+	case store.Running:
+		where, args = append(where, "status = 'running' AND lease_until >= ?"), append(args, now)
+	case store.Interrupted:
+		where, args = append(where, "(status = 'interrupted' OR (status = 'running' AND lease_until < ?))"), append(args, now)
+	default:
+		if !f.Status.Valid() {
+			return nil, fmt.Errorf("store: list: unknown status %q", f.Status)
+		}
+		where, args = append(where, "status = ?"), append(args, string(f.Status))
+	}
+	limit := f.Limit
+	if limit <= 0 {
+		limit = 100
+	}
+	query := `SELECT ` + runColumns + ` FROM agentry_runs`
+	if len(where) > 0 {
+		query += " WHERE " + strings.Join(where, " AND ")
+	}
+	query += " ORDER BY created_at DESC, id DESC LIMIT ?"
+	rows, err := s.db.QueryContext(ctx, s.q(query), append(args, limit)...)
+	if err != nil {
+		return nil, fmt.Errorf("store: list runs: %w", err)
+	}
+	defer rows.Close()
+	var out []store.Run
+	for rows.Next() {
+		r, err := s.scanRun(rows)
+		if err != nil {
+			return nil, fmt.Errorf("store: list runs: %w", err)
+		}
+		out = append(out, r)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("store: list runs: %w", err)
+	}
+	return out, nil
+}
+
+// Prune deletes old runs that nobody drives, with their logs.
+func (s *DB) Prune(ctx context.Context, before time.Time) (int, error) {
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return 0, fmt.Errorf("store: prune: %w", err)
+	}
+	defer tx.Rollback()
+	cond := `created_at < ? AND NOT (status = 'running' AND lease_until >= ?)`
+	now := s.now().UnixMicro()
+	if _, err := tx.ExecContext(ctx, s.q(`DELETE FROM agentry_log WHERE run_id IN (SELECT id FROM agentry_runs WHERE `+cond+`)`),
+		micros(before), now); err != nil {
+		return 0, fmt.Errorf("store: prune: %w", err)
+	}
+	res, err := tx.ExecContext(ctx, s.q(`DELETE FROM agentry_runs WHERE `+cond), micros(before), now)
+	if err != nil {
+		return 0, fmt.Errorf("store: prune: %w", err)
+	}
+	n, _ := res.RowsAffected()
+	return int(n), tx.Commit()
+}

@@ -1,0 +1,57 @@
+package postgres_test
+
+import (
+	"context"
+	"database/sql"
+	"strings"
+	"sync"
+	"testing"
+
+	"go.uber.org/goleak"
+
+	"github.com/agentry/agentry/internal/testdb"
+	"github.com/agentry/agentry/store"
+	"github.com/agentry/agentry/store/postgres"
+	"github.com/agentry/agentry/store/storetest"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+func TestConformance(t *testing.T) {
+	storetest.Run(t, func(t *testing.T) store.Store {
+		s, err := postgres.Open(context.Background(), testdb.Postgres(t))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	})
+}
+
+// Processes that open one database at once migrate it once.
+func TestConcurrentOpenMigratesOnce(t *testing.T) {
+	dsn := testdb.Postgres(t)
+	var wg sync.WaitGroup
+	stores := make([]store.Store, 4)
+	errs := make([]error, 4)
+	for i := range stores {
+		wg.Go(func() { stores[i], errs[i] = store.Open(context.Background(), dsn) })
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			t.Fatalf("open %d: %v", i, err)
+		}
+		defer stores[i].Close()
+	}
+	var n int
+	if err := stores[0].(interface{ SQL() *sql.DB }).SQL().QueryRow(`SELECT COUNT(*) FROM agentry_schema`).Scan(&n); err != nil || n != 1 {
+		t.Errorf("schema versions = %d, %v; want 1", n, err)
+	}
+}
+
+func TestOpenErrors(t *testing.T) {
+	_, err := store.Open(context.Background(), "postgres://nobody@127.0.0.1:1/none?sslmode=disable&connect_timeout=2")
+	if err == nil || !strings.Contains(err.Error(), "postgres") {
+		t.Errorf("Open of an unreachable server = %v, want an error naming postgres", err)
+	}
+}

@@ -1,0 +1,93 @@
+package sqlite_test
+
+import (
+	"context"
+	"database/sql"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"go.uber.org/goleak"
+
+	"github.com/agentry/agentry/store"
+	"github.com/agentry/agentry/store/sqlite"
+	"github.com/agentry/agentry/store/storetest"
+)
+
+func writeFile(path string) error { return os.WriteFile(path, []byte("x"), 0o600) }
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+func TestConformance(t *testing.T) {
+	storetest.Run(t, func(t *testing.T) store.Store {
+		s, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "runs.db"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	})
+}
+
+func TestReopenKeepsRunsAndSchema(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "sub", "dir", "runs.db")
+	s, err := store.Open(ctx, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Create(ctx, store.Run{ID: "run_a", Kind: "agent", Name: "adder", Status: store.Completed}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s, err = store.Open(ctx, "sqlite:"+path) // migrations already applied: nothing to do
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if r, err := s.Get(ctx, "run_a"); err != nil || r.Name != "adder" {
+		t.Errorf("after reopening: %+v, %v", r, err)
+	}
+	db := s.(interface{ SQL() *sql.DB }).SQL()
+	var versions int
+	if err := db.QueryRow(`SELECT COUNT(*) FROM agentry_schema`).Scan(&versions); err != nil || versions != 1 {
+		t.Errorf("schema versions recorded = %d, %v; want 1", versions, err)
+	}
+	// A database a newer release migrated is refused, not misread.
+	if _, err := db.Exec(`INSERT INTO agentry_schema (version, applied_at) VALUES (99, 0)`); err != nil {
+		t.Fatal(err)
+	}
+	if s2, err := store.Open(ctx, path); err == nil || !strings.Contains(err.Error(), "newer") {
+		if s2 != nil {
+			s2.Close()
+		}
+		t.Errorf("opening a newer schema: %v, want an error saying it is newer", err)
+	}
+}
+
+func TestOpenErrors(t *testing.T) {
+	ctx := context.Background()
+	for _, tc := range []struct{ name, dsn, want string }{
+		{"empty", "", "empty data source name"},
+		{"not a database", filepath.Join("testdata", "not-a-database.db"), "not-a-database.db"},
+		{"directory in the way", filepath.Join(t.TempDir(), "file", "runs.db"), "runs.db"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if tc.name == "directory in the way" {
+				if err := writeFile(filepath.Dir(tc.dsn)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			s, err := store.Open(ctx, tc.dsn)
+			if err == nil {
+				s.Close()
+				t.Fatalf("Open(%q): no error", tc.dsn)
+			}
+			if !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("Open(%q) = %v, want it to name %q", tc.dsn, err, tc.want)
+			}
+		})
+	}
+}
