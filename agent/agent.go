@@ -342,9 +342,20 @@ func (a *Agent) candidateMiddleware(o options) []llm.Middleware {
 }
 
 // modelChain wraps the agent's model (one candidate or a router) with the
-// user's provider middleware.
+// run log (which passes calls through unless the run is durable) and the
+// user's provider middleware outside it.
 func (a *Agent) modelChain(o options, p llm.Provider) llm.Provider {
-	return llm.Chain(p, o.providerMW...)
+	return journalModel(llm.Chain(p, o.providerMW...))
+}
+
+// sessionChain is modelChain for a session's own provider: without a
+// store nothing is journaled, and the session spends no wrapper on it.
+func (a *Agent) sessionChain(p llm.Provider, durable bool) llm.Provider {
+	p = llm.Chain(a.candidateChain(p), a.o.providerMW...)
+	if durable {
+		p = journalModel(p)
+	}
+	return p
 }
 
 func (a *Agent) retryPolicy() retry.Policy {

@@ -49,6 +49,9 @@ var (
 	ErrValidation     = errors.New("output does not match the output schema")
 	ErrConfig         = errors.New("configuration error")
 	ErrInvalidInput   = errors.New("invalid input")
+	// ErrAwaitingApproval is matched by the error of a run paused until a
+	// person approves or denies a call (see ApprovalError).
+	ErrAwaitingApproval = errors.New("run awaits approval")
 )
 
 // Error codes of Result.Error.
@@ -65,6 +68,12 @@ const (
 	CodePolicyViolation = "policy_violation"
 	CodeAborted         = "aborted"
 	CodeConfigError     = "config_error"
+	// CodeAwaitingApproval is the code of a run paused for approval.
+	CodeAwaitingApproval = "awaiting_approval"
+	// CodeStoreError is the code of a run its store could not keep.
+	CodeStoreError = "store_error"
+	// CodeDiverged is the code of a resumed run that left its log.
+	CodeDiverged = "diverged"
 )
 
 // ending is one way a run ends: its sentinel error, terminate reason,
@@ -86,6 +95,9 @@ var endings = []ending{
 	{ErrAborted, ReasonAborted, CodeAborted, OutcomePartial, false},
 	{ErrBudgetExceeded, ReasonBudgetExceeded, CodeBudgetExceeded, OutcomePartial, true},
 	{ErrValidation, ReasonCompleted, CodeValidation, OutcomePartial, true},
+	{ErrAwaitingApproval, ReasonAwaitingApproval, CodeAwaitingApproval, OutcomeConfirm, true},
+	{ErrStore, ReasonError, CodeStoreError, OutcomeError, true},
+	{ErrDiverged, ReasonError, CodeDiverged, OutcomeError, false},
 	{ErrConfig, ReasonError, CodeConfigError, OutcomeError, false},
 	{ErrTool, ReasonError, CodeToolError, OutcomeError, false},
 	{ErrModel, ReasonError, CodeLLMError, OutcomeError, false},
@@ -107,6 +119,17 @@ func endingOf(err error) ending {
 		}
 	}
 	return endings[len(endings)-1]
+}
+
+// ends reports whether err is one of the endings of the table, as a
+// middleware ends a run: the run stops with it as it is.
+func ends(err error) bool {
+	for _, e := range endings {
+		if errors.Is(err, e.err) {
+			return e.err != ErrModel && e.err != ErrTool
+		}
+	}
+	return false
 }
 
 // endError is an ending's error with the details the result reports.

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
@@ -29,6 +30,8 @@ type run struct {
 	limits  budget // the spec's limits, tightened by the run's budget
 
 	attempts int // attempts of the model call in flight
+	quiet    int // a resumed run emits no events of turns before this one
+	runStart time.Time
 	turnAt   time.Time
 	onChunk  func(llm.Chunk) // r.chunk, made once a run
 
@@ -107,7 +110,8 @@ func (s *Session) Run(ctx context.Context) (*Result, error) {
 	ctx = llm.WithTrace(ctx, &llm.Trace{Retry: r.onRetry, Fallback: r.onFallback})
 	r.ctx = ctx
 	r.log = newRunLog(s.logger, r)
-	r.st.StartedAt = Timestamp{time.Now()}
+	r.runStart = time.Now()
+	r.st.StartedAt = Timestamp{r.runStart}
 	r.st.ToolLatencyMS = map[string]float64{}
 	// Room for a run as long as the agent's recent ones, so the trace does
 	// not grow turn by turn.
@@ -120,12 +124,23 @@ func (s *Session) Run(ctx context.Context) (*Result, error) {
 	if n := hint(&a.sizes.actions); n > 0 {
 		r.actions = make([]Action, 0, n)
 	}
+	j, err := s.openJournal(ctx, r)
+	if err != nil {
+		return r.finish(nil, err)
+	}
 	r.log.runStart()
 	if s.bus.Active() {
 		r.emit(event.Event{Type: event.RunStart, Data: map[string]any{
 			"agent_version": a.spec.Version, "model": a.modelName, "provider": a.providerName, "session_id": s.state.SessionID}})
 	}
-	return r.finish(r.loop())
+	res, err := r.finish(r.loop())
+	if j != nil {
+		s.bus.Flush() // run_end is on record before the Result
+		if jerr := j.end(ctx, res, err); jerr != nil && err == nil {
+			err = jerr
+		}
+	}
+	return res, err
 }
 
 // setRequest prepares the request the model is called with; a handoff
@@ -208,7 +223,37 @@ func (r *run) act(d *Decision) error {
 		return err
 	}
 	r.runTools(d)
-	return nil
+	return r.stopFor(r.results)
+}
+
+// stopFor returns the ending a call's middleware chose for the run (a
+// call awaiting approval, a store that failed), once the turn's calls
+// are all answered. Calls awaiting approval are named together.
+func (r *run) stopFor(results []ToolResult) error {
+	var waiting []map[string]any
+	var first error
+	for i := range results {
+		err := results[i].Err
+		if err == nil || !ends(err) {
+			continue
+		}
+		var ae *ApprovalError
+		if errors.As(err, &ae) {
+			waiting = append(waiting, map[string]any{"call_id": ae.CallID, "tool": ae.Tool, "key": ae.Key})
+		}
+		if first == nil {
+			first = err
+		}
+	}
+	if len(waiting) > 0 {
+		ids := make([]string, len(waiting))
+		for i, w := range waiting {
+			ids[i] = w["call_id"].(string)
+		}
+		return withDetails(fmt.Errorf("%w: calls %s may have taken effect before the run stopped; resume with --approve or --deny",
+			ErrAwaitingApproval, strings.Join(ids, ", ")), map[string]any{"calls": waiting})
+	}
+	return first
 }
 
 // skip answers calls that will not run, in the transcript only.
@@ -264,9 +309,12 @@ func (r *run) checkBudgets(before bool) error {
 // caller's) is a timeout; anything else is an abort.
 func (r *run) contextEnd() error {
 	cause := context.Cause(r.ctx)
-	if errors.Is(cause, ErrTimeout) || errors.Is(cause, context.DeadlineExceeded) {
-		return withDetails(fmt.Errorf("%w after %s", ErrTimeout, time.Since(r.st.StartedAt.Time).Round(time.Millisecond)),
+	switch {
+	case errors.Is(cause, ErrTimeout) || errors.Is(cause, context.DeadlineExceeded):
+		return withDetails(fmt.Errorf("%w after %s", ErrTimeout, time.Since(r.runStart).Round(time.Millisecond)),
 			map[string]any{"timeout_ms": r.limits.timeout.Milliseconds()})
+	case ends(cause):
+		return cause // a seam stopped the run (a lost lease)
 	}
 	return ErrAborted
 }
@@ -276,6 +324,9 @@ func (r *run) contextEnd() error {
 func (r *run) failure(err error) error {
 	if r.ctx.Err() != nil {
 		return r.contextEnd()
+	}
+	if ends(err) {
+		return err // the run log or another seam ended the run
 	}
 	var ae *llm.APIError
 	if errors.As(err, &ae) && !errors.Is(err, ErrModel) {
@@ -395,6 +446,9 @@ func (r *run) emit(e event.Event) {
 	e.AgentName = r.st.AgentName
 	e.ParentRunID = r.st.ParentRunID
 	e.Turn = r.st.Turn
+	if e.Turn < r.quiet {
+		return // a resumed run replays these turns: their events are on record
+	}
 	if e.Time.IsZero() {
 		e.Time = r.now()
 	}
@@ -406,8 +460,7 @@ func (r *run) emit(e event.Event) {
 // machine), and the times of a run's events never go backwards when the
 // wall clock is set.
 func (r *run) now() time.Time {
-	t := r.st.StartedAt.Time
-	return t.Add(time.Since(t))
+	return r.runStart.Add(time.Since(r.runStart))
 }
 
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }

@@ -14,6 +14,7 @@ import (
 	"github.com/agentry/agentry/llm"
 	"github.com/agentry/agentry/prompt"
 	"github.com/agentry/agentry/schema"
+	"github.com/agentry/agentry/store"
 	"github.com/agentry/agentry/tool"
 )
 
@@ -63,6 +64,9 @@ type runConfig struct {
 	parentRunID   string
 	parentBudget  *tool.Budget
 	budget        Budget
+	store         store.Store
+	resume        *resumeConfig
+	decisions     map[string]bool // Approve (true) and Deny (false), by call id or key
 	userID        string
 	correlationID string
 	traceParent   string
@@ -115,6 +119,13 @@ func WithTraceParent(tp string) RunOption { return func(c *runConfig) { c.traceP
 
 // WithMetadata gives tools the caller's metadata (tool.CallFrom).
 func WithMetadata(md map[string]string) RunOption { return func(c *runConfig) { c.metadata = md } }
+
+// WithStore writes the session's run to st as it happens (DESIGN.md
+// 3.7): the spec and input, every model call and tool call, every event
+// and the Result. A non-idempotent tool call's intent is committed
+// before the call runs, so that a resume never repeats it blindly. A
+// store that fails mid-run stops the run (ErrStore).
+func WithStore(st store.Store) RunOption { return func(c *runConfig) { c.store = st } }
 
 // WithBudget tightens the spec's limits for this run.
 func WithBudget(b Budget) RunOption { return func(c *runConfig) { c.budget = b } }
@@ -175,7 +186,7 @@ func (a *Agent) NewSession(input map[string]any, opts ...RunOption) (*Session, e
 	}
 	s.bus, s.parent = event.NewBus(c.bus), c.parent
 	if c.provider != nil {
-		s.provider = a.modelChain(a.o, a.candidateChain(c.provider))
+		s.provider = a.sessionChain(c.provider, c.store != nil)
 	}
 	if c.planner != nil {
 		s.planner = c.planner
@@ -240,6 +251,15 @@ func (s *Session) Abort() {
 	s.aborted = true
 	if s.cancel != nil {
 		s.cancel(ErrAborted)
+	}
+}
+
+// stop ends the session's run with cause, as Abort does with ErrAborted.
+func (s *Session) stop(cause error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.cancel != nil {
+		s.cancel(cause)
 	}
 }
 

@@ -25,6 +25,7 @@ type link struct {
 	cost     float64
 	unpriced bool // a sub-run's model had no price
 	calls    []ModelCall
+	journal  *journal // set when the run is durable (or replayed)
 }
 
 type linkKey struct{}

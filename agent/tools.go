@@ -58,14 +58,15 @@ func (a *Agent) addBinding(b *binding) error {
 	return nil
 }
 
-// toolChain is the handler of one tool: the user's middleware, then
+// toolChain is the handler of one tool: the user's middleware, then the
+// run log (which passes calls through unless the run is durable), then
 // retry -> timeout -> panic recovery -> truncation -> the tool. Retries
 // wrap the timeout so that each attempt has its own; truncation sits
 // innermost so that every layer sees the whole result.
 func (a *Agent) toolChain(info tool.Info) tool.Handler {
-	mws := make([]tool.Middleware, 0, len(a.o.toolMW)+4)
+	mws := make([]tool.Middleware, 0, len(a.o.toolMW)+5)
 	mws = append(mws, a.o.toolMW...)
-	mws = append(mws,
+	mws = append(mws, journalTools,
 		tool.Retry(a.toolRetryPolicy(), nil),
 		tool.Timeout(a.toolTimeout(info)),
 		tool.Recover(nil), // the run logs the panic, with its attributes and the stack

@@ -45,6 +45,10 @@ type funcConfig struct {
 // WithIdempotency sets the tool's idempotency class.
 func WithIdempotency(c Idempotency) Option { return func(c2 *funcConfig) { c2.info.Idempotency = c } }
 
+// WithDeduplication declares that the tool deduplicates calls by their
+// idempotency key (Info.Deduplicates).
+func WithDeduplication() Option { return func(c *funcConfig) { c.info.Deduplicates = true } }
+
 // WithTimeout bounds each call of the tool.
 func WithTimeout(d time.Duration) Option { return func(c *funcConfig) { c.info.Timeout = d } }
 

@@ -46,6 +46,20 @@ func (c *Call) Key() string {
 	return runID + ":" + strconv.Itoa(c.Turn) + ":" + strconv.Itoa(c.Index)
 }
 
+// Class returns the call's idempotency class: the tool's answer for these
+// arguments when it is a Classifier, else its Info's, and NonIdempotent
+// when it gives none.
+func (c *Call) Class() Idempotency {
+	class := c.Info.Idempotency
+	if cl, ok := c.Tool.(Classifier); ok {
+		class = cl.Idempotency(c.Arguments)
+	}
+	if !class.Valid() {
+		return NonIdempotent
+	}
+	return class
+}
+
 // Run is what a tool may know of the run calling it (Noema's Context).
 // It is shared by every call of the run and must not be changed.
 type Run struct {
@@ -145,14 +159,14 @@ func Timeout(d time.Duration) Middleware {
 	}
 }
 
-// Retry repeats a call of a safe or idempotent tool that failed
+// Retry repeats a safe or idempotent call (Call.Class) that failed
 // transiently (IsTransient), as policy says; other calls run once. It
 // counts call.Attempt and calls onRetry, if not nil, before each wait.
 func Retry(policy retry.Policy, onRetry func(call *Call, err error, wait time.Duration)) Middleware {
 	return func(next Handler) Handler {
 		return func(ctx context.Context, call *Call) (Output, error) {
 			tries := 1
-			if call.Info.Idempotency.Retryable() {
+			if call.Class().Retryable() {
 				tries = policy.Tries()
 			}
 			for n := 1; ; n++ {

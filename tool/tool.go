@@ -45,6 +45,19 @@ type Info struct {
 	Idempotency Idempotency
 	// Timeout bounds one call; 0 leaves it to the agent's limits.
 	Timeout time.Duration
+	// Deduplicates says that the tool makes repeating a call with the
+	// same idempotency key (Call.Key) harmless: it sends the key to a
+	// service that keeps each key's effect once. A resumed run sends a
+	// non-idempotent call of such a tool again when it cannot know
+	// whether the first one took effect, instead of asking for approval.
+	Deduplicates bool
+}
+
+// Classifier is implemented by tools whose calls differ in class by
+// their arguments (an HTTP tool: GET is safe, POST is not). Its answer
+// replaces Info.Idempotency for that call.
+type Classifier interface {
+	Idempotency(args json.RawMessage) Idempotency
 }
 
 // Tool is something an agent can call. Call receives the arguments as the

@@ -242,6 +242,14 @@ func (m *Model) Calls() int {
 	return m.next
 }
 
+// Skip moves the model n turns on: a resumed run's model plays on from
+// the turn after those its log holds.
+func (m *Model) Skip(n int) {
+	m.mu.Lock()
+	m.next += max(n, 0)
+	m.mu.Unlock()
+}
+
 func (m *Model) take() (step, int, error) {
 	m.mu.Lock()
 	n := m.next

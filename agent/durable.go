@@ -1,0 +1,267 @@
+package agent
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+
+	"github.com/agentry/agentry/event"
+	"github.com/agentry/agentry/llm"
+	"github.com/agentry/agentry/spec"
+	"github.com/agentry/agentry/store"
+)
+
+// ErrNotResumable is matched by the error of resuming a run that ended
+// (completed, failed or aborted) or that another process drives.
+var ErrNotResumable = errors.New("agent: run cannot be resumed")
+
+// resumeConfig is how a session continues a stored run.
+type resumeConfig struct {
+	log       *storedLog
+	approve   map[string]bool
+	deny      map[string]bool
+	replay    bool // nothing is written; calls the log lacks are differences
+	liveTools bool // a replay runs safe and idempotent tools again
+}
+
+// Approve lets a resumed run send again the non-idempotent calls it
+// paused on (by call id, or idempotency key), with their same keys.
+func Approve(callIDs ...string) RunOption {
+	return func(c *runConfig) { c.decide(callIDs, true) }
+}
+
+// Deny answers the non-idempotent calls a resumed run paused on (by call
+// id, or idempotency key) with an "unknown_outcome" error for the model,
+// without sending them again.
+func Deny(callIDs ...string) RunOption {
+	return func(c *runConfig) { c.decide(callIDs, false) }
+}
+
+func (c *runConfig) decide(ids []string, approve bool) {
+	if c.decisions == nil {
+		c.decisions = map[string]bool{}
+	}
+	for _, id := range ids {
+		c.decisions[id] = approve
+	}
+}
+
+// holderID names this process as the holder of leases: host, pid and a
+// random part, so that a process on the same host can tell whether the
+// holder of a run is still alive.
+var holderID = sync.OnceValue(func() string {
+	host, _ := os.Hostname()
+	return host + "/" + strconv.Itoa(os.Getpid()) + "/" + strconv.FormatUint(rand.Uint64()&0xffffffff, 36)
+})
+
+// deadLocally reports whether holder is a process of this host that no
+// longer exists: its run is interrupted, whatever its lease says.
+func deadLocally(holder string) bool {
+	parts := strings.Split(holder, "/")
+	if len(parts) != 3 {
+		return false
+	}
+	host, _ := os.Hostname()
+	pid, err := strconv.Atoi(parts[1])
+	if parts[0] != host || err != nil || pid <= 0 {
+		return false
+	}
+	if pid == os.Getpid() {
+		return parts[2] != strings.Split(holderID(), "/")[2] // an earlier process with this pid
+	}
+	err = syscall.Kill(pid, 0)
+	return errors.Is(err, syscall.ESRCH)
+}
+
+// openJournal makes the run durable when the session has a store: it
+// creates the run (or takes over the resumed one), and subscribes the
+// writer of its events.
+func (s *Session) openJournal(ctx context.Context, r *run) (*journal, error) {
+	c := &s.cfg
+	if c.store == nil {
+		return nil, nil
+	}
+	j := &journal{st: c.store, runID: r.st.RunID, holder: holderID(), r: r, write: true}
+	if rc := c.resume; rc != nil {
+		j.log, j.write, j.liveMode = rc.log, !rc.replay, rc.liveTools
+		j.approve, j.deny = map[string]bool{}, map[string]bool{}
+		for id, ok := range c.decisions {
+			if ok {
+				j.approve[id] = true
+			} else {
+				j.deny[id] = true
+			}
+		}
+		r.st.StartedAt = rc.log.start.StartedAt
+		if j.write {
+			j.quiet = max(rc.log.lastTurn, 1)
+			r.quiet = j.quiet
+		}
+	}
+	if err := j.begin(ctx, s); err != nil {
+		return nil, err
+	}
+	r.link.journal = j
+	if j.write {
+		s.unsubs = append(s.unsubs, s.bus.Subscribe(j.event, event.Block()))
+	}
+	return j, nil
+}
+
+// Stored builds the agent a stored run ran: the spec as it ran (not as
+// its file reads now), with the run's model and directories. opts come
+// after them: WithModel gives the rest of the run another model,
+// WithTools the tools its spec names.
+func Stored(ctx context.Context, st store.Store, runID string, opts ...Option) (*Agent, error) {
+	l, err := readLog(ctx, st, runID)
+	if err != nil {
+		return nil, err
+	}
+	return l.agent(opts)
+}
+
+func (l *storedLog) agent(opts []Option) (*Agent, error) {
+	var sp spec.Spec
+	if err := json.Unmarshal(l.start.Spec, &sp); err != nil {
+		return nil, fmt.Errorf("run %s: its spec: %w", l.start.RunID, err)
+	}
+	base := []Option{WithBaseDir(l.start.BaseDir)}
+	if l.start.AgentsDir != "" {
+		base = append(base, WithAgents(spec.Dir{Path: l.start.AgentsDir}))
+	}
+	if l.start.Model != "" {
+		base = append(base, WithModel(l.start.Model))
+	}
+	return New(&sp, append(base, opts...)...)
+}
+
+// Resume returns a session that continues the stored run runID, which
+// must be interrupted (its process died) or awaiting approval. a must
+// be the agent the run ran (see Stored). The session takes the run's
+// lease at once: a run another live process holds is refused with an
+// error matching store.ErrHeld.
+//
+// Its Run rebuilds the session from the log, then goes on: recorded
+// model turns are not asked again and recorded tool results are not run
+// again; a safe or idempotent call without a result runs again; a
+// non-idempotent call sent without a recorded result is sent again with
+// its key when its tool deduplicates, else the run pauses
+// (ErrAwaitingApproval) until Approve or Deny decides it. A scripted
+// model plays on from the turn after the last recorded call.
+func (a *Agent) Resume(ctx context.Context, st store.Store, runID string, opts ...RunOption) (*Session, error) {
+	l, err := readLog(ctx, st, runID)
+	if err != nil {
+		return nil, err
+	}
+	if err := takeOver(ctx, st, &l.run); err != nil {
+		return nil, err
+	}
+	if l.start.Spec != nil && a.spec.AgentName != "" {
+		var sp struct {
+			Name string `json:"agent_name"`
+		}
+		if json.Unmarshal(l.start.Spec, &sp) == nil && sp.Name != a.spec.AgentName {
+			return nil, fmt.Errorf("%w: run %s is agent %s's, not %s's", ErrNotResumable, runID, sp.Name, a.spec.AgentName)
+		}
+	}
+	pre := []RunOption{WithSessionID(l.start.SessionID), WithStore(st), WithUser(l.start.UserID),
+		WithCorrelationID(l.start.CorrelationID), WithTraceParent(l.start.TraceParent), WithMetadata(l.start.Metadata),
+		WithParentRunID(l.start.ParentRunID), func(c *runConfig) { c.resume = &resumeConfig{log: l} }}
+	if p := a.playOn(l); p != nil {
+		pre = append(pre, WithSessionProvider(p))
+	}
+	s, err := a.NewSession(l.start.Input, append(pre, opts...)...)
+	if err != nil {
+		st.Append(context.WithoutCancel(ctx), store.Write{RunID: runID, Holder: holderID(), Release: true})
+		return nil, err
+	}
+	s.state.RunID = l.start.RunID
+	return s, nil
+}
+
+// takeOver leases a resumable run to this process. A running run whose
+// holder died on this host is taken as interrupted.
+func takeOver(ctx context.Context, st store.Store, run *store.Run) error {
+	if run.Status == store.Running && deadLocally(run.Holder) {
+		if err := st.Break(ctx, run.ID, run.Holder); err != nil && !errors.Is(err, store.ErrLeaseLost) {
+			return err
+		}
+		run.Status = store.Interrupted
+	}
+	switch run.Status {
+	case store.Interrupted, store.AwaitingApproval:
+	case store.Running:
+		return fmt.Errorf("%w: %w", ErrNotResumable, &store.HeldError{RunID: run.ID, Holder: run.Holder, Until: run.LeaseUntil})
+	default:
+		return fmt.Errorf("%w: run %s is %s; only interrupted runs and runs awaiting approval resume", ErrNotResumable, run.ID, run.Status)
+	}
+	if err := st.Acquire(ctx, run.ID, holderID(), leaseTTL); err != nil {
+		return fmt.Errorf("%w: %w", ErrNotResumable, err)
+	}
+	return nil
+}
+
+// skipper is a model that can start later in its script: the scripted
+// provider.
+type skipper interface{ Skip(n int) }
+
+// playOn opens the run's own model again, positioned after the turns
+// the log holds, when it is a model that plays a script. Any other model
+// just answers the next call.
+func (a *Agent) playOn(l *storedLog) llm.Provider {
+	if l.attempts == 0 || a.o.provider != nil || a.o.model != l.start.Model || a.modelName == "" {
+		return nil
+	}
+	dir := a.o.baseDir
+	if a.o.model != "" {
+		dir = "" // --model paths are the caller's
+	}
+	m, err := llm.Open(a.modelName, llm.Config{Dir: dir, BaseURL: a.spec.BaseURL})
+	if err != nil {
+		return nil
+	}
+	sk, ok := m.Provider.(skipper)
+	if !ok {
+		return nil
+	}
+	sk.Skip(l.attempts)
+	return m.Provider
+}
+
+// Interrupted returns the runs of st that were interrupted: their
+// process died (a lease that ran out, or a holder on this host that no
+// longer exists).
+func Interrupted(ctx context.Context, st store.Store) ([]store.Run, error) {
+	running, err := st.List(ctx, store.Filter{Status: store.Running, Limit: 1000})
+	if err != nil {
+		return nil, err
+	}
+	for _, r := range running {
+		if deadLocally(r.Holder) {
+			if err := st.Break(ctx, r.ID, r.Holder); err != nil && !errors.Is(err, store.ErrLeaseLost) {
+				return nil, err
+			}
+		}
+	}
+	return st.List(ctx, store.Filter{Status: store.Interrupted, Limit: 1000})
+}
+
+// absDir makes a directory recorded in a run absolute, so that a resume
+// from elsewhere finds it.
+func absDir(dir string) string {
+	if dir == "" {
+		return ""
+	}
+	if a, err := filepath.Abs(dir); err == nil {
+		return a
+	}
+	return dir
+}

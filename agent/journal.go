@@ -1,0 +1,329 @@
+package agent
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"hash"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/agentry/agentry/event"
+	"github.com/agentry/agentry/llm"
+	"github.com/agentry/agentry/store"
+	"github.com/agentry/agentry/tool"
+)
+
+// ErrStore is matched by the error of a run that could not be kept
+// durable: its store failed, or another process took the run over.
+var ErrStore = errors.New("run store failed")
+
+// ErrDiverged is matched by the error of a resumed run whose replay
+// asked something its log does not hold: the spec, the tools or the
+// prompts changed since it was recorded.
+var ErrDiverged = errors.New("run diverged from its log")
+
+// leaseTTL is how long a run's lease lasts unless renewed; the holder
+// renews it every leaseTTL/3.
+var leaseTTL = 30 * time.Second
+
+// journal writes one run's log through the seams (the model and tool
+// middleware of journal_mw.go and an event subscriber) and, when the run
+// is resumed or replayed, serves what the log holds instead of calling
+// again. Records of safe and idempotent calls and events are batched and
+// committed before each model call; a non-idempotent call's intent is
+// committed before it runs, its result when it returns.
+type journal struct {
+	st     store.Store
+	runID  string
+	holder string
+	r      *run
+	write  bool // false in a replay: nothing is written
+
+	mu      sync.Mutex
+	pending []store.Record
+	failed  error // the first write that failed; the run stops on it
+
+	// What the log holds, when the run is resumed or replayed.
+	log      *storedLog
+	n        int       // the run's model calls so far
+	h        hash.Hash // the transcript hashed so far (digest)
+	hashed   int       // how many messages h holds
+	first    string    // the first message when h began
+	live     bool      // a replay ran out of log: calls go to the model now
+	quiet    int       // events of turns before this one were written already
+	liveMode bool      // a replay runs safe and idempotent tools again
+	approve  map[string]bool
+	deny     map[string]bool
+	diffs    []Difference
+
+	stopBeat chan struct{}
+	beatDone chan struct{}
+}
+
+// startRecord opens a run's log: enough to build the agent again and to
+// start its session as it was.
+type startRecord struct {
+	Kind          string            `json:"kind"`
+	RunID         string            `json:"run_id"`
+	SessionID     string            `json:"session_id"`
+	ParentRunID   string            `json:"parent_run_id,omitempty"`
+	Spec          json.RawMessage   `json:"spec"`
+	BaseDir       string            `json:"base_dir,omitempty"`
+	AgentsDir     string            `json:"agents_dir,omitempty"`
+	Model         string            `json:"model,omitempty"`
+	Input         map[string]any    `json:"input"`
+	UserID        string            `json:"user_id,omitempty"`
+	CorrelationID string            `json:"correlation_id,omitempty"`
+	TraceParent   string            `json:"trace_parent,omitempty"`
+	Metadata      map[string]string `json:"metadata,omitempty"`
+	StartedAt     Timestamp         `json:"started_at"`
+}
+
+// modelRecord is one model call: what was asked (as a digest) and the
+// whole answer.
+type modelRecord struct {
+	N          int           `json:"n"`
+	Agent      string        `json:"agent,omitempty"`
+	Digest     string        `json:"digest"`
+	Response   *llm.Response `json:"response,omitempty"`
+	Error      *modelError   `json:"error,omitempty"`
+	Attempts   int           `json:"attempts"`
+	DurationMS float64       `json:"duration_ms"`
+}
+
+type modelError struct {
+	Kind    string `json:"kind"`
+	Status  int    `json:"status,omitempty"`
+	Message string `json:"message"`
+}
+
+// intentRecord is a tool call about to run.
+type intentRecord struct {
+	CallID       string           `json:"call_id"`
+	Tool         string           `json:"tool"`
+	Arguments    json.RawMessage  `json:"arguments"`
+	Idempotency  tool.Idempotency `json:"idempotency"`
+	Deduplicates bool             `json:"deduplicates,omitempty"`
+}
+
+// resultRecord is a finished tool call.
+type resultRecord struct {
+	CallID      string             `json:"call_id"`
+	Tool        string             `json:"tool"`
+	Arguments   json.RawMessage    `json:"arguments"`
+	Output      json.RawMessage    `json:"output,omitempty"`
+	Observation string             `json:"observation,omitempty"`
+	Error       *tool.ErrorDetails `json:"error,omitempty"`
+	Attempts    int                `json:"attempts,omitempty"`
+	DurationMS  float64            `json:"duration_ms"`
+	StartedAt   Timestamp          `json:"started_at"`
+}
+
+// resumeRecord marks where a resumed run took over: the events of turns
+// from Turn on that were written before it are superseded.
+type resumeRecord struct {
+	Turn     int      `json:"turn"`
+	Holder   string   `json:"holder"`
+	Model    string   `json:"model,omitempty"`
+	Approved []string `json:"approved,omitempty"`
+	Denied   []string `json:"denied,omitempty"`
+}
+
+func mustJSON(v any) json.RawMessage {
+	b, err := json.Marshal(v)
+	if err != nil {
+		// Every record type marshals; a value inside that does not (a
+		// tool's output is already JSON) is reported, not lost.
+		b, _ = json.Marshal(map[string]string{"unencodable": err.Error()})
+	}
+	return b
+}
+
+// add queues a record for the next commit.
+func (j *journal) add(rec store.Record) {
+	if !j.write {
+		return
+	}
+	rec.Time = time.Now()
+	j.mu.Lock()
+	j.pending = append(j.pending, rec)
+	j.mu.Unlock()
+}
+
+// commit writes what is queued, with recs after it, in one transaction.
+func (j *journal) commit(ctx context.Context, recs ...store.Record) error {
+	if !j.write {
+		return nil
+	}
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	return j.commitLocked(ctx, store.Write{}, recs...)
+}
+
+func (j *journal) commitLocked(ctx context.Context, w store.Write, recs ...store.Record) error {
+	if j.failed != nil {
+		return j.failed
+	}
+	now := time.Now()
+	for i := range recs {
+		recs[i].Time = now
+	}
+	w.RunID, w.Holder = j.runID, j.holder
+	w.Records = append(j.pending, recs...)
+	// The write outlives a cancelled run: what happened must be on record.
+	if err := j.st.Append(context.WithoutCancel(ctx), w); err != nil {
+		j.failed = fmt.Errorf("%w: %w", ErrStore, err)
+		return j.failed
+	}
+	j.pending = j.pending[:0]
+	return nil
+}
+
+// event is the subscriber that writes the run's events.
+func (j *journal) event(e event.Event) {
+	j.add(store.Record{Kind: store.KindEvent, Turn: e.Turn, Data: mustJSON(e)})
+}
+
+// begin creates the run (or takes over a resumed one) and starts the
+// lease's heartbeat.
+func (j *journal) begin(ctx context.Context, s *Session) error {
+	if !j.write {
+		return nil
+	}
+	r := j.r
+	if j.log == nil {
+		a := s.agent
+		start := startRecord{Kind: "agent", RunID: r.st.RunID, SessionID: r.st.SessionID, ParentRunID: r.st.ParentRunID,
+			Spec: mustJSON(a.spec), BaseDir: absDir(a.o.baseDir), Model: a.o.model, Input: r.st.Input, UserID: s.cfg.userID,
+			CorrelationID: s.cfg.correlationID, TraceParent: s.cfg.traceParent, Metadata: s.cfg.metadata, StartedAt: r.st.StartedAt}
+		if a.o.agents != nil {
+			start.AgentsDir = absDir(a.o.agents.Path)
+		}
+		err := j.st.Create(ctx, store.Run{ID: r.st.RunID, Kind: "agent", Name: a.spec.AgentName, Version: a.spec.Version,
+			ParentID: r.st.ParentRunID, SessionID: r.st.SessionID, Status: store.Running, Holder: j.holder,
+			LeaseUntil: time.Now().Add(leaseTTL), CreatedAt: r.st.StartedAt.Time})
+		if err == nil {
+			err = j.commit(ctx, store.Record{Kind: store.KindStart, Data: mustJSON(start)})
+		}
+		if err != nil {
+			return fmt.Errorf("%w: %w", ErrStore, err)
+		}
+	} else {
+		rec := resumeRecord{Turn: j.quiet, Holder: j.holder, Model: s.agent.o.model, Approved: keys(j.approve), Denied: keys(j.deny)}
+		j.mu.Lock()
+		err := j.commitLocked(ctx, store.Write{Status: store.Running},
+			store.Record{Kind: store.KindResume, Turn: j.quiet, Data: mustJSON(rec)})
+		j.mu.Unlock()
+		if err != nil {
+			return err
+		}
+	}
+	j.stopBeat, j.beatDone = make(chan struct{}), make(chan struct{})
+	go j.heartbeat(s)
+	return nil
+}
+
+// heartbeat renews the lease until the run ends; a lease lost to another
+// process stops the run, which may no longer write.
+func (j *journal) heartbeat(s *Session) {
+	defer close(j.beatDone)
+	t := time.NewTicker(leaseTTL / 3)
+	defer t.Stop()
+	for {
+		select {
+		case <-j.stopBeat:
+			return
+		case <-t.C:
+			err := j.st.Renew(context.Background(), j.runID, j.holder, leaseTTL)
+			if errors.Is(err, store.ErrLeaseLost) {
+				j.mu.Lock()
+				j.failed = fmt.Errorf("%w: %w", ErrStore, err)
+				j.mu.Unlock()
+				s.stop(j.failed)
+				return
+			}
+		}
+	}
+}
+
+// end writes the run's Result and its final status, and gives up the
+// lease.
+func (j *journal) end(ctx context.Context, res *Result, runErr error) error {
+	if j.stopBeat != nil {
+		close(j.stopBeat)
+		<-j.beatDone
+	}
+	if !j.write {
+		return nil
+	}
+	status := store.Completed
+	switch {
+	case errors.Is(runErr, ErrAwaitingApproval):
+		status = store.AwaitingApproval
+	case errors.Is(runErr, ErrAborted):
+		status = store.Aborted
+	case runErr != nil:
+		status = store.Failed
+	}
+	sum := store.Summary{Outcome: string(res.Outcome), Turns: res.Iterations, Tokens: res.TokenUsage.TotalTokens, CostUSD: res.EstimatedCost}
+	if res.Error != nil {
+		sum.Error = res.Error.Message
+	}
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if j.failed != nil && errors.Is(j.failed, store.ErrLeaseLost) {
+		return j.failed // the run is another process's now: nothing more is ours to write
+	}
+	j.failed = nil // the final write tries again what a failed one left queued
+	return j.commitLocked(ctx, store.Write{Status: status, Summary: &sum, Release: true},
+		store.Record{Kind: store.KindResult, Turn: res.Iterations, Data: mustJSON(res)})
+}
+
+func keys(m map[string]bool) []string {
+	var out []string
+	for k := range m {
+		out = append(out, k)
+	}
+	return out
+}
+
+// Difference is where a replay (or a resume) found the run doing
+// something else than its log recorded.
+type Difference struct {
+	// Turn is the loop turn; Step the call within it (from 1), when the
+	// difference is a tool call's.
+	Turn int    `json:"turn"`
+	Step int    `json:"step,omitempty"`
+	Tool string `json:"tool,omitempty"`
+	What string `json:"what"`
+	// Recorded and Replayed are what differs, when it can be shown.
+	Recorded string `json:"recorded,omitempty"`
+	Replayed string `json:"replayed,omitempty"`
+}
+
+func (d Difference) String() string {
+	s := "turn " + strconv.Itoa(d.Turn)
+	if d.Step > 0 {
+		s += ", call " + strconv.Itoa(d.Step)
+	}
+	if d.Tool != "" {
+		s += " (" + d.Tool + ")"
+	}
+	s += ": " + d.What
+	if d.Recorded != "" || d.Replayed != "" {
+		s += "\n  recorded: " + d.Recorded + "\n  replayed: " + d.Replayed
+	}
+	return s
+}
+
+// diverged notes a difference and returns it as an error matching
+// ErrDiverged.
+func (j *journal) diverged(d Difference) error {
+	j.mu.Lock()
+	j.diffs = append(j.diffs, d)
+	j.mu.Unlock()
+	return fmt.Errorf("%w: %s", ErrDiverged, d)
+}

@@ -1,0 +1,352 @@
+package agent
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"hash"
+	"iter"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/agentry/agentry/llm"
+	"github.com/agentry/agentry/store"
+	"github.com/agentry/agentry/tool"
+)
+
+// journalOf returns the journal of the run whose context ctx is, or nil.
+// A sub-agent's run has its own link, so its calls are not its parent's.
+func journalOf(ctx context.Context) *journal {
+	if l := linkFrom(ctx); l != nil {
+		return l.journal
+	}
+	return nil
+}
+
+// journalModel is the provider middleware of the run log, innermost of
+// the user's provider middleware: it sees one call per model turn, after
+// retries and fallback. Outside a durable run it passes calls through.
+func journalModel(next llm.Provider) llm.Provider {
+	if s, ok := next.(llm.Streamer); ok {
+		return &journaledStream{journaled: journaled{next: next}, stream: s}
+	}
+	return &journaled{next: next}
+}
+
+type journaled struct{ next llm.Provider }
+
+func (m *journaled) Generate(ctx context.Context, req *llm.Request) (*llm.Response, error) {
+	j := journalOf(ctx)
+	if j == nil {
+		return m.next.Generate(ctx, req)
+	}
+	n, digest, resp, err, served := j.beforeModel(ctx, req)
+	if served {
+		return resp, err
+	}
+	start := time.Now()
+	resp, err = m.next.Generate(ctx, req)
+	j.afterModel(n, digest, resp, err, start)
+	return resp, err
+}
+
+type journaledStream struct {
+	journaled
+	stream llm.Streamer
+}
+
+// Stream passes chunks on as they come and records the assembled reply;
+// a reply the log holds is played as one chunk per part.
+func (m *journaledStream) Stream(ctx context.Context, req *llm.Request) iter.Seq2[llm.Chunk, error] {
+	j := journalOf(ctx)
+	if j == nil {
+		return m.stream.Stream(ctx, req)
+	}
+	return func(yield func(llm.Chunk, error) bool) {
+		n, digest, resp, err, served := j.beforeModel(ctx, req)
+		if served {
+			if err != nil {
+				yield(llm.Chunk{}, err)
+				return
+			}
+			for _, c := range chunksOf(resp) {
+				if !yield(c, nil) {
+					return
+				}
+			}
+			return
+		}
+		start := time.Now()
+		stopped := false
+		resp, err = llm.Collect(m.stream.Stream(ctx, req), func(c llm.Chunk) {
+			if !stopped && !yield(c, nil) {
+				stopped = true
+			}
+		})
+		j.afterModel(n, digest, resp, err, start)
+		if err != nil && !stopped {
+			yield(llm.Chunk{}, err)
+		}
+	}
+}
+
+// chunksOf is a recorded reply as a stream.
+func chunksOf(r *llm.Response) []llm.Chunk {
+	chunks := make([]llm.Chunk, 0, 2+len(r.ToolCalls))
+	if r.Content != "" {
+		chunks = append(chunks, llm.Chunk{Text: r.Content})
+	}
+	for i, c := range r.ToolCalls {
+		chunks = append(chunks, llm.Chunk{ToolCall: &llm.ToolCallDelta{Index: i, ID: c.ID, Name: c.Name,
+			Arguments: string(c.Arguments), Signature: c.Signature}})
+	}
+	u := r.Usage
+	return append(chunks, llm.Chunk{Usage: &u, Model: r.Model, FinishReason: r.FinishReason})
+}
+
+// beforeModel serves the call from the log when the log holds it, and
+// otherwise commits what is queued before the model is asked: one
+// commit per turn, and nothing of the turns before is lost to a crash
+// during this one.
+func (j *journal) beforeModel(ctx context.Context, req *llm.Request) (n int, digest string, resp *llm.Response, err error, served bool) {
+	n, digest = j.n, j.digest(req)
+	j.n++
+	if j.log != nil && !j.live {
+		if n < len(j.log.calls) {
+			rec := &j.log.calls[n]
+			if rec.Digest != digest {
+				what := fmt.Sprintf("model call %d asks something else than the recorded one (the prompts, the tools or an earlier result differ)", n+1)
+				if err := j.diverged(Difference{Turn: j.r.st.Turn, What: what}); j.write {
+					return n, digest, nil, err, true // a resume must not build on a different past
+				}
+			}
+			resp, err = rec.replay()
+			return n, digest, resp, err, true
+		}
+		if !j.write {
+			err := j.diverged(Difference{Turn: j.r.st.Turn, What: fmt.Sprintf("the replay makes model call %d; the recording has %d", n+1, len(j.log.calls))})
+			return n, digest, nil, err, true
+		}
+		j.live = true
+	}
+	if err := j.commit(ctx); err != nil {
+		return n, digest, nil, err, true
+	}
+	return n, digest, nil, nil, false
+}
+
+func (j *journal) afterModel(n int, digest string, resp *llm.Response, err error, start time.Time) {
+	r := j.r
+	rec := modelRecord{N: n, Digest: digest, Response: resp, Attempts: r.attempts, DurationMS: ms(time.Since(start))}
+	if r.a != r.s.agent {
+		rec.Agent = r.a.spec.AgentName
+	}
+	if err != nil {
+		var ae *llm.APIError
+		rec.Error = &modelError{Kind: llm.KindOf(err).String(), Message: err.Error()}
+		if errors.As(err, &ae) {
+			rec.Error.Status, rec.Error.Message = ae.Status, ae.Message
+		}
+	}
+	j.add(store.Record{Kind: store.KindModelCall, Turn: r.st.Turn, Data: mustJSON(rec)})
+}
+
+// replay returns the recorded answer. The response is decoded for this
+// call alone, so the loop may keep it.
+func (m *modelRecord) replay() (*llm.Response, error) {
+	if m.Error != nil {
+		kind, _ := llm.ParseKind(m.Error.Kind)
+		return nil, &llm.APIError{Kind: kind, Status: m.Error.Status, Message: m.Error.Message}
+	}
+	if m.Response == nil {
+		return nil, fmt.Errorf("%w: model call %d has neither a response nor an error", ErrDiverged, m.N+1)
+	}
+	resp := *m.Response
+	resp.ToolCalls = slices.Clone(resp.ToolCalls)
+	return &resp, nil
+}
+
+// digest identifies what a model call asks: the transcript, the tools,
+// the model and the output schema. The transcript is hashed as it grows,
+// so a turn hashes only its new messages.
+func (j *journal) digest(req *llm.Request) string {
+	if j.h == nil || len(req.Messages) < j.hashed || (len(req.Messages) > 0 && req.Messages[0].Content != j.first) {
+		j.h, j.hashed = sha256.New(), 0 // a handoff rewrote the system prompt
+		if len(req.Messages) > 0 {
+			j.first = req.Messages[0].Content
+		}
+	}
+	for _, m := range req.Messages[j.hashed:] {
+		hashMessage(j.h, &m)
+	}
+	j.hashed = len(req.Messages)
+	sum := j.h.Sum(nil)
+	tail := sha256.New()
+	tail.Write(sum)
+	tail.Write([]byte(req.Model))
+	for _, t := range req.Tools {
+		writeField(tail, t.Name)
+		writeField(tail, t.Description)
+		writeField(tail, string(t.Parameters))
+	}
+	writeField(tail, string(req.ResponseSchema))
+	return hex.EncodeToString(tail.Sum(nil)[:16])
+}
+
+func hashMessage(h hash.Hash, m *llm.Message) {
+	writeField(h, string(m.Role))
+	writeField(h, m.Content)
+	for _, c := range m.ToolCalls {
+		writeField(h, c.ID)
+		writeField(h, c.Name)
+		writeField(h, string(c.Arguments))
+	}
+	writeField(h, m.ToolCallID)
+	writeField(h, m.Name)
+}
+
+// writeField writes s with its length, so that fields cannot run into
+// each other.
+func writeField(h hash.Hash, s string) {
+	var n [20]byte
+	h.Write(strconv.AppendInt(n[:0], int64(len(s)), 10))
+	h.Write([]byte{':'})
+	h.Write([]byte(s))
+}
+
+// journalTools is the tool middleware of the run log: inside the user's
+// middleware (policy), outside retries, so that it sees a call once
+// whatever its attempts.
+func journalTools(next tool.Handler) tool.Handler {
+	return func(ctx context.Context, call *tool.Call) (tool.Output, error) {
+		j := journalOf(ctx)
+		if j == nil {
+			return next(ctx, call)
+		}
+		return j.tool(ctx, call, next)
+	}
+}
+
+// tool runs one call the durable way (DESIGN.md 3.8).
+func (j *journal) tool(ctx context.Context, call *tool.Call, next tool.Handler) (tool.Output, error) {
+	key, class := call.Key(), call.Class()
+	intent := false
+	if l := j.log; l != nil {
+		if res, ok := l.results[key]; ok {
+			if j.liveMode && class.Retryable() {
+				return j.compareLive(ctx, call, res, next)
+			}
+			return res.output()
+		}
+		if in, ok := l.intents[key]; ok && class == tool.NonIdempotent {
+			switch {
+			case j.deny[call.ID] || j.deny[key]:
+				return j.unknownOutcome(call, time.Now())
+			case !j.approve[call.ID] && !j.approve[key] && !in.Deduplicates:
+				return tool.Output{}, &ApprovalError{CallID: call.ID, Tool: call.Name, Key: key, Arguments: call.Arguments}
+			}
+			intent = true // approved, or the tool deduplicates: sent again with the same key
+		} else if call.Turn < j.quiet {
+			// A call of a turn the log holds in full, without a result of
+			// its own: the original run answered it from its cache.
+			if res, ok := l.byArgs[call.Name+"\x00"+string(call.Arguments)]; ok {
+				return res.output()
+			}
+		}
+		if !j.write && !(j.liveMode && class.Retryable()) {
+			err := j.diverged(Difference{Turn: call.Turn, Step: call.Index + 1, Tool: call.Name,
+				What: "the replay makes a tool call the recording does not have"})
+			return tool.Output{}, err
+		}
+	}
+	if class == tool.NonIdempotent && !intent && j.write {
+		in := intentRecord{CallID: call.ID, Tool: call.Name, Arguments: call.Arguments, Idempotency: class, Deduplicates: call.Info.Deduplicates}
+		if err := j.commit(ctx, store.Record{Kind: store.KindToolIntent, Turn: call.Turn, Key: key, Data: mustJSON(in)}); err != nil {
+			return tool.Output{}, err // not run: it could not be made safe to run
+		}
+	}
+	start := time.Now()
+	out, err := next(ctx, call)
+	rec := store.Record{Kind: store.KindToolResult, Turn: call.Turn, Key: key, Data: mustJSON(newResultRecord(call, out, err, start))}
+	if class == tool.NonIdempotent {
+		if cerr := j.commit(ctx, rec); cerr != nil {
+			return out, errors.Join(err, cerr)
+		}
+	} else {
+		j.add(rec)
+	}
+	return out, err
+}
+
+func newResultRecord(call *tool.Call, out tool.Output, err error, start time.Time) resultRecord {
+	rec := resultRecord{CallID: call.ID, Tool: call.Name, Arguments: call.Arguments, Output: out.JSON, Observation: out.Observation,
+		Attempts: call.Attempt, DurationMS: ms(time.Since(start)), StartedAt: Timestamp{start}}
+	if err != nil {
+		rec.Output, rec.Observation = nil, ""
+		rec.Error = tool.DetailsFrom(err, true)
+	}
+	return rec
+}
+
+// output is the recorded result, as the handler returned it.
+func (res *resultRecord) output() (tool.Output, error) {
+	if res.Error != nil {
+		d := *res.Error
+		return tool.Output{}, &d
+	}
+	return tool.Output{JSON: res.Output, Observation: res.Observation}, nil
+}
+
+// unknownOutcome answers a denied call: it may or may not have taken
+// effect, and it is not sent again. The answer is recorded as its result.
+func (j *journal) unknownOutcome(call *tool.Call, start time.Time) (tool.Output, error) {
+	d := &tool.ErrorDetails{Type: "unknown_outcome", Recoverable: false,
+		Message: fmt.Sprintf("the call %s (%s) was sent before the run stopped, and whether it took effect is unknown; "+
+			"it was not sent again", call.ID, call.Name)}
+	rec := newResultRecord(call, tool.Output{}, d, start)
+	if err := j.commit(context.Background(), store.Record{Kind: store.KindToolResult, Turn: call.Turn, Key: call.Key(), Data: mustJSON(rec)}); err != nil {
+		return tool.Output{}, err
+	}
+	return tool.Output{}, d
+}
+
+// compareLive runs a recorded safe or idempotent call again (replay
+// --tools live) and reports an output that differs.
+func (j *journal) compareLive(ctx context.Context, call *tool.Call, rec *resultRecord, next tool.Handler) (tool.Output, error) {
+	out, err := next(ctx, call)
+	was, wasErr := rec.output()
+	now, was2 := string(out.JSON), string(was.JSON)
+	if err != nil {
+		now = "error: " + err.Error()
+	}
+	if wasErr != nil {
+		was2 = "error: " + wasErr.Error()
+	}
+	if now != was2 {
+		j.diverged(Difference{Turn: call.Turn, Step: call.Index + 1, Tool: call.Name, What: "the tool's result differs",
+			Recorded: was2, Replayed: now})
+	}
+	return out, err
+}
+
+// ApprovalError is the error of a non-idempotent call a resumed run
+// cannot know the outcome of: it was sent, the run stopped before its
+// result was written, and its tool does not deduplicate. The run pauses
+// (ErrAwaitingApproval) until a resume approves the call (it is sent
+// again with the same key) or denies it (the model is told its outcome
+// is unknown).
+type ApprovalError struct {
+	CallID, Tool, Key string
+	Arguments         []byte
+}
+
+func (e *ApprovalError) Error() string {
+	return fmt.Sprintf("call %s (%s, key %s) may have taken effect before the run stopped; approve it to send it again, or deny it",
+		e.CallID, e.Tool, e.Key)
+}
+
+// Is makes errors.Is(err, ErrAwaitingApproval) true.
+func (e *ApprovalError) Is(target error) bool { return target == ErrAwaitingApproval }

@@ -1,0 +1,113 @@
+package agent
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	"github.com/agentry/agentry/event"
+	"github.com/agentry/agentry/store"
+)
+
+// storedLog is a run's log read back: what a resume or a replay serves
+// instead of calling again.
+type storedLog struct {
+	run     store.Run
+	start   startRecord
+	calls   []modelRecord
+	intents map[string]*intentRecord
+	results map[string]*resultRecord
+	// byArgs holds the latest result of each tool and arguments: what
+	// a call the original run answered from its cache is answered with.
+	byArgs map[string]*resultRecord
+	// result is the final Result, when the run ended.
+	result json.RawMessage
+	// attempts is how many model attempts the recorded calls took.
+	attempts int
+	// lastTurn is the turn of the last recorded model call.
+	lastTurn int
+	// events are the run's events, those a resume superseded left out.
+	events []store.Record
+}
+
+// readLog reads and decodes the log of runID.
+func readLog(ctx context.Context, st store.Store, runID string) (*storedLog, error) {
+	run, err := st.Get(ctx, runID)
+	if err != nil {
+		return nil, err
+	}
+	recs, err := st.Records(ctx, runID, 0)
+	if err != nil {
+		return nil, err
+	}
+	l := &storedLog{run: run, intents: map[string]*intentRecord{}, results: map[string]*resultRecord{}, byArgs: map[string]*resultRecord{}}
+	for i := range recs {
+		if err := l.add(&recs[i]); err != nil {
+			return nil, fmt.Errorf("run %s: %w", runID, err)
+		}
+	}
+	if l.start.RunID == "" {
+		return nil, fmt.Errorf("run %s: its log has no start record", runID)
+	}
+	return l, nil
+}
+
+func (l *storedLog) add(rec *store.Record) error {
+	if err := store.CheckFormat(rec); err != nil {
+		return err
+	}
+	var err error
+	switch rec.Kind {
+	case store.KindStart:
+		err = json.Unmarshal(rec.Data, &l.start)
+	case store.KindModelCall:
+		var m modelRecord
+		if err = json.Unmarshal(rec.Data, &m); err == nil {
+			l.calls = append(l.calls, m)
+			l.attempts += max(m.Attempts, 1)
+			l.lastTurn = rec.Turn
+		}
+	case store.KindToolIntent:
+		var in intentRecord
+		if err = json.Unmarshal(rec.Data, &in); err == nil {
+			l.intents[rec.Key] = &in
+		}
+	case store.KindToolResult:
+		var res resultRecord
+		if err = json.Unmarshal(rec.Data, &res); err == nil {
+			l.results[rec.Key] = &res
+			l.byArgs[res.Tool+"\x00"+string(res.Arguments)] = &res
+		}
+	case store.KindEvent:
+		l.events = append(l.events, *rec)
+	case store.KindResume:
+		// The resumed run wrote the events of its first turn again.
+		kept := l.events[:0]
+		for _, e := range l.events {
+			if e.Turn < rec.Turn {
+				kept = append(kept, e)
+			}
+		}
+		l.events = kept
+		l.result = nil
+	case store.KindResult:
+		l.result = rec.Data
+	}
+	if err != nil {
+		return fmt.Errorf("record %d (%s): %w", rec.Seq, rec.Kind, err)
+	}
+	return nil
+}
+
+// Events decodes the run's events, in order.
+func (l *storedLog) Events() ([]event.Event, error) {
+	out := make([]event.Event, 0, len(l.events))
+	for _, rec := range l.events {
+		var e event.Event
+		if err := json.Unmarshal(rec.Data, &e); err != nil {
+			return nil, fmt.Errorf("record %d (event): %w", rec.Seq, err)
+		}
+		out = append(out, e)
+	}
+	return out, nil
+}
