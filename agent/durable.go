@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 
 	"github.com/agentry/agentry/event"
@@ -26,6 +27,7 @@ var ErrNotResumable = errors.New("agent: run cannot be resumed")
 // resumeConfig is how a session continues a stored run.
 type resumeConfig struct {
 	log       *storedLog
+	holder    string // the lease Resume took
 	approve   map[string]bool
 	deny      map[string]bool
 	replay    bool // nothing is written; calls the log lacks are differences
@@ -54,19 +56,27 @@ func (c *runConfig) decide(ids []string, approve bool) {
 	}
 }
 
-// holderID names this process as the holder of leases: host, pid and a
-// random part, so that a process on the same host can tell whether the
-// holder of a run is still alive.
-var holderID = sync.OnceValue(func() string {
+// processID names this process: host, pid and a random part, so that a
+// process on the same host can tell whether the holder of a run is still
+// alive.
+var processID = sync.OnceValue(func() string {
 	host, _ := os.Hostname()
 	return host + "/" + strconv.Itoa(os.Getpid()) + "/" + strconv.FormatUint(rand.Uint64()&0xffffffff, 36)
 })
+
+var holders atomic.Uint64
+
+// newHolder names one session of this process as a lease holder: two
+// sessions of one process are two holders.
+func newHolder() string {
+	return processID() + "/" + strconv.FormatUint(holders.Add(1), 10)
+}
 
 // deadLocally reports whether holder is a process of this host that no
 // longer exists: its run is interrupted, whatever its lease says.
 func deadLocally(holder string) bool {
 	parts := strings.Split(holder, "/")
-	if len(parts) != 3 {
+	if len(parts) != 4 {
 		return false
 	}
 	host, _ := os.Hostname()
@@ -75,7 +85,7 @@ func deadLocally(holder string) bool {
 		return false
 	}
 	if pid == os.Getpid() {
-		return parts[2] != strings.Split(holderID(), "/")[2] // an earlier process with this pid
+		return parts[2] != strings.Split(processID(), "/")[2] // an earlier process with this pid
 	}
 	err = syscall.Kill(pid, 0)
 	return errors.Is(err, syscall.ESRCH)
@@ -89,8 +99,9 @@ func (s *Session) openJournal(ctx context.Context, r *run) (*journal, error) {
 	if c.store == nil {
 		return nil, nil
 	}
-	j := &journal{st: c.store, runID: r.st.RunID, holder: holderID(), r: r, write: true}
+	j := &journal{st: c.store, runID: r.st.RunID, holder: newHolder(), r: r, write: true}
 	if rc := c.resume; rc != nil {
+		j.holder = rc.holder
 		j.log, j.write, j.liveMode = rc.log, !rc.replay, rc.liveTools
 		j.approve, j.deny = map[string]bool{}, map[string]bool{}
 		for id, ok := range c.decisions {
@@ -161,7 +172,8 @@ func (a *Agent) Resume(ctx context.Context, st store.Store, runID string, opts .
 	if err != nil {
 		return nil, err
 	}
-	if err := takeOver(ctx, st, &l.run); err != nil {
+	holder := newHolder()
+	if err := takeOver(ctx, st, &l.run, holder); err != nil {
 		return nil, err
 	}
 	if l.start.Spec != nil && a.spec.AgentName != "" {
@@ -174,13 +186,13 @@ func (a *Agent) Resume(ctx context.Context, st store.Store, runID string, opts .
 	}
 	pre := []RunOption{WithSessionID(l.start.SessionID), WithStore(st), WithUser(l.start.UserID),
 		WithCorrelationID(l.start.CorrelationID), WithTraceParent(l.start.TraceParent), WithMetadata(l.start.Metadata),
-		WithParentRunID(l.start.ParentRunID), func(c *runConfig) { c.resume = &resumeConfig{log: l} }}
+		WithParentRunID(l.start.ParentRunID), func(c *runConfig) { c.resume = &resumeConfig{log: l, holder: holder} }}
 	if p := a.playOn(l); p != nil {
 		pre = append(pre, WithSessionProvider(p))
 	}
 	s, err := a.NewSession(l.start.Input, append(pre, opts...)...)
 	if err != nil {
-		st.Append(context.WithoutCancel(ctx), store.Write{RunID: runID, Holder: holderID(), Release: true})
+		st.Append(context.WithoutCancel(ctx), store.Write{RunID: runID, Holder: holder, Release: true})
 		return nil, err
 	}
 	s.state.RunID = l.start.RunID
@@ -189,7 +201,7 @@ func (a *Agent) Resume(ctx context.Context, st store.Store, runID string, opts .
 
 // takeOver leases a resumable run to this process. A running run whose
 // holder died on this host is taken as interrupted.
-func takeOver(ctx context.Context, st store.Store, run *store.Run) error {
+func takeOver(ctx context.Context, st store.Store, run *store.Run, holder string) error {
 	if run.Status == store.Running && deadLocally(run.Holder) {
 		if err := st.Break(ctx, run.ID, run.Holder); err != nil && !errors.Is(err, store.ErrLeaseLost) {
 			return err
@@ -203,7 +215,7 @@ func takeOver(ctx context.Context, st store.Store, run *store.Run) error {
 	default:
 		return fmt.Errorf("%w: run %s is %s; only interrupted runs and runs awaiting approval resume", ErrNotResumable, run.ID, run.Status)
 	}
-	if err := st.Acquire(ctx, run.ID, holderID(), leaseTTL); err != nil {
+	if err := st.Acquire(ctx, run.ID, holder, leaseTTL); err != nil {
 		return fmt.Errorf("%w: %w", ErrNotResumable, err)
 	}
 	return nil

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"os"
 	"sync"
 	"testing"
 
@@ -15,7 +16,12 @@ import (
 	"github.com/agentry/agentry/tool"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+func TestMain(m *testing.M) {
+	if os.Getenv(crashEnv) != "" {
+		os.Exit(crashHelper())
+	}
+	goleak.VerifyTestMain(m)
+}
 
 type addArgs struct {
 	A int `json:"a"`

@@ -58,9 +58,55 @@ type journal struct {
 	approve  map[string]bool
 	deny     map[string]bool
 	diffs    []Difference
+	// What was served from the log, so that the Result reports the
+	// recorded timings of those calls rather than those of the replay.
+	servedCalls []servedCall
+	servedTools map[[2]string]*resultRecord // by turn and call id
 
 	stopBeat chan struct{}
 	beatDone chan struct{}
+}
+
+type servedCall struct {
+	index int // in State.ModelCalls
+	rec   *modelRecord
+}
+
+// restore gives the calls served from the log their recorded timings.
+func (j *journal) restore(res *Result) {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	for _, sc := range j.servedCalls {
+		if sc.index < len(res.ModelCalls) {
+			mc := &res.ModelCalls[sc.index]
+			res.Metrics.ModelLatencyMS += sc.rec.DurationMS - mc.DurationMS
+			mc.DurationMS, mc.Attempts = sc.rec.DurationMS, max(sc.rec.Attempts, 1)
+		}
+	}
+	for i := range res.Steps {
+		st := &res.Steps[i]
+		if st.Action == nil {
+			continue
+		}
+		rec := j.servedTools[[2]string{strconv.Itoa(st.Turn), st.Action.CallID}]
+		if rec == nil {
+			continue
+		}
+		if res.Metrics.ToolLatencyMS != nil {
+			res.Metrics.ToolLatencyMS[st.Action.Tool] += rec.DurationMS - st.Action.DurationMS
+		}
+		st.Action.DurationMS, st.Action.Attempts, st.Timestamp = rec.DurationMS, rec.Attempts, rec.StartedAt
+	}
+}
+
+// served notes a tool result served from the log.
+func (j *journal) served(turn int, rec *resultRecord) {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if j.servedTools == nil {
+		j.servedTools = map[[2]string]*resultRecord{}
+	}
+	j.servedTools[[2]string{strconv.Itoa(turn), rec.CallID}] = rec
 }
 
 // startRecord opens a run's log: enough to build the agent again and to
@@ -85,13 +131,51 @@ type startRecord struct {
 // modelRecord is one model call: what was asked (as a digest) and the
 // whole answer.
 type modelRecord struct {
-	N          int           `json:"n"`
-	Agent      string        `json:"agent,omitempty"`
-	Digest     string        `json:"digest"`
-	Response   *llm.Response `json:"response,omitempty"`
-	Error      *modelError   `json:"error,omitempty"`
-	Attempts   int           `json:"attempts"`
-	DurationMS float64       `json:"duration_ms"`
+	N          int         `json:"n"`
+	Agent      string      `json:"agent,omitempty"`
+	Digest     string      `json:"digest"`
+	Response   *response   `json:"response,omitempty"`
+	Error      *modelError `json:"error,omitempty"`
+	Attempts   int         `json:"attempts"`
+	DurationMS float64     `json:"duration_ms"`
+}
+
+// response is an llm.Response as the log keeps it: tool call arguments
+// as the model wrote them, byte for byte (JSON encoding would compact
+// them, and the replayed transcript would differ from the original).
+type response struct {
+	Content      string     `json:"content,omitempty"`
+	ToolCalls    []toolCall `json:"tool_calls,omitempty"`
+	Usage        llm.Usage  `json:"usage"`
+	Model        string     `json:"model,omitempty"`
+	Provider     string     `json:"provider,omitempty"`
+	FinishReason string     `json:"finish_reason,omitempty"`
+}
+
+type toolCall struct {
+	ID        string `json:"id"`
+	Name      string `json:"name"`
+	Arguments string `json:"arguments"`
+	Signature []byte `json:"signature,omitempty"`
+}
+
+func newResponse(r *llm.Response) *response {
+	if r == nil {
+		return nil
+	}
+	out := &response{Content: r.Content, Usage: r.Usage, Model: r.Model, Provider: r.Provider, FinishReason: r.FinishReason}
+	for _, c := range r.ToolCalls {
+		out.ToolCalls = append(out.ToolCalls, toolCall{ID: c.ID, Name: c.Name, Arguments: string(c.Arguments), Signature: c.Signature})
+	}
+	return out
+}
+
+func (r *response) llm() *llm.Response {
+	out := &llm.Response{Content: r.Content, Usage: r.Usage, Model: r.Model, Provider: r.Provider, FinishReason: r.FinishReason}
+	for _, c := range r.ToolCalls {
+		out.ToolCalls = append(out.ToolCalls, llm.ToolCall{ID: c.ID, Name: c.Name, Arguments: json.RawMessage(c.Arguments), Signature: c.Signature})
+	}
+	return out
 }
 
 type modelError struct {
@@ -104,17 +188,19 @@ type modelError struct {
 type intentRecord struct {
 	CallID       string           `json:"call_id"`
 	Tool         string           `json:"tool"`
-	Arguments    json.RawMessage  `json:"arguments"`
+	Arguments    string           `json:"arguments"`
 	Idempotency  tool.Idempotency `json:"idempotency"`
 	Deduplicates bool             `json:"deduplicates,omitempty"`
 }
 
 // resultRecord is a finished tool call.
+// Arguments and Output are strings: the bytes the model and the tool
+// wrote, which JSON encoding would compact.
 type resultRecord struct {
 	CallID      string             `json:"call_id"`
 	Tool        string             `json:"tool"`
-	Arguments   json.RawMessage    `json:"arguments"`
-	Output      json.RawMessage    `json:"output,omitempty"`
+	Arguments   string             `json:"arguments"`
+	Output      *string            `json:"output,omitempty"`
 	Observation string             `json:"observation,omitempty"`
 	Error       *tool.ErrorDetails `json:"error,omitempty"`
 	Attempts    int                `json:"attempts,omitempty"`
@@ -255,6 +341,9 @@ func (j *journal) end(ctx context.Context, res *Result, runErr error) error {
 	if j.stopBeat != nil {
 		close(j.stopBeat)
 		<-j.beatDone
+	}
+	if j.log != nil {
+		j.restore(res)
 	}
 	if !j.write {
 		return nil

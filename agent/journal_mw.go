@@ -4,11 +4,11 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"hash"
 	"iter"
-	"slices"
 	"strconv"
 	"time"
 
@@ -124,6 +124,7 @@ func (j *journal) beforeModel(ctx context.Context, req *llm.Request) (n int, dig
 				}
 			}
 			resp, err = rec.replay()
+			j.servedCalls = append(j.servedCalls, servedCall{index: len(j.r.st.ModelCalls), rec: rec})
 			return n, digest, resp, err, true
 		}
 		if !j.write {
@@ -140,7 +141,7 @@ func (j *journal) beforeModel(ctx context.Context, req *llm.Request) (n int, dig
 
 func (j *journal) afterModel(n int, digest string, resp *llm.Response, err error, start time.Time) {
 	r := j.r
-	rec := modelRecord{N: n, Digest: digest, Response: resp, Attempts: r.attempts, DurationMS: ms(time.Since(start))}
+	rec := modelRecord{N: n, Digest: digest, Response: newResponse(resp), Attempts: r.attempts, DurationMS: ms(time.Since(start))}
 	if r.a != r.s.agent {
 		rec.Agent = r.a.spec.AgentName
 	}
@@ -164,9 +165,7 @@ func (m *modelRecord) replay() (*llm.Response, error) {
 	if m.Response == nil {
 		return nil, fmt.Errorf("%w: model call %d has neither a response nor an error", ErrDiverged, m.N+1)
 	}
-	resp := *m.Response
-	resp.ToolCalls = slices.Clone(resp.ToolCalls)
-	return &resp, nil
+	return m.Response.llm(), nil
 }
 
 // digest identifies what a model call asks: the transcript, the tools,
@@ -239,6 +238,7 @@ func (j *journal) tool(ctx context.Context, call *tool.Call, next tool.Handler) 
 			if j.liveMode && class.Retryable() {
 				return j.compareLive(ctx, call, res, next)
 			}
+			j.served(call.Turn, res)
 			return res.output()
 		}
 		if in, ok := l.intents[key]; ok && class == tool.NonIdempotent {
@@ -263,7 +263,7 @@ func (j *journal) tool(ctx context.Context, call *tool.Call, next tool.Handler) 
 		}
 	}
 	if class == tool.NonIdempotent && !intent && j.write {
-		in := intentRecord{CallID: call.ID, Tool: call.Name, Arguments: call.Arguments, Idempotency: class, Deduplicates: call.Info.Deduplicates}
+		in := intentRecord{CallID: call.ID, Tool: call.Name, Arguments: string(call.Arguments), Idempotency: class, Deduplicates: call.Info.Deduplicates}
 		if err := j.commit(ctx, store.Record{Kind: store.KindToolIntent, Turn: call.Turn, Key: key, Data: mustJSON(in)}); err != nil {
 			return tool.Output{}, err // not run: it could not be made safe to run
 		}
@@ -282,11 +282,14 @@ func (j *journal) tool(ctx context.Context, call *tool.Call, next tool.Handler) 
 }
 
 func newResultRecord(call *tool.Call, out tool.Output, err error, start time.Time) resultRecord {
-	rec := resultRecord{CallID: call.ID, Tool: call.Name, Arguments: call.Arguments, Output: out.JSON, Observation: out.Observation,
+	rec := resultRecord{CallID: call.ID, Tool: call.Name, Arguments: string(call.Arguments), Observation: out.Observation,
 		Attempts: call.Attempt, DurationMS: ms(time.Since(start)), StartedAt: Timestamp{start}}
 	if err != nil {
-		rec.Output, rec.Observation = nil, ""
+		rec.Observation = ""
 		rec.Error = tool.DetailsFrom(err, true)
+	} else if out.JSON != nil {
+		o := string(out.JSON)
+		rec.Output = &o
 	}
 	return rec
 }
@@ -297,7 +300,11 @@ func (res *resultRecord) output() (tool.Output, error) {
 		d := *res.Error
 		return tool.Output{}, &d
 	}
-	return tool.Output{JSON: res.Output, Observation: res.Observation}, nil
+	out := tool.Output{Observation: res.Observation}
+	if res.Output != nil {
+		out.JSON = json.RawMessage(*res.Output)
+	}
+	return out, nil
 }
 
 // unknownOutcome answers a denied call: it may or may not have taken

@@ -76,7 +76,7 @@ func (l *storedLog) add(rec *store.Record) error {
 		var res resultRecord
 		if err = json.Unmarshal(rec.Data, &res); err == nil {
 			l.results[rec.Key] = &res
-			l.byArgs[res.Tool+"\x00"+string(res.Arguments)] = &res
+			l.byArgs[res.Tool+"\x00"+res.Arguments] = &res
 		}
 	case store.KindEvent:
 		l.events = append(l.events, *rec)
