@@ -7,6 +7,7 @@ import (
 	"sync"
 
 	"github.com/agentry/agentry/event"
+	"github.com/agentry/agentry/store"
 )
 
 // ErrStopped is returned by a Service that has been stopped.
@@ -22,15 +23,67 @@ var ErrUnknownSession = errors.New("agent: unknown session")
 // concurrent use.
 type Service struct {
 	bus     *event.Bus
+	store   store.Store
+	build   []Option
 	mu      sync.Mutex
 	running map[string]*Session
 	stopped bool
 	drained chan struct{} // closed when stopped and nothing runs
 }
 
+// ServiceOption configures NewService.
+type ServiceOption func(*Service)
+
+// StoreRuns makes every session the service creates durable in st
+// (WithStore), and lets the service resume and list stored runs.
+func StoreRuns(st store.Store) ServiceOption { return func(s *Service) { s.store = st } }
+
+// BuildWith gives the options a resumed run's agent is built with, on
+// top of the spec, model and directories its log recorded: the tools
+// its spec names, above all.
+func BuildWith(opts ...Option) ServiceOption {
+	return func(s *Service) { s.build = append(s.build, opts...) }
+}
+
 // NewService returns a running service.
-func NewService() *Service {
-	return &Service{bus: event.NewBus(nil), running: map[string]*Session{}}
+func NewService(opts ...ServiceOption) *Service {
+	s := &Service{bus: event.NewBus(nil), running: map[string]*Session{}}
+	for _, o := range opts {
+		o(s)
+	}
+	return s
+}
+
+// ErrNoStore is returned by the Service methods that need a store when
+// it has none (see StoreRuns).
+var ErrNoStore = errors.New("agent: the service has no run store")
+
+// Resume continues the stored run runID (see Agent.Resume): its agent is
+// built from the log with the service's BuildWith options, its events
+// reach the service's subscribers, and Abort and Stop reach it.
+func (s *Service) Resume(ctx context.Context, runID string, opts ...RunOption) (*Result, error) {
+	if s.store == nil {
+		return nil, ErrNoStore
+	}
+	a, err := Stored(ctx, s.store, runID, s.build...)
+	if err != nil {
+		return nil, err
+	}
+	sess, err := a.Resume(ctx, s.store, runID, append([]RunOption{WithEventBus(s.bus)}, opts...)...)
+	if err != nil {
+		return nil, err
+	}
+	sess.svc = s
+	return sess.Run(ctx)
+}
+
+// Interrupted returns the stored runs whose process died: those Resume
+// can continue (see the package function Interrupted).
+func (s *Service) Interrupted(ctx context.Context) ([]store.Run, error) {
+	if s.store == nil {
+		return nil, ErrNoStore
+	}
+	return Interrupted(ctx, s.store)
 }
 
 // Events returns the bus that carries the events of every session.
@@ -52,7 +105,11 @@ func (s *Service) CreateSession(a *Agent, input map[string]any, opts ...RunOptio
 	if stopped {
 		return nil, ErrStopped
 	}
-	sess, err := a.NewSession(input, append([]RunOption{WithEventBus(s.bus)}, opts...)...)
+	pre := []RunOption{WithEventBus(s.bus)}
+	if s.store != nil {
+		pre = append(pre, WithStore(s.store))
+	}
+	sess, err := a.NewSession(input, append(pre, opts...)...)
 	if err != nil {
 		return nil, err
 	}

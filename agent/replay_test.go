@@ -1,0 +1,146 @@
+package agent
+
+import (
+	"context"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"github.com/agentry/agentry/event"
+	"github.com/agentry/agentry/internal/testdb"
+	"github.com/agentry/agentry/store"
+	"github.com/agentry/agentry/tool"
+)
+
+func TestReplay(t *testing.T) {
+	ctx := context.Background()
+	st := openStore(t, testdb.SQLite(t))
+	l := ledger{filepath.Join(t.TempDir(), "ledger")}
+	a := payerAgent(t, durableTools(t, l, true, nil))
+	res, err := a.Run(ctx, payerInput, WithStore(st))
+	if err != nil {
+		t.Fatal(err)
+	}
+	before, _ := st.Records(ctx, res.ID, 0)
+
+	// A tool that now adds one too many, and one whose description changed.
+	offByOne := tool.Must(tool.Func("add", "Add two integers.", func(_ context.Context, in addArgs) (int, error) {
+		return in.A + in.B + 1, nil
+	}, tool.WithIdempotency(tool.Safe)))
+	redescribed := tool.Must(tool.Func("add", "Add two integers, carefully.", func(_ context.Context, in addArgs) (int, error) {
+		return in.A + in.B, nil
+	}, tool.WithIdempotency(tool.Safe)))
+	pay := durableTools(t, l, true, nil)
+	payTool, _ := pay.Get("pay")
+	registry := func(add tool.Tool) *tool.Registry {
+		r, err := tool.NewRegistry(add, payTool)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
+	for _, tc := range []struct {
+		name  string
+		tools *tool.Registry
+		opts  []RunOption
+		want  []string // what the differences say, in order
+	}{
+		{"identical", durableTools(t, l, true, nil), nil, nil},
+		{"identical with live tools", durableTools(t, l, true, nil), []RunOption{LiveTools()}, nil},
+		{"recorded results hide a changed tool", registry(offByOne), nil, nil},
+		{"live tools find it", registry(offByOne), []RunOption{LiveTools()},
+			// The different result changes what the model is asked next.
+			[]string{"turn 1, call 1 (add): the tool's result differs", "turn 2: model call 2 asks something else",
+				"turn 2, call 2 (add): the tool's result differs", "turn 3: model call 3 asks something else"}},
+		{"a changed tool definition", registry(redescribed), nil,
+			[]string{"turn 1: model call 1 asks something else", "turn 2: model call 2 asks something else", "turn 3: model call 3 asks something else"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			sent := len(l.sends(t))
+			rep, err := payerAgent(t, tc.tools).Replay(ctx, st, res.ID, tc.opts...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(rep.Differences) != len(tc.want) {
+				t.Fatalf("differences %v, want %d: %v", rep.Differences, len(tc.want), tc.want)
+			}
+			for i, d := range rep.Differences {
+				if !strings.HasPrefix(d.String(), tc.want[i]) {
+					t.Errorf("difference %d = %q, want it to start %q", i, d, tc.want[i])
+				}
+			}
+			if rep.Identical() != (len(tc.want) == 0) {
+				t.Errorf("Identical = %v with %d differences", rep.Identical(), len(tc.want))
+			}
+			if comparable(t, rep.Result) != comparable(t, res) && len(tc.want) == 0 {
+				t.Errorf("an identical replay's Result differs:\n%s\n%s", comparable(t, rep.Result), comparable(t, res))
+			}
+			if n := len(l.sends(t)); n != sent {
+				t.Errorf("the replay sent the payment again (%d sends, was %d)", n, sent)
+			}
+		})
+	}
+	if after, _ := st.Records(ctx, res.ID, 0); len(after) != len(before) {
+		t.Errorf("replays wrote to the log: %d records, was %d", len(after), len(before))
+	}
+}
+
+// A replay that needs a model call the log lacks stops and says so.
+func TestReplayOfAnInterruptedRun(t *testing.T) {
+	ctx := context.Background()
+	st := openStore(t, testdb.SQLite(t))
+	id := interruptedRun(t, st, "before_model#2")
+	rep, err := payerAgent(t, durableTools(t, ledger{filepath.Join(t.TempDir(), "l")}, true, nil)).Replay(ctx, st, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Differences) != 1 || !strings.Contains(rep.Differences[0].What, "the replay makes model call 2; the recording has 1") {
+		t.Errorf("differences = %v, want the missing model call 2", rep.Differences)
+	}
+	if rep.Result.Success {
+		t.Error("a replay past its recording succeeded")
+	}
+}
+
+func TestServiceResume(t *testing.T) {
+	ctx := context.Background()
+	for _, b := range backends {
+		t.Run(b.name, func(t *testing.T) {
+			st := openStore(t, b.dsn(t))
+			l := ledger{filepath.Join(t.TempDir(), "ledger")}
+			id := killedRun(t, st, "tool_end:pay#1", true, l)
+			svc := NewService(StoreRuns(st), BuildWith(WithTools(durableTools(t, l, true, nil))))
+			var events atomic.Int64
+			unsub := svc.Subscribe(func(event.Event) { events.Add(1) }, event.Block())
+			defer unsub()
+			runs, err := svc.Interrupted(ctx)
+			if err != nil || len(runs) != 1 || runs[0].ID != id || runs[0].Status != store.Interrupted {
+				t.Fatalf("Interrupted = %+v, %v; want %s", runs, err, id)
+			}
+			res, err := svc.Resume(ctx, id)
+			if err != nil || !res.Success || res.ID != id {
+				t.Fatalf("Resume = %v, %v", res, err)
+			}
+			svc.Events().Flush()
+			if events.Load() == 0 {
+				t.Error("the resumed run's events did not reach the service's subscribers")
+			}
+			if runs, _ := svc.Interrupted(ctx); len(runs) != 0 {
+				t.Errorf("after the resume, interrupted runs: %v", runs)
+			}
+			// A session the service creates is stored.
+			a := payerAgent(t, durableTools(t, l, true, nil))
+			res, err = svc.RunOnce(ctx, a, payerInput)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if run, err := st.Get(ctx, res.ID); err != nil || run.Status != store.Completed {
+				t.Errorf("the service's run in the store: %+v, %v", run, err)
+			}
+			if _, err := NewService().Resume(ctx, id); err != ErrNoStore {
+				t.Errorf("Resume without a store = %v, want ErrNoStore", err)
+			}
+		})
+	}
+}
