@@ -1,6 +1,7 @@
-// Package httptool provides the http_get tool: a bounded HTTP GET that
-// returns text and JSON bodies to the model, with a guard against requests
-// to private and loopback addresses.
+// Package httptool provides the HTTP tools: http_get, a bounded GET that
+// returns text and JSON bodies to the model, and http_request, which also
+// sends (POST, PUT, PATCH, DELETE) with the call's idempotency key. Both
+// guard against requests to private and loopback addresses.
 package httptool
 
 import (
@@ -20,7 +21,7 @@ import (
 	"github.com/agentry/agentry/tool"
 )
 
-// Options configure http_get. The zero value is usable.
+// Options configure the HTTP tools. The zero value is usable.
 type Options struct {
 	// Timeout bounds the whole request; default 30s.
 	Timeout time.Duration
@@ -55,10 +56,16 @@ type Response struct {
 
 // ErrBlockedAddress is wrapped by the error of a request to an address
 // the guard refuses.
-var ErrBlockedAddress = errors.New("http_get: address not allowed")
+var ErrBlockedAddress = errors.New("httptool: address not allowed")
 
-// New returns the http_get tool.
-func New(o Options) tool.Tool {
+// client is what both tools send with: options with defaults filled in
+// and one HTTP client.
+type client struct {
+	o    Options
+	http *http.Client
+}
+
+func newClient(o Options) *client {
 	if o.Timeout <= 0 {
 		o.Timeout = 30 * time.Second
 	}
@@ -68,35 +75,56 @@ func New(o Options) tool.Tool {
 	if o.UserAgent == "" {
 		o.UserAgent = "agentry"
 	}
-	client := &http.Client{Transport: o.Transport, Timeout: o.Timeout}
-	if client.Transport == nil {
+	c := &http.Client{Transport: o.Transport, Timeout: o.Timeout}
+	if c.Transport == nil {
 		d := &net.Dialer{Timeout: 10 * time.Second}
 		if !o.AllowPrivate {
 			d.Control = guard
 		}
-		client.Transport = &http.Transport{DialContext: d.DialContext, Proxy: nil,
+		c.Transport = &http.Transport{DialContext: d.DialContext, Proxy: nil,
 			TLSHandshakeTimeout: 10 * time.Second, MaxIdleConns: 16, IdleConnTimeout: 30 * time.Second}
 	}
-	return tool.Must(tool.Func("http_get",
-		"Fetch a URL with HTTP GET and return its status and body (JSON or text).",
-		func(ctx context.Context, a getArgs) (*Response, error) { return get(ctx, client, o, a) },
-		tool.WithIdempotency(tool.Safe), tool.WithTimeout(o.Timeout)))
+	return &client{o: o, http: c}
 }
 
-func get(ctx context.Context, client *http.Client, o Options, a getArgs) (*Response, error) {
-	u, err := url.Parse(a.URL)
+// New returns the http_get tool.
+func New(o Options) tool.Tool {
+	c := newClient(o)
+	return tool.Must(tool.Func("http_get",
+		"Fetch a URL with HTTP GET and return its status and body (JSON or text).",
+		func(ctx context.Context, a getArgs) (*Response, error) {
+			return c.do(ctx, http.MethodGet, a.URL, a.Headers, nil, "")
+		},
+		tool.WithIdempotency(tool.Safe), tool.WithTimeout(c.o.Timeout)))
+}
+
+// do sends one request and reads its response within the caps.
+func (c *client) do(ctx context.Context, method, rawURL string, headers map[string]string, body io.Reader, contentType string) (*Response, error) {
+	o := c.o
+	u, err := url.Parse(rawURL)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return nil, tool.NewErrorDetails("invalid_arguments", fmt.Sprintf("url %q is not an absolute http(s) URL", a.URL), true)
+		return nil, tool.NewErrorDetails("invalid_arguments", fmt.Sprintf("url %q is not an absolute http(s) URL", rawURL), true)
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
+	req, err := http.NewRequestWithContext(ctx, method, u.String(), body)
 	if err != nil {
 		return nil, tool.NewErrorDetails("invalid_arguments", err.Error(), true)
 	}
 	req.Header.Set("User-Agent", o.UserAgent)
-	for k, v := range a.Headers {
+	if contentType != "" {
+		req.Header.Set("Content-Type", contentType)
+	}
+	for k, v := range headers {
 		req.Header.Set(k, v)
 	}
-	resp, err := client.Do(req)
+	if method != http.MethodGet && method != http.MethodHead {
+		// The call's key, stable across retries and resumes, lets the
+		// server keep the effect of a request sent twice once. It is set
+		// last: a header the model wrote cannot replace it.
+		if call := tool.CallFrom(ctx); call != nil && call.Run != nil {
+			req.Header.Set("Idempotency-Key", call.Key())
+		}
+	}
+	resp, err := c.http.Do(req)
 	if err != nil {
 		if errors.Is(err, ErrBlockedAddress) {
 			return nil, tool.NewErrorDetails("blocked", err.Error(), false)
@@ -107,20 +135,20 @@ func get(ctx context.Context, client *http.Client, o Options, a getArgs) (*Respo
 		return nil, tool.Transient(err)
 	}
 	defer resp.Body.Close()
-	body, err := io.ReadAll(io.LimitReader(resp.Body, o.MaxBytes+1))
+	data, err := io.ReadAll(io.LimitReader(resp.Body, o.MaxBytes+1))
 	if err != nil {
 		return nil, tool.Transient(fmt.Errorf("reading body: %w", err))
 	}
 	out := &Response{URL: u.String(), Status: resp.StatusCode, ContentType: resp.Header.Get("Content-Type")}
-	if int64(len(body)) > o.MaxBytes {
-		body, out.Truncated = body[:o.MaxBytes], true
+	if int64(len(data)) > o.MaxBytes {
+		data, out.Truncated = data[:o.MaxBytes], true
 	}
 	mt, _, _ := mime.ParseMediaType(out.ContentType)
 	switch {
-	case isJSON(mt) && !out.Truncated && json.Valid(body):
-		out.Body = json.RawMessage(body)
-	case isJSON(mt) || isText(mt) || mt == "":
-		out.Body = strings.ToValidUTF8(string(body), "\uFFFD")
+	case isJSON(mt) && !out.Truncated && json.Valid(data):
+		out.Body = json.RawMessage(data)
+	case isJSON(mt) || isText(mt) || mt == "" || len(data) == 0:
+		out.Body = strings.ToValidUTF8(string(data), "\uFFFD")
 	default:
 		return nil, tool.NewErrorDetails("unsupported_content", fmt.Sprintf("content type %q is not text or JSON", mt), false)
 	}

@@ -1,0 +1,123 @@
+package httptool
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/agentry/agentry/tool"
+)
+
+// seen is what the test server received.
+type seen struct {
+	method, key, contentType, body, header string
+}
+
+func requestServer(t *testing.T) (*httptest.Server, func() []seen) {
+	var mu sync.Mutex
+	var got []seen
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		mu.Lock()
+		got = append(got, seen{r.Method, r.Header.Get("Idempotency-Key"), r.Header.Get("Content-Type"), string(b), r.Header.Get("X-Who")})
+		mu.Unlock()
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusCreated)
+		if r.Method != http.MethodHead {
+			w.Write([]byte(`{"ok":true}`))
+		}
+	}))
+	t.Cleanup(srv.Close)
+	return srv, func() []seen {
+		mu.Lock()
+		defer mu.Unlock()
+		return append([]seen(nil), got...)
+	}
+}
+
+// callAs calls tl the way an agent's handler chain does: with its call,
+// and so its idempotency key, in the context.
+func callAs(tl tool.Tool, args string) (tool.Output, error) {
+	c := &tool.Call{ID: "call_1", Name: tl.Info().Name, Arguments: json.RawMessage(args), Tool: tl, Info: tl.Info(),
+		Turn: 2, Index: 1, Run: &tool.Run{RunID: "run_x"}}
+	return tool.Handle(context.Background(), c)
+}
+
+func TestRequest(t *testing.T) {
+	srv, got := requestServer(t)
+	tl := NewRequest(Options{AllowPrivate: true, MaxBytes: 64})
+	for _, tc := range []struct {
+		name, args string
+		want       seen
+		class      tool.Idempotency
+	}{
+		{"post json", `{"method": "POST", "url": "URL/pay", "json": {"to": "bob", "amount": 5}, "headers": {"X-Who": "agentry", "Idempotency-Key": "forged"}}`,
+			seen{"POST", "run_x:2:1", "application/json", `{"amount":5,"to":"bob"}`, "agentry"}, tool.NonIdempotent},
+		{"patch text", `{"method": "patch", "url": "URL/note", "body": "hello"}`,
+			seen{"PATCH", "run_x:2:1", "text/plain; charset=utf-8", "hello", ""}, tool.NonIdempotent},
+		{"put", `{"method": "PUT", "url": "URL/item/1", "json": [1, 2]}`, seen{"PUT", "run_x:2:1", "application/json", "[1,2]", ""}, tool.Idempotent},
+		{"delete", `{"method": "DELETE", "url": "URL/item/1"}`, seen{"DELETE", "run_x:2:1", "", "", ""}, tool.Idempotent},
+		{"get sends no key", `{"method": "GET", "url": "URL/item/1"}`, seen{"GET", "", "", "", ""}, tool.Safe},
+		{"head", `{"method": "HEAD", "url": "URL/item/1"}`, seen{"HEAD", "", "", "", ""}, tool.Safe},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			args := strings.Replace(tc.args, "URL", srv.URL, 1)
+			if c := tl.(tool.Classifier).Idempotency(json.RawMessage(args)); c != tc.class {
+				t.Errorf("class = %s, want %s", c, tc.class)
+			}
+			out, err := callAs(tl, args)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var r Response
+			if err := json.Unmarshal(out.JSON, &r); err != nil || r.Status != http.StatusCreated {
+				t.Errorf("response %s: %v", out.JSON, err)
+			}
+			all := got()
+			if last := all[len(all)-1]; last != tc.want {
+				t.Errorf("server saw %+v, want %+v", last, tc.want)
+			}
+		})
+	}
+	info := tl.Info()
+	if !info.Deduplicates || info.Idempotency != tool.NonIdempotent || info.Name != "http_request" {
+		t.Errorf("info = %+v; want http_request, non-idempotent by default, deduplicating", info)
+	}
+}
+
+func TestRequestRefuses(t *testing.T) {
+	srv, got := requestServer(t)
+	tl := NewRequest(Options{MaxBytes: 8})
+	for _, tc := range []struct{ name, args, want string }{
+		{"unknown method", `{"method": "TRACE", "url": "URL"}`, `method "TRACE" is not one of`},
+		{"json and body", `{"method": "POST", "url": "URL", "json": 1, "body": "x"}`, "not both"},
+		{"get with a body", `{"method": "GET", "url": "URL", "body": "x"}`, "GET requests carry no body"},
+		{"body over the cap", `{"method": "POST", "url": "URL", "body": "0123456789"}`, "over the 8-byte cap"},
+		{"not a URL", `{"method": "POST", "url": "mailto:bob"}`, "not an absolute http(s) URL"},
+		{"loopback", `{"method": "POST", "url": "URL", "body": "x"}`, "private, loopback or local"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := callAs(tl, strings.Replace(tc.args, "URL", srv.URL, 1))
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("error = %v, want it to say %q", err, tc.want)
+			}
+		})
+	}
+	if n := len(got()); n != 0 {
+		t.Errorf("the server received %d refused requests", n)
+	}
+	_, err := callAs(tl, `{"method": "POST", "url": "`+srv.URL+`", "body": "x"}`)
+	var d *tool.ErrorDetails
+	if !errors.As(err, &d) || d.Type != "blocked" || d.Recoverable {
+		t.Errorf("loopback error = %v, want a blocked, unrecoverable error", err)
+	}
+	if c := tl.(tool.Classifier).Idempotency(json.RawMessage(`not json`)); c != tool.NonIdempotent {
+		t.Errorf("class of unreadable arguments = %s, want non_idempotent", c)
+	}
+}
