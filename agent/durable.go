@@ -122,7 +122,9 @@ func (s *Session) openJournal(ctx context.Context, r *run) (*journal, error) {
 	}
 	r.link.journal = j
 	if j.write {
-		s.unsubs = append(s.unsubs, s.bus.Subscribe(j.event, event.Block()))
+		// Whole replies are on record in the model calls: their pieces
+		// would only grow the log, and make the run stream.
+		s.unsubs = append(s.unsubs, s.bus.Subscribe(j.event, event.Block(), event.Except(event.ContentChunk)))
 	}
 	return j, nil
 }

@@ -28,6 +28,12 @@ type storedLog struct {
 	lastTurn int
 	// events are the run's events, those a resume superseded left out.
 	events []store.Record
+	// For ReadRunLog: each call's turn, each tool call's turn and place,
+	// and the turns resumes took over at.
+	callTurns []int
+	turns     map[string]int
+	order     map[string]int
+	resumes   []int
 }
 
 // readLog reads and decodes the log of runID.
@@ -40,7 +46,8 @@ func readLog(ctx context.Context, st store.Store, runID string) (*storedLog, err
 	if err != nil {
 		return nil, err
 	}
-	l := &storedLog{run: run, intents: map[string]*intentRecord{}, results: map[string]*resultRecord{}, byArgs: map[string]*resultRecord{}}
+	l := &storedLog{run: run, intents: map[string]*intentRecord{}, results: map[string]*resultRecord{}, byArgs: map[string]*resultRecord{},
+		turns: map[string]int{}, order: map[string]int{}}
 	for i := range recs {
 		if err := l.add(&recs[i]); err != nil {
 			return nil, fmt.Errorf("run %s: %w", runID, err)
@@ -64,6 +71,7 @@ func (l *storedLog) add(rec *store.Record) error {
 		var m modelRecord
 		if err = json.Unmarshal(rec.Data, &m); err == nil {
 			l.calls = append(l.calls, m)
+			l.callTurns = append(l.callTurns, rec.Turn)
 			l.attempts += max(m.Attempts, 1)
 			l.lastTurn = rec.Turn
 		}
@@ -71,11 +79,13 @@ func (l *storedLog) add(rec *store.Record) error {
 		var in intentRecord
 		if err = json.Unmarshal(rec.Data, &in); err == nil {
 			l.intents[rec.Key] = &in
+			l.place(rec)
 		}
 	case store.KindToolResult:
 		var res resultRecord
 		if err = json.Unmarshal(rec.Data, &res); err == nil {
 			l.results[rec.Key] = &res
+			l.place(rec)
 			l.byArgs[res.Tool+"\x00"+res.Arguments] = &res
 		}
 	case store.KindEvent:
@@ -90,6 +100,7 @@ func (l *storedLog) add(rec *store.Record) error {
 		}
 		l.events = kept
 		l.result = nil
+		l.resumes = append(l.resumes, rec.Turn)
 	case store.KindResult:
 		l.result = rec.Data
 	}
@@ -97,6 +108,14 @@ func (l *storedLog) add(rec *store.Record) error {
 		return fmt.Errorf("record %d (%s): %w", rec.Seq, rec.Kind, err)
 	}
 	return nil
+}
+
+// place notes where a tool call first appears in the log.
+func (l *storedLog) place(rec *store.Record) {
+	if _, ok := l.order[rec.Key]; !ok {
+		l.order[rec.Key] = len(l.order)
+		l.turns[rec.Key] = rec.Turn
+	}
 }
 
 // Events decodes the run's events, in order.

@@ -59,6 +59,13 @@ func Types(types ...Type) Option {
 	return func(s *subscriber) { s.types = slices.Clip(slices.Clone(types)) }
 }
 
+// Except limits the subscription to events of every type but the given
+// ones: a sink that keeps whole replies, not their pieces, takes
+// Except(ContentChunk), and so does not make runs stream.
+func Except(types ...Type) Option {
+	return func(s *subscriber) { s.except = slices.Clip(slices.Clone(types)) }
+}
+
 // Active reports whether anyone listens, here or on a parent.
 func (b *Bus) Active() bool {
 	for ; b != nil; b = b.parent {
@@ -251,11 +258,12 @@ func putQueue(q []Event) {
 // subscriber is one subscription: a bounded queue drained by a goroutine
 // that exists only while there is something to deliver.
 type subscriber struct {
-	fn    func(Event)
-	bus   *Bus
-	limit int
-	block bool
-	types []Type // nil: every type
+	fn     func(Event)
+	bus    *Bus
+	limit  int
+	block  bool
+	types  []Type // nil: every type
+	except []Type // types it does not take
 
 	mu      sync.Mutex
 	cond    sync.Cond // signals progress: space freed, events handled, stopped
@@ -271,7 +279,7 @@ type subscriber struct {
 }
 
 func (s *subscriber) wants(t Type) bool {
-	return s.types == nil || slices.Contains(s.types, t)
+	return (s.types == nil || slices.Contains(s.types, t)) && !slices.Contains(s.except, t)
 }
 
 // enqueue is called with the bus's publish lock held, which orders queues.

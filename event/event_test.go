@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -353,5 +354,22 @@ func TestTypes(t *testing.T) {
 	none.Flush()
 	if n != 1 {
 		t.Errorf("Types() took %d of 1 events, want every type", n)
+	}
+}
+
+func TestExcept(t *testing.T) {
+	var b Bus
+	var got []Type
+	stop := b.Subscribe(func(e Event) { got = append(got, e.Type) }, Except(ContentChunk))
+	if b.Wants(ContentChunk) || !b.Wants(RunEnd) {
+		t.Errorf("wants content_chunk %v, run_end %v; want false, true", b.Wants(ContentChunk), b.Wants(RunEnd))
+	}
+	for _, typ := range []Type{RunStart, ContentChunk, ContentChunk, ToolCallEnd, RunEnd} {
+		b.Publish(Event{Type: typ})
+	}
+	b.Flush()
+	stop()
+	if want := []Type{RunStart, ToolCallEnd, RunEnd}; !slices.Equal(got, want) {
+		t.Errorf("got %v, want %v", got, want)
 	}
 }

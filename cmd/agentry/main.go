@@ -2,8 +2,14 @@
 //
 //	agentry run SPEC|NAME[@VERSION] [--agents DIR] [--input k=v]... [--input-file F]
 //	            [--model PROVIDER:MODEL] [--json] [--events FILE]
-//	            [--user ID] [--correlation-id ID] [--log-level L] [--log-format json|text]
+//	            [--db DSN | --no-store] [--user ID] [--correlation-id ID]
+//	            [--log-level L] [--log-format json|text]
 //	agentry validate PATH...
+//	agentry runs [--agent NAME] [--status S] [--limit N] [--json]
+//	agentry runs prune --older-than DURATION
+//	agentry trace RUN_ID [--json]
+//	agentry replay RUN_ID [--tools recorded|live] [--json]
+//	agentry resume RUN_ID [--model M] [--approve CALL_ID]... [--deny CALL_ID]... [--answer TEXT]
 //	agentry version
 //
 // Exit codes: 0 success, 1 the run failed, 2 bad usage, spec or input.
@@ -70,7 +76,8 @@ func newRoot(stdout, stderr io.Writer) *cobra.Command {
 	}
 	root.SetOut(stdout)
 	root.SetErr(stderr)
-	root.AddCommand(newRunCmd(stdout, stderr), newValidateCmd(stdout, stderr), newVersionCmd(stdout))
+	root.AddCommand(newRunCmd(stdout, stderr), newValidateCmd(stdout, stderr), newRunsCmd(stdout), newTraceCmd(stdout),
+		newReplayCmd(stdout, stderr), newResumeCmd(stdout, stderr), newVersionCmd(stdout))
 	root.Version = version()
 	root.SetVersionTemplate("{{.Version}}\n")
 	return root

@@ -17,7 +17,17 @@ import (
 )
 
 func TestMain(m *testing.M) {
+	// Runs are stored by default: in a directory of the tests', not the
+	// user's.
+	data, err := os.MkdirTemp("", "agentry-data")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	os.Setenv("XDG_DATA_HOME", data)
+	os.Unsetenv("AGENTRY_DB")
 	code := m.Run()
+	os.RemoveAll(data)
 	if binPath != "" {
 		os.RemoveAll(filepath.Dir(binPath))
 	}

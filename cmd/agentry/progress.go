@@ -32,7 +32,7 @@ func (p *progress) handle(e event.Event) {
 			fmt.Fprintf(p.w, "▶ pipeline %v@%v from stage %v\n", pl, e.Data["version"], e.Data["stage"])
 			return
 		}
-		fmt.Fprintf(p.w, "%s▶ %s@%v  model %v (%v)\n", indent, e.AgentName, e.Data["agent_version"], e.Data["model"], e.Data["provider"])
+		fmt.Fprintf(p.w, "%s▶ %s@%v  model %v (%v)  run %s\n", indent, e.AgentName, e.Data["agent_version"], e.Data["model"], e.Data["provider"], e.RunID)
 	case event.TurnStart:
 		p.streamed = false
 		fmt.Fprintf(p.w, "%sturn %d\n", indent, e.Turn)
@@ -97,10 +97,4 @@ func (p *progress) end(e event.Event, indent string) {
 	}
 }
 
-func oneLine(s string, n int) string {
-	s = strings.Join(strings.Fields(s), " ")
-	if len(s) > n {
-		return s[:n] + "…"
-	}
-	return s
-}
+

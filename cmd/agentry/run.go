@@ -38,6 +38,8 @@ type runFlags struct {
 	correlation  string
 	logLevel     string
 	logFormat    string
+	db           string
+	noStore      bool
 }
 
 func newRunCmd(stdout, stderr io.Writer) *cobra.Command {
@@ -77,12 +79,14 @@ spec or input.`,
 	fl.StringVar(&f.events, "events", "", "write every event as a JSON line to this file")
 	fl.BoolVarP(&f.quiet, "quiet", "q", false, "no progress on stderr")
 	fl.StringVar(&f.pricing, "pricing", os.Getenv("AGENTRY_PRICING"), "pricing file to add to the built-in table (env AGENTRY_PRICING)")
-	fl.BoolVar(&f.allowPrivate, "allow-private-network", false, "let http_get reach loopback and private addresses")
+	fl.BoolVar(&f.allowPrivate, "allow-private-network", false, "let http_get and http_request reach loopback and private addresses")
 	fl.StringVar(&f.record, "record", "", "write the run's model turns to FILE as a scripted model (replay with --model scripted:FILE)")
 	fl.StringVar(&f.resume, "resume", "", "continue a paused pipeline from FILE (its --json result or envelope); --input values are the answer")
 	fl.StringVar(&f.user, "user", "", "the id of the user the run acts for (tools read it from their context)")
 	fl.StringVar(&f.correlation, "correlation-id", "", "an id that ties the run to the caller's request (in logs and the tools' context)")
 	fl.StringVar(&f.logLevel, "log-level", os.Getenv("AGENTRY_LOG_LEVEL"), "log records on stderr at this level: debug, info, warn, error, off (env AGENTRY_LOG_LEVEL; off by default)")
+	dbFlag(cmd, &f.db)
+	fl.BoolVar(&f.noStore, "no-store", false, "do not store the run (it cannot be traced, replayed or resumed)")
 	fl.StringVar(&f.logFormat, "log-format", os.Getenv("AGENTRY_LOG_FORMAT"), "log records as json or text (env AGENTRY_LOG_FORMAT; implies --log-level info)")
 	return cmd
 }
@@ -100,6 +104,14 @@ func runAgent(ctx context.Context, target string, f runFlags, stdout, stderr io.
 	runOpts := su.sessionOpts
 	for _, l := range su.listeners {
 		runOpts = append(runOpts, agent.WithEvents(l.fn, l.opts...))
+	}
+	if !f.noStore {
+		st, err := openStore(ctx, f.db)
+		if err != nil {
+			return usageErr(err)
+		}
+		defer st.Close()
+		runOpts = append(runOpts, agent.WithStore(st))
 	}
 	sess, err := a.NewSession(su.input, runOpts...)
 	if err != nil {
@@ -167,12 +179,18 @@ func prepare(f runFlags, stderr io.Writer) (*setup, error) {
 // finish writes the recording, then the result (as JSON with --json, by
 // text otherwise), and turns the run's error into the exit code.
 func (su *setup) finish(f runFlags, stdout io.Writer, result any, text func(), runErr error) error {
-	if su.rec != nil {
-		if err := su.rec.WriteFile(f.record); err != nil {
+	return finishRun(f.json, f.record, su.rec, stdout, result, text, runErr)
+}
+
+// finishRun writes the recording, then the result (as JSON with --json,
+// by text otherwise), and turns the run's error into the exit code.
+func finishRun(asJSON bool, record string, rec *scripted.Recorder, stdout io.Writer, result any, text func(), runErr error) error {
+	if rec != nil {
+		if err := rec.WriteFile(record); err != nil {
 			return runFailed(fmt.Errorf("--record: %w", err))
 		}
 	}
-	if f.json {
+	if asJSON {
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
 		if err := enc.Encode(result); err != nil {

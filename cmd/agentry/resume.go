@@ -1,0 +1,148 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/spf13/cobra"
+
+	"github.com/agentry/agentry/agent"
+	"github.com/agentry/agentry/llm"
+	"github.com/agentry/agentry/store"
+)
+
+type resumeFlags struct {
+	runFlags
+	approve []string
+	deny    []string
+	answer  string
+}
+
+func newResumeCmd(stdout, stderr io.Writer) *cobra.Command {
+	var f resumeFlags
+	cmd := &cobra.Command{
+		Use:   "resume RUN_ID",
+		Short: "Continue an interrupted run, or a run awaiting approval",
+		Long: `Continue a stored run from its last durable point: an interrupted run (its process
+died), a run awaiting approval (--approve or --deny each call it names), or a
+paused pipeline (--answer). Recorded model turns are not asked again and recorded
+tool results are not run again. Without --model the run's own model goes on (a
+scripted model plays on from the turn after the last recorded call); --model
+gives the rest of the run another model (a scripted file from its first turn).
+Exit codes as for run.`,
+		Args: exactlyOne("resume takes one run id"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return resume(cmd.Context(), args[0], f, stdout, stderr)
+		},
+	}
+	fl := cmd.Flags()
+	dbFlag(cmd, &f.db)
+	fl.StringVar(&f.model, "model", "", "the model for the rest of the run (PROVIDER:MODEL)")
+	fl.StringArrayVar(&f.approve, "approve", nil, "send again a call whose outcome is unknown, with its same idempotency key (CALL_ID; repeatable)")
+	fl.StringArrayVar(&f.deny, "deny", nil, "do not send again a call whose outcome is unknown; the model is told so (CALL_ID; repeatable)")
+	fl.StringVar(&f.answer, "answer", "", "the answer a paused pipeline waits for")
+	fl.BoolVar(&f.json, "json", false, "print the whole result as JSON on stdout")
+	fl.StringVar(&f.events, "events", "", "write every event as a JSON line to this file")
+	fl.BoolVarP(&f.quiet, "quiet", "q", false, "no progress on stderr")
+	fl.StringVar(&f.pricing, "pricing", os.Getenv("AGENTRY_PRICING"), "pricing file to add to the built-in table (env AGENTRY_PRICING)")
+	fl.BoolVar(&f.allowPrivate, "allow-private-network", false, "let http_get and http_request reach loopback and private addresses")
+	fl.StringVar(&f.logLevel, "log-level", os.Getenv("AGENTRY_LOG_LEVEL"), "log records on stderr at this level: debug, info, warn, error, off")
+	fl.StringVar(&f.logFormat, "log-format", os.Getenv("AGENTRY_LOG_FORMAT"), "log records as json or text")
+	return cmd
+}
+
+func resume(ctx context.Context, runID string, f resumeFlags, stdout, stderr io.Writer) error {
+	st, err := openStore(ctx, f.db)
+	if err != nil {
+		return usageErr(err)
+	}
+	defer st.Close()
+	run, err := st.Get(ctx, runID)
+	if err != nil {
+		return storeErr(err)
+	}
+	if run.Kind == "pipeline" {
+		return resumePipeline(ctx, st, run, f, stdout, stderr)
+	}
+	if f.answer != "" {
+		return usageErr(fmt.Errorf("--answer continues a paused pipeline; run %s is an agent's", runID))
+	}
+	opts, err := storedAgentOptions(f.runFlags, stderr)
+	if err != nil {
+		return usageErr(err)
+	}
+	a, err := agent.Stored(ctx, st, runID, opts...)
+	if err != nil {
+		return usageErr(err)
+	}
+	listeners, closeFn, err := eventListeners(f.runFlags, stderr)
+	if err != nil {
+		return usageErr(err)
+	}
+	defer closeFn()
+	var sessOpts []agent.RunOption
+	for _, l := range listeners {
+		sessOpts = append(sessOpts, agent.WithEvents(l.fn, l.opts...))
+	}
+	if len(f.approve) > 0 {
+		sessOpts = append(sessOpts, agent.Approve(f.approve...))
+	}
+	if len(f.deny) > 0 {
+		sessOpts = append(sessOpts, agent.Deny(f.deny...))
+	}
+	sess, err := a.Resume(ctx, st, runID, sessOpts...)
+	if err != nil {
+		if errors.Is(err, agent.ErrNotResumable) {
+			return runFailed(err)
+		}
+		return usageErr(err)
+	}
+	if !f.quiet {
+		fmt.Fprintf(stderr, "↻ resuming run %s (%s)\n", runID, run.Status)
+	}
+	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	res, runErr := sess.Run(ctx)
+	if errors.Is(runErr, agent.ErrAwaitingApproval) {
+		fmt.Fprintf(stderr, "run %s awaits approval: %v\n", runID, runErr)
+	}
+	return finishRun(f.json, "", nil, stdout, res, func() {
+		if res.Success {
+			printAnswer(stdout, res.Result)
+		}
+	}, runErr)
+}
+
+// storedAgentOptions are the options a stored run's agent is built with
+// again: the built-in tools, --pricing, --model and the logger; its
+// spec, directories and own model come from the run's log.
+func storedAgentOptions(f runFlags, stderr io.Writer) ([]agent.Option, error) {
+	opts := []agent.Option{agent.WithTools(builtinTools(f.allowPrivate))}
+	if f.model != "" {
+		opts = append(opts, agent.WithModel(f.model))
+	}
+	if f.pricing != "" {
+		p, err := llm.LoadPricingFile(f.pricing)
+		if err != nil {
+			return nil, err
+		}
+		opts = append(opts, agent.WithPricing(p))
+	}
+	logger, err := newLogger(f.logLevel, f.logFormat, stderr)
+	if err != nil {
+		return nil, err
+	}
+	if logger != nil {
+		opts = append(opts, agent.WithLogger(logger))
+	}
+	return opts, nil
+}
+
+func resumePipeline(ctx context.Context, st store.Store, run store.Run, f resumeFlags, stdout, stderr io.Writer) error {
+	return usageErr(fmt.Errorf("run %s is a pipeline's; resume it with agentry run PIPELINE --resume FILE", run.ID))
+}

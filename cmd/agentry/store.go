@@ -1,0 +1,66 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/agentry/agentry/store"
+	_ "github.com/agentry/agentry/store/postgres" // --db postgres://...
+	_ "github.com/agentry/agentry/store/sqlite"   // --db PATH, the default
+)
+
+// dbFlag adds --db to a command that reads or writes the run store.
+func dbFlag(cmd *cobra.Command, dsn *string) {
+	cmd.Flags().StringVar(dsn, "db", "", "the run store: a SQLite file or a postgres:// URL "+
+		"(env AGENTRY_DB; default $XDG_DATA_HOME/agentry/agentry.db)")
+}
+
+// defaultDB is where runs are stored when neither --db nor AGENTRY_DB
+// says: agentry.db in $XDG_DATA_HOME/agentry (~/.local/share/agentry).
+func defaultDB() string {
+	if v := os.Getenv("AGENTRY_DB"); v != "" {
+		return v
+	}
+	dir := os.Getenv("XDG_DATA_HOME")
+	if dir == "" {
+		home, err := os.UserHomeDir()
+		if err != nil {
+			home = "."
+		}
+		dir = filepath.Join(home, ".local", "share")
+	}
+	return filepath.Join(dir, "agentry", "agentry.db")
+}
+
+// openStore opens the store --db names (or the default one).
+func openStore(ctx context.Context, dsn string) (store.Store, error) {
+	if dsn == "" {
+		dsn = defaultDB()
+	}
+	st, err := store.Open(ctx, dsn)
+	if err != nil {
+		return nil, fmt.Errorf("--db %s: %w", redactDSN(dsn), err)
+	}
+	return st, nil
+}
+
+// redactDSN hides the password of a postgres URL in messages.
+func redactDSN(dsn string) string {
+	scheme, rest, ok := strings.Cut(dsn, "://")
+	if !ok {
+		return dsn
+	}
+	cred, host, ok := strings.Cut(rest, "@")
+	if !ok {
+		return dsn
+	}
+	if user, _, hasPass := strings.Cut(cred, ":"); hasPass {
+		return scheme + "://" + user + ":***@" + host
+	}
+	return dsn
+}
