@@ -122,9 +122,11 @@ func (s *Session) openJournal(ctx context.Context, r *run) (*journal, error) {
 	}
 	r.link.journal = j
 	if j.write {
-		// Whole replies are on record in the model calls: their pieces
-		// would only grow the log, and make the run stream.
-		s.unsubs = append(s.unsubs, s.bus.Subscribe(j.event, event.Block(), event.Except(event.ContentChunk)))
+		// Events join the batch as they are published, so that a commit
+		// holds every event before it. Whole replies are on record in the
+		// model calls: their pieces would only grow the log, and make the
+		// run stream.
+		s.unsubs = append(s.unsubs, s.bus.Subscribe(j.event, event.Inline(), event.Except(event.ContentChunk)))
 	}
 	return j, nil
 }

@@ -59,6 +59,13 @@ func Types(types ...Type) Option {
 	return func(s *subscriber) { s.types = slices.Clip(slices.Clone(types)) }
 }
 
+// Inline calls the subscriber from Publish itself, in order, before
+// Publish returns: nothing is queued and nothing is lost, and the run
+// waits for it. It is for a sink that only keeps events in memory (a
+// run log's buffer); such a fn must be quick, and must not publish,
+// subscribe or flush.
+func Inline() Option { return func(s *subscriber) { s.inline = true } }
+
 // Except limits the subscription to events of every type but the given
 // ones: a sink that keeps whole replies, not their pieces, takes
 // Except(ContentChunk), and so does not make runs stream.
@@ -107,7 +114,13 @@ func (b *Bus) Publish(e Event) {
 		e.Seq = b.seq
 		if subs := b.subs.Load(); subs != nil {
 			for _, s := range *subs {
-				if s.wants(e.Type) {
+				switch {
+				case !s.wants(e.Type):
+				case s.inline:
+					if !s.stopped.Load() && !s.call(&e) {
+						b.remove(s)
+					}
+				default:
 					s.enqueue(&e)
 				}
 			}
@@ -264,6 +277,7 @@ type subscriber struct {
 	block  bool
 	types  []Type // nil: every type
 	except []Type // types it does not take
+	inline bool   // called from Publish
 
 	mu      sync.Mutex
 	cond    sync.Cond // signals progress: space freed, events handled, stopped

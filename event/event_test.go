@@ -373,3 +373,26 @@ func TestExcept(t *testing.T) {
 		t.Errorf("got %v, want %v", got, want)
 	}
 }
+
+func TestInline(t *testing.T) {
+	var b Bus
+	var got []uint64
+	stop := b.Subscribe(func(e Event) { got = append(got, e.Seq) }, Inline())
+	for range 3 {
+		b.Publish(Event{Type: TurnStart})
+		if len(got) == 0 || got[len(got)-1] != uint64(len(got)) {
+			t.Fatalf("after Publish the inline subscriber has %v: it was not called in Publish", got)
+		}
+	}
+	stop()
+	b.Publish(Event{Type: TurnEnd})
+	if len(got) != 3 {
+		t.Errorf("called after unsubscribing: %v", got)
+	}
+	panicky := b.Subscribe(func(Event) { panic("sink bug") }, Inline())
+	defer panicky()
+	b.Publish(Event{Type: TurnStart}) // logged, and the subscriber is removed
+	if b.Active() {
+		t.Error("a panicking inline subscriber is still subscribed")
+	}
+}

@@ -18,7 +18,8 @@ var (
 )
 
 // binary builds the agentry binary once for the tests that run it as a
-// user would.
+// user would, with the agentry_testtools tag: the release binary plus the
+// charge tool of testtools.go.
 func binary(t *testing.T) string {
 	t.Helper()
 	binOnce.Do(func() {
@@ -28,7 +29,7 @@ func binary(t *testing.T) string {
 			return
 		}
 		binPath = filepath.Join(dir, "agentry")
-		out, err := exec.Command("go", "build", "-o", binPath, ".").CombinedOutput()
+		out, err := exec.Command("go", "build", "-tags", "agentry_testtools", "-o", binPath, ".").CombinedOutput()
 		if err != nil {
 			binErr = err
 			t.Logf("%s", out)
