@@ -109,13 +109,14 @@ func TestStoredRun(t *testing.T) {
 }
 
 // A run whose store fails stops with ErrStore, instead of going on
-// without a record.
+// without a record. Here the start is written, and the next write, the
+// payment's intent, fails: the payment is not sent.
 func TestStoreFailureStopsTheRun(t *testing.T) {
 	ctx := context.Background()
 	st := openStore(t, testdb.SQLite(t))
 	l := ledger{filepath.Join(t.TempDir(), "ledger")}
 	a := payerAgent(t, durableTools(t, l, false, nil))
-	res, err := a.Run(ctx, payerInput, WithStore(&failingStore{Store: st, after: 2}))
+	res, err := a.Run(ctx, payerInput, WithStore(&failingStore{Store: st, after: 1}))
 	if !errors.Is(err, ErrStore) {
 		t.Fatalf("Run = %v, want ErrStore", err)
 	}

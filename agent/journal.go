@@ -25,6 +25,17 @@ var ErrStore = errors.New("run store failed")
 // prompts changed since it was recorded.
 var ErrDiverged = errors.New("run diverged from its log")
 
+// commitEvery is how long records of safe work may wait for a commit:
+// before a model call, what is queued is committed when the last commit
+// is older than this, or when much is queued. A real model's call takes
+// longer, so each of its turns commits; a run of fast turns commits a
+// few together instead of paying a commit per turn. Intents of
+// non-idempotent calls never wait.
+const commitEvery = 50 * time.Millisecond
+
+// maxQueued is how many records may wait for a commit.
+const maxQueued = 512
+
 // leaseTTL is how long a run's lease lasts unless renewed; the holder
 // renews it every leaseTTL/3.
 var leaseTTL = 30 * time.Second
@@ -44,7 +55,8 @@ type journal struct {
 
 	mu      sync.Mutex
 	pending []store.Record
-	failed  error // the first write that failed; the run stops on it
+	failed  error     // the first write that failed; the run stops on it
+	last    time.Time // the last commit
 
 	// What the log holds, when the run is resumed or replayed.
 	log      *storedLog
@@ -265,7 +277,15 @@ func (j *journal) commitLocked(ctx context.Context, w store.Write, recs ...store
 		return j.failed
 	}
 	j.pending = j.pending[:0]
+	j.last = now
 	return nil
+}
+
+// due reports whether what is queued should be committed now.
+func (j *journal) due() bool {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	return len(j.pending) >= maxQueued || time.Since(j.last) >= commitEvery
 }
 
 // event is the subscriber that writes the run's events.

@@ -108,9 +108,9 @@ func chunksOf(r *llm.Response) []llm.Chunk {
 }
 
 // beforeModel serves the call from the log when the log holds it, and
-// otherwise commits what is queued before the model is asked: one
-// commit per turn, and nothing of the turns before is lost to a crash
-// during this one.
+// otherwise commits what is queued before the model is asked (when a
+// commit is due): a crash during a model call loses no turn before it,
+// unless those turns were all faster than commitEvery.
 func (j *journal) beforeModel(ctx context.Context, req *llm.Request) (n int, digest string, resp *llm.Response, err error, served bool) {
 	n, digest = j.n, j.digest(req)
 	j.n++
@@ -133,8 +133,10 @@ func (j *journal) beforeModel(ctx context.Context, req *llm.Request) (n int, dig
 		}
 		j.live = true
 	}
-	if err := j.commit(ctx); err != nil {
-		return n, digest, nil, err, true
+	if j.due() {
+		if err := j.commit(ctx); err != nil {
+			return n, digest, nil, err, true
+		}
 	}
 	return n, digest, nil, nil, false
 }

@@ -96,5 +96,3 @@ func (p *progress) end(e event.Event, indent string) {
 		fmt.Fprintf(p.w, "%s  %s: %s\n", indent, e.Error.Code, e.Error.Message)
 	}
 }
-
-

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/agentry/agentry/store"
@@ -16,17 +15,24 @@ import (
 // a row stays far below every backend's limit on parameters.
 const rowsPerInsert = 64
 
-// inserts caches the INSERT of n records, per placeholder style.
-var inserts [2]sync.Map
+// insertStmt returns the prepared INSERT of n records: a statement is
+// parsed once per size, not once per commit.
+func (s *DB) insertStmt(ctx context.Context, n int) (*sql.Stmt, error) {
+	if v, ok := s.inserts.Load(n); ok {
+		return v.(*sql.Stmt), nil
+	}
+	st, err := s.db.PrepareContext(ctx, s.insertSQL(n))
+	if err != nil {
+		return nil, err
+	}
+	if v, loaded := s.inserts.LoadOrStore(n, st); loaded {
+		st.Close()
+		return v.(*sql.Stmt), nil
+	}
+	return st, nil
+}
 
 func (s *DB) insertSQL(n int) string {
-	cache := &inserts[0]
-	if s.d.Numbered {
-		cache = &inserts[1]
-	}
-	if v, ok := cache.Load(n); ok {
-		return v.(string)
-	}
 	var b strings.Builder
 	b.WriteString(`INSERT INTO agentry_log (run_id, kind, format, turn, call_key, at, data) VALUES `)
 	for i := range n {
@@ -35,9 +41,7 @@ func (s *DB) insertSQL(n int) string {
 		}
 		b.WriteString("(?, ?, ?, ?, ?, ?, ?)")
 	}
-	q := s.q(b.String())
-	cache.Store(n, q)
-	return q
+	return s.q(b.String())
 }
 
 // Append applies a write in one transaction, after checking that its
@@ -98,7 +102,11 @@ func (s *DB) insert(ctx context.Context, tx *sql.Tx, runID string, recs []store.
 			}
 			args = append(args, runID, string(r.Kind), format, r.Turn, r.Key, at.UnixMicro(), data)
 		}
-		if _, err := tx.ExecContext(ctx, s.insertSQL(n), args...); err != nil {
+		st, err := s.insertStmt(ctx, n)
+		if err != nil {
+			return fmt.Errorf("store: append to run %s: %w", runID, err)
+		}
+		if _, err := tx.StmtContext(ctx, st).ExecContext(ctx, args...); err != nil {
 			return fmt.Errorf("store: append to run %s: %w", runID, err)
 		}
 		recs = recs[n:]

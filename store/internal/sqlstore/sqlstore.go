@@ -41,6 +41,7 @@ type DB struct {
 	d       Dialect
 	now     func() time.Time
 	queries sync.Map // query text with ? → the dialect's text
+	inserts sync.Map // number of records → prepared INSERT
 }
 
 // Open wraps db, runs the migrations it has not seen, and returns the
@@ -55,7 +56,13 @@ func Open(ctx context.Context, db *sql.DB, d Dialect) (*DB, error) {
 }
 
 // Close closes the database.
-func (s *DB) Close() error { return s.db.Close() }
+func (s *DB) Close() error {
+	s.inserts.Range(func(_, v any) bool {
+		v.(*sql.Stmt).Close()
+		return true
+	})
+	return s.db.Close()
+}
 
 // SQL returns the database, for a backend's own tests and tools.
 func (s *DB) SQL() *sql.DB { return s.db }
