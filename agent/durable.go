@@ -5,14 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"math/rand/v2"
-	"os"
 	"path/filepath"
-	"strconv"
-	"strings"
-	"sync"
-	"sync/atomic"
-	"syscall"
 
 	"github.com/agentry/agentry/event"
 	"github.com/agentry/agentry/llm"
@@ -56,41 +49,6 @@ func (c *runConfig) decide(ids []string, approve bool) {
 	}
 }
 
-// processID names this process: host, pid and a random part, so that a
-// process on the same host can tell whether the holder of a run is still
-// alive.
-var processID = sync.OnceValue(func() string {
-	host, _ := os.Hostname()
-	return host + "/" + strconv.Itoa(os.Getpid()) + "/" + strconv.FormatUint(rand.Uint64()&0xffffffff, 36)
-})
-
-var holders atomic.Uint64
-
-// newHolder names one session of this process as a lease holder: two
-// sessions of one process are two holders.
-func newHolder() string {
-	return processID() + "/" + strconv.FormatUint(holders.Add(1), 10)
-}
-
-// deadLocally reports whether holder is a process of this host that no
-// longer exists: its run is interrupted, whatever its lease says.
-func deadLocally(holder string) bool {
-	parts := strings.Split(holder, "/")
-	if len(parts) != 4 {
-		return false
-	}
-	host, _ := os.Hostname()
-	pid, err := strconv.Atoi(parts[1])
-	if parts[0] != host || err != nil || pid <= 0 {
-		return false
-	}
-	if pid == os.Getpid() {
-		return parts[2] != strings.Split(processID(), "/")[2] // an earlier process with this pid
-	}
-	err = syscall.Kill(pid, 0)
-	return errors.Is(err, syscall.ESRCH)
-}
-
 // openJournal makes the run durable when the session has a store: it
 // creates the run (or takes over the resumed one), and subscribes the
 // writer of its events.
@@ -99,7 +57,7 @@ func (s *Session) openJournal(ctx context.Context, r *run) (*journal, error) {
 	if c.store == nil {
 		return nil, nil
 	}
-	j := &journal{st: c.store, runID: r.st.RunID, holder: newHolder(), r: r, write: true}
+	j := &journal{st: c.store, runID: r.st.RunID, holder: store.NewHolder(), r: r, write: true}
 	if rc := c.resume; rc != nil {
 		j.holder = rc.holder
 		j.log, j.write, j.liveMode = rc.log, !rc.replay, rc.liveTools
@@ -176,7 +134,7 @@ func (a *Agent) Resume(ctx context.Context, st store.Store, runID string, opts .
 	if err != nil {
 		return nil, err
 	}
-	holder := newHolder()
+	holder := store.NewHolder()
 	if err := takeOver(ctx, st, &l.run, holder); err != nil {
 		return nil, err
 	}
@@ -206,7 +164,7 @@ func (a *Agent) Resume(ctx context.Context, st store.Store, runID string, opts .
 // takeOver leases a resumable run to this process. A running run whose
 // holder died on this host is taken as interrupted.
 func takeOver(ctx context.Context, st store.Store, run *store.Run, holder string) error {
-	if run.Status == store.Running && deadLocally(run.Holder) {
+	if run.Status == store.Running && store.HolderDead(run.Holder) {
 		if err := st.Break(ctx, run.ID, run.Holder); err != nil && !errors.Is(err, store.ErrLeaseLost) {
 			return err
 		}
@@ -261,7 +219,7 @@ func Interrupted(ctx context.Context, st store.Store) ([]store.Run, error) {
 		return nil, err
 	}
 	for _, r := range running {
-		if deadLocally(r.Holder) {
+		if store.HolderDead(r.Holder) {
 			if err := st.Break(ctx, r.ID, r.Holder); err != nil && !errors.Is(err, store.ErrLeaseLost) {
 				return nil, err
 			}

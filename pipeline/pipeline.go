@@ -14,6 +14,7 @@ import (
 
 	"github.com/agentry/agentry/agent"
 	"github.com/agentry/agentry/event"
+	"github.com/agentry/agentry/store"
 	"github.com/agentry/agentry/spec"
 	"github.com/agentry/agentry/tool"
 )
@@ -71,10 +72,12 @@ func WithMock(use bool) Option { return func(o *options) { o.useMock = use } }
 // Pipeline is a compiled definition: every stage's agent built. It is
 // immutable and safe for concurrent runs.
 type Pipeline struct {
-	def    *Definition
-	stages map[string]*stage
-	tools  *tool.Registry
-	mock   bool
+	def       *Definition
+	stages    map[string]*stage
+	tools     *tool.Registry
+	mock      bool
+	baseDir   string // what relative paths resolve against
+	agentsDir string // where stage agents were found
 }
 
 type stage struct {
@@ -110,7 +113,7 @@ func New(d *Definition, baseDir string, opts ...Option) (*Pipeline, error) {
 	if dir == "" {
 		dir = filepath.Join(baseDir, "agents")
 	}
-	p := &Pipeline{def: d, stages: map[string]*stage{}, tools: o.tools, mock: o.useMock}
+	p := &Pipeline{def: d, stages: map[string]*stage{}, tools: o.tools, mock: o.useMock, baseDir: baseDir, agentsDir: dir}
 	var probs []string
 	for i := range d.Stages {
 		sd := &d.Stages[i]
@@ -157,6 +160,8 @@ type runConfig struct {
 	onEvent     []listener
 	bus         *event.Bus
 	sessionOpts []agent.RunOption
+	store       store.Store
+	runID       string
 }
 
 type listener struct {

@@ -29,6 +29,8 @@ type runState struct {
 	confs    []float64 // the stage agents' confidences
 	// sessionOpts go to every stage agent's session (WithSessionOptions).
 	sessionOpts []agent.RunOption
+	store       *durable // set with WithStore
+	unsub       func()
 }
 
 func (p *Pipeline) run(ctx context.Context, env *Envelope, opts []RunOption) (*Result, error) {
@@ -37,8 +39,14 @@ func (p *Pipeline) run(ctx context.Context, env *Envelope, opts []RunOption) (*R
 		o(&c)
 	}
 	r := &runState{p: p, env: env, bus: event.NewBus(c.bus), runID: newID("run"), start: time.Now(), sessionOpts: c.sessionOpts}
+	if c.runID != "" {
+		r.runID = c.runID
+	}
 	for _, l := range c.onEvent {
 		defer r.bus.Subscribe(l.fn, l.opts...)()
+	}
+	if err := r.openStore(ctx, &c); err != nil {
+		return nil, err
 	}
 	defer r.bus.Flush() // before the unsubscribes: listeners see the whole run
 	r.res = &Result{Envelope: env}
@@ -170,6 +178,7 @@ func guard(f func() error) (err error) {
 func (r *runState) completed(rec StageRecord) {
 	r.emit(event.Event{Type: event.AgentCompleted, Data: map[string]any{"stage": rec.Stage, "agent": rec.Agent, "hop": rec.Hop,
 		"status": string(rec.Outcome), "duration_ms": rec.DurationMS, "next": rec.Next, "error": rec.Error}})
+	r.commit()
 }
 
 // process does a stage's main work: the mock, a plan, a service hook or
@@ -366,6 +375,9 @@ func (r *runState) finish(outcome agent.Outcome, reason agent.TerminateReason, c
 		e.Error = &event.ErrorInfo{Code: t.Error.Code, Message: t.Error.Message}
 	}
 	r.emit(e)
+	if serr := r.closeStore(err); serr != nil && err == nil {
+		err = serr
+	}
 	return r.res, err
 }
 

@@ -33,6 +33,14 @@ func runPipeline(ctx context.Context, path string, f runFlags, stdout, stderr io
 	for _, l := range su.listeners {
 		runOpts = append(runOpts, pipeline.WithEvents(l.fn, l.opts...))
 	}
+	if !f.noStore {
+		st, err := openStore(ctx, f.db)
+		if err != nil {
+			return usageErr(err)
+		}
+		defer st.Close()
+		runOpts = append(runOpts, pipeline.WithStore(st))
+	}
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	var res *pipeline.Result
@@ -53,13 +61,16 @@ func runPipeline(ctx context.Context, path string, f runFlags, stdout, stderr io
 	} else {
 		res, runErr = p.Run(ctx, su.input, runOpts...)
 	}
-	return su.finish(f, stdout, res, func() {
-		if pd := res.Envelope.Pending; pd != nil {
-			fmt.Fprintf(stdout, "The pipeline waits at stage %s (%s): %s\n", pd.Stage, pd.Outcome, pd.Question)
-		} else {
-			printAnswer(stdout, res.Result.Result)
-		}
-	}, runErr)
+	return su.finish(f, stdout, res, func() { printPipelineAnswer(stdout, res) }, runErr)
+}
+
+func printPipelineAnswer(w io.Writer, res *pipeline.Result) {
+	if pd := res.Envelope.Pending; pd != nil {
+		fmt.Fprintf(w, "The pipeline waits at stage %s (%s): %s\n", pd.Stage, pd.Outcome, pd.Question)
+		fmt.Fprintf(w, "Answer with: agentry resume %s --answer TEXT\n", res.ID)
+	} else {
+		printAnswer(w, res.Result.Result)
+	}
 }
 
 // readEnvelope reads a paused pipeline: a --json result (with its

@@ -74,3 +74,62 @@ func TestPipelinePauseAndResume(t *testing.T) {
 		t.Errorf("resume of an agent: exit %d %s", code, errs)
 	}
 }
+
+// A stored pipeline paused for the user goes on with resume --answer, as
+// the same run; its stages are runs of their own under it.
+func TestStoredPipelineResume(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "runs.db")
+	code, out, errs := run(t, "run", "testdata/pipelines/ask.json", "--db", db, "--json", "-q")
+	if code != 0 || !strings.Contains(out, "Deploy to staging or production?") {
+		t.Fatalf("exit %d\n%s\n%s", code, out, errs)
+	}
+	var paused struct {
+		ID string `json:"id"`
+	}
+	json.Unmarshal([]byte(out), &paused)
+	code, out, _ = run(t, "runs", "--db", db, "--json", "--status", "awaiting_approval")
+	if code != 0 || !strings.Contains(out, paused.ID) || !strings.Contains(out, `"kind": "pipeline"`) {
+		t.Fatalf("runs awaiting approval:\n%s", out)
+	}
+	code, _, errs = run(t, "resume", paused.ID, "--db", db)
+	if code != 2 || !strings.Contains(errs, "--answer") {
+		t.Errorf("resume without --answer: exit %d %s", code, errs)
+	}
+	code, out, errs = run(t, "resume", paused.ID, "--db", db, "--answer", "staging", "-q", "--json",
+		"--model", "scripted:testdata/pipelines/ask-resumed.json")
+	var res struct {
+		ID       string `json:"id"`
+		Success  bool   `json:"success"`
+		Envelope struct {
+			Outputs  map[string]map[string]any `json:"outputs"`
+			HopCount int                       `json:"hop_count"`
+		} `json:"envelope"`
+	}
+	json.Unmarshal([]byte(out), &res)
+	if code != 0 || !res.Success || res.ID != paused.ID || res.Envelope.Outputs["answer"]["env"] != "staging" || res.Envelope.HopCount != 3 {
+		t.Fatalf("resume --answer: exit %d\n%s\n%s", code, out, errs)
+	}
+	code, out, _ = run(t, "runs", "--db", db, "--json")
+	var runs []struct {
+		ID       string `json:"id"`
+		Status   string `json:"status"`
+		ParentID string `json:"parent_id"`
+	}
+	json.Unmarshal([]byte(out), &runs)
+	stages := 0
+	for _, r := range runs {
+		switch {
+		case r.ID == paused.ID && r.Status != "completed":
+			t.Errorf("the pipeline run is %s after the resume, want completed", r.Status)
+		case r.ParentID == paused.ID:
+			stages++
+		}
+	}
+	if stages < 2 {
+		t.Errorf("%d stage runs under the pipeline run, want its stages:\n%s", stages, out)
+	}
+	code, out, _ = run(t, "trace", paused.ID, "--db", db, "--json")
+	if code != 0 || !strings.Contains(out, `"envelope"`) || !strings.Contains(out, `"agent_completed"`) {
+		t.Errorf("trace of the pipeline run:\n%s", out)
+	}
+}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/agentry/agentry/agent"
 	"github.com/agentry/agentry/llm"
+	"github.com/agentry/agentry/pipeline"
 	"github.com/agentry/agentry/store"
 )
 
@@ -143,6 +144,44 @@ func storedAgentOptions(f runFlags, stderr io.Writer) ([]agent.Option, error) {
 	return opts, nil
 }
 
+// resumePipeline continues a pipeline paused for the user with --answer.
 func resumePipeline(ctx context.Context, st store.Store, run store.Run, f resumeFlags, stdout, stderr io.Writer) error {
-	return usageErr(fmt.Errorf("run %s is a pipeline's; resume it with agentry run PIPELINE --resume FILE", run.ID))
+	if run.Status != store.AwaitingApproval {
+		return runFailed(fmt.Errorf("%w: pipeline run %s is %s; a pipeline resumes when it waits for an answer "+
+			"(its interrupted stage runs resume on their own: agentry runs --json lists them with parent_id %s)",
+			agent.ErrNotResumable, run.ID, run.Status, run.ID))
+	}
+	if f.answer == "" {
+		return usageErr(fmt.Errorf("pipeline run %s waits for an answer: give it with --answer", run.ID))
+	}
+	if len(f.approve)+len(f.deny) > 0 {
+		return usageErr(fmt.Errorf("--approve and --deny decide calls of agent runs; run %s is a pipeline's", run.ID))
+	}
+	opts, err := storedAgentOptions(f.runFlags, stderr)
+	if err != nil {
+		return usageErr(err)
+	}
+	p, env, err := pipeline.Stored(ctx, st, run.ID, pipeline.WithTools(builtinTools(f.allowPrivate)), pipeline.WithAgentOptions(opts[1:]...))
+	if err != nil {
+		return usageErr(err)
+	}
+	if env == nil || env.Pending == nil {
+		return runFailed(fmt.Errorf("%w: pipeline run %s has no question waiting", agent.ErrNotResumable, run.ID))
+	}
+	listeners, closeFn, err := eventListeners(f.runFlags, stderr)
+	if err != nil {
+		return usageErr(err)
+	}
+	defer closeFn()
+	runOpts := []pipeline.RunOption{pipeline.WithStore(st), pipeline.WithRunID(run.ID)}
+	for _, l := range listeners {
+		runOpts = append(runOpts, pipeline.WithEvents(l.fn, l.opts...))
+	}
+	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	res, runErr := p.Resume(ctx, env, f.answer, runOpts...)
+	if res == nil {
+		return runFailed(runErr)
+	}
+	return finishRun(f.json, "", nil, stdout, res, func() { printPipelineAnswer(stdout, res) }, runErr)
 }

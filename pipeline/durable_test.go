@@ -1,0 +1,70 @@
+package pipeline
+
+import (
+	"context"
+	"path/filepath"
+	"testing"
+
+	"github.com/agentry/agentry/store"
+	_ "github.com/agentry/agentry/store/sqlite"
+)
+
+// A stored pipeline paused for the user is found in the store with its
+// envelope, and goes on as the same run.
+func TestStoredPauseAndResume(t *testing.T) {
+	ctx := context.Background()
+	st, err := store.Open(ctx, filepath.Join(t.TempDir(), "runs.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	d, _ := Parse("test", []byte(abcDef()))
+	hooks := []Option{WithHooks("a", Hooks{Service: func(context.Context, *Envelope) (map[string]any, error) {
+		return map[string]any{"route": map[string]any{"to": "b"}}, nil
+	}}), WithHooks("b", Hooks{Service: func(_ context.Context, env *Envelope) (map[string]any, error) {
+		if ans, ok := env.Metadata["user_response"]; ok {
+			return map[string]any{"env": ans}, nil
+		}
+		return map[string]any{"outcome": "clarify", "question": "Which environment?"}, nil
+	}}), WithHooks("c", Hooks{Service: func(context.Context, *Envelope) (map[string]any, error) { return map[string]any{}, nil }})}
+	p, err := New(d, ".", hooks...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := p.Run(ctx, map[string]any{"task": "deploy"}, WithStore(st))
+	if err != nil || res.Envelope.Pending == nil {
+		t.Fatalf("run: %v", err)
+	}
+	run, err := st.Get(ctx, res.ID)
+	if err != nil || run.Kind != "pipeline" || run.Status != store.AwaitingApproval || run.Holder != "" {
+		t.Fatalf("stored run = %+v, %v; want a pipeline awaiting approval, released", run, err)
+	}
+	p2, env, err := Stored(ctx, st, res.ID, hooks...)
+	if err != nil || env == nil || env.Pending == nil || env.Pending.Question != "Which environment?" {
+		t.Fatalf("Stored = %v, %+v", err, env)
+	}
+	if env.RawInput["task"] != "deploy" {
+		t.Errorf("stored envelope input = %v", env.RawInput)
+	}
+	res2, err := p2.Resume(ctx, env, "staging", WithStore(st), WithRunID(res.ID))
+	if err != nil || !res2.Success || res2.ID != res.ID || stages(res2) != "a:success b:clarify b:success c:success" {
+		t.Fatalf("resume: %v, %s", err, stages(res2))
+	}
+	if run, _ := st.Get(ctx, res.ID); run.Status != store.Completed || run.Turns != 4 {
+		t.Errorf("after the resume: %+v; want completed after 4 hops", run)
+	}
+	recs, err := st.Records(ctx, res.ID, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kinds := map[store.Kind]int{}
+	for _, r := range recs {
+		kinds[r.Kind]++
+	}
+	if kinds[store.KindStart] != 1 || kinds[store.KindResume] != 1 || kinds[store.KindResult] != 2 || kinds[store.KindEvent] == 0 {
+		t.Errorf("the log holds %v; want a start, a resume, two results and events", kinds)
+	}
+	if _, _, err := Stored(ctx, st, "run_missing"); err == nil {
+		t.Error("Stored of a missing run: no error")
+	}
+}

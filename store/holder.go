@@ -1,0 +1,48 @@
+package store
+
+import (
+	"errors"
+	"math/rand/v2"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+)
+
+// processID names this process: host, pid and a random part (a pid is
+// reused; the random part is not).
+var processID = sync.OnceValue(func() string {
+	host, _ := os.Hostname()
+	return host + "/" + strconv.Itoa(os.Getpid()) + "/" + strconv.FormatUint(rand.Uint64()&0xffffffff, 36)
+})
+
+var holders atomic.Uint64
+
+// NewHolder returns a new lease holder of this process, distinct from
+// every other: two sessions of one process are two holders. It names the
+// host and the process, so that HolderDead can tell when it died.
+func NewHolder() string {
+	return processID() + "/" + strconv.FormatUint(holders.Add(1), 10)
+}
+
+// HolderDead reports whether holder is a process of this host that no
+// longer exists: its runs are interrupted, whatever their leases say. A
+// holder of another host, or of a form NewHolder does not make, is never
+// known dead.
+func HolderDead(holder string) bool {
+	parts := strings.Split(holder, "/")
+	if len(parts) != 4 {
+		return false
+	}
+	host, _ := os.Hostname()
+	pid, err := strconv.Atoi(parts[1])
+	if parts[0] != host || err != nil || pid <= 0 {
+		return false
+	}
+	if pid == os.Getpid() {
+		return parts[2] != strings.Split(processID(), "/")[2] // an earlier process with this pid
+	}
+	return errors.Is(syscall.Kill(pid, 0), syscall.ESRCH)
+}
