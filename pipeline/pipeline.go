@@ -14,8 +14,8 @@ import (
 
 	"github.com/agentry/agentry/agent"
 	"github.com/agentry/agentry/event"
-	"github.com/agentry/agentry/store"
 	"github.com/agentry/agentry/spec"
+	"github.com/agentry/agentry/store"
 	"github.com/agentry/agentry/tool"
 )
 
