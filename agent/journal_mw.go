@@ -170,8 +170,8 @@ func (m *modelRecord) replay() (*llm.Response, error) {
 	return m.Response.llm(), nil
 }
 
-// digest identifies what a model call asks: the transcript, the tools,
-// the model and the output schema. The transcript is hashed as it grows,
+// digest identifies what a model call asks: the transcript, the tools
+// and the output schema. The transcript is hashed as it grows,
 // so a turn hashes only its new messages.
 func (j *journal) digest(req *llm.Request) string {
 	if j.h == nil || len(req.Messages) < j.hashed || (len(req.Messages) > 0 && req.Messages[0].Content != j.first) {
@@ -186,8 +186,7 @@ func (j *journal) digest(req *llm.Request) string {
 	j.hashed = len(req.Messages)
 	sum := j.h.Sum(nil)
 	tail := sha256.New()
-	tail.Write(sum)
-	tail.Write([]byte(req.Model))
+	tail.Write(sum) // not the model: a resume may give the rest of the run another
 	for _, t := range req.Tools {
 		writeField(tail, t.Name)
 		writeField(tail, t.Description)

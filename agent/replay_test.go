@@ -2,6 +2,8 @@ package agent
 
 import (
 	"context"
+	"errors"
+	"os"
 	"path/filepath"
 	"strings"
 	"sync/atomic"
@@ -142,5 +144,44 @@ func TestServiceResume(t *testing.T) {
 				t.Errorf("Resume without a store = %v, want ErrNoStore", err)
 			}
 		})
+	}
+}
+
+// resume with another model: the new model takes over from its first
+// turn; a pipeline's run is not an agent's to resume.
+func TestResumeWithAnotherModel(t *testing.T) {
+	ctx := context.Background()
+	st := openStore(t, testdb.SQLite(t))
+	l := ledger{filepath.Join(t.TempDir(), "ledger")}
+	id := killedRun(t, st, "before_model#3", true, l)
+	other := filepath.Join(t.TempDir(), "other.json")
+	if err := os.WriteFile(other, []byte(`{"turns": [{"content": "Done, said the other model."}]}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	a, err := Stored(ctx, st, id, WithTools(durableTools(t, l, true, nil)), WithModel("scripted:"+other))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sess, err := a.Resume(ctx, st, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := sess.Run(ctx)
+	if err != nil || res.Result != "Done, said the other model." || res.Iterations != 3 {
+		t.Fatalf("resumed with another model: %v, %v after %d turns", err, res.Result, res.Iterations)
+	}
+	if n := len(l.sends(t)); n != 1 {
+		t.Errorf("the payment was sent %d times, want once", n)
+	}
+
+	if err := st.Create(ctx, store.Run{ID: "run_pipe", Kind: "pipeline", Name: "p", Status: store.AwaitingApproval}); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.Append(ctx, store.Write{RunID: "run_pipe", Records: []store.Record{{Kind: store.KindStart,
+		Data: []byte(`{"kind": "pipeline", "run_id": "run_pipe"}`)}}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Stored(ctx, st, "run_pipe"); !errors.Is(err, ErrNotResumable) || !strings.Contains(err.Error(), "pipeline") {
+		t.Errorf("Stored of a pipeline run = %v, want ErrNotResumable naming the pipeline", err)
 	}
 }

@@ -56,6 +56,9 @@ func readLog(ctx context.Context, st store.Store, runID string) (*storedLog, err
 	if l.start.RunID == "" {
 		return nil, fmt.Errorf("run %s: its log has no start record", runID)
 	}
+	if l.start.Kind != "agent" {
+		return nil, fmt.Errorf("%w: run %s is a %s's, not an agent's", ErrNotResumable, runID, l.start.Kind)
+	}
 	return l, nil
 }
 

@@ -93,12 +93,30 @@ func runUntilKilled(t *testing.T, p *payments, spec, db string) string {
 		cmd.Wait()
 		t.Fatalf("the payment never arrived\n%s", errs.String())
 	}
+	// While the run is alive, nobody else may drive it.
+	id, status := onlyRun(t, db)
+	if status != "running" {
+		t.Errorf("the run in flight is %s, want running", status)
+	}
+	code, _, errOut := runCLI(t, "resume", id, "--db", db)
+	if code != 1 || !strings.Contains(errOut, "is held by") {
+		t.Errorf("resume of a live run: exit %d, %s; want 1 and who holds it", code, errOut)
+	}
 	if err := cmd.Process.Kill(); err != nil { // SIGKILL
 		t.Fatal(err)
 	}
 	if err := cmd.Wait(); err == nil || !strings.Contains(err.Error(), "killed") {
 		t.Fatalf("agentry run was not killed: %v", err)
 	}
+	if _, status := onlyRun(t, db); status != "interrupted" {
+		t.Errorf("the killed run is %s, want interrupted", status)
+	}
+	return id
+}
+
+// onlyRun returns the id and status of the one run of db.
+func onlyRun(t *testing.T, db string) (string, string) {
+	t.Helper()
 	code, out, errOut := runCLI(t, "runs", "--db", db, "--json")
 	var runs []struct {
 		ID, Status string
@@ -106,10 +124,7 @@ func runUntilKilled(t *testing.T, p *payments, spec, db string) string {
 	if code != 0 || json.Unmarshal([]byte(out), &runs) != nil || len(runs) != 1 {
 		t.Fatalf("runs: exit %d\n%s\n%s", code, out, errOut)
 	}
-	if runs[0].Status != "interrupted" {
-		t.Errorf("the killed run is %s, want interrupted", runs[0].Status)
-	}
-	return runs[0].ID
+	return runs[0].ID, runs[0].Status
 }
 
 // runCLI runs the built binary.
