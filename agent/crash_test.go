@@ -177,6 +177,9 @@ func TestUnknownOutcomeAwaitsApproval(t *testing.T) {
 					if n := len(l.sends(t)); n != 1 {
 						t.Fatalf("the payment was sent %d times before a decision; want 1", n)
 					}
+					if _, err := a.Resume(ctx, st, id, Approve("call_9_9")); !errors.Is(err, ErrNoSuchCall) || !strings.Contains(err.Error(), "call_2_1") {
+						t.Errorf("approving a call that does not wait: %v; want ErrNoSuchCall naming call_2_1", err)
+					}
 					opt := Deny("call_2_1")
 					if decide == "approve" {
 						opt = Approve("call_2_1")

@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"sort"
+	"strings"
 
 	"github.com/agentry/agentry/event"
 	"github.com/agentry/agentry/llm"
@@ -153,12 +155,43 @@ func (a *Agent) Resume(ctx context.Context, st store.Store, runID string, opts .
 		pre = append(pre, WithSessionProvider(p))
 	}
 	s, err := a.NewSession(l.start.Input, append(pre, opts...)...)
+	if err == nil {
+		err = l.checkDecisions(s.cfg.decisions)
+	}
 	if err != nil {
 		st.Append(context.WithoutCancel(ctx), store.Write{RunID: runID, Holder: holder, Release: true})
 		return nil, err
 	}
 	s.state.RunID = l.start.RunID
 	return s, nil
+}
+
+// ErrNoSuchCall is matched by the error of approving or denying a call
+// that does not wait for a decision.
+var ErrNoSuchCall = errors.New("agent: no call of unknown outcome by that id")
+
+// checkDecisions refuses an approval or denial of a call that does not
+// wait for one: a mistyped id must not pass for a decision.
+func (l *storedLog) checkDecisions(decisions map[string]bool) error {
+	var pending []string
+	ok := map[string]bool{}
+	for key, in := range l.intents {
+		if _, done := l.results[key]; !done {
+			pending = append(pending, in.CallID)
+			ok[in.CallID], ok[key] = true, true
+		}
+	}
+	sort.Strings(pending)
+	for id := range decisions {
+		if !ok[id] {
+			waiting := "none"
+			if len(pending) > 0 {
+				waiting = strings.Join(pending, ", ")
+			}
+			return fmt.Errorf("%w: %q in run %s (calls of unknown outcome: %s)", ErrNoSuchCall, id, l.start.RunID, waiting)
+		}
+	}
+	return nil
 }
 
 // takeOver leases a resumable run to this process. A running run whose
