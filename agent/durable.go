@@ -203,9 +203,9 @@ func takeOver(ctx context.Context, st store.Store, run *store.Run, holder string
 		}
 		run.Status = store.Interrupted
 	}
-	switch run.Status {
-	case store.Interrupted, store.AwaitingApproval:
-	case store.Running:
+	switch {
+	case run.Status.Resumable():
+	case run.Status == store.Running:
 		return fmt.Errorf("%w: %w", ErrNotResumable, &store.HeldError{RunID: run.ID, Holder: run.Holder, Until: run.LeaseUntil})
 	default:
 		return fmt.Errorf("%w: run %s is %s; only interrupted runs and runs awaiting approval resume", ErrNotResumable, run.ID, run.Status)

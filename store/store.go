@@ -111,8 +111,6 @@ const (
 	KindResume Kind = "resume"
 	// KindResult is the run's final Result.
 	KindResult Kind = "result"
-	// KindPolicy is a decision of the policy layer.
-	KindPolicy Kind = "policy"
 )
 
 // Record is one entry of a run's log.
@@ -277,7 +275,12 @@ func Open(ctx context.Context, dsn string) (Store, error) {
 	d, ok := drivers[name]
 	driversMu.RUnlock()
 	if !ok {
-		return nil, fmt.Errorf("store: no %s backend is registered (import github.com/agentry/agentry/store/%s)", name, name)
+		registered := strings.Join(Drivers(), ", ")
+		if registered == "" {
+			registered = "none"
+		}
+		return nil, fmt.Errorf("store: no %s backend is registered (import github.com/agentry/agentry/store/%s; registered: %s)",
+			name, name, registered)
 	}
 	return d(ctx, rest)
 }
