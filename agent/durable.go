@@ -104,6 +104,9 @@ func Stored(ctx context.Context, st store.Store, runID string, opts ...Option) (
 }
 
 func (l *storedLog) agent(opts []Option) (*Agent, error) {
+	if err := l.agentRun(); err != nil {
+		return nil, err
+	}
 	var sp spec.Spec
 	if err := json.Unmarshal(l.start.Spec, &sp); err != nil {
 		return nil, fmt.Errorf("run %s: its spec: %w", l.start.RunID, err)
@@ -133,6 +136,9 @@ func (l *storedLog) agent(opts []Option) (*Agent, error) {
 // model plays on from the turn after the last recorded call.
 func (a *Agent) Resume(ctx context.Context, st store.Store, runID string, opts ...RunOption) (*Session, error) {
 	l, err := readLog(ctx, st, runID)
+	if err == nil {
+		err = l.agentRun()
+	}
 	if err != nil {
 		return nil, err
 	}

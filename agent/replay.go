@@ -35,6 +35,9 @@ func LiveTools() RunOption { return func(c *runConfig) { c.liveTools = true } }
 // otherwise, a call the recording lacks, a different ending.
 func (a *Agent) Replay(ctx context.Context, st store.Store, runID string, opts ...RunOption) (*ReplayReport, error) {
 	l, err := readLog(ctx, st, runID)
+	if err == nil {
+		err = l.agentRun()
+	}
 	if err != nil {
 		return nil, err
 	}

@@ -56,10 +56,16 @@ func readLog(ctx context.Context, st store.Store, runID string) (*storedLog, err
 	if l.start.RunID == "" {
 		return nil, fmt.Errorf("run %s: its log has no start record", runID)
 	}
-	if l.start.Kind != "agent" {
-		return nil, fmt.Errorf("%w: run %s is a %s's, not an agent's", ErrNotResumable, runID, l.start.Kind)
-	}
 	return l, nil
+}
+
+// agentRun refuses a run that is not an agent's (a pipeline's) where an
+// agent's is needed.
+func (l *storedLog) agentRun() error {
+	if l.start.Kind != "agent" {
+		return fmt.Errorf("%w: run %s is a %s's, not an agent's", ErrNotResumable, l.start.RunID, l.start.Kind)
+	}
+	return nil
 }
 
 func (l *storedLog) add(rec *store.Record) error {
