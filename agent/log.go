@@ -33,6 +33,9 @@ func newRunLog(l *slog.Logger, r *run) runLog {
 func (g *runLog) on(level slog.Level) bool { return g.l.Enabled(context.Background(), level) }
 
 func (g *runLog) emit(level slog.Level, msg string, attrs ...slog.Attr) {
+	if g.r.st.Turn < g.r.quiet {
+		return // a resumed run replays these turns: they were logged when they ran
+	}
 	if g.base == nil {
 		st, info := g.r.st, g.r.info
 		g.base = []slog.Attr{slog.String("agent", st.AgentName), slog.String("agent_version", st.AgentVersion),

@@ -2,10 +2,13 @@ package agent
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 
@@ -185,3 +188,43 @@ func TestResumeWithAnotherModel(t *testing.T) {
 		t.Errorf("Stored of a pipeline run = %v, want ErrNotResumable naming the pipeline", err)
 	}
 }
+
+// A resumed run does not log again the turns it replays.
+func TestResumeLogsOnlyWhatItRuns(t *testing.T) {
+	ctx := context.Background()
+	st := openStore(t, testdb.SQLite(t))
+	l := ledger{filepath.Join(t.TempDir(), "ledger")}
+	id := killedRun(t, st, "tool_end:pay#1", true, l)
+	var mu sync.Mutex
+	turns := map[int64]int{}
+	logger := slog.New(slog.NewJSONHandler(writerFunc(func(p []byte) (int, error) {
+		var rec struct {
+			Msg  string `json:"msg"`
+			Turn int64  `json:"turn"`
+		}
+		if json.Unmarshal(p, &rec) == nil && rec.Msg == "model call" {
+			mu.Lock()
+			turns[rec.Turn]++
+			mu.Unlock()
+		}
+		return len(p), nil
+	}), &slog.HandlerOptions{Level: slog.LevelDebug}))
+	a, err := Stored(ctx, st, id, WithTools(durableTools(t, l, true, nil)), WithLogger(logger))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sess, err := a.Resume(ctx, st, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := sess.Run(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if turns[1] != 0 || turns[2] != 1 || turns[3] != 1 {
+		t.Errorf("model calls logged by turn: %v; want none of turn 1 (replayed) and one each of turns 2 and 3", turns)
+	}
+}
+
+type writerFunc func([]byte) (int, error)
+
+func (f writerFunc) Write(p []byte) (int, error) { return f(p) }

@@ -128,6 +128,10 @@ func TestStoredPipelineResume(t *testing.T) {
 	if stages < 2 {
 		t.Errorf("%d stage runs under the pipeline run, want its stages:\n%s", stages, out)
 	}
+	code, out, _ = run(t, "trace", paused.ID, "--db", db)
+	if code != 0 || !strings.Contains(out, "stage run ") || !strings.Contains(out, "asker@v1") {
+		t.Errorf("trace of the pipeline run lists no stage runs:\n%s", out)
+	}
 	code, out, _ = run(t, "trace", paused.ID, "--db", db, "--json")
 	if code != 0 || !strings.Contains(out, `"envelope"`) || !strings.Contains(out, `"agent_completed"`) {
 		t.Errorf("trace of the pipeline run:\n%s", out)

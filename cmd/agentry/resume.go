@@ -125,7 +125,7 @@ func resume(ctx context.Context, runID string, f resumeFlags, stdout, stderr io.
 func storedAgentOptions(f runFlags, stderr io.Writer) ([]agent.Option, error) {
 	opts := []agent.Option{agent.WithTools(builtinTools(f.allowPrivate))}
 	if f.model != "" {
-		opts = append(opts, agent.WithModel(f.model))
+		opts = append(opts, agent.WithModel(modelName(f.model)))
 	}
 	if f.pricing != "" {
 		p, err := llm.LoadPricingFile(f.pricing)

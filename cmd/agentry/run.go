@@ -213,7 +213,7 @@ func finishRun(asJSON bool, record string, rec *scripted.Recorder, stdout io.Wri
 func agentOptions(f runFlags) ([]agent.Option, *scripted.Recorder, error) {
 	opts := []agent.Option{agent.WithTools(builtinTools(f.allowPrivate)), agent.WithAgents(spec.Dir{Path: f.agents})}
 	if f.model != "" {
-		opts = append(opts, agent.WithModel(f.model))
+		opts = append(opts, agent.WithModel(modelName(f.model)))
 	}
 	if f.pricing != "" {
 		p, err := llm.LoadPricingFile(f.pricing)
@@ -248,6 +248,17 @@ func eventListeners(f runFlags, stderr io.Writer) ([]listener, func(), error) {
 		closeFn = func() { file.Close() }
 	}
 	return out, closeFn, nil
+}
+
+// modelName makes the path of a scripted model absolute: a stored run
+// records its model, and a resume from another directory must find it.
+func modelName(model string) string {
+	if path, ok := strings.CutPrefix(model, "scripted:"); ok && !filepath.IsAbs(path) {
+		if abs, err := filepath.Abs(path); err == nil {
+			return "scripted:" + abs
+		}
+	}
+	return model
 }
 
 // loadAgent treats target as a spec file when it names one, and as an

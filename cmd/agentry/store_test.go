@@ -158,3 +158,17 @@ func TestRunsAndPrune(t *testing.T) {
 		t.Errorf("redactDSN kept the password: %s", got)
 	}
 }
+
+func TestModelName(t *testing.T) {
+	wd, _ := os.Getwd()
+	for _, tc := range []struct{ in, want string }{
+		{"scripted:turns.json", "scripted:" + filepath.Join(wd, "turns.json")},
+		{"scripted:/abs/turns.json", "scripted:/abs/turns.json"},
+		{"openai:gpt-4.1-mini", "openai:gpt-4.1-mini"},
+		{"gpt-4.1-mini", "gpt-4.1-mini"},
+	} {
+		if got := modelName(tc.in); got != tc.want {
+			t.Errorf("modelName(%q) = %q, want %q", tc.in, got, tc.want)
+		}
+	}
+}

@@ -39,6 +39,15 @@ printed) with its events added.`,
 				return printTraceJSON(stdout, l)
 			}
 			printTrace(stdout, l)
+			// A pipeline's stages are runs of their own.
+			children, err := st.List(cmd.Context(), store.Filter{ParentID: l.Run.ID, Limit: 1000})
+			if err != nil {
+				return runFailed(err)
+			}
+			for i := len(children) - 1; i >= 0; i-- {
+				c := children[i]
+				fmt.Fprintf(stdout, "  stage run %s  %s@%s  %s  (agentry trace %s)\n", c.ID, c.Name, c.Version, c.Status, c.ID)
+			}
 			return nil
 		},
 	}
