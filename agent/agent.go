@@ -2,6 +2,11 @@
 // run in Sessions by one small loop. What differs between modes is a
 // Planner; what wraps a model call or a tool call is middleware. Every run
 // ends in a complete Result with its trace.
+//
+// A run given a store (WithStore, or a Service with StoreRuns) is
+// durable: its log is written as it happens, and Resume rebuilds its
+// session from the log after a crash without repeating a non-idempotent
+// tool call blindly (docs/durability.md).
 package agent
 
 import (
