@@ -15,7 +15,6 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/agentry/agentry/tool"
@@ -76,13 +75,18 @@ func newClient(o Options) *client {
 		o.UserAgent = "agentry"
 	}
 	c := &http.Client{Transport: o.Transport, Timeout: o.Timeout}
-	if c.Transport == nil {
+	switch {
+	case c.Transport == nil:
 		d := &net.Dialer{Timeout: 10 * time.Second}
 		if !o.AllowPrivate {
-			d.Control = guard
+			d.Control = guard // on the address dialled: a name that resolves inside is refused too
 		}
 		c.Transport = &http.Transport{DialContext: d.DialContext, Proxy: nil,
 			TLSHandshakeTimeout: 10 * time.Second, MaxIdleConns: 16, IdleConnTimeout: 30 * time.Second}
+	case !o.AllowPrivate:
+		// A transport of the caller's dials as it will: the guard checks
+		// what the request's host resolves to before handing it over.
+		c.Transport = guardedTransport{next: c.Transport}
 	}
 	return &client{o: o, http: c}
 }
@@ -162,21 +166,4 @@ func isJSON(mt string) bool {
 func isText(mt string) bool {
 	return strings.HasPrefix(mt, "text/") || mt == "application/xml" || strings.HasSuffix(mt, "+xml") ||
 		mt == "application/javascript" || mt == "application/x-www-form-urlencoded"
-}
-
-// guard refuses connections to addresses a model must not reach.
-func guard(network, address string, _ syscall.RawConn) error {
-	host, _, err := net.SplitHostPort(address)
-	if err != nil {
-		return err
-	}
-	ip := net.ParseIP(host)
-	if ip == nil {
-		return fmt.Errorf("%w: %s", ErrBlockedAddress, address)
-	}
-	if ip.IsLoopback() || ip.IsPrivate() || ip.IsLinkLocalUnicast() || ip.IsLinkLocalMulticast() ||
-		ip.IsUnspecified() || ip.IsMulticast() || ip.IsInterfaceLocalMulticast() {
-		return fmt.Errorf("%w: %s is a private, loopback or local address", ErrBlockedAddress, host)
-	}
-	return nil
 }
