@@ -68,9 +68,13 @@ func TestQuickstart(t *testing.T) {
 
 func TestRunJSONAndEvents(t *testing.T) {
 	events := filepath.Join(t.TempDir(), "events.jsonl")
+	os.WriteFile(events, []byte("old\n"), 0o644) // overwritten, and made the owner's only
 	code, out, errs := run(t, "run", quickstart, "--input", "city=Lisbon", "--input", "days=3", "--json", "--events", events, "-q")
 	if code != 0 || errs != "" {
 		t.Fatalf("exit %d, stderr %q", code, errs)
+	}
+	if st, err := os.Stat(events); err != nil || st.Mode().Perm() != 0o600 {
+		t.Errorf("the events file's mode: %v, %v; want 0600", st.Mode().Perm(), err)
 	}
 	var res struct {
 		Success    bool     `json:"success"`

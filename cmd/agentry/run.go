@@ -239,7 +239,13 @@ func eventListeners(f runFlags, stderr io.Writer) ([]listener, func(), error) {
 	}
 	closeFn := func() {}
 	if f.events != "" {
-		file, err := os.Create(f.events)
+		// Events hold prompts and tool results: the owner's only.
+		file, err := os.OpenFile(f.events, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
+		if err == nil {
+			if err = file.Chmod(0o600); err != nil { // a file that was there keeps its mode otherwise
+				file.Close()
+			}
+		}
 		if err != nil {
 			return nil, nil, fmt.Errorf("--events: %w", err)
 		}

@@ -37,8 +37,12 @@ func TestRecordAndReplay(t *testing.T) {
 		p.Generate(context.Background(), &llm.Request{})
 	}
 	path := filepath.Join(t.TempDir(), "rec.json")
+	os.WriteFile(path, nil, 0o644) // overwritten, and made the owner's only
 	if err := rec.WriteFile(path); err != nil {
 		t.Fatal(err)
+	}
+	if st, err := os.Stat(path); err != nil || st.Mode().Perm() != 0o600 {
+		t.Errorf("the recording's mode: %v, %v; want 0600", st.Mode().Perm(), err)
 	}
 	data, _ := os.ReadFile(path)
 	for _, secret := range []string{"super-secret-value-123", "abcdefghijklmnopqrstuvwxyz", "sk-proj-abcdefghijklmnopqrstuvwx"} {
