@@ -42,4 +42,6 @@ fuzz ./tool FuzzFlatDecoder
 fuzz ./tool FuzzFastPath
 fuzz ./spec FuzzParse
 fuzz ./llm/scripted FuzzParse
+fuzz ./policy FuzzParse
+fuzz ./policy FuzzRedact
 echo "fuzz: ok"

@@ -6,11 +6,10 @@ import (
 	"errors"
 	"iter"
 	"os"
-	"regexp"
-	"strings"
 	"sync"
 
 	"github.com/agentry/agentry/llm"
+	"github.com/agentry/agentry/policy"
 )
 
 // Recorder is middleware that writes down every model call it passes on,
@@ -22,21 +21,15 @@ type Recorder struct {
 	mu      sync.Mutex
 	model   string
 	turns   []Turn
-	secrets []string
+	secrets *policy.Redactor
 }
 
-// NewRecorder returns an empty recorder. Values of environment variables
-// whose names end in _KEY, _TOKEN or _SECRET are stripped from recordings,
-// as are strings shaped like API keys.
+// NewRecorder returns an empty recorder. Secrets are stripped from what
+// it records (policy.Secrets: key and token shapes, private keys, JWTs,
+// and the values of the environment's *_KEY, *_TOKEN, *_SECRET and
+// *_PASSWORD variables).
 func NewRecorder() *Recorder {
-	r := &Recorder{}
-	for _, kv := range os.Environ() {
-		name, val, _ := strings.Cut(kv, "=")
-		if len(val) >= 8 && (strings.HasSuffix(name, "_KEY") || strings.HasSuffix(name, "_TOKEN") || strings.HasSuffix(name, "_SECRET")) {
-			r.secrets = append(r.secrets, val)
-		}
-	}
-	return r
+	return &Recorder{secrets: policy.Secrets()}
 }
 
 // Wrap returns p with its calls recorded.
@@ -68,15 +61,8 @@ func (r *Recorder) WriteFile(path string) error {
 
 }
 
-var keyShapes = regexp.MustCompile(`\b(sk-[A-Za-z0-9_-]{16,}|sk-ant-[A-Za-z0-9_-]{16,}|AIza[0-9A-Za-z_-]{30,}|gh[pousr]_[A-Za-z0-9]{30,}|xox[baprs]-[A-Za-z0-9-]{10,})|(?i:bearer\s+)[A-Za-z0-9._~+/-]{16,}=*`)
-
 // strip removes secrets from s.
-func (r *Recorder) strip(s string) string {
-	for _, sec := range r.secrets {
-		s = strings.ReplaceAll(s, sec, "[REDACTED]")
-	}
-	return keyShapes.ReplaceAllString(s, "[REDACTED]")
-}
+func (r *Recorder) strip(s string) string { return r.secrets.String(s) }
 
 func (r *Recorder) add(resp *llm.Response, err error) {
 	r.mu.Lock()

@@ -62,11 +62,11 @@ func TestRecordAndReplay(t *testing.T) {
 	}
 	r2, err := m.Generate(context.Background(), &llm.Request{})
 	if err != nil || r2.ToolCalls[0].ID != "call_9" || r2.Usage != replies[1].resp.Usage || r2.Model != "gpt-4.1-2025-04-14" ||
-		!strings.Contains(string(r2.ToolCalls[0].Arguments), "[REDACTED]") || !json.Valid(r2.ToolCalls[0].Arguments) {
+		!strings.Contains(string(r2.ToolCalls[0].Arguments), "[REDACTED:secret]") || !json.Valid(r2.ToolCalls[0].Arguments) {
 		t.Errorf("turn 2 = %+v %v", r2, err)
 	}
 	r3, _ := m.Generate(context.Background(), &llm.Request{})
-	if r3.Content != "done, key [REDACTED]" {
+	if r3.Content != "done, key [REDACTED:secret]" {
 		t.Errorf("turn 3 = %q", r3.Content)
 	}
 }

@@ -1,0 +1,182 @@
+// Package policy is the safety layer of agentry, as data and as checks
+// that know nothing of agents: the spec field "policy" (DESIGN.md 3.9)
+// parsed and checked strictly, the rules it compiles to (which tools may
+// run, which need a person's approval, how often, what content is
+// blocked or redacted, which hosts the HTTP tools may reach), and the
+// matchers that find secrets and personal data in text (see Redactor).
+package policy
+
+import (
+	"fmt"
+	"maps"
+	"path"
+	"regexp"
+	"slices"
+	"strings"
+
+	"github.com/agentry/agentry/internal/strictjson"
+)
+
+// Policy is the spec field "policy".
+type Policy struct {
+	Tools          ToolRules            `json:"tools,omitzero"`
+	Approval       Approval             `json:"approval,omitzero"`
+	RateLimits     map[string]RateLimit `json:"rate_limits,omitempty"`
+	ContentFilters []ContentFilter      `json:"content_filters,omitempty"`
+	Network        Network              `json:"network,omitzero"`
+}
+
+// ToolRules say which tools the model may call, by name or `*` glob. A
+// tool denied, or not allowed when Allow is given, is a policy_violation.
+type ToolRules struct {
+	Allow []string `json:"allow,omitempty"`
+	Deny  []string `json:"deny,omitempty"`
+}
+
+// Approval names the tools (globs) whose calls wait for a person.
+type Approval struct {
+	Tools []string `json:"tools,omitempty"`
+}
+
+// RateLimit bounds the calls of a tool (or of every tool, under "*"):
+// PerSecond or PerMinute, with Burst calls at once (default 1).
+type RateLimit struct {
+	PerSecond float64 `json:"per_second,omitempty"`
+	PerMinute float64 `json:"per_minute,omitempty"`
+	Burst     int     `json:"burst,omitempty"`
+}
+
+// Target is where a content filter looks.
+type Target string
+
+// The targets of content filters.
+const (
+	ToolInput   Target = "tool_input"
+	MemoryWrite Target = "memory_write"
+	Output      Target = "output"
+	Prompt      Target = "prompt"
+)
+
+// Action is what a content filter does with what it finds.
+type Action string
+
+// The actions of content filters.
+const (
+	Block  Action = "block"
+	Redact Action = "redact"
+)
+
+// ContentFilter finds content with a built-in matcher (Match: "secrets"
+// or "pii") or a regular expression (Pattern), in the targets On, and
+// blocks or redacts it.
+type ContentFilter struct {
+	Name    string   `json:"name"`
+	Match   string   `json:"match,omitempty"`
+	Pattern string   `json:"pattern,omitempty"`
+	On      []Target `json:"on"`
+	Action  Action   `json:"action"`
+}
+
+// Network limits the HTTP tools: the hosts they may reach (globs; none
+// given: any public host) and whether private addresses are allowed.
+type Network struct {
+	AllowHosts   []string `json:"allow_hosts,omitempty"`
+	AllowPrivate bool     `json:"allow_private,omitempty"`
+}
+
+// Error lists the problems of a policy, each naming its field.
+type Error struct {
+	Problems []string
+}
+
+func (e *Error) Error() string { return "policy: " + strings.Join(e.Problems, "; ") }
+
+// Parse reads a policy strictly: an unknown field, a wrong type, a bad
+// glob, regular expression, rate, target or action is an *Error naming
+// the field.
+func Parse(data []byte) (*Policy, error) {
+	var p Policy
+	if err := strictjson.Decode(data, &p); err != nil {
+		return nil, &Error{Problems: []string{err.Error()}}
+	}
+	if probs := p.Check(); len(probs) > 0 {
+		return nil, &Error{Problems: probs}
+	}
+	return &p, nil
+}
+
+// Check returns the problems of p, each naming its field ("policy." is
+// left to the caller).
+func (p *Policy) Check() []string {
+	var probs []string
+	bad := func(format string, args ...any) { probs = append(probs, fmt.Sprintf(format, args...)) }
+	globs := func(field string, gs []string) {
+		for i, g := range gs {
+			if g == "" {
+				bad("%s[%d]: empty pattern", field, i)
+			} else if _, err := path.Match(g, ""); err != nil {
+				bad("%s[%d] %q: %v", field, i, g, err)
+			}
+		}
+	}
+	globs("tools.allow", p.Tools.Allow)
+	globs("tools.deny", p.Tools.Deny)
+	globs("approval.tools", p.Approval.Tools)
+	globs("network.allow_hosts", p.Network.AllowHosts)
+	for _, name := range slices.Sorted(maps.Keys(p.RateLimits)) {
+		r := p.RateLimits[name]
+		f := "rate_limits." + name
+		switch {
+		case r.PerSecond < 0 || r.PerMinute < 0 || r.Burst < 0:
+			bad("%s: rates and burst must not be negative", f)
+		case r.PerSecond > 0 && r.PerMinute > 0:
+			bad("%s: give per_second or per_minute, not both", f)
+		case r.PerSecond == 0 && r.PerMinute == 0:
+			bad("%s: give per_second or per_minute", f)
+		}
+	}
+	seen := map[string]bool{}
+	for i, cf := range p.ContentFilters {
+		f := fmt.Sprintf("content_filters[%d]", i)
+		if cf.Name == "" {
+			bad("%s.name: required", f)
+		} else if seen[cf.Name] {
+			bad("%s.name %q: used twice", f, cf.Name)
+		}
+		seen[cf.Name] = true
+		switch {
+		case cf.Match == "" && cf.Pattern == "":
+			bad("%s: give match (secrets or pii) or pattern", f)
+		case cf.Match != "" && cf.Pattern != "":
+			bad("%s: give match or pattern, not both", f)
+		case cf.Match != "" && cf.Match != "secrets" && cf.Match != "pii":
+			bad("%s.match %q: want secrets or pii", f, cf.Match)
+		case cf.Pattern != "":
+			if _, err := regexp.Compile(cf.Pattern); err != nil {
+				bad("%s.pattern: %v", f, err)
+			}
+		}
+		if len(cf.On) == 0 {
+			bad("%s.on: name at least one of tool_input, memory_write, output, prompt", f)
+		}
+		for j, t := range cf.On {
+			if t != ToolInput && t != MemoryWrite && t != Output && t != Prompt {
+				bad("%s.on[%d] %q: want tool_input, memory_write, output or prompt", f, j, t)
+			}
+		}
+		if cf.Action != Block && cf.Action != Redact {
+			bad("%s.action %q: want block or redact", f, cf.Action)
+		}
+	}
+	return probs
+}
+
+// Matches reports whether name matches one of the globs.
+func Matches(globs []string, name string) bool {
+	for _, g := range globs {
+		if ok, _ := path.Match(g, name); ok {
+			return true
+		}
+	}
+	return false
+}
