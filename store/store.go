@@ -6,7 +6,8 @@
 // session from.
 //
 // The interfaces are small, one per role: Runs (create, find, list,
-// prune), Log (append, read) and Leases (who drives a run). A backend
+// prune), Log (append, read), Leases (who drives a run) and Audit (the
+// policy layer's hash-chained audit log). A backend
 // implements all three as a Store; backends register with Register in
 // the manner of database/sql drivers, and Open picks one by the form of
 // its data source name. Two ship with agentry: store/sqlite (one file,
@@ -198,6 +199,7 @@ type Store interface {
 	Runs
 	Log
 	Leases
+	Audit
 	io.Closer
 }
 

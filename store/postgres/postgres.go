@@ -50,6 +50,23 @@ var migrations = []string{
 		data TEXT NOT NULL
 	);
 	CREATE INDEX agentry_log_run ON agentry_log (run_id, seq);`,
+	// 2: the audit log, one hash chain, and its head kept apart.
+	`CREATE TABLE agentry_audit (
+		seq BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+		at BIGINT NOT NULL,
+		run_id TEXT NOT NULL,
+		agent TEXT NOT NULL DEFAULT '',
+		user_id TEXT NOT NULL DEFAULT '',
+		rule TEXT NOT NULL,
+		decision TEXT NOT NULL,
+		target TEXT NOT NULL DEFAULT '',
+		reason TEXT NOT NULL DEFAULT '',
+		prev TEXT NOT NULL,
+		hash TEXT NOT NULL
+	);
+	CREATE INDEX agentry_audit_run ON agentry_audit (run_id, seq);
+	CREATE TABLE agentry_audit_head (id INTEGER PRIMARY KEY CHECK (id = 1), seq BIGINT NOT NULL, hash TEXT NOT NULL);
+	INSERT INTO agentry_audit_head (id, seq, hash) VALUES (1, 0, '');`,
 }
 
 var dialect = sqlstore.Dialect{Name: "postgres", Numbered: true, ForUpdate: " FOR UPDATE",
