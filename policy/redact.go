@@ -102,36 +102,19 @@ func (r *Redactor) String(s string) string {
 	if r == nil || s == "" {
 		return s
 	}
-	if r.secrets {
-		for _, v := range r.values {
-			if strings.Contains(s, v) {
-				s = strings.ReplaceAll(s, v, "[REDACTED:secret]")
-			}
-		}
-		if secretShapes.MatchString(s) {
-			s = secretShapes.ReplaceAllString(s, "[REDACTED:secret]")
-		}
-	}
-	if r.pii {
-		s = replaceChecked(s, cardShape, luhn, "[REDACTED:pii]")
-		s = replaceChecked(s, ibanShape, ibanValid, "[REDACTED:pii]")
-		s = emailShape.ReplaceAllString(s, "[REDACTED:pii]")
-		s = phoneShape.ReplaceAllString(s, "[REDACTED:pii]")
-	}
-	for _, p := range r.custom {
-		s = p.re.ReplaceAllString(s, "[REDACTED:"+p.name+"]")
-	}
-	return s
+	return r.redact(s, false)
 }
 
-// Bytes is String for bytes: JSON stays valid JSON, because no match of
-// a built-in matcher holds a quote or a backslash of JSON's syntax.
+// Bytes is String for bytes. A JSON document stays valid JSON: what is
+// found inside a string is replaced in it, and what is found outside one
+// (a card number written as a JSON number) becomes a string. A document
+// with nothing to redact is returned as it is.
 func (r *Redactor) Bytes(b []byte) []byte {
 	if r == nil || len(b) == 0 {
 		return b
 	}
 	s := string(b)
-	if out := r.String(s); out != s {
+	if out := r.redact(s, json.Valid(b)); out != s {
 		return []byte(out)
 	}
 	return b
@@ -140,14 +123,118 @@ func (r *Redactor) Bytes(b []byte) []byte {
 // Found reports whether r finds anything in s.
 func (r *Redactor) Found(s string) bool { return r.String(s) != s }
 
-// replaceChecked replaces the matches of re that pass ok.
-func replaceChecked(s string, re *regexp.Regexp, ok func(string) bool, with string) string {
-	return re.ReplaceAllStringFunc(s, func(m string) string {
-		if ok(m) {
-			return with
+const (
+	secretLabel = "[REDACTED:secret]"
+	piiLabel    = "[REDACTED:pii]"
+)
+
+func (r *Redactor) redact(s string, isJSON bool) string {
+	if r.secrets {
+		for _, v := range r.values {
+			s = replaceAll(s, literal(v), nil, secretLabel, isJSON)
 		}
-		return m
-	})
+		s = replaceAll(s, secretShapes, nil, secretLabel, isJSON)
+	}
+	if r.pii {
+		s = replaceAll(s, cardShape, luhn, piiLabel, isJSON)
+		s = replaceAll(s, ibanShape, ibanValid, piiLabel, isJSON)
+		s = replaceAll(s, emailShape, nil, piiLabel, isJSON)
+		s = replaceAll(s, phoneShape, nil, piiLabel, isJSON)
+	}
+	for _, p := range r.custom {
+		s = replaceAll(s, p.re, nil, "[REDACTED:"+p.name+"]", isJSON)
+	}
+	return s
+}
+
+// finder finds the spans to replace: a regular expression, or a literal.
+type finder interface {
+	FindAllStringIndex(s string, n int) [][]int
+}
+
+// literal finds every occurrence of a string.
+type literal string
+
+func (l literal) FindAllStringIndex(s string, _ int) [][]int {
+	var out [][]int
+	for at := 0; ; {
+		i := strings.Index(s[at:], string(l))
+		if i < 0 {
+			return out
+		}
+		out = append(out, []int{at + i, at + i + len(l)})
+		at += i + len(l)
+	}
+}
+
+// replaceAll replaces the spans f finds (those ok accepts) with label;
+// in JSON, a span outside a string becomes the string label.
+func replaceAll(s string, f finder, ok func(string) bool, label string, isJSON bool) string {
+	spans := f.FindAllStringIndex(s, -1)
+	if len(spans) == 0 {
+		return s
+	}
+	var inString []bool
+	if isJSON {
+		inString = stringBytes(s)
+	}
+	var b strings.Builder
+	last := 0
+	for _, sp := range spans {
+		if ok != nil && !ok(s[sp[0]:sp[1]]) {
+			continue
+		}
+		if isJSON && !inString[sp[0]] {
+			// Outside a string only a number can match: the whole number
+			// becomes the label, as a string.
+			for sp[0] > last && isNumberByte(s[sp[0]-1]) {
+				sp[0]--
+			}
+			for sp[1] < len(s) && isNumberByte(s[sp[1]]) {
+				sp[1]++
+			}
+			b.WriteString(s[last:sp[0]])
+			b.WriteString(`"` + label + `"`)
+		} else {
+			b.WriteString(s[last:sp[0]])
+			b.WriteString(label)
+		}
+		last = sp[1]
+	}
+	if last == 0 {
+		return s
+	}
+	b.WriteString(s[last:])
+	return b.String()
+}
+
+func isNumberByte(c byte) bool {
+	return c >= '0' && c <= '9' || c == '.' || c == 'e' || c == 'E' || c == '+' || c == '-'
+}
+
+// stringBytes marks the bytes of a JSON document that are inside a
+// string literal (its quotes excluded).
+func stringBytes(s string) []bool {
+	in := make([]bool, len(s))
+	inside, escaped := false, false
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case !inside:
+			inside = c == '"'
+		case escaped:
+			escaped = false
+			in[i] = true
+		case c == '\\':
+			escaped = true
+			in[i] = true
+		case c == '"':
+			inside = false
+		default:
+			in[i] = true
+		}
+	}
+	return in
 }
 
 // luhn reports whether the digits of s pass the Luhn check.

@@ -110,3 +110,20 @@ func FuzzParse(f *testing.F) {
 		}
 	})
 }
+
+// Outside a string, only a number can match; it becomes a string, and the
+// document stays JSON.
+func TestRedactJSONNumbers(t *testing.T) {
+	r := Secrets().WithPII()
+	for _, tc := range []struct{ in, want string }{
+		{` 12345576598754`, ` "[REDACTED:pii]"`},
+		{`{"card": 4111111111111111.5, "n": 3}`, `{"card": "[REDACTED:pii]", "n": 3}`},
+		{`["4111 1111 1111 1111", 1]`, `["[REDACTED:pii]", 1]`},
+		{`{"note": "a \"quoted\" 4111111111111111"}`, `{"note": "a \"quoted\" [REDACTED:pii]"}`},
+	} {
+		got := string(r.Bytes([]byte(tc.in)))
+		if got != tc.want || !json.Valid([]byte(got)) {
+			t.Errorf("Bytes(%s) = %s, want %s", tc.in, got, tc.want)
+		}
+	}
+}
