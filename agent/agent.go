@@ -186,6 +186,7 @@ func build(in *spec.Spec, o options) (*Agent, error) {
 		return nil, errors.New("agent: nil spec")
 	}
 	sp := *in
+	sp.Policy = in.Policy.Clone()
 	if sp.Mode == "" {
 		sp.Mode = spec.ModeTools
 	}

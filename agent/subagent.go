@@ -26,6 +26,7 @@ type link struct {
 	unpriced bool // a sub-run's model had no price
 	calls    []ModelCall
 	journal  *journal // set when the run is durable (or replayed)
+	run      *run     // the run this is the link of
 }
 
 type linkKey struct{}

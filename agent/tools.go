@@ -59,13 +59,17 @@ func (a *Agent) addBinding(b *binding) error {
 }
 
 // toolChain is the handler of one tool: the user's middleware, then the
-// run log (which passes calls through unless the run is durable), then
-// retry -> timeout -> panic recovery -> truncation -> the tool. Retries
+// spec's policy, then the run log (which passes calls through unless the
+// run is durable), then retry -> timeout -> panic recovery -> truncation
+// -> the tool. Retries
 // wrap the timeout so that each attempt has its own; truncation sits
 // innermost so that every layer sees the whole result.
 func (a *Agent) toolChain(info tool.Info) tool.Handler {
-	mws := make([]tool.Middleware, 0, len(a.o.toolMW)+5)
+	mws := make([]tool.Middleware, 0, len(a.o.toolMW)+6)
 	mws = append(mws, a.o.toolMW...)
+	if a.spec.Policy != nil {
+		mws = append(mws, policyTools(a.spec.Policy))
+	}
 	mws = append(mws, journalTools,
 		tool.Retry(a.toolRetryPolicy(), nil),
 		tool.Timeout(a.toolTimeout(info)),

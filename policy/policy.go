@@ -171,6 +171,27 @@ func (p *Policy) Check() []string {
 	return probs
 }
 
+// Clone returns a deep copy of p.
+func (p *Policy) Clone() *Policy {
+	if p == nil {
+		return nil
+	}
+	cp := *p
+	cp.Tools.Allow, cp.Tools.Deny = slices.Clone(p.Tools.Allow), slices.Clone(p.Tools.Deny)
+	cp.Approval.Tools = slices.Clone(p.Approval.Tools)
+	cp.RateLimits = maps.Clone(p.RateLimits)
+	cp.ContentFilters = make([]ContentFilter, len(p.ContentFilters))
+	for i, f := range p.ContentFilters {
+		f.On = slices.Clone(f.On)
+		cp.ContentFilters[i] = f
+	}
+	if p.ContentFilters == nil {
+		cp.ContentFilters = nil
+	}
+	cp.Network.AllowHosts = slices.Clone(p.Network.AllowHosts)
+	return &cp
+}
+
 // Matches reports whether name matches one of the globs.
 func Matches(globs []string, name string) bool {
 	for _, g := range globs {

@@ -91,8 +91,25 @@ func (s *Spec) checkIdentity(c *checker) {
 	if s.PromptRef != "" {
 		c.bad("prompt_ref: the prompt store is not available in this release; use system_text and purpose_text")
 	}
-	if len(s.Policy) > 0 {
-		c.bad("policy: the policy engine is not available in this release; remove the field rather than rely on it")
+	if p := s.Policy; p != nil {
+		for _, prob := range p.Check() {
+			c.bad("policy.%s", prob)
+		}
+		// Rules this release does not enforce yet are refused, not
+		// accepted and ignored.
+		for _, f := range []struct {
+			name string
+			set  bool
+		}{
+			{"approval", len(p.Approval.Tools) > 0},
+			{"rate_limits", len(p.RateLimits) > 0},
+			{"content_filters", len(p.ContentFilters) > 0},
+			{"network", len(p.Network.AllowHosts) > 0 || p.Network.AllowPrivate},
+		} {
+			if f.set {
+				c.bad("policy.%s: not enforced in this release; remove it rather than rely on it", f.name)
+			}
+		}
 	}
 }
 

@@ -12,6 +12,7 @@ import (
 
 	"github.com/agentry/agentry/internal/strictjson"
 	"github.com/agentry/agentry/llm"
+	"github.com/agentry/agentry/policy"
 )
 
 // Mode selects how an agent works.
@@ -94,7 +95,8 @@ type Spec struct {
 	Pricing map[string]llm.Price `json:"pricing,omitempty"`
 	Limits  Limits               `json:"limits,omitzero"`
 	Retry   Retry                `json:"retry,omitzero"`
-	Policy  json.RawMessage      `json:"policy,omitempty"`
+	// Policy is what the agent may do (DESIGN.md 3.9; package policy).
+	Policy *policy.Policy `json:"policy,omitempty"`
 }
 
 // ModelRef is a fallback model.

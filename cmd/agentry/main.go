@@ -10,6 +10,7 @@
 //	agentry trace RUN_ID [--json]
 //	agentry replay RUN_ID [--tools recorded|live] [--json]
 //	agentry resume RUN_ID [--model M] [--approve CALL_ID]... [--deny CALL_ID]... [--answer TEXT]
+//	agentry audit [--run RUN_ID] [--verify] [--json]
 //	agentry version
 //
 // Exit codes: 0 success, 1 the run failed, 2 bad usage, spec or input.
@@ -77,7 +78,7 @@ func newRoot(stdout, stderr io.Writer) *cobra.Command {
 	root.SetOut(stdout)
 	root.SetErr(stderr)
 	root.AddCommand(newRunCmd(stdout, stderr), newValidateCmd(stdout, stderr), newRunsCmd(stdout), newTraceCmd(stdout),
-		newReplayCmd(stdout, stderr), newResumeCmd(stdout, stderr), newVersionCmd(stdout))
+		newReplayCmd(stdout, stderr), newResumeCmd(stdout, stderr), newAuditCmd(stdout), newVersionCmd(stdout))
 	root.Version = version()
 	root.SetVersionTemplate("{{.Version}}\n")
 	return root

@@ -1,0 +1,108 @@
+package agent
+
+import (
+	"context"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/agentry/agentry/event"
+	"github.com/agentry/agentry/internal/testdb"
+	"github.com/agentry/agentry/policy"
+	"github.com/agentry/agentry/spec"
+)
+
+// The payer agent with a policy: a blocked call is a policy_violation
+// observation, the run goes on, the tool is not called, a policy_decision
+// is emitted and, in a stored run, audited.
+func TestPolicyTools(t *testing.T) {
+	for _, tc := range []struct {
+		name, policy, rule string
+	}{
+		{"deny", `{"tools": {"deny": ["pay"]}}`, "tools.deny"},
+		{"deny by glob", `{"tools": {"deny": ["p*"]}}`, "tools.deny"},
+		{"not allowed", `{"tools": {"allow": ["ad*"]}}`, "tools.allow"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := context.Background()
+			st := openStore(t, testdb.SQLite(t))
+			l := ledger{filepath.Join(t.TempDir(), "ledger")}
+			sp, err := spec.Load(payerSpec)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if sp.Policy, err = policy.Parse([]byte(tc.policy)); err != nil {
+				t.Fatal(err)
+			}
+			a, err := New(sp, WithTools(durableTools(t, l, true, nil)), WithBaseDir(filepath.Dir(payerSpec)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			var mu sync.Mutex
+			var decisions []event.Event
+			res, err := a.Run(ctx, payerInput, WithStore(st), WithUser("ada"), WithEvents(func(e event.Event) {
+				if e.Type == event.PolicyDecision {
+					mu.Lock()
+					decisions = append(decisions, e)
+					mu.Unlock()
+				}
+			}))
+			if err != nil || !res.Success {
+				t.Fatalf("the run should go on past a blocked call: %v", err)
+			}
+			pay := res.Steps[1]
+			if pay.Action.Tool != "pay" || !strings.Contains(pay.Observation, `"type":"policy_violation"`) {
+				t.Errorf("the blocked call's step: %+v", pay)
+			}
+			if res.Steps[0].Action.Error != "" || res.Steps[2].Action.Error != "" {
+				t.Error("a call the policy allows was blocked")
+			}
+			if n := len(l.sends(t)); n != 0 {
+				t.Errorf("the blocked tool was called %d times", n)
+			}
+			if len(decisions) != 1 || decisions[0].Data["rule"] != tc.rule || decisions[0].Data["decision"] != "block" ||
+				decisions[0].Data["target"] != "tool:pay" {
+				t.Errorf("policy_decision events: %+v", decisions)
+			}
+			recs, err := st.AuditLog(ctx, res.ID)
+			if err != nil || len(recs) != 1 || recs[0].Rule != tc.rule || recs[0].UserID != "ada" || recs[0].Agent != "payer" {
+				t.Errorf("audit log: %+v, %v", recs, err)
+			}
+			if err := st.VerifyAudit(ctx); err != nil {
+				t.Error(err)
+			}
+			// The call was blocked before the run log: no intent, no result.
+			log, _ := ReadRunLog(ctx, st, res.ID)
+			for _, c := range log.ToolCalls {
+				if c.Tool == "pay" {
+					t.Errorf("the blocked call is in the run log: %+v", c)
+				}
+			}
+		})
+	}
+}
+
+// A resumed run that replays a blocked call does not audit it again.
+func TestPolicyReplayedIsNotAuditedAgain(t *testing.T) {
+	ctx := context.Background()
+	st := openStore(t, testdb.SQLite(t))
+	sp, _ := spec.Load(payerSpec)
+	sp.Policy, _ = policy.Parse([]byte(`{"tools": {"deny": ["pay"]}}`))
+	l := ledger{filepath.Join(t.TempDir(), "ledger")}
+	a, err := New(sp, WithTools(durableTools(t, l, true, nil)), WithBaseDir(filepath.Dir(payerSpec)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := a.Run(ctx, payerInput, WithStore(st))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := a.Replay(ctx, st, res.ID)
+	if err != nil || !rep.Identical() {
+		t.Fatalf("replay of a run with a blocked call: %v %v", err, rep.Differences)
+	}
+	if recs, _ := st.AuditLog(ctx, res.ID); len(recs) != 1 {
+		t.Errorf("%d audit records after a replay, want the original's 1", len(recs))
+	}
+}

@@ -1,0 +1,121 @@
+package main
+
+import (
+	"database/sql"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// policyAgent writes the quickstart's agent with policy added.
+func policyAgent(t *testing.T, policy string) string {
+	t.Helper()
+	data, err := os.ReadFile(quickstart)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sp map[string]any
+	json.Unmarshal(data, &sp)
+	var p any
+	if err := json.Unmarshal([]byte(policy), &p); err != nil {
+		t.Fatal(err)
+	}
+	sp["policy"] = p
+	abs, _ := filepath.Abs(filepath.Join(filepath.Dir(quickstart), "model.json"))
+	sp["model_name"] = "scripted:" + abs
+	out, _ := json.Marshal(sp)
+	path := filepath.Join(t.TempDir(), "agent.json")
+	os.WriteFile(path, out, 0o600)
+	return path
+}
+
+// Through the binary: a denied tool and a glob are policy_violation
+// observations, and the run goes on; the decisions are audited in the
+// store.
+func TestPolicyThroughTheBinary(t *testing.T) {
+	for _, tc := range []struct{ name, policy, blocked string }{
+		{"denied tool", `{"tools": {"deny": ["kv_list"]}}`, "kv_list"},
+		{"glob", `{"tools": {"allow": ["kv_set", "kv_l*"]}}`, "kv_get"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			db := filepath.Join(t.TempDir(), "runs.db")
+			code, out, errs := runCLI(t, "run", policyAgent(t, tc.policy), "--input", "city=Lisbon", "--input", "days=3", "--db", db, "--json")
+			if code != 0 {
+				t.Fatalf("exit %d\n%s", code, errs)
+			}
+			var res struct {
+				Steps []struct {
+					Observation string
+					Action      struct{ Tool string }
+				}
+			}
+			json.Unmarshal([]byte(out), &res)
+			blocked := 0
+			for _, s := range res.Steps {
+				if strings.Contains(s.Observation, "policy_violation") {
+					if s.Action.Tool != tc.blocked {
+						t.Errorf("%s was blocked, want only %s", s.Action.Tool, tc.blocked)
+					}
+					blocked++
+				}
+			}
+			if blocked == 0 || !strings.Contains(errs, "policy_violation") {
+				t.Errorf("no call was blocked:\n%s", errs)
+			}
+			code, out, _ = runCLI(t, "audit", "--db", db, "--json")
+			var recs []struct {
+				Rule, Decision, Target string
+			}
+			if code != 0 || json.Unmarshal([]byte(out), &recs) != nil || len(recs) != blocked || recs[0].Target != "tool:"+tc.blocked {
+				t.Errorf("audit --json: exit %d, %d records for %d blocked calls\n%s", code, len(recs), blocked, out)
+			}
+			code, out, _ = runCLI(t, "audit", "--db", db, "--verify")
+			if code != 0 || !strings.Contains(out, "the audit chain holds") {
+				t.Errorf("audit --verify: exit %d %s", code, out)
+			}
+		})
+	}
+}
+
+func TestMalformedPolicy(t *testing.T) {
+	for _, tc := range []struct{ name, policy, want string }{
+		{"unknown field", `{"tools": {"deny": ["x"], "block": ["y"]}}`, `"policy.tools.block"`},
+		{"bad glob", `{"tools": {"deny": ["sh[ell"]}}`, `policy.tools.deny[0]`},
+		{"bad regex", `{"content_filters": [{"name": "f", "pattern": "(", "on": ["output"], "action": "block"}]}`, "policy.content_filters[0].pattern"},
+		{"bad rate", `{"rate_limits": {"kv_set": {"per_second": -2}}}`, "policy.rate_limits.kv_set"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			code, _, errs := runCLI(t, "run", policyAgent(t, tc.policy), "--input", "city=Lisbon", "--input", "days=3", "--no-store")
+			if code != 2 || !strings.Contains(errs, tc.want) {
+				t.Errorf("exit %d, %s; want 2 naming %s", code, errs, tc.want)
+			}
+		})
+	}
+}
+
+// An audit record edited in the database behind agentry's back is named
+// by audit --verify.
+func TestAuditVerifyFindsAnEdit(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "runs.db")
+	if code, _, errs := runCLI(t, "run", policyAgent(t, `{"tools": {"deny": ["kv_*"]}}`), "--input", "city=Lisbon", "--input", "days=3", "--db", db, "-q"); code != 0 {
+		t.Fatal(errs)
+	}
+	st, err := openStore(t.Context(), db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = st.(interface{ SQL() *sql.DB }).SQL().Exec(`UPDATE agentry_audit SET decision = 'allow' WHERE seq = 2`)
+	st.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	code, _, errs := runCLI(t, "audit", "--db", db, "--verify")
+	if code != 1 || !strings.Contains(errs, "record 2") || !strings.Contains(errs, "was changed") {
+		t.Errorf("audit --verify of an edited chain: exit %d %s", code, errs)
+	}
+	if code, out, _ := runCLI(t, "audit", "--db", db); code != 0 || !strings.Contains(out, "tools.deny") {
+		t.Errorf("audit: exit %d\n%s", code, out)
+	}
+}
