@@ -47,6 +47,7 @@ type Agent struct {
 	logger       *slog.Logger
 	metrics      *metrics
 	candidateMW  []llm.Middleware // what wraps each model: retry, timeout, transport, recover
+	policyMW     tool.Middleware  // the spec's policy, shared by its tools
 	sizes        *sizes           // shared by the agent's copies (handoffs, sub-agents build their own)
 	o            options          // for sub-agents and handoffs built later
 }
@@ -229,6 +230,7 @@ func build(in *spec.Spec, o options) (*Agent, error) {
 	}
 	problems = append(problems, a.bindTools(o)...)
 	problems = append(problems, a.bindHandoffs(o)...)
+	problems = append(problems, a.checkPolicy()...)
 	if err := a.choosePlanner(o); err != nil {
 		problems = append(problems, err.Error())
 	}

@@ -3,6 +3,10 @@ package agent
 import (
 	"context"
 	"fmt"
+	"slices"
+	"time"
+
+	"golang.org/x/time/rate"
 
 	"github.com/agentry/agentry/event"
 	"github.com/agentry/agentry/policy"
@@ -12,21 +16,125 @@ import (
 
 // policyTools is the tool middleware of the spec's policy: inside the
 // user's middleware, outside the run log, so that a call the policy
-// blocks reaches neither the log nor the tool.
+// blocks reaches neither the log nor the tool. Its rate limiters are the
+// agent's: every run of the agent in the process shares them.
 func policyTools(p *policy.Policy) tool.Middleware {
+	limits := newLimiters(p.RateLimits)
 	return func(next tool.Handler) tool.Handler {
 		return func(ctx context.Context, call *tool.Call) (tool.Output, error) {
-			rule, reason := toolRule(p, call.Name)
-			if rule == "" {
-				return next(ctx, call)
+			r := runOf(ctx)
+			if rule, reason := toolRule(p, call.Name); rule != "" {
+				return r.block(ctx, call, rule, CodePolicyViolation, reason)
 			}
-			if err := runOf(ctx).decided(ctx, call, rule, "block", reason); err != nil {
-				return tool.Output{}, err
+			if !r.replaying(call) {
+				if rule, reason, err := limits.wait(ctx, call); err != nil {
+					return tool.Output{}, err
+				} else if rule != "" && reason != "" {
+					if err := r.decided(ctx, call, rule, "block", reason); err != nil {
+						return tool.Output{}, err
+					}
+					return tool.Output{}, &tool.ErrorDetails{Type: "rate_limited", Message: reason, Recoverable: true,
+						Details: map[string]any{"rule": rule}}
+				} else if rule != "" {
+					if err := r.decided(ctx, call, rule, "wait", "waited for the rate limit"); err != nil {
+						return tool.Output{}, err
+					}
+				}
 			}
-			return tool.Output{}, &tool.ErrorDetails{Type: CodePolicyViolation, Message: reason, Recoverable: true,
-				Details: map[string]any{"rule": rule}}
+			return next(ctx, call)
 		}
 	}
+}
+
+// block answers a call the policy blocks with an error of type code.
+func (r *run) block(ctx context.Context, call *tool.Call, rule, code, reason string) (tool.Output, error) {
+	if err := r.decided(ctx, call, rule, "block", reason); err != nil {
+		return tool.Output{}, err
+	}
+	return tool.Output{}, &tool.ErrorDetails{Type: code, Message: reason, Recoverable: true, Details: map[string]any{"rule": rule}}
+}
+
+// replaying reports whether call is one a resumed run or a replay serves
+// from its log: the policy let it through when it ran.
+func (r *run) replaying(call *tool.Call) bool {
+	if r == nil {
+		return false
+	}
+	j := r.link.journal
+	return call.Turn < r.quiet || j != nil && !j.write
+}
+
+// limiters are the rate limits of a policy: one per tool named, and "*"
+// for the calls of every tool together.
+type limiters map[string]*rate.Limiter
+
+func newLimiters(rl map[string]policy.RateLimit) limiters {
+	if len(rl) == 0 {
+		return nil
+	}
+	out := limiters{}
+	for name, l := range rl {
+		per := rate.Limit(l.PerSecond)
+		if l.PerMinute > 0 {
+			per = rate.Limit(l.PerMinute / 60)
+		}
+		out[name] = rate.NewLimiter(per, max(l.Burst, 1))
+	}
+	return out
+}
+
+// wait takes a token for call from each limiter that applies, waiting
+// when the wait ends before the run's deadline. It returns the rule that
+// made it wait (reason "") or that blocks it (with the reason), or an
+// error when the run ended while it waited.
+func (ls limiters) wait(ctx context.Context, call *tool.Call) (rule, reason string, err error) {
+	deadline := call.Budget.Deadline
+	if d, ok := ctx.Deadline(); ok && (deadline.IsZero() || d.Before(deadline)) {
+		deadline = d
+	}
+	for _, name := range []string{call.Name, "*"} {
+		l := ls[name]
+		if l == nil {
+			continue
+		}
+		now := time.Now()
+		res := l.ReserveN(now, 1)
+		delay := res.DelayFrom(now)
+		if !res.OK() || !deadline.IsZero() && now.Add(delay).After(deadline) {
+			res.CancelAt(now)
+			return "rate_limits." + name, fmt.Sprintf("the rate limit of %s (policy.rate_limits.%s) allows the call only in %s, after the run's deadline",
+				call.Name, name, delay.Round(time.Millisecond)), nil
+		}
+		if delay > 0 {
+			t := time.NewTimer(delay)
+			select {
+			case <-t.C:
+			case <-ctx.Done():
+				t.Stop()
+				res.Cancel()
+				return "", "", ctx.Err()
+			}
+			rule = "rate_limits." + name
+		}
+	}
+	return rule, "", nil
+}
+
+// checkPolicy refuses a rate limit of a tool the agent does not have: a
+// misspelt name would limit nothing.
+func (a *Agent) checkPolicy() []string {
+	p := a.spec.Policy
+	if p == nil {
+		return nil
+	}
+	var probs []string
+	for name := range p.RateLimits {
+		if _, ok := a.tools[name]; !ok && name != "*" {
+			probs = append(probs, fmt.Sprintf("policy.rate_limits.%s: the agent has no tool %q (name one of its tools, or *)", name, name))
+		}
+	}
+	slices.Sort(probs)
+	return probs
 }
 
 // toolRule returns the rule of p that blocks a call of the tool name,

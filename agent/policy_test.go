@@ -106,3 +106,55 @@ func TestPolicyReplayedIsNotAuditedAgain(t *testing.T) {
 		t.Errorf("%d audit records after a replay, want the original's 1", len(recs))
 	}
 }
+
+// A rate limit waits when the wait fits the run's deadline, and blocks
+// the call as rate_limited when it does not.
+func TestPolicyRateLimits(t *testing.T) {
+	for _, tc := range []struct {
+		name, policy string
+		timeoutMS    int64
+		decision     string
+	}{
+		{"waits", `{"rate_limits": {"add": {"per_second": 4}}}`, 0, "wait"},
+		{"waits for every tool", `{"rate_limits": {"*": {"per_second": 4, "burst": 2}}}`, 0, "wait"},
+		{"blocks past the deadline", `{"rate_limits": {"add": {"per_minute": 1}}}`, 5000, "block"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := context.Background()
+			st := openStore(t, testdb.SQLite(t))
+			sp, _ := spec.Load(payerSpec)
+			sp.Policy, _ = policy.Parse([]byte(tc.policy))
+			sp.Limits.TimeoutMS = tc.timeoutMS
+			l := ledger{filepath.Join(t.TempDir(), "ledger")}
+			a, err := New(sp, WithTools(durableTools(t, l, true, nil)), WithBaseDir(filepath.Dir(payerSpec)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			res, err := a.Run(ctx, payerInput, WithStore(st))
+			if err != nil || !res.Success {
+				t.Fatalf("run: %v", err)
+			}
+			recs, _ := st.AuditLog(ctx, res.ID)
+			if len(recs) == 0 || recs[0].Decision != tc.decision || !strings.HasPrefix(recs[0].Rule, "rate_limits.") {
+				t.Fatalf("audit: %+v; want a %s of a rate limit", recs, tc.decision)
+			}
+			second := res.Steps[2] // the second add
+			switch tc.decision {
+			case "wait":
+				if second.Action.Error != "" {
+					t.Errorf("a call that waited failed: %s", second.Action.Error)
+				}
+			case "block":
+				if !strings.Contains(second.Observation, `"type":"rate_limited"`) {
+					t.Errorf("the second add: %+v; want rate_limited", second)
+				}
+			}
+		})
+	}
+	sp, _ := spec.Load(payerSpec)
+	sp.Policy, _ = policy.Parse([]byte(`{"rate_limits": {"ad": {"per_second": 1}}}`))
+	if _, err := New(sp, WithTools(durableTools(t, ledger{}, true, nil)), WithBaseDir(filepath.Dir(payerSpec))); err == nil ||
+		!strings.Contains(err.Error(), `policy.rate_limits.ad: the agent has no tool "ad"`) {
+		t.Errorf("a rate limit of an unknown tool: %v", err)
+	}
+}

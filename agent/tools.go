@@ -68,7 +68,10 @@ func (a *Agent) toolChain(info tool.Info) tool.Handler {
 	mws := make([]tool.Middleware, 0, len(a.o.toolMW)+6)
 	mws = append(mws, a.o.toolMW...)
 	if a.spec.Policy != nil {
-		mws = append(mws, policyTools(a.spec.Policy))
+		if a.policyMW == nil {
+			a.policyMW = policyTools(a.spec.Policy) // one for all tools: "*" limits them together
+		}
+		mws = append(mws, a.policyMW)
 	}
 	mws = append(mws, journalTools,
 		tool.Retry(a.toolRetryPolicy(), nil),

@@ -102,7 +102,6 @@ func (s *Spec) checkIdentity(c *checker) {
 			set  bool
 		}{
 			{"approval", len(p.Approval.Tools) > 0},
-			{"rate_limits", len(p.RateLimits) > 0},
 			{"content_filters", len(p.ContentFilters) > 0},
 			{"network", len(p.Network.AllowHosts) > 0 || p.Network.AllowPrivate},
 		} {

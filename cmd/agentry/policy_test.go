@@ -31,6 +31,33 @@ func policyAgent(t *testing.T, policy string) string {
 	return path
 }
 
+// Through the binary: a rate limit that waits (the quickstart's two
+// parallel kv_set) and one that blocks (its second kv_get, whose token
+// comes after the run's deadline).
+func TestRateLimitsThroughTheBinary(t *testing.T) {
+	for _, tc := range []struct{ name, policy, decision, blocked string }{
+		{"waits", `{"rate_limits": {"kv_set": {"per_second": 5}}}`, "wait", ""},
+		{"blocks", `{"rate_limits": {"kv_get": {"per_minute": 1}}}`, "block", "kv_get"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			db := filepath.Join(t.TempDir(), "runs.db")
+			code, out, errs := runCLI(t, "run", policyAgent(t, tc.policy), "--input", "city=Lisbon", "--input", "days=3", "--db", db, "--json", "-q")
+			if code != 0 {
+				t.Fatalf("exit %d\n%s", code, errs)
+			}
+			if got := strings.Count(out, `\"type\":\"rate_limited\"`); (tc.blocked != "") != (got > 0) {
+				t.Errorf("%d calls rate_limited, want some: %v", got, tc.blocked != "")
+			}
+			code, out, _ = runCLI(t, "audit", "--db", db, "--json")
+			var recs []struct{ Rule, Decision string }
+			json.Unmarshal([]byte(out), &recs)
+			if code != 0 || len(recs) == 0 || recs[0].Decision != tc.decision || !strings.HasPrefix(recs[0].Rule, "rate_limits.") {
+				t.Errorf("audit: %s", out)
+			}
+		})
+	}
+}
+
 // Through the binary: a denied tool and a glob are policy_violation
 // observations, and the run goes on; the decisions are audited in the
 // store.
