@@ -35,12 +35,17 @@ func Approve(callIDs ...string) RunOption {
 	return func(c *runConfig) { c.decide(callIDs, true) }
 }
 
-// Deny answers the non-idempotent calls a resumed run paused on (by call
-// id, or idempotency key) with an "unknown_outcome" error for the model,
-// without sending them again.
+// Deny answers the calls a resumed run paused on (by call id, or
+// idempotency key) without running them: a non-idempotent call of unknown
+// outcome with an "unknown_outcome" error for the model, a call waiting
+// for approval (the policy's approval rule) with a policy_violation.
 func Deny(callIDs ...string) RunOption {
 	return func(c *runConfig) { c.decide(callIDs, false) }
 }
+
+// WithDenyReason says why the calls Deny names are denied: the model is
+// told, and the audit log keeps it.
+func WithDenyReason(reason string) RunOption { return func(c *runConfig) { c.denyReason = reason } }
 
 func (c *runConfig) decide(ids []string, approve bool) {
 	if c.decisions == nil {
@@ -62,6 +67,16 @@ func (s *Session) openJournal(ctx context.Context, r *run) (*journal, error) {
 	j := &journal{st: c.store, runID: r.st.RunID, holder: store.NewHolder(), r: r, write: true}
 	if rc := c.resume; rc != nil {
 		j.holder = rc.holder
+		// What earlier resumes decided holds, unless decided anew: a run
+		// resumed again replays the calls they decided.
+		for id, ok := range rc.log.decided {
+			if _, anew := c.decisions[id]; !anew {
+				c.decide([]string{id}, ok)
+			}
+		}
+		if c.denyReason == "" {
+			c.denyReason = rc.log.denyReason
+		}
 		j.log, j.write, j.liveMode = rc.log, !rc.replay, rc.liveTools
 		j.approve, j.deny = map[string]bool{}, map[string]bool{}
 		for id, ok := range c.decisions {
@@ -174,7 +189,7 @@ func (a *Agent) Resume(ctx context.Context, st store.Store, runID string, opts .
 
 // ErrNoSuchCall is matched by the error of approving or denying a call
 // that does not wait for a decision.
-var ErrNoSuchCall = errors.New("agent: no call of unknown outcome by that id")
+var ErrNoSuchCall = errors.New("agent: no call waits for a decision by that id")
 
 // checkDecisions refuses an approval or denial of a call that does not
 // wait for one: a mistyped id must not pass for a decision.
@@ -187,6 +202,15 @@ func (l *storedLog) checkDecisions(decisions map[string]bool) error {
 			ok[in.CallID], ok[key] = true, true
 		}
 	}
+	for key, a := range l.approvals {
+		if !ok[key] {
+			pending = append(pending, a.CallID)
+			ok[a.CallID], ok[key] = true, true
+		}
+	}
+	for id := range l.decided {
+		ok[id] = true // decided before: deciding it again is harmless
+	}
 	sort.Strings(pending)
 	for id := range decisions {
 		if !ok[id] {
@@ -194,7 +218,7 @@ func (l *storedLog) checkDecisions(decisions map[string]bool) error {
 			if len(pending) > 0 {
 				waiting = strings.Join(pending, ", ")
 			}
-			return fmt.Errorf("%w: %q in run %s (calls of unknown outcome: %s)", ErrNoSuchCall, id, l.start.RunID, waiting)
+			return fmt.Errorf("%w: %q in run %s (calls waiting for a decision: %s)", ErrNoSuchCall, id, l.start.RunID, waiting)
 		}
 	}
 	return nil

@@ -197,7 +197,8 @@ func (j *journal) begin(ctx context.Context, s *Session) error {
 			return fmt.Errorf("%w: %w", ErrStore, err)
 		}
 	} else {
-		rec := resumeRecord{Turn: j.quiet, Holder: j.holder, Model: s.agent.o.model, Approved: keys(j.approve), Denied: keys(j.deny)}
+		rec := resumeRecord{Turn: j.quiet, Holder: j.holder, Model: s.agent.o.model, Approved: keys(j.approve), Denied: keys(j.deny),
+			Reason: s.cfg.denyReason}
 		j.mu.Lock()
 		err := j.commitLocked(ctx, store.Write{Status: store.Running},
 			store.Record{Kind: store.KindResume, Turn: j.quiet, Data: mustJSON(rec)})

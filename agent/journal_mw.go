@@ -314,6 +314,9 @@ func (j *journal) unknownOutcome(call *tool.Call, start time.Time) (tool.Output,
 	d := &tool.ErrorDetails{Type: "unknown_outcome", Recoverable: false,
 		Message: fmt.Sprintf("the call %s (%s) was sent before the run stopped, and whether it took effect is unknown; "+
 			"it was not sent again", call.ID, call.Name)}
+	if reason := j.r.s.cfg.denyReason; reason != "" {
+		d.Message += " (" + reason + ")"
+	}
 	rec := newResultRecord(call, tool.Output{}, d, start)
 	if err := j.commit(context.Background(), store.Record{Kind: store.KindToolResult, Turn: call.Turn, Key: call.Key(), Data: mustJSON(rec)}); err != nil {
 		return tool.Output{}, err
@@ -346,12 +349,21 @@ func (j *journal) compareLive(ctx context.Context, call *tool.Call, rec *resultR
 // (ErrAwaitingApproval) until a resume approves the call (it is sent
 // again with the same key) or denies it (the model is told its outcome
 // is unknown).
+//
+// A call the policy's approval rule holds back is one too, with Rule set:
+// it has not run, and runs once approved.
 type ApprovalError struct {
 	CallID, Tool, Key string
 	Arguments         []byte
+	// Rule is the policy rule that asks for approval ("approval.tools"),
+	// empty for a call of unknown outcome.
+	Rule string
 }
 
 func (e *ApprovalError) Error() string {
+	if e.Rule != "" {
+		return fmt.Sprintf("call %s (%s) waits for a person's approval (policy.%s); approve or deny it", e.CallID, e.Tool, e.Rule)
+	}
 	return fmt.Sprintf("call %s (%s, key %s) may have taken effect before the run stopped; approve it to send it again, or deny it",
 		e.CallID, e.Tool, e.Key)
 }

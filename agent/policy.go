@@ -26,6 +26,11 @@ func policyTools(p *policy.Policy) tool.Middleware {
 			if rule, reason := toolRule(p, call.Name); rule != "" {
 				return r.block(ctx, call, rule, CodePolicyViolation, reason)
 			}
+			if policy.Matches(p.Approval.Tools, call.Name) {
+				if out, err, held := r.approval(ctx, call); held {
+					return out, err
+				}
+			}
 			if !r.replaying(call) {
 				if rule, reason, err := limits.wait(ctx, call); err != nil {
 					return tool.Output{}, err
@@ -46,9 +51,52 @@ func policyTools(p *policy.Policy) tool.Middleware {
 	}
 }
 
+// approval holds back a call that needs a person's approval: it goes on
+// (held false) once approved, is denied with a policy_violation, or
+// pauses the run (an ApprovalError) until a resume decides it. Outside a
+// run there is nobody to ask: the call is held.
+func (r *run) approval(ctx context.Context, call *tool.Call) (out tool.Output, err error, held bool) {
+	const rule = "approval.tools"
+	key := call.Key()
+	if r != nil {
+		d := r.s.cfg.decisions
+		ok, decided := d[call.ID]
+		if !decided {
+			ok, decided = d[key]
+		}
+		switch {
+		case decided && ok:
+			if err := r.decided(ctx, call, rule, "approve", "approved by a person"); err != nil {
+				return tool.Output{}, err, true
+			}
+			return tool.Output{}, nil, false
+		case decided:
+			reason := "a person denied the call"
+			if why := r.s.cfg.denyReason; why != "" {
+				reason += ": " + why
+			}
+			out, err := r.blockAs(ctx, call, rule, "deny", CodePolicyViolation, reason)
+			return out, err, true
+		}
+		if err := r.decided(ctx, call, rule, "pause", "the call waits for a person's approval"); err != nil {
+			return tool.Output{}, err, true
+		}
+		if j := r.link.journal; j != nil {
+			j.add(store.Record{Kind: store.KindApproval, Turn: call.Turn, Key: key,
+				Data: mustJSON(approvalRecord{CallID: call.ID, Tool: call.Name, Arguments: string(call.Arguments), Rule: rule})})
+		}
+	}
+	return tool.Output{}, &ApprovalError{CallID: call.ID, Tool: call.Name, Key: key, Arguments: call.Arguments, Rule: rule}, true
+}
+
 // block answers a call the policy blocks with an error of type code.
 func (r *run) block(ctx context.Context, call *tool.Call, rule, code, reason string) (tool.Output, error) {
-	if err := r.decided(ctx, call, rule, "block", reason); err != nil {
+	return r.blockAs(ctx, call, rule, "block", code, reason)
+}
+
+// blockAs is block with the decision named.
+func (r *run) blockAs(ctx context.Context, call *tool.Call, rule, decision, code, reason string) (tool.Output, error) {
+	if err := r.decided(ctx, call, rule, decision, reason); err != nil {
 		return tool.Output{}, err
 	}
 	return tool.Output{}, &tool.ErrorDetails{Type: code, Message: reason, Recoverable: true, Details: map[string]any{"rule": rule}}

@@ -2,6 +2,7 @@ package agent
 
 import (
 	"context"
+	"errors"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -11,6 +12,7 @@ import (
 	"github.com/agentry/agentry/internal/testdb"
 	"github.com/agentry/agentry/policy"
 	"github.com/agentry/agentry/spec"
+	"github.com/agentry/agentry/store"
 )
 
 // The payer agent with a policy: a blocked call is a policy_violation
@@ -156,5 +158,76 @@ func TestPolicyRateLimits(t *testing.T) {
 	if _, err := New(sp, WithTools(durableTools(t, ledger{}, true, nil)), WithBaseDir(filepath.Dir(payerSpec))); err == nil ||
 		!strings.Contains(err.Error(), `policy.rate_limits.ad: the agent has no tool "ad"`) {
 		t.Errorf("a rate limit of an unknown tool: %v", err)
+	}
+}
+
+// A call the approval rule names pauses the run; a resume approves it
+// (it runs) or denies it with a reason (the model is told), and a run
+// resumed again later keeps the decision.
+func TestPolicyApproval(t *testing.T) {
+	for _, decide := range []string{"approve", "approve by key", "deny"} {
+		t.Run(decide, func(t *testing.T) {
+			ctx := context.Background()
+			st := openStore(t, testdb.SQLite(t))
+			sp, _ := spec.Load(payerSpec)
+			sp.Policy, _ = policy.Parse([]byte(`{"approval": {"tools": ["pa*"]}}`))
+			l := ledger{filepath.Join(t.TempDir(), "ledger")}
+			a, err := New(sp, WithTools(durableTools(t, l, true, nil)), WithBaseDir(filepath.Dir(payerSpec)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			res, err := a.Run(ctx, payerInput, WithStore(st))
+			if !errors.Is(err, ErrAwaitingApproval) || res.TerminateReason != ReasonAwaitingApproval {
+				t.Fatalf("run = %v (%s); want it to await approval", err, res.TerminateReason)
+			}
+			if !strings.Contains(err.Error(), "call_2_1") || len(l.sends(t)) != 0 {
+				t.Fatalf("the paused run: %v, %d payments", err, len(l.sends(t)))
+			}
+			if run, _ := st.Get(ctx, res.ID); run.Status != store.AwaitingApproval {
+				t.Errorf("stored status %s", run.Status)
+			}
+			if _, err := a.Resume(ctx, st, res.ID, Approve("call_9_9")); !errors.Is(err, ErrNoSuchCall) || !strings.Contains(err.Error(), "call_2_1") {
+				t.Errorf("approving another call: %v", err)
+			}
+			var opts []RunOption
+			switch decide {
+			case "approve":
+				opts = []RunOption{Approve("call_2_1")}
+			case "approve by key":
+				opts = []RunOption{Approve(res.ID + ":2:0")}
+			case "deny":
+				opts = []RunOption{Deny("call_2_1"), WithDenyReason("the invoice is disputed")}
+			}
+			sess, err := a.Resume(ctx, st, res.ID, opts...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			res2, err := sess.Run(ctx)
+			if err != nil || !res2.Success {
+				t.Fatalf("after %s: %v", decide, err)
+			}
+			pay := res2.Steps[1]
+			if decide == "deny" {
+				if len(l.sends(t)) != 0 || !strings.Contains(pay.Observation, "policy_violation") || !strings.Contains(pay.Observation, "the invoice is disputed") {
+					t.Errorf("denied: %d payments, step %+v", len(l.sends(t)), pay)
+				}
+			} else if len(l.sends(t)) != 1 || pay.Action.Error != "" {
+				t.Errorf("approved: %d payments, error %q", len(l.sends(t)), pay.Action.Error)
+			}
+			recs, _ := st.AuditLog(ctx, res.ID)
+			var decisions []string
+			for _, r := range recs {
+				decisions = append(decisions, r.Decision)
+			}
+			want := map[string]string{"approve": "pause approve", "approve by key": "pause approve", "deny": "pause deny"}[decide]
+			if strings.Join(decisions, " ") != want {
+				t.Errorf("audit decisions %v, want %s", decisions, want)
+			}
+			// A replay keeps the decision: the same Result, no new payment.
+			rep, err := a.Replay(ctx, st, res.ID)
+			if err != nil || !rep.Identical() {
+				t.Errorf("replay after the decision: %v %v", err, rep.Differences)
+			}
+		})
 	}
 }

@@ -118,6 +118,16 @@ type resumeRecord struct {
 	Model    string   `json:"model,omitempty"`
 	Approved []string `json:"approved,omitempty"`
 	Denied   []string `json:"denied,omitempty"`
+	// Reason is why the calls were denied, when a person said.
+	Reason string `json:"reason,omitempty"`
+}
+
+// approvalRecord is a call that waits for a person's approval.
+type approvalRecord struct {
+	CallID    string `json:"call_id"`
+	Tool      string `json:"tool"`
+	Arguments string `json:"arguments"`
+	Rule      string `json:"rule"`
 }
 
 func mustJSON(v any) json.RawMessage {

@@ -67,6 +67,7 @@ type runConfig struct {
 	store         store.Store
 	resume        *resumeConfig
 	decisions     map[string]bool // Approve (true) and Deny (false), by call id or key
+	denyReason    string          // why the denied calls were denied (WithDenyReason)
 	liveTools     bool            // a replay runs safe and idempotent tools again
 	userID        string
 	correlationID string

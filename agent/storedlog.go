@@ -28,6 +28,11 @@ type storedLog struct {
 	lastTurn int
 	// events are the run's events, those a resume superseded left out.
 	events []store.Record
+	// approvals are the calls that waited for a person, by key; decided
+	// what resumes decided, by call id or key (true: approved).
+	approvals  map[string]*approvalRecord
+	decided    map[string]bool
+	denyReason string
 	// For ReadRunLog: each call's turn, each tool call's turn and place,
 	// and the turns resumes took over at.
 	callTurns []int
@@ -47,7 +52,7 @@ func readLog(ctx context.Context, st store.Store, runID string) (*storedLog, err
 		return nil, err
 	}
 	l := &storedLog{run: run, intents: map[string]*intentRecord{}, results: map[string]*resultRecord{}, byArgs: map[string]*resultRecord{},
-		turns: map[string]int{}, order: map[string]int{}}
+		turns: map[string]int{}, order: map[string]int{}, approvals: map[string]*approvalRecord{}, decided: map[string]bool{}}
 	for i := range recs {
 		if err := l.add(&recs[i]); err != nil {
 			return nil, fmt.Errorf("run %s: %w", runID, err)
@@ -99,7 +104,25 @@ func (l *storedLog) add(rec *store.Record) error {
 		}
 	case store.KindEvent:
 		l.events = append(l.events, *rec)
+	case store.KindApproval:
+		var a approvalRecord
+		if err = json.Unmarshal(rec.Data, &a); err == nil {
+			l.approvals[rec.Key] = &a
+		}
 	case store.KindResume:
+		var rr resumeRecord
+		if err = json.Unmarshal(rec.Data, &rr); err != nil {
+			break
+		}
+		for _, id := range rr.Approved {
+			l.decided[id] = true
+		}
+		for _, id := range rr.Denied {
+			l.decided[id] = false
+		}
+		if rr.Reason != "" {
+			l.denyReason = rr.Reason
+		}
 		// The resumed run wrote the events of its first turn again.
 		kept := l.events[:0]
 		for _, e := range l.events {

@@ -101,7 +101,6 @@ func (s *Spec) checkIdentity(c *checker) {
 			name string
 			set  bool
 		}{
-			{"approval", len(p.Approval.Tools) > 0},
 			{"content_filters", len(p.ContentFilters) > 0},
 			{"network", len(p.Network.AllowHosts) > 0 || p.Network.AllowPrivate},
 		} {

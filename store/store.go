@@ -108,6 +108,9 @@ const (
 	KindToolResult Kind = "tool_result"
 	// KindEvent is one event of the run, as its JSON.
 	KindEvent Kind = "event"
+	// KindApproval is a call that waits for a person's approval (the
+	// policy's approval rule).
+	KindApproval Kind = "approval"
 	// KindResume marks where a resumed run took over.
 	KindResume Kind = "resume"
 	// KindResult is the run's final Result.

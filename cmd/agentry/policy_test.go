@@ -146,3 +146,45 @@ func TestAuditVerifyFindsAnEdit(t *testing.T) {
 		t.Errorf("audit: exit %d\n%s", code, out)
 	}
 }
+
+// Through the binary: a call the approval rule names pauses the run (exit
+// 1, the call named); resume --approve runs it, resume --deny --reason
+// tells the model why.
+func TestApprovalThroughTheBinary(t *testing.T) {
+	for _, decide := range []string{"approve", "deny"} {
+		t.Run(decide, func(t *testing.T) {
+			db := filepath.Join(t.TempDir(), "runs.db")
+			code, out, errs := runCLI(t, "run", policyAgent(t, `{"approval": {"tools": ["kv_list"]}}`), "--input", "city=Lisbon",
+				"--input", "days=3", "--db", db, "--json", "-q")
+			var res struct {
+				ID              string `json:"id"`
+				TerminateReason string `json:"terminate_reason"`
+			}
+			json.Unmarshal([]byte(out), &res)
+			if code != 1 || res.TerminateReason != "awaiting_approval" || !strings.Contains(errs, "call_2_1") {
+				t.Fatalf("run: exit %d %s\n%s", code, res.TerminateReason, errs)
+			}
+			args := []string{"resume", res.ID, "--db", db, "--json", "-q"}
+			if decide == "approve" {
+				args = append(args, "--approve", "call_2_1")
+			} else {
+				args = append(args, "--deny", "call_2_1", "--reason", "listing is not needed")
+			}
+			code, out, errs = runCLI(t, args...)
+			if code != 0 {
+				t.Fatalf("resume --%s: exit %d\n%s", decide, code, errs)
+			}
+			denied := strings.Contains(out, "listing is not needed")
+			if denied != (decide == "deny") {
+				t.Errorf("resume --%s: the reason in the result: %v", decide, denied)
+			}
+			code, out, _ = runCLI(t, "audit", "--db", db, "--run", res.ID)
+			if code != 0 || !strings.Contains(out, "pause") || !strings.Contains(out, decide) {
+				t.Errorf("audit:\n%s", out)
+			}
+		})
+	}
+	if code, _, errs := runCLI(t, "resume", "run_x", "--reason", "why"); code != 2 || !strings.Contains(errs, "--reason says why calls are denied") {
+		t.Errorf("--reason without --deny: exit %d %s", code, errs)
+	}
+}

@@ -21,6 +21,7 @@ type resumeFlags struct {
 	runFlags
 	approve []string
 	deny    []string
+	reason  string
 	answer  string
 }
 
@@ -30,8 +31,9 @@ func newResumeCmd(stdout, stderr io.Writer) *cobra.Command {
 		Use:   "resume RUN_ID",
 		Short: "Continue an interrupted run, or a run awaiting approval",
 		Long: `Continue a stored run from its last durable point: an interrupted run (its process
-died), a run awaiting approval (--approve or --deny each call it names), or a
-paused pipeline (--answer). Recorded model turns are not asked again and recorded
+died), a run awaiting approval (--approve or --deny each call it names: a call of
+unknown outcome, or one the policy's approval rule holds back; --reason says why
+they are denied), or a paused pipeline (--answer). Recorded model turns are not asked again and recorded
 tool results are not run again. Without --model the run's own model goes on (a
 scripted model plays on from the turn after the last recorded call); --model
 gives the rest of the run another model (a scripted file from its first turn).
@@ -46,6 +48,7 @@ Exit codes as for run.`,
 	fl.StringVar(&f.model, "model", "", "the model for the rest of the run (PROVIDER:MODEL)")
 	fl.StringArrayVar(&f.approve, "approve", nil, "send again a call whose outcome is unknown, with its same idempotency key (CALL_ID; repeatable)")
 	fl.StringArrayVar(&f.deny, "deny", nil, "do not send again a call whose outcome is unknown; the model is told so (CALL_ID; repeatable)")
+	fl.StringVar(&f.reason, "reason", "", "why the calls --deny names are denied (the model is told, the audit log keeps it)")
 	fl.StringVar(&f.answer, "answer", "", "the answer a paused pipeline waits for")
 	fl.BoolVar(&f.json, "json", false, "print the whole result as JSON on stdout")
 	fl.StringVar(&f.events, "events", "", "write every event as a JSON line to this file")
@@ -58,6 +61,9 @@ Exit codes as for run.`,
 }
 
 func resume(ctx context.Context, runID string, f resumeFlags, stdout, stderr io.Writer) error {
+	if f.reason != "" && len(f.deny) == 0 {
+		return usageErr(fmt.Errorf("--reason says why calls are denied: name them with --deny"))
+	}
 	st, err := openStore(ctx, f.db)
 	if err != nil {
 		return usageErr(err)
@@ -95,6 +101,9 @@ func resume(ctx context.Context, runID string, f resumeFlags, stdout, stderr io.
 	}
 	if len(f.deny) > 0 {
 		sessOpts = append(sessOpts, agent.Deny(f.deny...))
+	}
+	if f.reason != "" {
+		sessOpts = append(sessOpts, agent.WithDenyReason(f.reason))
 	}
 	sess, err := a.Resume(ctx, st, runID, sessOpts...)
 	if err != nil {
