@@ -20,9 +20,13 @@ import (
 // agent's: every run of the agent in the process shares them.
 func policyTools(p *policy.Policy) tool.Middleware {
 	limits := newLimiters(p.RateLimits)
+	network := len(p.Network.AllowHosts) > 0 || p.Network.AllowPrivate
 	return func(next tool.Handler) tool.Handler {
 		return func(ctx context.Context, call *tool.Call) (tool.Output, error) {
 			r := runOf(ctx)
+			if network {
+				ctx = policy.WithNetwork(ctx, &p.Network) // the HTTP tools read it
+			}
 			if rule, reason := toolRule(p, call.Name); rule != "" {
 				return r.block(ctx, call, rule, CodePolicyViolation, reason)
 			}

@@ -7,6 +7,7 @@
 package policy
 
 import (
+	"context"
 	"fmt"
 	"maps"
 	"path"
@@ -200,4 +201,24 @@ func Matches(globs []string, name string) bool {
 		}
 	}
 	return false
+}
+
+type networkKey struct{}
+
+// WithNetwork returns ctx carrying the network rules of the agent whose
+// tool call it is: the HTTP tools read them with NetworkFrom.
+func WithNetwork(ctx context.Context, n *Network) context.Context {
+	return context.WithValue(ctx, networkKey{}, n)
+}
+
+// NetworkFrom returns the network rules ctx carries, or nil.
+func NetworkFrom(ctx context.Context) *Network {
+	n, _ := ctx.Value(networkKey{}).(*Network)
+	return n
+}
+
+// AllowsHost reports whether the rules let a tool reach host: any host
+// when AllowHosts is empty.
+func (n *Network) AllowsHost(host string) bool {
+	return n == nil || len(n.AllowHosts) == 0 || Matches(n.AllowHosts, strings.ToLower(host))
 }

@@ -102,7 +102,6 @@ func (s *Spec) checkIdentity(c *checker) {
 			set  bool
 		}{
 			{"content_filters", len(p.ContentFilters) > 0},
-			{"network", len(p.Network.AllowHosts) > 0 || p.Network.AllowPrivate},
 		} {
 			if f.set {
 				c.bad("policy.%s: not enforced in this release; remove it rather than rely on it", f.name)

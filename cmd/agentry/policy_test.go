@@ -3,6 +3,8 @@ package main
 import (
 	"database/sql"
 	"encoding/json"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -186,5 +188,35 @@ func TestApprovalThroughTheBinary(t *testing.T) {
 	}
 	if code, _, errs := runCLI(t, "resume", "run_x", "--reason", "why"); code != 2 || !strings.Contains(errs, "--reason says why calls are denied") {
 		t.Errorf("--reason without --deny: exit %d %s", code, errs)
+	}
+}
+
+// Through the binary: policy.network lets one agent reach a private
+// address without --allow-private-network, and allow_hosts refuses a
+// host outside it.
+func TestNetworkPolicyThroughTheBinary(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.Write([]byte(`{"release": "1.2.0"}`))
+	}))
+	defer srv.Close()
+	for _, tc := range []struct{ name, network, want string }{
+		{"no policy", ``, `private, loopback`},
+		{"allow_private", `, "policy": {"network": {"allow_private": true}}`, `1.2.0`},
+		{"host outside allow_hosts", `, "policy": {"network": {"allow_hosts": ["api.example.com"], "allow_private": true}}`,
+			`not among the hosts the policy allows`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			os.WriteFile(filepath.Join(dir, "agent.json"), []byte(`{"agent_name": "checker", "version": "v1",
+				"model_name": "scripted:turns.json", "system_text": "Check the release.", "tools": ["http_get"]`+tc.network+`}`), 0o600)
+			os.WriteFile(filepath.Join(dir, "turns.json"), []byte(`{"turns": [
+				{"tool_calls": [{"name": "http_get", "arguments": {"url": "`+srv.URL+`/release"}}]},
+				{"content": "Checked."}]}`), 0o600)
+			code, out, errs := runCLI(t, "run", filepath.Join(dir, "agent.json"), "--no-store", "--json", "-q")
+			if code != 0 || !strings.Contains(out, tc.want) {
+				t.Errorf("exit %d, want %q in the result\n%s\n%s", code, tc.want, out, errs)
+			}
+		})
 	}
 }

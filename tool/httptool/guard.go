@@ -7,6 +7,8 @@ import (
 	"net/http"
 	"net/netip"
 	"syscall"
+
+	"github.com/agentry/agentry/policy"
 )
 
 // blocked are the ranges a model must not reach besides those netip
@@ -77,6 +79,13 @@ func guard(network, address string, _ syscall.RawConn) error {
 	return nil
 }
 
+// privateAllowed reports whether the agent's policy lets its HTTP tools
+// reach private addresses (policy.network.allow_private).
+func privateAllowed(ctx context.Context) bool {
+	n := policy.NetworkFrom(ctx)
+	return n != nil && n.AllowPrivate
+}
+
 // guardedTransport checks the addresses a request's host resolves to
 // before a transport of the caller's sends it. A name that resolves to
 // another address between the check and the dial slips past it; the
@@ -84,6 +93,9 @@ func guard(network, address string, _ syscall.RawConn) error {
 type guardedTransport struct{ next http.RoundTripper }
 
 func (g guardedTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	if privateAllowed(req.Context()) {
+		return g.next.RoundTrip(req)
+	}
 	if err := checkHost(req.Context(), req.URL.Hostname()); err != nil {
 		return nil, err
 	}

@@ -1,11 +1,14 @@
 package httptool
 
 import (
+	"context"
+	"encoding/json"
 	"errors"
 	"net/http"
 	"strings"
 	"testing"
 
+	"github.com/agentry/agentry/policy"
 	"github.com/agentry/agentry/tool"
 )
 
@@ -76,4 +79,35 @@ func errString(err error) string {
 		return ""
 	}
 	return err.Error()
+}
+
+// The agent's network rules, carried by the call's context: hosts outside
+// allow_hosts are refused, and allow_private opens private addresses to
+// this agent's calls alone.
+func TestNetworkPolicy(t *testing.T) {
+	srv := server()
+	defer srv.Close()
+	tl := New(Options{})
+	get := func(n *policy.Network, url string) error {
+		ctx := context.Background()
+		if n != nil {
+			ctx = policy.WithNetwork(ctx, n)
+		}
+		_, err := tl.Call(ctx, json.RawMessage(`{"url": "`+url+`"}`))
+		return err
+	}
+	if err := get(&policy.Network{AllowPrivate: true}, srv.URL+"/json"); err != nil {
+		t.Errorf("allow_private: %v", err)
+	}
+	if err := get(nil, srv.URL+"/json"); err == nil || !strings.Contains(err.Error(), "private, loopback") {
+		t.Errorf("without the policy, after a call that allowed private addresses: %v", err)
+	}
+	err := get(&policy.Network{AllowHosts: []string{"api.example.com", "*.example.org"}, AllowPrivate: true}, srv.URL+"/json")
+	var d *tool.ErrorDetails
+	if !errors.As(err, &d) || d.Type != "policy_violation" || !strings.Contains(d.Message, "127.0.0.1") {
+		t.Errorf("a host outside allow_hosts: %v", err)
+	}
+	if err := get(&policy.Network{AllowHosts: []string{"127.0.0.*"}, AllowPrivate: true}, srv.URL+"/json"); err != nil {
+		t.Errorf("a host inside allow_hosts: %v", err)
+	}
 }

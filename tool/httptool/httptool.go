@@ -17,6 +17,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/agentry/agentry/policy"
 	"github.com/agentry/agentry/tool"
 )
 
@@ -57,11 +58,22 @@ type Response struct {
 // the guard refuses.
 var ErrBlockedAddress = errors.New("httptool: address not allowed")
 
-// client is what both tools send with: options with defaults filled in
-// and one HTTP client.
+// client is what both tools send with: options with defaults filled in,
+// and the HTTP client (guarded unless AllowPrivate) with, beside it, the
+// unguarded one for agents whose policy allows private addresses.
 type client struct {
 	o    Options
 	http *http.Client
+	open *http.Client
+}
+
+func newTransport(guarded bool) *http.Transport {
+	d := &net.Dialer{Timeout: 10 * time.Second}
+	if guarded {
+		d.Control = guard // on the address dialled: a name that resolves inside is refused too
+	}
+	return &http.Transport{DialContext: d.DialContext, Proxy: nil,
+		TLSHandshakeTimeout: 10 * time.Second, MaxIdleConns: 16, IdleConnTimeout: 30 * time.Second}
 }
 
 func newClient(o Options) *client {
@@ -75,20 +87,21 @@ func newClient(o Options) *client {
 		o.UserAgent = "agentry"
 	}
 	c := &http.Client{Transport: o.Transport, Timeout: o.Timeout}
+	out := &client{o: o, http: c}
 	switch {
 	case c.Transport == nil:
-		d := &net.Dialer{Timeout: 10 * time.Second}
+		// Two transports, so that a connection made for an agent allowed
+		// private addresses is never reused for one that is not.
+		c.Transport = newTransport(!o.AllowPrivate)
 		if !o.AllowPrivate {
-			d.Control = guard // on the address dialled: a name that resolves inside is refused too
+			out.open = &http.Client{Transport: newTransport(false), Timeout: o.Timeout}
 		}
-		c.Transport = &http.Transport{DialContext: d.DialContext, Proxy: nil,
-			TLSHandshakeTimeout: 10 * time.Second, MaxIdleConns: 16, IdleConnTimeout: 30 * time.Second}
 	case !o.AllowPrivate:
 		// A transport of the caller's dials as it will: the guard checks
 		// what the request's host resolves to before handing it over.
 		c.Transport = guardedTransport{next: c.Transport}
 	}
-	return &client{o: o, http: c}
+	return out
 }
 
 // New returns the http_get tool.
@@ -109,6 +122,11 @@ func (c *client) do(ctx context.Context, method, rawURL string, headers map[stri
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return nil, tool.NewErrorDetails("invalid_arguments", fmt.Sprintf("url %q is not an absolute http(s) URL", rawURL), true)
 	}
+	if n := policy.NetworkFrom(ctx); !n.AllowsHost(u.Hostname()) {
+		return nil, tool.NewErrorDetails("policy_violation",
+			fmt.Sprintf("host %s is not among the hosts the policy allows (policy.network.allow_hosts: %s)", u.Hostname(),
+				strings.Join(n.AllowHosts, ", ")), false)
+	}
 	req, err := http.NewRequestWithContext(ctx, method, u.String(), body)
 	if err != nil {
 		return nil, tool.NewErrorDetails("invalid_arguments", err.Error(), true)
@@ -128,7 +146,11 @@ func (c *client) do(ctx context.Context, method, rawURL string, headers map[stri
 			req.Header.Set("Idempotency-Key", call.Key())
 		}
 	}
-	resp, err := c.http.Do(req)
+	hc := c.http
+	if c.open != nil && privateAllowed(ctx) {
+		hc = c.open
+	}
+	resp, err := hc.Do(req)
 	if err != nil {
 		if errors.Is(err, ErrBlockedAddress) {
 			return nil, tool.NewErrorDetails("blocked", err.Error(), false)
