@@ -20,6 +20,7 @@ import (
 // agent's: every run of the agent in the process shares them.
 func policyTools(p *policy.Policy) tool.Middleware {
 	limits := newLimiters(p.RateLimits)
+	filters := inputFilters(p)
 	network := len(p.Network.AllowHosts) > 0 || p.Network.AllowPrivate
 	return func(next tool.Handler) tool.Handler {
 		return func(ctx context.Context, call *tool.Call) (tool.Output, error) {
@@ -29,6 +30,22 @@ func policyTools(p *policy.Policy) tool.Middleware {
 			}
 			if rule, reason := toolRule(p, call.Name); rule != "" {
 				return r.block(ctx, call, rule, CodePolicyViolation, reason)
+			}
+			for _, f := range filters {
+				if !f.r.Found(string(call.Arguments)) {
+					continue
+				}
+				rule := "content_filters." + f.name
+				if f.action == policy.Block {
+					return r.block(ctx, call, rule, CodePolicyViolation,
+						fmt.Sprintf("the content filter %s found what it blocks in the input of %s", f.name, call.Name))
+				}
+				// The tool gets the input redacted; the transcript and the
+				// trace keep what the model wrote.
+				call.Arguments = f.r.Bytes(call.Arguments)
+				if err := r.decided(ctx, call, rule, "redact", "redacted in the tool's input"); err != nil {
+					return tool.Output{}, err
+				}
 			}
 			if policy.Matches(p.Approval.Tools, call.Name) {
 				if out, err, held := r.approval(ctx, call); held {
@@ -91,6 +108,29 @@ func (r *run) approval(ctx context.Context, call *tool.Call) (out tool.Output, e
 		}
 	}
 	return tool.Output{}, &ApprovalError{CallID: call.ID, Tool: call.Name, Key: key, Arguments: call.Arguments, Rule: rule}, true
+}
+
+// filter is a content filter of the policy, compiled.
+type filter struct {
+	name   string
+	action policy.Action
+	r      *policy.Redactor
+}
+
+// inputFilters compiles the filters on tool input (the spec was checked:
+// their patterns compile).
+func inputFilters(p *policy.Policy) []filter {
+	var out []filter
+	for i := range p.ContentFilters {
+		f := &p.ContentFilters[i]
+		if !slices.Contains(f.On, policy.ToolInput) {
+			continue
+		}
+		if r, err := f.Redactor(); err == nil {
+			out = append(out, filter{name: f.Name, action: f.Action, r: r})
+		}
+	}
+	return out
 }
 
 // block answers a call the policy blocks with an error of type code.

@@ -2,6 +2,7 @@ package agent
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"path/filepath"
 	"strings"
@@ -10,9 +11,11 @@ import (
 
 	"github.com/agentry/agentry/event"
 	"github.com/agentry/agentry/internal/testdb"
+	"github.com/agentry/agentry/llm/scripted"
 	"github.com/agentry/agentry/policy"
 	"github.com/agentry/agentry/spec"
 	"github.com/agentry/agentry/store"
+	"github.com/agentry/agentry/tool"
 )
 
 // The payer agent with a policy: a blocked call is a policy_violation
@@ -227,6 +230,57 @@ func TestPolicyApproval(t *testing.T) {
 			rep, err := a.Replay(ctx, st, res.ID)
 			if err != nil || !rep.Identical() {
 				t.Errorf("replay after the decision: %v %v", err, rep.Differences)
+			}
+		})
+	}
+}
+
+// Content filters on tool input: block refuses the call, redact hands
+// the tool the input with what the filter finds replaced.
+func TestPolicyInputFilters(t *testing.T) {
+	var got []string
+	var mu sync.Mutex
+	echo := tool.Must(tool.Func("note", "Keep a note.", func(_ context.Context, in echoArgs) (string, error) {
+		mu.Lock()
+		got = append(got, in.Text)
+		mu.Unlock()
+		return "kept", nil
+	}, tool.WithIdempotency(tool.Idempotent)))
+	reg, _ := tool.NewRegistry(echo)
+	for _, tc := range []struct {
+		name, filter, text, want, observation string
+	}{
+		{"redact secrets", `{"name": "no-secrets", "match": "secrets", "on": ["tool_input"], "action": "redact"}`,
+			"key sk-proj-abcdefghijklmnopqrstuvwx01", "key [REDACTED:secret]", "kept"},
+		{"redact pii", `{"name": "no-pii", "match": "pii", "on": ["tool_input"], "action": "redact"}`,
+			"mail ada@example.com", "mail [REDACTED:pii]", "kept"},
+		{"block a pattern", `{"name": "no-drop", "pattern": "(?i)drop\\s+table", "on": ["tool_input"], "action": "block"}`,
+			"DROP TABLE users", "", "policy_violation"},
+		{"nothing found", `{"name": "no-drop", "pattern": "(?i)drop\\s+table", "on": ["tool_input"], "action": "block"}`,
+			"select 1", "select 1", "kept"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got = nil
+			sp := mustSpec(t, `{"agent_name": "noter", "version": "v1", "model_name": "scripted:x", "tools": ["note"],
+				"policy": {"content_filters": [`+tc.filter+`]}}`)
+			args, _ := json.Marshal(map[string]string{"text": tc.text})
+			script, err := scripted.Parse("s", []byte(`{"turns": [{"tool_calls": [{"name": "note", "arguments": `+string(args)+`}]}, {"content": "done"}]}`))
+			if err != nil {
+				t.Fatal(err)
+			}
+			a, err := New(sp, WithProvider(script.Model(), "scripted"), WithTools(reg))
+			if err != nil {
+				t.Fatal(err)
+			}
+			res, err := a.Run(context.Background(), nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tc.want == "" && len(got) != 0 || tc.want != "" && (len(got) != 1 || got[0] != tc.want) {
+				t.Errorf("the tool got %q, want %q", got, tc.want)
+			}
+			if step := res.Steps[0]; !strings.Contains(step.Observation, tc.observation) || string(step.Action.Input) != string(args) {
+				t.Errorf("step %+v: want %q observed and the model's arguments in the trace", step, tc.observation)
 			}
 		})
 	}

@@ -79,6 +79,30 @@ func Secrets() *Redactor {
 	return r
 }
 
+// PII returns a redactor of personal data alone (see WithPII).
+func PII() *Redactor { return &Redactor{pii: true} }
+
+// Pattern returns a redactor of what re matches, labelled name.
+func Pattern(name string, re *regexp.Regexp) *Redactor {
+	return &Redactor{custom: []namedPattern{{name, re}}}
+}
+
+// Redactor returns the redactor of the filter's matcher: Secrets for
+// "secrets", PII for "pii", else its pattern.
+func (f *ContentFilter) Redactor() (*Redactor, error) {
+	switch f.Match {
+	case "secrets":
+		return Secrets(), nil
+	case "pii":
+		return PII(), nil
+	}
+	re, err := regexp.Compile(f.Pattern)
+	if err != nil {
+		return nil, err
+	}
+	return Pattern(f.Name, re), nil
+}
+
 // WithPII returns a copy of r that also redacts personal data: e-mail
 // addresses, phone numbers, card numbers that pass the Luhn check and
 // IBANs that pass the mod-97 check.

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/agentry/agentry/policy"
 	"github.com/agentry/agentry/prompt"
 	"github.com/agentry/agentry/schema"
 	"github.com/agentry/agentry/tool"
@@ -97,14 +98,11 @@ func (s *Spec) checkIdentity(c *checker) {
 		}
 		// Rules this release does not enforce yet are refused, not
 		// accepted and ignored.
-		for _, f := range []struct {
-			name string
-			set  bool
-		}{
-			{"content_filters", len(p.ContentFilters) > 0},
-		} {
-			if f.set {
-				c.bad("policy.%s: not enforced in this release; remove it rather than rely on it", f.name)
+		for i, f := range p.ContentFilters {
+			for j, t := range f.On {
+				if t != policy.ToolInput {
+					c.bad("policy.content_filters[%d].on[%d] %q: only tool_input is enforced in this release; remove it rather than rely on it", i, j, t)
+				}
 			}
 		}
 	}

@@ -52,7 +52,7 @@ func TestSpecErrors(t *testing.T) {
 		{"policy unknown field", `{` + ok + `, "policy": {"deny": ["x"]}}`, []string{`"policy.deny"`}},
 		{"policy bad glob", `{` + ok + `, "policy": {"tools": {"deny": ["sh[ell"]}}}`, []string{`policy.tools.deny[0] "sh[ell"`}},
 		{"policy rule not enforced yet", `{` + ok + `, "policy": {"content_filters": [{"name": "f", "match": "pii", "on": ["output"], "action": "block"}]}}`,
-			[]string{"policy.content_filters: not enforced in this release"}},
+			[]string{`policy.content_filters[0].on[0] "output": only tool_input is enforced in this release`}},
 		{"writer without schema", `{` + ok + `, "mode": "writer"}`, []string{"mode writer needs an output_schema"}},
 		{"chooser without enums", `{` + ok + `, "mode": "chooser", "output_schema": {"type": "object", "properties": {"a": {"type": "string"}}}}`,
 			[]string{"mode chooser needs enums"}},

@@ -220,3 +220,19 @@ func TestNetworkPolicyThroughTheBinary(t *testing.T) {
 		})
 	}
 }
+
+// Through the binary: content filters on tool input, block and redact.
+func TestInputFiltersThroughTheBinary(t *testing.T) {
+	for _, tc := range []struct{ name, action, want string }{
+		{"block", "block", `the content filter city found what it blocks in the input of kv_set`},
+		{"redact", "redact", `[REDACTED:city]`}, // kv_get reads back what kv_set was given
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := `{"content_filters": [{"name": "city", "pattern": "Lisbon", "on": ["tool_input"], "action": "` + tc.action + `"}]}`
+			code, out, errs := runCLI(t, "run", policyAgent(t, p), "--input", "city=Lisbon", "--input", "days=3", "--no-store", "--json", "-q")
+			if code != 0 || !strings.Contains(out, tc.want) {
+				t.Errorf("exit %d, want %q in the result\n%s", code, tc.want, errs)
+			}
+		})
+	}
+}
