@@ -20,6 +20,7 @@ import (
 	"go.opentelemetry.io/otel/metric"
 
 	"github.com/agentry/agentry/llm"
+	"github.com/agentry/agentry/policy"
 	"github.com/agentry/agentry/prompt"
 	"github.com/agentry/agentry/retry"
 	"github.com/agentry/agentry/schema"
@@ -48,6 +49,7 @@ type Agent struct {
 	metrics      *metrics
 	candidateMW  []llm.Middleware // what wraps each model: retry, timeout, transport, recover
 	policyMW     tool.Middleware  // the spec's policy, shared by its tools
+	redact       *policy.Redactor // what leaves a run (events, logs, the Result, the run log) goes through it
 	sizes        *sizes           // shared by the agent's copies (handoffs, sub-agents build their own)
 	o            options          // for sub-agents and handoffs built later
 }
@@ -202,7 +204,7 @@ func build(in *spec.Spec, o options) (*Agent, error) {
 				"sub-agent cycle: " + strings.Join(append(o.building, sp.AgentName), " -> ")}}
 		}
 	}
-	a := &Agent{spec: &sp, logger: o.logger, limits: sp.Limits.WithDefaults(), retry: sp.Retry.WithDefaults(),
+	a := &Agent{spec: &sp, logger: o.logger, redact: policy.Secrets(), limits: sp.Limits.WithDefaults(), retry: sp.Retry.WithDefaults(),
 		metrics: newMetrics(o.meters), sizes: &sizes{}, inputSchema: schemas.Input, o: o}
 	a.pricing = o.pricing
 	if a.pricing == nil {

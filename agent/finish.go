@@ -77,6 +77,7 @@ func (r *run) finish(final *Final, err error) (*Result, error) {
 	res.Handoffs = st.Handoffs
 	res.Confidence = confidence(res, rs)
 	res.Decision = decision(res)
+	redactResult(res, a.redact)
 	a.metrics.record(res)
 	r.s.agent.sizes.learn(st, len(r.actions))
 	r.log.runEnd(res)

@@ -125,6 +125,7 @@ func (j *journal) add(rec store.Record) {
 		return
 	}
 	rec.Time = time.Now()
+	rec.Data = j.r.s.agent.redact.Bytes(rec.Data) // no secret reaches the store in the clear
 	j.mu.Lock()
 	j.pending = append(j.pending, rec)
 	j.mu.Unlock()
@@ -147,6 +148,7 @@ func (j *journal) commitLocked(ctx context.Context, w store.Write, recs ...store
 	now := time.Now()
 	for i := range recs {
 		recs[i].Time = now
+		recs[i].Data = j.r.s.agent.redact.Bytes(recs[i].Data)
 	}
 	w.RunID, w.Holder = j.runID, j.holder
 	w.Records = append(j.pending, recs...)

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/agentry/agentry/llm"
+	"github.com/agentry/agentry/policy"
 	"github.com/agentry/agentry/store"
 	"github.com/agentry/agentry/tool"
 )
@@ -180,8 +181,9 @@ func (j *journal) digest(req *llm.Request) string {
 			j.first = req.Messages[0].Content
 		}
 	}
+	red := j.r.s.agent.redact
 	for _, m := range req.Messages[j.hashed:] {
-		hashMessage(j.h, &m)
+		hashMessage(j.h, &m, red)
 	}
 	j.hashed = len(req.Messages)
 	sum := j.h.Sum(nil)
@@ -196,13 +198,15 @@ func (j *journal) digest(req *llm.Request) string {
 	return hex.EncodeToString(tail.Sum(nil)[:16])
 }
 
-func hashMessage(h hash.Hash, m *llm.Message) {
+// hashMessage hashes a message as the log keeps it, secrets redacted: a
+// replay rebuilds the transcript from the log, and must hash the same.
+func hashMessage(h hash.Hash, m *llm.Message, red *policy.Redactor) {
 	writeField(h, string(m.Role))
-	writeField(h, m.Content)
+	writeField(h, red.String(m.Content))
 	for _, c := range m.ToolCalls {
 		writeField(h, c.ID)
 		writeField(h, c.Name)
-		writeField(h, string(c.Arguments))
+		writeField(h, string(red.Bytes(c.Arguments)))
 	}
 	writeField(h, m.ToolCallID)
 	writeField(h, m.Name)

@@ -104,7 +104,7 @@ func (g *runLog) modelCall(mc *ModelCall, err error) {
 	attrs := []slog.Attr{slog.String("provider", mc.Provider), slog.String("model", mc.Model), slog.Int("prompt_tokens", mc.PromptTokens),
 		slog.Int("completion_tokens", mc.CompletionTokens), slog.Float64("duration_ms", mc.DurationMS), slog.Int("attempts", mc.Attempts)}
 	if err != nil {
-		attrs = append(attrs, slog.String("error", err.Error()))
+		attrs = append(attrs, slog.String("error", g.clean(err.Error())))
 	}
 	g.emit(level, "model call", attrs...)
 }
@@ -120,23 +120,26 @@ func (g *runLog) toolCall(res *ToolResult, n int) {
 	attrs := []slog.Attr{slog.String("tool", res.Call.Name), slog.String("call_id", res.Call.ID), slog.Int("call", n),
 		slog.Float64("duration_ms", ms(res.Duration))}
 	if res.Err != nil {
-		attrs = append(attrs, slog.String("error", res.Err.Error()))
+		attrs = append(attrs, slog.String("error", g.clean(res.Err.Error())))
 	}
 	g.emit(level, "tool call", attrs...)
 }
 
 func (g *runLog) retry(attempt int, wait time.Duration, err error) {
 	if g.on(slog.LevelWarn) {
-		g.emit(slog.LevelWarn, "model call retry", slog.Int("attempt", attempt), slog.Duration("wait", wait), slog.String("error", err.Error()))
+		g.emit(slog.LevelWarn, "model call retry", slog.Int("attempt", attempt), slog.Duration("wait", wait), slog.String("error", g.clean(err.Error())))
 	}
 }
 
 func (g *runLog) fallback(info llm.FallbackInfo) {
 	if g.on(slog.LevelWarn) {
 		g.emit(slog.LevelWarn, "model fallback", slog.String("from", info.FromProvider+":"+info.FromModel),
-			slog.String("to", info.ToProvider+":"+info.ToModel), slog.String("error", info.Err.Error()))
+			slog.String("to", info.ToProvider+":"+info.ToModel), slog.String("error", g.clean(info.Err.Error())))
 	}
 }
+
+// clean redacts secrets from text a record carries.
+func (g *runLog) clean(s string) string { return g.r.a.redact.String(s) }
 
 // panicked logs a recovered panic with its stack; a nil stack is taken
 // here, which works while the deferred recover is still running.
@@ -145,6 +148,6 @@ func (g *runLog) panicked(what string, p, stack any) {
 		if stack == nil {
 			stack = string(debug.Stack())
 		}
-		g.emit(slog.LevelError, what+" panicked", slog.String("panic", fmt.Sprint(p)), slog.Any("stack", stack))
+		g.emit(slog.LevelError, what+" panicked", slog.String("panic", g.clean(fmt.Sprint(p))), slog.String("stack", g.clean(fmt.Sprint(stack))))
 	}
 }

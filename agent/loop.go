@@ -452,6 +452,7 @@ func (r *run) emit(e event.Event) {
 	if e.Time.IsZero() {
 		e.Time = r.now()
 	}
+	redactEvent(&e, r.a.redact)
 	r.s.bus.Publish(e)
 }
 

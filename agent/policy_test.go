@@ -279,7 +279,9 @@ func TestPolicyInputFilters(t *testing.T) {
 			if tc.want == "" && len(got) != 0 || tc.want != "" && (len(got) != 1 || got[0] != tc.want) {
 				t.Errorf("the tool got %q, want %q", got, tc.want)
 			}
-			if step := res.Steps[0]; !strings.Contains(step.Observation, tc.observation) || string(step.Action.Input) != string(args) {
+			// The trace keeps what the model wrote, with secrets redacted
+			// as everything that leaves a run.
+			if step := res.Steps[0]; !strings.Contains(step.Observation, tc.observation) || string(step.Action.Input) != string(a.redact.Bytes(args)) {
 				t.Errorf("step %+v: want %q observed and the model's arguments in the trace", step, tc.observation)
 			}
 		})
