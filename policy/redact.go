@@ -23,6 +23,30 @@ var secretShapes = regexp.MustCompile(`sk-ant-[A-Za-z0-9_-]{16,}` +
 	`|\beyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}` +
 	`|-----BEGIN [A-Z ]*PRIVATE KEY-----[^"]*?-----END [A-Z ]*PRIVATE KEY-----`)
 
+// secretMarks are strings every secret shape holds: text without any of
+// them needs no regular expression (which would cost a pooled matcher).
+// "earer" stands for Bearer and bearer; the rest of the case-insensitive
+// word is left to the expression.
+var secretMarks = []string{"sk-", "AIza", "gh", "github_pat_", "xox", "sk_", "rk_", "AKIA", "ASIA", "earer", "EARER", "eyJ", "-----BEGIN"}
+
+func maySecret(s string) bool {
+	for _, m := range secretMarks {
+		if strings.Contains(s, m) {
+			return true
+		}
+	}
+	return false
+}
+
+func maySecretBytes(b []byte) bool {
+	for _, m := range secretMarks {
+		if bytes.Contains(b, []byte(m)) {
+			return true
+		}
+	}
+	return false
+}
+
 // piiShapes are e-mail addresses, phone numbers, and candidates for card
 // numbers and IBANs (checked by Luhn and mod 97 before they count).
 var (
@@ -156,7 +180,7 @@ func (r *Redactor) mayFind(b []byte) bool {
 			return true
 		}
 	}
-	return secretShapes.Match(b)
+	return maySecretBytes(b) && secretShapes.Match(b)
 }
 
 // Found reports whether r finds anything in s.
@@ -172,7 +196,9 @@ func (r *Redactor) redact(s string, isJSON bool) string {
 		for _, v := range r.values {
 			s = replaceAll(s, literal(v), nil, secretLabel, isJSON)
 		}
-		s = replaceAll(s, secretShapes, nil, secretLabel, isJSON)
+		if maySecret(s) {
+			s = replaceAll(s, secretShapes, nil, secretLabel, isJSON)
+		}
 	}
 	if r.pii {
 		s = replaceAll(s, cardShape, luhn, piiLabel, isJSON)
