@@ -49,6 +49,7 @@ type Agent struct {
 	metrics      *metrics
 	candidateMW  []llm.Middleware // what wraps each model: retry, timeout, transport, recover
 	policyMW     tool.Middleware  // the spec's policy, shared by its tools
+	outFilters   []filter         // the policy's content filters on the output
 	redact       *policy.Redactor // what leaves a run (events, logs, the Result, the run log) goes through it
 	sizes        *sizes           // shared by the agent's copies (handoffs, sub-agents build their own)
 	o            options          // for sub-agents and handoffs built later
@@ -233,6 +234,7 @@ func build(in *spec.Spec, o options) (*Agent, error) {
 	problems = append(problems, a.bindTools(o)...)
 	problems = append(problems, a.bindHandoffs(o)...)
 	problems = append(problems, a.checkPolicy()...)
+	a.outFilters = outputFilters(sp.Policy)
 	if err := a.choosePlanner(o); err != nil {
 		problems = append(problems, err.Error())
 	}

@@ -98,6 +98,7 @@ var endings = []ending{
 	{ErrAwaitingApproval, ReasonAwaitingApproval, CodeAwaitingApproval, OutcomeConfirm, true},
 	{ErrStore, ReasonError, CodeStoreError, OutcomeError, true},
 	{ErrDiverged, ReasonError, CodeDiverged, OutcomeError, false},
+	{ErrPolicyViolation, ReasonError, CodePolicyViolation, OutcomeError, false},
 	{ErrConfig, ReasonError, CodeConfigError, OutcomeError, false},
 	{ErrTool, ReasonError, CodeToolError, OutcomeError, false},
 	{ErrModel, ReasonError, CodeLLMError, OutcomeError, false},

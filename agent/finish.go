@@ -13,6 +13,9 @@ import (
 
 // finish builds the Result of every ending and emits run_end.
 func (r *run) finish(final *Final, err error) (*Result, error) {
+	if final != nil && err == nil && len(r.a.outFilters) > 0 {
+		final, err = r.filterOutput(final) // the policy's filters on the output
+	}
 	r.link.merge(r)
 	st, a := r.st, r.a
 	end := endingOf(err)

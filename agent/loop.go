@@ -396,9 +396,12 @@ func (r *run) callModel(ctx context.Context) (*llm.Response, error) {
 }
 
 // generate calls the provider chain, streaming when someone takes
-// content_chunk events and the chain can.
+// content_chunk events, the chain can, and no output filter must see the
+// answer first.
 func (r *run) generate(ctx context.Context) (*llm.Response, error) {
-	if sp, ok := r.s.provider.(llm.Streamer); ok && r.s.bus.Wants(event.ContentChunk) {
+	// An agent whose policy filters its output does not stream: the text
+	// would reach subscribers before the filter sees the answer.
+	if sp, ok := r.s.provider.(llm.Streamer); ok && r.s.bus.Wants(event.ContentChunk) && len(r.a.outFilters) == 0 {
 		if r.onChunk == nil {
 			r.onChunk = r.chunk // once a run, not once a call
 		}

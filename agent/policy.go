@@ -2,6 +2,8 @@ package agent
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"time"
@@ -9,6 +11,7 @@ import (
 	"golang.org/x/time/rate"
 
 	"github.com/agentry/agentry/event"
+	"github.com/agentry/agentry/llm"
 	"github.com/agentry/agentry/policy"
 	"github.com/agentry/agentry/store"
 	"github.com/agentry/agentry/tool"
@@ -256,10 +259,17 @@ func (r *run) decided(ctx context.Context, call *tool.Call, rule, decision, reas
 	if r == nil || call.Turn < r.quiet {
 		return nil
 	}
-	target := "tool:" + call.Name
+	return r.report(ctx, "tool:"+call.Name, call.ID, rule, decision, reason)
+}
+
+// report emits a policy decision on target and audits it.
+func (r *run) report(ctx context.Context, target, callID, rule, decision, reason string) error {
 	if r.s.bus.Active() {
-		r.emit(event.Event{Type: event.PolicyDecision, Data: map[string]any{"rule": rule, "decision": decision,
-			"target": target, "reason": reason, "call_id": call.ID}})
+		data := map[string]any{"rule": rule, "decision": decision, "target": target, "reason": reason}
+		if callID != "" {
+			data["call_id"] = callID
+		}
+		r.emit(event.Event{Type: event.PolicyDecision, Data: data})
 	}
 	j := r.link.journal
 	if j == nil || !j.write {
@@ -271,4 +281,81 @@ func (r *run) decided(ctx context.Context, call *tool.Call, rule, decision, reas
 		return fmt.Errorf("%w: audit: %w", ErrStore, err)
 	}
 	return nil
+}
+
+// outputFilters compiles the filters on the final output.
+func outputFilters(p *policy.Policy) []filter {
+	if p == nil {
+		return nil
+	}
+	var out []filter
+	for i := range p.ContentFilters {
+		f := &p.ContentFilters[i]
+		if !slices.Contains(f.On, policy.Output) {
+			continue
+		}
+		if r, err := f.Redactor(); err == nil {
+			out = append(out, filter{name: f.Name, action: f.Action, r: r})
+		}
+	}
+	return out
+}
+
+// ErrPolicyViolation is matched by the error of a run whose answer a
+// content filter on the output blocked.
+var ErrPolicyViolation = errors.New("policy violation")
+
+// filterOutput applies the policy's filters on the output to a final
+// answer: a block fails the run (its answer is not returned), a redact
+// replaces what the filter finds.
+func (r *run) filterOutput(final *Final) (*Final, error) {
+	for _, f := range r.a.outFilters {
+		text := final.Text
+		var obj []byte
+		if final.Output != nil {
+			obj, _ = json.Marshal(final.Output)
+		}
+		if !f.r.Found(text) && (obj == nil || !f.r.Found(string(obj))) {
+			continue
+		}
+		rule := "content_filters." + f.name
+		if f.action == policy.Block {
+			// The answer is withheld from the Result: its text, and the
+			// reply that carried it in the transcript.
+			r.rewriteAnswer(func(string) string { return "[BLOCKED:" + rule + "]" })
+			r.st.LastContent = ""
+			reason := fmt.Sprintf("the content filter %s found what it blocks in the answer", f.name)
+			if err := r.report(r.ctx, "output", "", rule, "block", reason); err != nil {
+				return nil, err
+			}
+			return nil, withDetails(fmt.Errorf("%w: %s", ErrPolicyViolation, reason), map[string]any{"rule": rule})
+		}
+		cp := *final
+		cp.Text = f.r.String(text)
+		if obj != nil {
+			var m map[string]any
+			if json.Unmarshal(f.r.Bytes(obj), &m) == nil {
+				cp.Output = m
+			}
+		}
+		r.st.LastContent = f.r.String(r.st.LastContent)
+		r.rewriteAnswer(f.r.String)
+		final = &cp
+		if err := r.report(r.ctx, "output", "", rule, "redact", "redacted in the answer"); err != nil {
+			return nil, err
+		}
+	}
+	return final, nil
+}
+
+// rewriteAnswer rewrites the text of the model's last reply in the
+// transcript, the one that carried the answer.
+func (r *run) rewriteAnswer(fn func(string) string) {
+	msgs := r.st.Messages
+	for i := len(msgs) - 1; i >= 0; i-- {
+		if msgs[i].Role == llm.RoleAssistant {
+			msgs[i].Content = fn(msgs[i].Content)
+			return
+		}
+	}
 }

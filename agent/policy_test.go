@@ -287,3 +287,42 @@ func TestPolicyInputFilters(t *testing.T) {
 		})
 	}
 }
+
+// Content filters on the output: block fails the run without its answer,
+// redact returns the answer with what the filter finds replaced.
+func TestPolicyOutputFilters(t *testing.T) {
+	for _, tc := range []struct {
+		name, action string
+		success      bool
+		want         string
+	}{
+		{"block", "block", false, ""},
+		{"redact", "redact", true, "Reach us at [REDACTED:pii]."},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			sp := mustSpec(t, `{"agent_name": "writer", "version": "v1", "model_name": "scripted:x",
+				"policy": {"content_filters": [{"name": "no-pii", "match": "pii", "on": ["output"], "action": "`+tc.action+`"}]}}`)
+			script, _ := scripted.Parse("s", []byte(`{"turns": [{"content": "Reach us at ada@example.com."}]}`))
+			a, err := New(sp, WithProvider(script.Model(), "scripted"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			res, err := a.Run(context.Background(), nil)
+			if res.Success != tc.success {
+				t.Fatalf("success %v (%v), want %v", res.Success, err, tc.success)
+			}
+			if tc.success {
+				if res.Result != tc.want || res.RawContent != tc.want {
+					t.Errorf("result %q, raw %q; want %q", res.Result, res.RawContent, tc.want)
+				}
+				return
+			}
+			if !errors.Is(err, ErrPolicyViolation) || res.Error.Code != CodePolicyViolation || res.Result != nil {
+				t.Errorf("blocked: %v, %+v, result %v", err, res.Error, res.Result)
+			}
+			if b, _ := json.Marshal(res); strings.Contains(string(b), "ada@example.com") {
+				t.Errorf("the blocked answer is in the Result: %s", b)
+			}
+		})
+	}
+}

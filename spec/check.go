@@ -100,8 +100,8 @@ func (s *Spec) checkIdentity(c *checker) {
 		// accepted and ignored.
 		for i, f := range p.ContentFilters {
 			for j, t := range f.On {
-				if t != policy.ToolInput {
-					c.bad("policy.content_filters[%d].on[%d] %q: only tool_input is enforced in this release; remove it rather than rely on it", i, j, t)
+				if t != policy.ToolInput && t != policy.Output {
+					c.bad("policy.content_filters[%d].on[%d] %q: only tool_input and output are enforced in this release; remove it rather than rely on it", i, j, t)
 				}
 			}
 		}

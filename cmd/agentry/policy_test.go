@@ -236,3 +236,27 @@ func TestInputFiltersThroughTheBinary(t *testing.T) {
 		})
 	}
 }
+
+// Through the binary: content filters on the output.
+func TestOutputFiltersThroughTheBinary(t *testing.T) {
+	for _, tc := range []struct {
+		name, action string
+		code         int
+		want, not    string
+	}{
+		{"block", "block", 1, `"code": "policy_violation"`, "Alfama"},
+		{"redact", "redact", 0, "[REDACTED:sights]", "Alfama"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := `{"content_filters": [{"name": "sights", "pattern": "Alfama", "on": ["output"], "action": "` + tc.action + `"}]}`
+			events := filepath.Join(t.TempDir(), "events.jsonl")
+			code, out, errs := runCLI(t, "run", policyAgent(t, p), "--input", "city=Lisbon", "--input", "days=3", "--no-store", "--json",
+				"--events", events)
+			data, _ := os.ReadFile(events)
+			if code != tc.code || !strings.Contains(out, tc.want) || strings.Contains(out, tc.not) || strings.Contains(string(data), tc.not) ||
+				strings.Contains(errs, tc.not) {
+				t.Errorf("exit %d (want %d), want %q and no %q in the result, events and progress\n%s\n%s", code, tc.code, tc.want, tc.not, out, errs)
+			}
+		})
+	}
+}
