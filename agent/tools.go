@@ -3,6 +3,8 @@ package agent
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 	"time"
 
@@ -14,6 +16,8 @@ import (
 func (a *Agent) bindTools(o options) []string {
 	var problems []string
 	a.tools = make(map[string]*binding, len(a.spec.Tools))
+	conn, cprobs := a.connectorTools(o)
+	problems = append(problems, cprobs...)
 	for i, name := range a.spec.Tools {
 		var b *binding
 		if ref, ok := strings.CutPrefix(name, "agent:"); ok {
@@ -24,8 +28,8 @@ func (a *Agent) bindTools(o options) []string {
 			}
 			b = &binding{tool: subTool{sub}, sub: sub}
 		} else {
-			var t tool.Tool
-			if o.registry != nil {
+			t := conn[name]
+			if t == nil && o.registry != nil {
 				t, _ = o.registry.Get(name)
 			}
 			if t == nil {
@@ -44,6 +48,27 @@ func (a *Agent) bindTools(o options) []string {
 		}
 	}
 	return problems
+}
+
+// connectorTools builds the tools of the connectors the spec configures,
+// by name: they take precedence over the registry's.
+func (a *Agent) connectorTools(o options) (map[string]tool.Tool, []string) {
+	if len(a.spec.Connectors) == 0 {
+		return nil, nil
+	}
+	var probs []string
+	out := map[string]tool.Tool{}
+	for _, name := range slices.Sorted(maps.Keys(a.spec.Connectors)) {
+		tools, err := tool.OpenConnector(name, a.spec.Connectors[name], o.baseDir)
+		if err != nil {
+			probs = append(probs, fmt.Sprintf("connectors.%s: %v", name, err))
+			continue
+		}
+		for _, t := range tools {
+			out[t.Info().Name] = t
+		}
+	}
+	return out, probs
 }
 
 // addBinding gives b its handler chain and offers it to the model.

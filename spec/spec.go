@@ -97,6 +97,9 @@ type Spec struct {
 	Retry   Retry                `json:"retry,omitzero"`
 	// Policy is what the agent may do (DESIGN.md 3.9; package policy).
 	Policy *policy.Policy `json:"policy,omitempty"`
+	// Connectors configure the connectors whose tools the agent may name
+	// in Tools (files, shell, sql): each is off until configured here.
+	Connectors map[string]json.RawMessage `json:"connectors,omitempty"`
 }
 
 // ModelRef is a fallback model.

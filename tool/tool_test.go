@@ -260,3 +260,22 @@ func TestNormalize(t *testing.T) {
 		t.Error("ParseStatus(nope) succeeded")
 	}
 }
+
+func TestConnectors(t *testing.T) {
+	RegisterConnector("test-conn", func(cfg json.RawMessage, baseDir string) ([]Tool, error) {
+		return []Tool{Must(Func("conn_tool", "A tool of a connector.", func(context.Context, struct{}) (string, error) { return baseDir, nil }))}, nil
+	})
+	tools, err := OpenConnector("test-conn", nil, "/base")
+	if err != nil || len(tools) != 1 || tools[0].Info().Name != "conn_tool" {
+		t.Fatalf("OpenConnector = %v, %v", tools, err)
+	}
+	if _, err := OpenConnector("nope", nil, ""); err == nil || !strings.Contains(err.Error(), `unknown connector "nope"`) || !strings.Contains(err.Error(), "test-conn") {
+		t.Errorf("an unknown connector: %v", err)
+	}
+	defer func() {
+		if recover() == nil {
+			t.Error("registering a name twice did not panic")
+		}
+	}()
+	RegisterConnector("test-conn", nil)
+}

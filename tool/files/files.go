@@ -7,16 +7,19 @@ package files
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"io/fs"
 	"os"
 	"path"
+	"path/filepath"
 	"sort"
 	"strings"
 	"unicode/utf8"
 
+	"github.com/agentry/agentry/internal/strictjson"
 	"github.com/agentry/agentry/tool"
 )
 
@@ -235,4 +238,34 @@ func (c *conn) write(_ context.Context, a writeArgs) (map[string]any, error) {
 		return nil, failure(a.Path, err)
 	}
 	return map[string]any{"path": p, "written": len(a.Content)}, nil
+}
+
+// config is the spec's "connectors": {"files": {...}}.
+type config struct {
+	Root       string `json:"root"`
+	Write      bool   `json:"write,omitempty"`
+	MaxBytes   int64  `json:"max_bytes,omitempty"`
+	MaxEntries int    `json:"max_entries,omitempty"`
+}
+
+// The connector "files": {"root": DIR, "write": false, "max_bytes": N,
+// "max_entries": N}; a relative root is the spec's directory's.
+func init() {
+	tool.RegisterConnector("files", func(raw json.RawMessage, baseDir string) ([]tool.Tool, error) {
+		var c config
+		if err := strictjson.Decode(raw, &c); err != nil {
+			return nil, err
+		}
+		if c.Root == "" {
+			return nil, errors.New("root: required (the directory the file tools are confined to)")
+		}
+		if c.MaxBytes < 0 || c.MaxEntries < 0 {
+			return nil, errors.New("max_bytes and max_entries must not be negative")
+		}
+		root := c.Root
+		if !filepath.IsAbs(root) {
+			root = filepath.Join(baseDir, root)
+		}
+		return Tools(Options{Root: root, Write: c.Write, MaxBytes: c.MaxBytes, MaxEntries: c.MaxEntries})
+	})
 }

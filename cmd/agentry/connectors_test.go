@@ -1,0 +1,55 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// Through the binary: the files connector, configured by the spec, reads
+// and writes under its root and refuses to leave it.
+func TestFilesConnectorThroughTheBinary(t *testing.T) {
+	dir := t.TempDir()
+	os.MkdirAll(filepath.Join(dir, "data"), 0o750)
+	os.WriteFile(filepath.Join(dir, "data", "plan.txt"), []byte("day 1: Alfama"), 0o600)
+	os.WriteFile(filepath.Join(dir, "secret.txt"), []byte("outside the root"), 0o600)
+	os.WriteFile(filepath.Join(dir, "agent.json"), []byte(`{"agent_name": "clerk", "version": "v1", "model_name": "scripted:turns.json",
+		"system_text": "Keep the plan.", "tools": ["file_read", "file_write"],
+		"connectors": {"files": {"root": "data", "write": true, "max_bytes": 1024}}}`), 0o600)
+	os.WriteFile(filepath.Join(dir, "turns.json"), []byte(`{"turns": [
+		{"tool_calls": [{"name": "file_read", "arguments": {"path": "plan.txt"}},
+			{"name": "file_read", "arguments": {"path": "../secret.txt"}},
+			{"name": "file_write", "arguments": {"path": "out/summary.txt", "content": "one day"}}]},
+		{"content": "Done."}]}`), 0o600)
+	code, out, errs := runCLI(t, "run", filepath.Join(dir, "agent.json"), "--no-store", "--json", "-q")
+	if code != 0 {
+		t.Fatalf("exit %d\n%s", code, errs)
+	}
+	if !strings.Contains(out, "day 1: Alfama") || strings.Contains(out, "outside the root") || !strings.Contains(out, "leaves the working directory") {
+		t.Errorf("result:\n%s", out)
+	}
+	if data, _ := os.ReadFile(filepath.Join(dir, "data", "out", "summary.txt")); string(data) != "one day" {
+		t.Errorf("the written file holds %q", data)
+	}
+	for _, tc := range []struct{ name, connectors, tools, want string }{
+		{"unknown connector", `{"fax": {}}`, `["file_read"]`, `connectors.fax: unknown connector "fax"`},
+		{"no root", `{"files": {}}`, `["file_read"]`, `connectors.files: root: required`},
+		{"unknown field", `{"files": {"root": "data", "writable": true}}`, `["file_read"]`, `writable`},
+		{"write not turned on", `{"files": {"root": "data"}}`, `["file_write"]`, `unknown tool "file_write"`},
+		{"not configured", ``, `["file_read"]`, `unknown tool "file_read"`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			conn := ""
+			if tc.connectors != "" {
+				conn = `, "connectors": ` + tc.connectors
+			}
+			path := filepath.Join(dir, "bad.json")
+			os.WriteFile(path, []byte(`{"agent_name": "clerk", "version": "v1", "model_name": "scripted:turns.json", "tools": `+tc.tools+conn+`}`), 0o600)
+			code, _, errs := runCLI(t, "run", path, "--no-store", "-q")
+			if code != 2 || !strings.Contains(errs, tc.want) {
+				t.Errorf("exit %d, %s; want 2 naming %s", code, errs, tc.want)
+			}
+		})
+	}
+}
