@@ -53,3 +53,37 @@ func TestFilesConnectorThroughTheBinary(t *testing.T) {
 		})
 	}
 }
+
+// Through the binary: the shell connector runs what its allowlist names,
+// as argv, and refuses the rest.
+func TestShellConnectorThroughTheBinary(t *testing.T) {
+	dir := t.TempDir()
+	os.MkdirAll(filepath.Join(dir, "work"), 0o750)
+	os.WriteFile(filepath.Join(dir, "agent.json"), []byte(`{"agent_name": "ops", "version": "v1", "model_name": "scripted:turns.json",
+		"system_text": "Run what is needed.", "tools": ["shell"],
+		"connectors": {"shell": {"allow": ["echo"], "dir": "work", "timeout_ms": 2000}}}`), 0o600)
+	os.WriteFile(filepath.Join(dir, "turns.json"), []byte(`{"turns": [
+		{"tool_calls": [{"name": "shell", "arguments": {"argv": ["echo", "hello; rm -rf /"]}},
+			{"name": "shell", "arguments": {"argv": ["rm", "-rf", "/"]}}]},
+		{"content": "Done."}]}`), 0o600)
+	code, out, errs := runCLI(t, "run", filepath.Join(dir, "agent.json"), "--no-store", "--json", "-q")
+	if code != 0 {
+		t.Fatalf("exit %d\n%s", code, errs)
+	}
+	if !strings.Contains(out, `hello; rm -rf /\\n`) || !strings.Contains(out, `program \"rm\" is not on the allowlist`) {
+		t.Errorf("result:\n%s", out)
+	}
+	path := filepath.Join(dir, "bad.json")
+	for _, tc := range []struct{ name, conn, want string }{
+		{"no allowlist", `{"shell": {"dir": "work"}}`, "connectors.shell: allow:"},
+		{"a path allowed", `{"shell": {"allow": ["/bin/sh"], "dir": "work"}}`, "bare program name"},
+		{"no dir", `{"shell": {"allow": ["echo"]}}`, "connectors.shell: dir:"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			os.WriteFile(path, []byte(`{"agent_name": "ops", "version": "v1", "model_name": "scripted:turns.json", "tools": ["shell"], "connectors": `+tc.conn+`}`), 0o600)
+			if code, _, errs := runCLI(t, "run", path, "--no-store", "-q"); code != 2 || !strings.Contains(errs, tc.want) {
+				t.Errorf("exit %d, %s; want 2 naming %s", code, errs, tc.want)
+			}
+		})
+	}
+}

@@ -29,6 +29,7 @@ import (
 	_ "github.com/agentry/agentry/llm/openai"   // openai, ollama, openrouter
 	_ "github.com/agentry/agentry/llm/scripted" // the offline provider
 	_ "github.com/agentry/agentry/tool/files"   // the files connector
+	_ "github.com/agentry/agentry/tool/shell"   // the shell connector
 )
 
 // exitError carries an exit code through cobra.
