@@ -87,3 +87,29 @@ func TestShellConnectorThroughTheBinary(t *testing.T) {
 		})
 	}
 }
+
+// Through the binary: the sql connector reads with parameters, and its
+// read-only query refuses a write.
+func TestSQLConnectorThroughTheBinary(t *testing.T) {
+	dir := t.TempDir()
+	db := filepath.Join(dir, "shop.db")
+	st, err := openStore(t.Context(), db) // any SQLite file will do: the store's own tables serve as data
+	if err != nil {
+		t.Fatal(err)
+	}
+	st.Close()
+	os.WriteFile(filepath.Join(dir, "agent.json"), []byte(`{"agent_name": "analyst", "version": "v1", "model_name": "scripted:turns.json",
+		"system_text": "Answer from the database.", "tools": ["sql_query"],
+		"connectors": {"sql": {"dsn": "shop.db", "max_rows": 10}}}`), 0o600)
+	os.WriteFile(filepath.Join(dir, "turns.json"), []byte(`{"turns": [
+		{"tool_calls": [{"name": "sql_query", "arguments": {"sql": "SELECT version FROM agentry_schema WHERE version = ?", "params": [1]}},
+			{"name": "sql_query", "arguments": {"sql": "DELETE FROM agentry_schema"}}]},
+		{"content": "Done."}]}`), 0o600)
+	code, out, errs := runCLI(t, "run", filepath.Join(dir, "agent.json"), "--no-store", "--json", "-q")
+	if code != 0 {
+		t.Fatalf("exit %d\n%s", code, errs)
+	}
+	if !strings.Contains(out, `\"version\":1`) || !strings.Contains(out, `read_only`) {
+		t.Errorf("result:\n%s", out)
+	}
+}

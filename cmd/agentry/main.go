@@ -30,6 +30,7 @@ import (
 	_ "github.com/agentry/agentry/llm/scripted" // the offline provider
 	_ "github.com/agentry/agentry/tool/files"   // the files connector
 	_ "github.com/agentry/agentry/tool/shell"   // the shell connector
+	_ "github.com/agentry/agentry/tool/sqltool" // the sql connector
 )
 
 // exitError carries an exit code through cobra.
