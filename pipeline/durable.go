@@ -25,6 +25,15 @@ func WithStore(st store.Store) RunOption { return func(c *runConfig) { c.store =
 // the same run (see Stored).
 func WithRunID(id string) RunOption { return func(c *runConfig) { c.runID = id } }
 
+// Decision answers a stage paused with the outcome confirm: approved or
+// not, and why. Given to Resume as the answer, it reaches the stage's
+// agent as user_response ({"approved": ..., "reason": ...}) and, in a
+// stored run, the audit log.
+type Decision struct {
+	Approved bool   `json:"approved"`
+	Reason   string `json:"reason,omitempty"`
+}
+
 // pipelineLeaseTTL is how long a pipeline run's lease lasts unless
 // renewed; it is renewed every third of it.
 const pipelineLeaseTTL = 30 * time.Second
@@ -73,6 +82,13 @@ func (r *runState) openStore(ctx context.Context, c *runConfig) error {
 		}
 		data, _ := json.Marshal(map[string]any{"turn": r.env.HopCount, "holder": d.holder})
 		d.queued = append(d.queued, store.Record{Kind: store.KindResume, Turn: r.env.HopCount + 1, Data: data})
+		if dec, ok := r.env.Metadata["user_response"].(Decision); ok {
+			decision := map[bool]string{true: "approve", false: "deny"}[dec.Approved]
+			if _, err := d.st.AppendAudit(ctx, store.AuditRecord{RunID: r.runID, Agent: def.PipelineName, Rule: "pipeline.confirm",
+				Decision: decision, Target: "stage:" + r.env.Current, Reason: dec.Reason}); err != nil {
+				return err
+			}
+		}
 	}
 	if err := d.st.Append(ctx, store.Write{RunID: r.runID, Holder: d.holder, Records: d.queued, Status: store.Running}); err != nil {
 		return err

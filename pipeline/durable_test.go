@@ -68,3 +68,48 @@ func TestStoredPauseAndResume(t *testing.T) {
 		t.Error("Stored of a missing run: no error")
 	}
 }
+
+// A confirm is decided like a call: a Decision as the answer reaches the
+// stage and, in a stored run, the audit log.
+func TestConfirmDecisionAudited(t *testing.T) {
+	ctx := context.Background()
+	st, err := store.Open(ctx, filepath.Join(t.TempDir(), "runs.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	d, _ := Parse("test", []byte(abcDef()))
+	var got any
+	p, err := New(d, ".", WithHooks("a", Hooks{Service: func(context.Context, *Envelope) (map[string]any, error) {
+		return map[string]any{"route": map[string]any{"to": "b"}}, nil
+	}}), WithHooks("b", Hooks{Service: func(_ context.Context, env *Envelope) (map[string]any, error) {
+		if ans, ok := env.Metadata["user_response"]; ok {
+			got = ans
+			return map[string]any{"confirmed": ans.(Decision).Approved}, nil
+		}
+		return map[string]any{"outcome": "confirm", "question": "Deploy?"}, nil
+	}}), WithHooks("c", Hooks{Service: func(context.Context, *Envelope) (map[string]any, error) { return map[string]any{}, nil }}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := p.Run(ctx, nil, WithStore(st))
+	if err != nil || res.Envelope.Pending == nil || res.Envelope.Pending.Outcome != "confirm" {
+		t.Fatalf("run: %v", err)
+	}
+	_, env, err := Stored(ctx, st, res.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res2, err := p.Resume(ctx, env, Decision{Approved: false, Reason: "not on a Friday"}, WithStore(st), WithRunID(res.ID))
+	if err != nil || !res2.Success {
+		t.Fatalf("resume: %v", err)
+	}
+	if dec, ok := got.(Decision); !ok || dec.Approved || dec.Reason != "not on a Friday" {
+		t.Errorf("the stage got %#v", got)
+	}
+	recs, _ := st.AuditLog(ctx, res.ID)
+	if len(recs) != 1 || recs[0].Rule != "pipeline.confirm" || recs[0].Decision != "deny" || recs[0].Target != "stage:b" ||
+		recs[0].Reason != "not on a Friday" {
+		t.Errorf("audit: %+v", recs)
+	}
+}

@@ -137,3 +137,40 @@ func TestStoredPipelineResume(t *testing.T) {
 		t.Errorf("trace of the pipeline run:\n%s", out)
 	}
 }
+
+// A stored pipeline paused at a confirm is decided like a call:
+// resume --approve STAGE or --deny STAGE --reason TEXT, audited.
+func TestStoredPipelineConfirm(t *testing.T) {
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "p.json"), []byte(`{"pipeline_name": "deploy", "version": "v1",
+	 "stages": [
+	   {"name": "check", "agent": {"agent_name": "checker", "version": "v1", "mode": "writer", "model_name": "scripted:replies.json",
+	      "output_schema": {"type": "object", "properties": {"outcome": {"type": "string"}, "question": {"type": "string"}, "go": {"type": "boolean"}}}},
+	    "output_key": "check"},
+	   {"name": "ship", "agent": {"agent_name": "ship", "version": "v1", "mode": "service"}}
+	 ]}`), 0o600)
+	os.WriteFile(filepath.Join(dir, "replies.json"), []byte(`{"turns": [
+	  {"content": "{\"outcome\": \"confirm\", \"question\": \"Ship it?\"}"}]}`), 0o600)
+	os.WriteFile(filepath.Join(dir, "after.json"), []byte(`{"turns": [{"content": "{\"go\": false}"}]}`), 0o600)
+	db := filepath.Join(dir, "runs.db")
+	code, out, errs := run(t, "run", filepath.Join(dir, "p.json"), "--db", db, "--json", "-q")
+	var paused struct {
+		ID string `json:"id"`
+	}
+	json.Unmarshal([]byte(out), &paused)
+	if code != 0 || !strings.Contains(out, "Ship it?") {
+		t.Fatalf("run: exit %d\n%s\n%s", code, out, errs)
+	}
+	if code, _, errs := run(t, "resume", paused.ID, "--db", db, "--approve", "ship"); code != 2 || !strings.Contains(errs, "waits at stage check (confirm)") {
+		t.Errorf("deciding the wrong stage: exit %d %s", code, errs)
+	}
+	code, out, errs = run(t, "resume", paused.ID, "--db", db, "--deny", "check", "--reason", "not on a Friday", "--json", "-q",
+		"--model", "scripted:"+filepath.Join(dir, "after.json"))
+	if code != 0 {
+		t.Fatalf("resume --deny: exit %d\n%s\n%s", code, out, errs)
+	}
+	code, out, _ = run(t, "audit", "--db", db, "--json")
+	if code != 0 || !strings.Contains(out, `"rule": "pipeline.confirm"`) || !strings.Contains(out, `"decision": "deny"`) || !strings.Contains(out, "not on a Friday") {
+		t.Errorf("audit:\n%s", out)
+	}
+}

@@ -160,11 +160,12 @@ func resumePipeline(ctx context.Context, st store.Store, run store.Run, f resume
 			"(its interrupted stage runs resume on their own: agentry runs --json lists them with parent_id %s)",
 			agent.ErrNotResumable, run.ID, run.Status, run.ID))
 	}
-	if f.answer == "" {
-		return usageErr(fmt.Errorf("pipeline run %s waits for an answer: give it with --answer", run.ID))
+	decided := len(f.approve)+len(f.deny) > 0
+	if f.answer == "" && !decided {
+		return usageErr(fmt.Errorf("pipeline run %s waits for an answer: give it with --answer (or, at a confirm, --approve or --deny the stage)", run.ID))
 	}
-	if len(f.approve)+len(f.deny) > 0 {
-		return usageErr(fmt.Errorf("--approve and --deny decide calls of agent runs; run %s is a pipeline's", run.ID))
+	if f.answer != "" && decided {
+		return usageErr(fmt.Errorf("give --answer, or --approve/--deny, not both"))
 	}
 	opts, err := storedAgentOptions(f.runFlags, stderr)
 	if err != nil {
@@ -177,6 +178,17 @@ func resumePipeline(ctx context.Context, st store.Store, run store.Run, f resume
 	if env == nil || env.Pending == nil {
 		return runFailed(fmt.Errorf("%w: pipeline run %s has no question waiting", agent.ErrNotResumable, run.ID))
 	}
+	var answer any = f.answer
+	if decided {
+		// A confirm is decided like a call: approve or deny its stage.
+		stage := env.Pending.Stage
+		ids := append(append([]string(nil), f.approve...), f.deny...)
+		if env.Pending.Outcome != "confirm" || len(ids) != 1 || ids[0] != stage {
+			return usageErr(fmt.Errorf("pipeline run %s waits at stage %s (%s): --approve or --deny %s at a confirm, --answer otherwise",
+				run.ID, stage, env.Pending.Outcome, stage))
+		}
+		answer = pipeline.Decision{Approved: len(f.approve) == 1, Reason: f.reason}
+	}
 	listeners, closeFn, err := eventListeners(f.runFlags, stderr)
 	if err != nil {
 		return usageErr(err)
@@ -188,7 +200,7 @@ func resumePipeline(ctx context.Context, st store.Store, run store.Run, f resume
 	}
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	res, runErr := p.Resume(ctx, env, f.answer, runOpts...)
+	res, runErr := p.Resume(ctx, env, answer, runOpts...)
 	if res == nil {
 		return runFailed(runErr)
 	}
