@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"encoding/json"
 	"os"
 	"os/exec"
@@ -58,24 +57,14 @@ type runResult struct {
 
 func runBinary(t *testing.T, args ...string) (int, runResult, string) {
 	t.Helper()
-	cmd := exec.Command(binary(t), args...)
-	var out, errs bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errs
-	code := 0
-	if err := cmd.Run(); err != nil {
-		ee, ok := err.(*exec.ExitError)
-		if !ok {
-			t.Fatal(err)
-		}
-		code = ee.ExitCode()
-	}
+	code, out, errs := runCLI(t, args...)
 	var res runResult
 	if strings.Contains(strings.Join(args, " "), "--json") {
-		if err := json.Unmarshal(out.Bytes(), &res); err != nil {
-			t.Fatalf("stdout is not a result: %v\n%s\n%s", err, out.String(), errs.String())
+		if err := json.Unmarshal([]byte(out), &res); err != nil {
+			t.Fatalf("stdout is not a result: %v\n%s\n%s", err, out, errs)
 		}
 	}
-	return code, res, errs.String()
+	return code, res, errs
 }
 
 func TestModesThroughTheBinary(t *testing.T) {

@@ -136,19 +136,29 @@ func failure(p string, err error) error {
 	return tool.NewErrorDetails("file_error", err.Error(), false)
 }
 
-func (c *conn) read(_ context.Context, a readArgs) (*File, error) {
-	p, err := clean(a.Path)
+// openFile opens the file or directory at the path a model wrote, under
+// the root.
+func (c *conn) openFile(raw string) (string, *os.File, error) {
+	p, err := clean(raw)
 	if err != nil {
-		return nil, err
+		return "", nil, err
 	}
 	root, err := c.open()
 	if err != nil {
-		return nil, err
+		return "", nil, err
 	}
-	defer root.Close()
+	defer root.Close() // the open file stays usable
 	f, err := root.Open(p)
 	if err != nil {
-		return nil, failure(a.Path, err)
+		return "", nil, failure(raw, err)
+	}
+	return p, f, nil
+}
+
+func (c *conn) read(_ context.Context, a readArgs) (*File, error) {
+	p, f, err := c.openFile(a.Path)
+	if err != nil {
+		return nil, err
 	}
 	defer f.Close()
 	st, err := f.Stat()
@@ -175,18 +185,9 @@ func (c *conn) read(_ context.Context, a readArgs) (*File, error) {
 }
 
 func (c *conn) list(_ context.Context, a readArgs) (*Listing, error) {
-	p, err := clean(a.Path)
+	p, f, err := c.openFile(a.Path)
 	if err != nil {
 		return nil, err
-	}
-	root, err := c.open()
-	if err != nil {
-		return nil, err
-	}
-	defer root.Close()
-	f, err := root.Open(p)
-	if err != nil {
-		return nil, failure(a.Path, err)
 	}
 	defer f.Close()
 	entries, err := f.ReadDir(c.o.MaxEntries + 1)
