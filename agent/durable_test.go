@@ -181,3 +181,25 @@ func TestConcurrentResume(t *testing.T) {
 		})
 	}
 }
+
+func TestStoreStatus(t *testing.T) {
+	cost := 0.5
+	for _, tc := range []struct {
+		res  Result
+		want store.Status
+	}{
+		{Result{TerminateReason: ReasonCompleted, Outcome: OutcomeSuccess}, store.Completed},
+		{Result{TerminateReason: ReasonAwaitingApproval, Error: &ErrorInfo{Message: "waits"}}, store.AwaitingApproval},
+		{Result{TerminateReason: ReasonAborted, Error: &ErrorInfo{Message: "aborted"}}, store.Aborted},
+		{Result{TerminateReason: ReasonMaxTurns, Error: &ErrorInfo{Message: "max turns"}}, store.Failed},
+	} {
+		tc.res.Iterations, tc.res.EstimatedCost = 3, &cost
+		status, sum := tc.res.StoreStatus()
+		if status != tc.want || sum.Turns != 3 || sum.CostUSD != &cost {
+			t.Errorf("%s: %s %+v, want %s", tc.res.TerminateReason, status, sum, tc.want)
+		}
+		if tc.res.Error != nil && sum.Error != tc.res.Error.Message {
+			t.Errorf("%s: summary error %q", tc.res.TerminateReason, sum.Error)
+		}
+	}
+}

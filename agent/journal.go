@@ -73,8 +73,7 @@ type journal struct {
 	servedCalls []servedCall
 	servedTools map[[2]string]*resultRecord // by turn and call id
 
-	stopBeat chan struct{}
-	beatDone chan struct{}
+	release func() // stops renewing the lease
 }
 
 type servedCall struct {
@@ -174,8 +173,8 @@ func (j *journal) event(e event.Event) {
 	j.add(store.Record{Kind: store.KindEvent, Turn: e.Turn, Data: mustJSON(e)})
 }
 
-// begin creates the run (or takes over a resumed one) and starts the
-// lease's heartbeat.
+// begin creates the run (or takes over a resumed one) and keeps its
+// lease.
 func (j *journal) begin(ctx context.Context, s *Session) error {
 	if !j.write {
 		return nil
@@ -209,40 +208,23 @@ func (j *journal) begin(ctx context.Context, s *Session) error {
 			return err
 		}
 	}
-	j.stopBeat, j.beatDone = make(chan struct{}), make(chan struct{})
-	go j.heartbeat(s)
+	// A lease lost to another process stops the run, which may no
+	// longer write.
+	j.release = store.KeepLease(j.st, j.runID, j.holder, leaseTTL, func(err error) {
+		j.mu.Lock()
+		j.failed = fmt.Errorf("%w: %w", ErrStore, err)
+		failed := j.failed
+		j.mu.Unlock()
+		s.stop(failed)
+	})
 	return nil
-}
-
-// heartbeat renews the lease until the run ends; a lease lost to another
-// process stops the run, which may no longer write.
-func (j *journal) heartbeat(s *Session) {
-	defer close(j.beatDone)
-	t := time.NewTicker(leaseTTL / 3)
-	defer t.Stop()
-	for {
-		select {
-		case <-j.stopBeat:
-			return
-		case <-t.C:
-			err := j.st.Renew(context.Background(), j.runID, j.holder, leaseTTL)
-			if errors.Is(err, store.ErrLeaseLost) {
-				j.mu.Lock()
-				j.failed = fmt.Errorf("%w: %w", ErrStore, err)
-				j.mu.Unlock()
-				s.stop(j.failed)
-				return
-			}
-		}
-	}
 }
 
 // end writes the run's Result and its final status, and gives up the
 // lease.
-func (j *journal) end(ctx context.Context, res *Result, runErr error) error {
-	if j.stopBeat != nil {
-		close(j.stopBeat)
-		<-j.beatDone
+func (j *journal) end(ctx context.Context, res *Result) error {
+	if j.release != nil {
+		j.release()
 	}
 	if j.log != nil {
 		j.restore(res)
@@ -250,19 +232,7 @@ func (j *journal) end(ctx context.Context, res *Result, runErr error) error {
 	if !j.write {
 		return nil
 	}
-	status := store.Completed
-	switch {
-	case errors.Is(runErr, ErrAwaitingApproval):
-		status = store.AwaitingApproval
-	case errors.Is(runErr, ErrAborted):
-		status = store.Aborted
-	case runErr != nil:
-		status = store.Failed
-	}
-	sum := store.Summary{Outcome: string(res.Outcome), Turns: res.Iterations, Tokens: res.TokenUsage.TotalTokens, CostUSD: res.EstimatedCost}
-	if res.Error != nil {
-		sum.Error = res.Error.Message
-	}
+	status, sum := res.StoreStatus()
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	if j.failed != nil && errors.Is(j.failed, store.ErrLeaseLost) {

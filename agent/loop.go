@@ -136,7 +136,7 @@ func (s *Session) Run(ctx context.Context) (*Result, error) {
 	res, err := r.finish(r.loop())
 	if j != nil {
 		s.bus.Flush() // run_end is on record before the Result
-		if jerr := j.end(ctx, res, err); jerr != nil && err == nil {
+		if jerr := j.end(ctx, res); jerr != nil && err == nil {
 			err = jerr
 		}
 	}

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/agentry/agentry/llm"
+	"github.com/agentry/agentry/store"
 	"github.com/agentry/agentry/tool"
 )
 
@@ -138,4 +139,23 @@ type Result struct {
 	// PromptTemplate names the versioned template of the system prompt.
 	PromptTemplate string  `json:"prompt_template,omitempty"`
 	Metrics        Metrics `json:"metrics"`
+}
+
+// StoreStatus is how a run that ended with r stands in a run store, and
+// the summary the store lists it with.
+func (r *Result) StoreStatus() (store.Status, store.Summary) {
+	status := store.Completed
+	switch {
+	case r.TerminateReason == ReasonAwaitingApproval:
+		status = store.AwaitingApproval
+	case r.TerminateReason == ReasonAborted:
+		status = store.Aborted
+	case r.Error != nil:
+		status = store.Failed
+	}
+	sum := store.Summary{Outcome: string(r.Outcome), Turns: r.Iterations, Tokens: r.TokenUsage.TotalTokens, CostUSD: r.EstimatedCost}
+	if r.Error != nil {
+		sum.Error = r.Error.Message
+	}
+	return status, sum
 }

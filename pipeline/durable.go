@@ -3,7 +3,6 @@ package pipeline
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"path/filepath"
 	"sync"
@@ -40,13 +39,12 @@ const pipelineLeaseTTL = 30 * time.Second
 
 // durable writes a pipeline run to its store.
 type durable struct {
-	st     store.Store
-	holder string
-	mu     sync.Mutex
-	queued []store.Record
-	failed error
-	stop   chan struct{}
-	done   chan struct{}
+	st      store.Store
+	holder  string
+	mu      sync.Mutex
+	queued  []store.Record
+	failed  error
+	release func() // stops renewing the lease
 }
 
 // start is the first record of a pipeline run: enough to build the
@@ -104,23 +102,8 @@ func (r *runState) openStore(ctx context.Context, c *runConfig) error {
 			d.mu.Unlock()
 		}
 	}, event.Inline(), event.Except(event.ContentChunk))
-	d.stop, d.done = make(chan struct{}), make(chan struct{})
-	go d.heartbeat(r.runID)
+	d.release = store.KeepLease(d.st, r.runID, d.holder, pipelineLeaseTTL, nil)
 	return nil
-}
-
-func (d *durable) heartbeat(runID string) {
-	defer close(d.done)
-	t := time.NewTicker(pipelineLeaseTTL / 3)
-	defer t.Stop()
-	for {
-		select {
-		case <-d.stop:
-			return
-		case <-t.C:
-			d.st.Renew(context.Background(), runID, d.holder, pipelineLeaseTTL)
-		}
-	}
 }
 
 // commit writes the events queued since the last stage.
@@ -143,29 +126,16 @@ func (r *runState) commit() {
 
 // closeStore writes the Result and the run's status, and gives up the
 // lease.
-func (r *runState) closeStore(runErr error) error {
+func (r *runState) closeStore() error {
 	d := r.store
 	if d == nil {
 		return nil
 	}
 	r.bus.Flush()
 	r.unsub()
-	close(d.stop)
-	<-d.done
+	d.release()
 	t := &r.res.Result
-	status := store.Completed
-	switch {
-	case r.env.Pending != nil:
-		status = store.AwaitingApproval
-	case errors.Is(runErr, agent.ErrAborted):
-		status = store.Aborted
-	case runErr != nil:
-		status = store.Failed
-	}
-	sum := store.Summary{Outcome: string(t.Outcome), Turns: t.Iterations, Tokens: t.TokenUsage.TotalTokens, CostUSD: t.EstimatedCost}
-	if t.Error != nil {
-		sum.Error = t.Error.Message
-	}
+	status, sum := t.StoreStatus()
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	recs := append(d.queued, store.Record{Kind: store.KindResult, Turn: t.Iterations, Data: mustJSON(r.res)})

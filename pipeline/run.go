@@ -375,7 +375,7 @@ func (r *runState) finish(outcome agent.Outcome, reason agent.TerminateReason, c
 		e.Error = &event.ErrorInfo{Code: t.Error.Code, Message: t.Error.Message}
 	}
 	r.emit(e)
-	if serr := r.closeStore(err); serr != nil && err == nil {
+	if serr := r.closeStore(); serr != nil && err == nil {
 		err = serr
 	}
 	return r.res, err

@@ -1,6 +1,7 @@
 package store
 
 import (
+	"context"
 	"errors"
 	"math/rand/v2"
 	"os"
@@ -9,6 +10,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"syscall"
+	"time"
 )
 
 // processID names this process: host, pid and a random part (a pid is
@@ -45,4 +47,37 @@ func HolderDead(holder string) bool {
 		return parts[2] != strings.Split(processID(), "/")[2] // an earlier process with this pid
 	}
 	return errors.Is(syscall.Kill(pid, 0), syscall.ESRCH)
+}
+
+// KeepLease renews holder's lease of runID every ttl/3 until the returned
+// stop is called (stop waits for the renewer to end). When the lease is
+// lost to another holder it calls lost, if not nil, and stops renewing; a
+// renewal that fails otherwise is tried again at the next tick.
+func KeepLease(l Leases, runID, holder string, ttl time.Duration, lost func(error)) (stop func()) {
+	quit, done := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(done)
+		t := time.NewTicker(ttl / 3)
+		defer t.Stop()
+		for {
+			select {
+			case <-quit:
+				return
+			case <-t.C:
+				if err := l.Renew(context.Background(), runID, holder, ttl); errors.Is(err, ErrLeaseLost) {
+					if lost != nil {
+						lost(err)
+					}
+					return
+				}
+			}
+		}
+	}()
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			close(quit)
+			<-done
+		})
+	}
 }

@@ -38,6 +38,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"ConcurrentAcquire", testConcurrentAcquire},
 		{"ConcurrentAppends", testConcurrentAppends},
 		{"Prune", testPrune},
+		{"KeepLease", testKeepLease},
 		{"Audit", testAudit},
 		{"ConcurrentAudit", testConcurrentAudit},
 		{"AuditTampered", testAuditTampered},
@@ -586,4 +587,35 @@ func testAuditTampered(t *testing.T, s store.Store) {
 			}
 		})
 	}
+}
+
+func testKeepLease(t *testing.T, s store.Store) {
+	ctx := context.Background()
+	const ttl = 300 * time.Millisecond
+	r := newRun("run_a")
+	r.LeaseUntil = time.Now().Add(ttl)
+	mustCreate(t, s, r)
+	lost := make(chan error, 1)
+	stop := store.KeepLease(s, "run_a", "h1", ttl, func(err error) { lost <- err })
+	defer stop()
+	time.Sleep(2 * ttl)
+	if got, _ := s.Get(ctx, "run_a"); got.Status != store.Running || got.Holder != "h1" {
+		t.Fatalf("after twice the lease's time: %s, %q; want it renewed", got.Status, got.Holder)
+	}
+	if err := s.Break(ctx, "run_a", "h1"); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Acquire(ctx, "run_a", "h2", time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-lost:
+		if !errors.Is(err, store.ErrLeaseLost) {
+			t.Errorf("lost with %v, want ErrLeaseLost", err)
+		}
+	case <-time.After(5 * ttl):
+		t.Error("a lease taken by another holder was not reported lost")
+	}
+	stop()
+	stop() // twice is harmless
 }
