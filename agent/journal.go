@@ -120,11 +120,16 @@ func (j *journal) served(turn int, rec *resultRecord) {
 
 // add queues a record for the next commit.
 func (j *journal) add(rec store.Record) {
+	rec.Data = j.r.s.agent.redact.Bytes(rec.Data) // no secret reaches the store in the clear
+	j.queue(rec)
+}
+
+// queue queues a record whose data is redacted already.
+func (j *journal) queue(rec store.Record) {
 	if !j.write {
 		return
 	}
 	rec.Time = time.Now()
-	rec.Data = j.r.s.agent.redact.Bytes(rec.Data) // no secret reaches the store in the clear
 	j.mu.Lock()
 	j.pending = append(j.pending, rec)
 	j.mu.Unlock()
@@ -170,7 +175,8 @@ func (j *journal) due() bool {
 
 // event is the subscriber that writes the run's events.
 func (j *journal) event(e event.Event) {
-	j.add(store.Record{Kind: store.KindEvent, Turn: e.Turn, Data: mustJSON(e)})
+	// Runs redact their events when they emit them (sub-runs too).
+	j.queue(store.Record{Kind: store.KindEvent, Turn: e.Turn, Data: mustJSON(e)})
 }
 
 // begin creates the run (or takes over a resumed one) and keeps its

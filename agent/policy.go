@@ -35,7 +35,8 @@ func policyTools(p *policy.Policy) tool.Middleware {
 				return r.block(ctx, call, rule, CodePolicyViolation, reason)
 			}
 			for _, f := range filters {
-				if !f.r.Found(string(call.Arguments)) {
+				redacted := f.r.Bytes(call.Arguments) // the same slice when the filter finds nothing
+				if len(redacted) == len(call.Arguments) && (len(redacted) == 0 || &redacted[0] == &call.Arguments[0]) {
 					continue
 				}
 				rule := "content_filters." + f.name
@@ -45,7 +46,7 @@ func policyTools(p *policy.Policy) tool.Middleware {
 				}
 				// The tool gets the input redacted; the transcript and the
 				// trace keep what the model wrote.
-				call.Arguments = f.r.Bytes(call.Arguments)
+				call.Arguments = redacted
 				if err := r.decided(ctx, call, rule, "redact", "redacted in the tool's input"); err != nil {
 					return tool.Output{}, err
 				}
@@ -56,15 +57,13 @@ func policyTools(p *policy.Policy) tool.Middleware {
 				}
 			}
 			if !r.replaying(call) {
-				if rule, reason, err := limits.wait(ctx, call); err != nil {
+				rule, blocked, err := limits.wait(ctx, call)
+				switch {
+				case err != nil:
 					return tool.Output{}, err
-				} else if rule != "" && reason != "" {
-					if err := r.decided(ctx, call, rule, "block", reason); err != nil {
-						return tool.Output{}, err
-					}
-					return tool.Output{}, &tool.ErrorDetails{Type: "rate_limited", Message: reason, Recoverable: true,
-						Details: map[string]any{"rule": rule}}
-				} else if rule != "" {
+				case blocked != "":
+					return r.block(ctx, call, rule, "rate_limited", blocked)
+				case rule != "":
 					if err := r.decided(ctx, call, rule, "wait", "waited for the rate limit"); err != nil {
 						return tool.Output{}, err
 					}
@@ -180,9 +179,9 @@ func newLimiters(rl map[string]policy.RateLimit) limiters {
 
 // wait takes a token for call from each limiter that applies, waiting
 // when the wait ends before the run's deadline. It returns the rule that
-// made it wait (reason "") or that blocks it (with the reason), or an
-// error when the run ended while it waited.
-func (ls limiters) wait(ctx context.Context, call *tool.Call) (rule, reason string, err error) {
+// made it wait, or that blocks it with why (blocked), or an error when
+// the run ended while it waited.
+func (ls limiters) wait(ctx context.Context, call *tool.Call) (rule, blocked string, err error) {
 	deadline := call.Budget.Deadline
 	if d, ok := ctx.Deadline(); ok && (deadline.IsZero() || d.Before(deadline)) {
 		deadline = d
