@@ -50,13 +50,7 @@ Exit codes as for run.`,
 	fl.StringArrayVar(&f.deny, "deny", nil, "do not send again a call whose outcome is unknown; the model is told so (CALL_ID; repeatable)")
 	fl.StringVar(&f.reason, "reason", "", "why the calls --deny names are denied (the model is told, the audit log keeps it)")
 	fl.StringVar(&f.answer, "answer", "", "the answer a paused pipeline waits for")
-	fl.BoolVar(&f.json, "json", false, "print the whole result as JSON on stdout")
-	fl.StringVar(&f.events, "events", "", "write every event as a JSON line to this file")
-	fl.BoolVarP(&f.quiet, "quiet", "q", false, "no progress on stderr")
-	fl.StringVar(&f.pricing, "pricing", os.Getenv("AGENTRY_PRICING"), "pricing file to add to the built-in table (env AGENTRY_PRICING)")
-	fl.BoolVar(&f.allowPrivate, "allow-private-network", false, "let http_get and http_request reach loopback and private addresses")
-	fl.StringVar(&f.logLevel, "log-level", os.Getenv("AGENTRY_LOG_LEVEL"), "log records on stderr at this level: debug, info, warn, error, off")
-	fl.StringVar(&f.logFormat, "log-format", os.Getenv("AGENTRY_LOG_FORMAT"), "log records as json or text")
+	outputFlags(cmd, &f.runFlags)
 	return cmd
 }
 

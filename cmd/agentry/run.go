@@ -75,20 +75,27 @@ spec or input.`,
 	fl.StringArrayVar(&f.inputs, "input", nil, "input value as key=value (repeatable)")
 	fl.StringVar(&f.inputFile, "input-file", "", "JSON object file with the input")
 	fl.StringVar(&f.model, "model", "", "model to use instead of the spec's model_name (PROVIDER:MODEL)")
+	outputFlags(cmd, &f)
+	fl.StringVar(&f.record, "record", "", "write the run's model turns to FILE as a scripted model (replay with --model scripted:FILE)")
+	fl.StringVar(&f.resume, "resume", "", "continue a paused pipeline from FILE (its --json result or envelope); --input values are the answer")
+	fl.StringVar(&f.user, "user", "", "the id of the user the run acts for (tools read it from their context)")
+	fl.StringVar(&f.correlation, "correlation-id", "", "an id that ties the run to the caller's request (in logs and the tools' context)")
+	dbFlag(cmd, &f.db)
+	fl.BoolVar(&f.noStore, "no-store", false, "do not store the run (it cannot be traced, replayed or resumed)")
+	return cmd
+}
+
+// outputFlags are the flags of every command that runs an agent (run,
+// resume): output, events, progress, pricing, the network guard, logs.
+func outputFlags(cmd *cobra.Command, f *runFlags) {
+	fl := cmd.Flags()
 	fl.BoolVar(&f.json, "json", false, "print the whole result as JSON on stdout")
 	fl.StringVar(&f.events, "events", "", "write every event as a JSON line to this file")
 	fl.BoolVarP(&f.quiet, "quiet", "q", false, "no progress on stderr")
 	fl.StringVar(&f.pricing, "pricing", os.Getenv("AGENTRY_PRICING"), "pricing file to add to the built-in table (env AGENTRY_PRICING)")
 	fl.BoolVar(&f.allowPrivate, "allow-private-network", false, "let http_get and http_request reach loopback and private addresses")
-	fl.StringVar(&f.record, "record", "", "write the run's model turns to FILE as a scripted model (replay with --model scripted:FILE)")
-	fl.StringVar(&f.resume, "resume", "", "continue a paused pipeline from FILE (its --json result or envelope); --input values are the answer")
-	fl.StringVar(&f.user, "user", "", "the id of the user the run acts for (tools read it from their context)")
-	fl.StringVar(&f.correlation, "correlation-id", "", "an id that ties the run to the caller's request (in logs and the tools' context)")
 	fl.StringVar(&f.logLevel, "log-level", os.Getenv("AGENTRY_LOG_LEVEL"), "log records on stderr at this level: debug, info, warn, error, off (env AGENTRY_LOG_LEVEL; off by default)")
-	dbFlag(cmd, &f.db)
-	fl.BoolVar(&f.noStore, "no-store", false, "do not store the run (it cannot be traced, replayed or resumed)")
 	fl.StringVar(&f.logFormat, "log-format", os.Getenv("AGENTRY_LOG_FORMAT"), "log records as json or text (env AGENTRY_LOG_FORMAT; implies --log-level info)")
-	return cmd
 }
 
 func runAgent(ctx context.Context, target string, f runFlags, stdout, stderr io.Writer) error {
