@@ -3,9 +3,9 @@ package llm
 import (
 	"errors"
 	"fmt"
-	"slices"
 	"strings"
-	"sync"
+
+	"github.com/agentry/agentry/internal/registry"
 )
 
 // Config is what Open passes to a provider's constructor.
@@ -34,38 +34,23 @@ type Driver struct {
 	ContextWindow func(model string) int
 }
 
-var (
-	driversMu sync.RWMutex
-	drivers   = map[string]Driver{}
-)
+var drivers registry.Registry[Driver]
 
 // Register makes a provider available to Open under name, in the manner of
 // database/sql drivers: a provider package calls it from init. Registering
 // the same name twice, or a driver without Open, panics: both are
 // programming errors.
 func Register(name string, d Driver) {
-	driversMu.Lock()
-	defer driversMu.Unlock()
 	if d.Open == nil {
 		panic("llm: Register of a driver without Open for " + name)
 	}
-	if _, dup := drivers[name]; dup {
+	if !drivers.Add(name, d) {
 		panic("llm: Register called twice for provider " + name)
 	}
-	drivers[name] = d
 }
 
 // Providers returns the names of the registered providers, sorted.
-func Providers() []string {
-	driversMu.RLock()
-	defer driversMu.RUnlock()
-	names := make([]string, 0, len(drivers))
-	for n := range drivers {
-		names = append(names, n)
-	}
-	slices.Sort(names)
-	return names
-}
+func Providers() []string { return drivers.Names() }
 
 // ErrUnknownProvider is returned by Open for a provider that is not
 // registered.
@@ -78,16 +63,14 @@ var ErrUnknownProvider = errors.New("llm: unknown provider")
 // that Open can say that provider is not built in. Otherwise the provider
 // is "".
 func ParseModel(name string) (provider, model string) {
-	driversMu.RLock()
-	defer driversMu.RUnlock()
 	p, m, prefixed := strings.Cut(name, ":")
-	if _, ok := drivers[p]; prefixed && ok {
+	if _, ok := drivers.Get(p); prefixed && ok {
 		return p, m
 	}
 	// The longest claimed prefix wins, so that the answer does not depend
 	// on the order of a map.
 	best, bestLen := "", 0
-	for dn, d := range drivers {
+	for dn, d := range drivers.All() {
 		for _, pre := range d.Prefixes {
 			if len(pre) > bestLen && strings.HasPrefix(name, pre) {
 				best, bestLen = dn, len(pre)
@@ -120,9 +103,7 @@ func Open(name string, cfg Config) (*Model, error) {
 		return nil, fmt.Errorf("%w: cannot tell the provider of model %q; write it as PROVIDER:MODEL (registered: %s)",
 			ErrUnknownProvider, name, strings.Join(Providers(), ", "))
 	}
-	driversMu.RLock()
-	d, ok := drivers[provider]
-	driversMu.RUnlock()
+	d, ok := drivers.Get(provider)
 	if !ok {
 		return nil, fmt.Errorf("%w: provider %q of model %q is not built in (registered: %s)",
 			ErrUnknownProvider, provider, name, strings.Join(Providers(), ", "))

@@ -21,10 +21,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"sort"
 	"strings"
-	"sync"
 	"time"
+
+	"github.com/agentry/agentry/internal/registry"
 )
 
 // Format is the version of the records this release writes. A reader
@@ -234,33 +234,18 @@ func (e *HeldError) Is(target error) bool { return target == ErrHeld }
 // Driver opens a store from a data source name.
 type Driver func(ctx context.Context, dsn string) (Store, error)
 
-var (
-	driversMu sync.RWMutex
-	drivers   = map[string]Driver{}
-)
+var drivers registry.Registry[Driver]
 
 // Register makes a backend available to Open under name ("sqlite",
 // "postgres"). It panics when name is taken, as database/sql does.
 func Register(name string, d Driver) {
-	driversMu.Lock()
-	defer driversMu.Unlock()
-	if _, dup := drivers[name]; dup {
+	if !drivers.Add(name, d) {
 		panic("store: Register called twice for " + name)
 	}
-	drivers[name] = d
 }
 
 // Drivers returns the names of the registered backends, sorted.
-func Drivers() []string {
-	driversMu.RLock()
-	defer driversMu.RUnlock()
-	names := make([]string, 0, len(drivers))
-	for n := range drivers {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	return names
-}
+func Drivers() []string { return drivers.Names() }
 
 // Open opens the store dsn names: a postgres:// or postgresql:// URL is
 // the "postgres" backend; anything else is a SQLite file path (with an
@@ -276,9 +261,7 @@ func Open(ctx context.Context, dsn string) (Store, error) {
 	case strings.HasPrefix(dsn, "sqlite:"):
 		rest = strings.TrimPrefix(dsn, "sqlite:")
 	}
-	driversMu.RLock()
-	d, ok := drivers[name]
-	driversMu.RUnlock()
+	d, ok := drivers.Get(name)
 	if !ok {
 		registered := strings.Join(Drivers(), ", ")
 		if registered == "" {

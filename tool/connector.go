@@ -3,8 +3,8 @@ package tool
 import (
 	"encoding/json"
 	"fmt"
-	"sort"
-	"sync"
+
+	"github.com/agentry/agentry/internal/registry"
 )
 
 // Connector builds the tools of a connector (files, shell, SQL) from the
@@ -14,35 +14,22 @@ import (
 // until a spec turns it on.
 type Connector func(config json.RawMessage, baseDir string) ([]Tool, error)
 
-var (
-	connectorsMu sync.RWMutex
-	connectors   = map[string]Connector{}
-)
+var connectors registry.Registry[Connector]
 
 // RegisterConnector makes a connector available to specs under name. It
 // panics when name is taken, as database/sql does.
 func RegisterConnector(name string, c Connector) {
-	connectorsMu.Lock()
-	defer connectorsMu.Unlock()
-	if _, dup := connectors[name]; dup {
+	if !connectors.Add(name, c) {
 		panic("tool: RegisterConnector called twice for " + name)
 	}
-	connectors[name] = c
 }
 
 // OpenConnector builds the tools of the connector name from config. An
 // unknown name is an error that lists the known ones.
 func OpenConnector(name string, config json.RawMessage, baseDir string) ([]Tool, error) {
-	connectorsMu.RLock()
-	c, ok := connectors[name]
-	known := make([]string, 0, len(connectors))
-	for n := range connectors {
-		known = append(known, n)
-	}
-	connectorsMu.RUnlock()
+	c, ok := connectors.Get(name)
 	if !ok {
-		sort.Strings(known)
-		return nil, fmt.Errorf("unknown connector %q (known: %v)", name, known)
+		return nil, fmt.Errorf("unknown connector %q (known: %v)", name, connectors.Names())
 	}
 	return c(config, baseDir)
 }
