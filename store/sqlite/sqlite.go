@@ -21,60 +21,8 @@ import (
 	"github.com/agentry/agentry/store/internal/sqlstore"
 )
 
-// migrations bring the schema up, one version each. Never edit one that
-// shipped: add the next.
-var migrations = []string{
-	`CREATE TABLE agentry_runs (
-		id TEXT PRIMARY KEY,
-		kind TEXT NOT NULL,
-		name TEXT NOT NULL,
-		version TEXT NOT NULL DEFAULT '',
-		parent_id TEXT NOT NULL DEFAULT '',
-		session_id TEXT NOT NULL DEFAULT '',
-		status TEXT NOT NULL,
-		holder TEXT NOT NULL DEFAULT '',
-		lease_until INTEGER NOT NULL DEFAULT 0,
-		created_at INTEGER NOT NULL,
-		updated_at INTEGER NOT NULL,
-		outcome TEXT NOT NULL DEFAULT '',
-		turns INTEGER NOT NULL DEFAULT 0,
-		tokens INTEGER NOT NULL DEFAULT 0,
-		cost_usd REAL,
-		error TEXT NOT NULL DEFAULT ''
-	);
-	CREATE INDEX agentry_runs_created ON agentry_runs (created_at);
-	CREATE INDEX agentry_runs_parent ON agentry_runs (parent_id);
-	CREATE TABLE agentry_log (
-		seq INTEGER PRIMARY KEY,
-		run_id TEXT NOT NULL,
-		kind TEXT NOT NULL,
-		format TEXT NOT NULL,
-		turn INTEGER NOT NULL,
-		call_key TEXT NOT NULL DEFAULT '',
-		at INTEGER NOT NULL,
-		data TEXT NOT NULL
-	);
-	CREATE INDEX agentry_log_run ON agentry_log (run_id, seq);`,
-	// 2: the audit log, one hash chain, and its head kept apart.
-	`CREATE TABLE agentry_audit (
-		seq INTEGER PRIMARY KEY,
-		at INTEGER NOT NULL,
-		run_id TEXT NOT NULL,
-		agent TEXT NOT NULL DEFAULT '',
-		user_id TEXT NOT NULL DEFAULT '',
-		rule TEXT NOT NULL,
-		decision TEXT NOT NULL,
-		target TEXT NOT NULL DEFAULT '',
-		reason TEXT NOT NULL DEFAULT '',
-		prev TEXT NOT NULL,
-		hash TEXT NOT NULL
-	);
-	CREATE INDEX agentry_audit_run ON agentry_audit (run_id, seq);
-	CREATE TABLE agentry_audit_head (id INTEGER PRIMARY KEY CHECK (id = 1), seq INTEGER NOT NULL, hash TEXT NOT NULL);
-	INSERT INTO agentry_audit_head (id, seq, hash) VALUES (1, 0, '');`,
-}
-
-var dialect = sqlstore.Dialect{Name: "sqlite", Migrations: migrations}
+// SQLite's rowid is the sequence when declared exactly so.
+var dialect = sqlstore.Dialect{Name: "sqlite", SeqKey: "INTEGER PRIMARY KEY"}
 
 // Open opens (creating it and its directory when missing) the SQLite
 // store at path and brings its schema up to date.

@@ -30,9 +30,73 @@ type Dialect struct {
 	// MigrationLock, when set, runs first in the migration transaction so
 	// that two processes opening one database migrate it once.
 	MigrationLock string
-	// Migrations are the schema's versions, in order: Migrations[i]
-	// brings the schema to version i+1.
-	Migrations []string
+	// SeqKey declares a log's sequence column: an auto-incrementing
+	// integer primary key.
+	SeqKey string
+}
+
+// migrations bring the schema up, one version each, written once for
+// both backends: BIGINT and DOUBLE PRECISION mean the same to SQLite as
+// its INTEGER and REAL, and SEQ_KEY is the one column each declares its
+// own way (Dialect.SeqKey). Never edit one that shipped: add the next.
+var migrations = []string{
+	`CREATE TABLE agentry_runs (
+		id TEXT PRIMARY KEY,
+		kind TEXT NOT NULL,
+		name TEXT NOT NULL,
+		version TEXT NOT NULL DEFAULT '',
+		parent_id TEXT NOT NULL DEFAULT '',
+		session_id TEXT NOT NULL DEFAULT '',
+		status TEXT NOT NULL,
+		holder TEXT NOT NULL DEFAULT '',
+		lease_until BIGINT NOT NULL DEFAULT 0,
+		created_at BIGINT NOT NULL,
+		updated_at BIGINT NOT NULL,
+		outcome TEXT NOT NULL DEFAULT '',
+		turns INTEGER NOT NULL DEFAULT 0,
+		tokens INTEGER NOT NULL DEFAULT 0,
+		cost_usd DOUBLE PRECISION,
+		error TEXT NOT NULL DEFAULT ''
+	);
+	CREATE INDEX agentry_runs_created ON agentry_runs (created_at);
+	CREATE INDEX agentry_runs_parent ON agentry_runs (parent_id);
+	CREATE TABLE agentry_log (
+		seq SEQ_KEY,
+		run_id TEXT NOT NULL,
+		kind TEXT NOT NULL,
+		format TEXT NOT NULL,
+		turn INTEGER NOT NULL,
+		call_key TEXT NOT NULL DEFAULT '',
+		at BIGINT NOT NULL,
+		data TEXT NOT NULL
+	);
+	CREATE INDEX agentry_log_run ON agentry_log (run_id, seq);`,
+	// 2: the audit log, one hash chain, and its head kept apart.
+	`CREATE TABLE agentry_audit (
+		seq SEQ_KEY,
+		at BIGINT NOT NULL,
+		run_id TEXT NOT NULL,
+		agent TEXT NOT NULL DEFAULT '',
+		user_id TEXT NOT NULL DEFAULT '',
+		rule TEXT NOT NULL,
+		decision TEXT NOT NULL,
+		target TEXT NOT NULL DEFAULT '',
+		reason TEXT NOT NULL DEFAULT '',
+		prev TEXT NOT NULL,
+		hash TEXT NOT NULL
+	);
+	CREATE INDEX agentry_audit_run ON agentry_audit (run_id, seq);
+	CREATE TABLE agentry_audit_head (id INTEGER PRIMARY KEY CHECK (id = 1), seq BIGINT NOT NULL, hash TEXT NOT NULL);
+	INSERT INTO agentry_audit_head (id, seq, hash) VALUES (1, 0, '');`,
+}
+
+// schema is the migrations in the dialect's words.
+func (d *Dialect) schema() []string {
+	out := make([]string, len(migrations))
+	for i, m := range migrations {
+		out[i] = strings.ReplaceAll(m, "SEQ_KEY", d.SeqKey)
+	}
+	return out
 }
 
 // DB is a store over a *sql.DB.
@@ -109,12 +173,13 @@ func (s *DB) migrate(ctx context.Context) error {
 	if err := tx.QueryRowContext(ctx, `SELECT COALESCE(MAX(version), 0) FROM agentry_schema`).Scan(&have); err != nil {
 		return fmt.Errorf("store (%s): migrate: reading the schema version: %w", s.d.Name, err)
 	}
-	if have > len(s.d.Migrations) {
+	schema := s.d.schema()
+	if have > len(schema) {
 		return fmt.Errorf("store (%s): the database's schema is version %d, newer than this release knows (%d); use a newer agentry",
-			s.d.Name, have, len(s.d.Migrations))
+			s.d.Name, have, len(schema))
 	}
-	for v := have + 1; v <= len(s.d.Migrations); v++ {
-		if _, err := tx.ExecContext(ctx, s.d.Migrations[v-1]); err != nil {
+	for v := have + 1; v <= len(schema); v++ {
+		if _, err := tx.ExecContext(ctx, schema[v-1]); err != nil {
 			return fmt.Errorf("store (%s): migration %d: %w", s.d.Name, v, err)
 		}
 		if _, err := tx.ExecContext(ctx, s.q(`INSERT INTO agentry_schema (version, applied_at) VALUES (?, ?)`), v, s.now().UnixMicro()); err != nil {
