@@ -14,6 +14,7 @@ import (
 	"fmt"
 	"log/slog"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -79,6 +80,7 @@ type options struct {
 	planner     Planner
 	service     ServiceFunc
 	meters      metric.MeterProvider
+	rules       []hostRule
 }
 
 // Option configures New.
@@ -134,6 +136,14 @@ func WithTransportMiddleware(mws ...llm.Middleware) Option {
 // truncation. Calls append; the first is the outermost.
 func WithToolMiddleware(mws ...tool.Middleware) Option {
 	return func(o *options) { o.toolMW = append(o.toolMW, mws...) }
+}
+
+// WithRule adds a policy rule of the host's own, asked about every tool
+// call after the spec's policy; name identifies it in policy_decision
+// events and audit records ("rules.NAME"). Sub-agents the agent builds
+// have the rule too.
+func WithRule(name string, r policy.Rule) Option {
+	return func(o *options) { o.rules = append(slices.Clip(o.rules), hostRule{name: name, r: r}) }
 }
 
 // WithPlanner makes the agent plan with p instead of its mode's planner.

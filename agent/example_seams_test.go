@@ -8,7 +8,9 @@ import (
 	"sync/atomic"
 
 	"github.com/agentry/agentry/agent"
+	"github.com/agentry/agentry/event"
 	"github.com/agentry/agentry/llm"
+	"github.com/agentry/agentry/policy"
 	"github.com/agentry/agentry/spec"
 	"github.com/agentry/agentry/tool"
 )
@@ -84,4 +86,48 @@ func ExampleWithToolMiddleware() {
 	res, _ := a.Run(context.Background(), nil)
 	fmt.Println(res.Result, calls.Load())
 	// Output: "HELLO" 1
+}
+
+// A rule of the host's own sits beside the spec's policy: here one blocks
+// payments above a limit. The model sees a policy_violation observation
+// and the run goes on; the decision is emitted as policy_decision (and
+// audited in a stored run) under rules.NAME.
+func ExampleWithRule() {
+	pay := tool.Must(tool.Func("pay", "Pay an amount.",
+		func(_ context.Context, in struct {
+			Amount int `json:"amount"`
+		}) (string, error) {
+			return fmt.Sprint("paid ", in.Amount), nil
+		}))
+	tools, _ := tool.NewRegistry(pay)
+	limit := policy.RuleFunc(func(_ context.Context, c policy.Call) policy.Verdict {
+		var in struct {
+			Amount int `json:"amount"`
+		}
+		if c.Tool == "pay" && json.Unmarshal(c.Arguments, &in) == nil && in.Amount > 100 {
+			return policy.Verdict{Block: true, Reason: "payments above 100 need a person"}
+		}
+		return policy.Verdict{}
+	})
+	plan := agent.PlannerFunc(func(_ context.Context, t *agent.Turn) (agent.Decision, error) {
+		if res := t.Results(); len(res) > 0 {
+			return agent.Answer(res[0].Observation), nil
+		}
+		return agent.CallTools("pay", llm.ToolCall{ID: "c1", Name: "pay", Arguments: json.RawMessage(`{"amount": 250}`)}), nil
+	})
+	sp, _ := spec.Parse("example", []byte(`{"agent_name": "payer", "version": "v1", "mode": "service", "tools": ["pay"]}`))
+	a, err := agent.New(sp, agent.WithTools(tools), agent.WithPlanner(plan), agent.WithRule("limit", limit))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	res, _ := a.Run(context.Background(), nil, agent.WithEvents(func(e event.Event) {
+		if e.Type == event.PolicyDecision {
+			fmt.Println(e.Data["rule"], e.Data["decision"])
+		}
+	}))
+	fmt.Println(res.Result)
+	// Output:
+	// rules.limit block
+	// {"status":"error","error":{"type":"policy_violation","message":"payments above 100 need a person","details":{"rule":"rules.limit"},"recoverable":true}}
 }

@@ -231,6 +231,7 @@ func (r *run) act(d *Decision) error {
 // are all answered. Calls awaiting approval are named together.
 func (r *run) stopFor(results []ToolResult) error {
 	var waiting []map[string]any
+	var why []string
 	var first error
 	for i := range results {
 		err := results[i].Err
@@ -239,19 +240,22 @@ func (r *run) stopFor(results []ToolResult) error {
 		}
 		var ae *ApprovalError
 		if errors.As(err, &ae) {
-			waiting = append(waiting, map[string]any{"call_id": ae.CallID, "tool": ae.Tool, "key": ae.Key})
+			w := map[string]any{"call_id": ae.CallID, "tool": ae.Tool, "key": ae.Key}
+			if ae.Rule != "" {
+				w["rule"] = ae.Rule
+				why = append(why, fmt.Sprintf("%s (%s) waits for a person's approval (policy.%s)", ae.CallID, ae.Tool, ae.Rule))
+			} else {
+				why = append(why, fmt.Sprintf("%s (%s) may have taken effect before the run stopped", ae.CallID, ae.Tool))
+			}
+			waiting = append(waiting, w)
 		}
 		if first == nil {
 			first = err
 		}
 	}
 	if len(waiting) > 0 {
-		ids := make([]string, len(waiting))
-		for i, w := range waiting {
-			ids[i] = w["call_id"].(string)
-		}
-		return withDetails(fmt.Errorf("%w: calls %s may have taken effect before the run stopped; resume with --approve or --deny",
-			ErrAwaitingApproval, strings.Join(ids, ", ")), map[string]any{"calls": waiting})
+		return withDetails(fmt.Errorf("%w: %s; resume with --approve or --deny",
+			ErrAwaitingApproval, strings.Join(why, "; ")), map[string]any{"calls": waiting})
 	}
 	return first
 }

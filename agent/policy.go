@@ -1,11 +1,13 @@
 package agent
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"golang.org/x/time/rate"
@@ -17,11 +19,15 @@ import (
 	"github.com/agentry/agentry/tool"
 )
 
-// policyTools is the tool middleware of the spec's policy: inside the
-// user's middleware, outside the run log, so that a call the policy
-// blocks reaches neither the log nor the tool. Its rate limiters are the
-// agent's: every run of the agent in the process shares them.
-func policyTools(p *policy.Policy) tool.Middleware {
+// policyTools is the tool middleware of the spec's policy and the host's
+// rules: inside the user's middleware, outside the run log, so that a
+// call the policy blocks reaches neither the log nor the tool. Its rate
+// limiters are the agent's: every run of the agent in the process shares
+// them.
+func policyTools(p *policy.Policy, rules []hostRule) tool.Middleware {
+	if p == nil {
+		p = &policy.Policy{}
+	}
 	limits := newLimiters(p.RateLimits)
 	filters := inputFilters(p)
 	network := len(p.Network.AllowHosts) > 0 || p.Network.AllowPrivate
@@ -51,8 +57,30 @@ func policyTools(p *policy.Policy) tool.Middleware {
 					return tool.Output{}, err
 				}
 			}
+			approval, why := "", ""
 			if policy.Matches(p.Approval.Tools, call.Name) {
-				if out, err, held := r.approval(ctx, call); held {
+				approval = "approval.tools"
+			}
+			for _, h := range rules {
+				v := h.check(ctx, r, call)
+				rule := "rules." + h.name
+				switch {
+				case v.Block:
+					return r.block(ctx, call, rule, CodePolicyViolation, cmp.Or(v.Reason, "the rule "+h.name+" blocks the call"))
+				case v.Arguments != nil && !json.Valid(v.Arguments):
+					return r.block(ctx, call, rule, CodePolicyViolation, "the rule "+h.name+" gave arguments that are not JSON")
+				case v.Arguments != nil:
+					call.Arguments = v.Arguments
+					if err := r.decided(ctx, call, rule, "modify", cmp.Or(v.Reason, "the rule "+h.name+" changed the input")); err != nil {
+						return tool.Output{}, err
+					}
+				}
+				if v.Approval && approval == "" {
+					approval, why = rule, v.Reason
+				}
+			}
+			if approval != "" {
+				if out, err, held := r.approval(ctx, call, approval, why); held {
 					return out, err
 				}
 			}
@@ -78,8 +106,7 @@ func policyTools(p *policy.Policy) tool.Middleware {
 // (held false) once approved, is denied with a policy_violation, or
 // pauses the run (an ApprovalError) until a resume decides it. Outside a
 // run there is nobody to ask: the call is held.
-func (r *run) approval(ctx context.Context, call *tool.Call) (out tool.Output, err error, held bool) {
-	const rule = "approval.tools"
+func (r *run) approval(ctx context.Context, call *tool.Call, rule, why string) (out tool.Output, err error, held bool) {
 	key := call.Key()
 	if r != nil {
 		d := r.s.cfg.decisions
@@ -101,7 +128,11 @@ func (r *run) approval(ctx context.Context, call *tool.Call) (out tool.Output, e
 			out, err := r.blockAs(ctx, call, rule, "deny", CodePolicyViolation, reason)
 			return out, err, true
 		}
-		if err := r.decided(ctx, call, rule, "pause", "the call waits for a person's approval"); err != nil {
+		reason := "the call waits for a person's approval"
+		if why != "" {
+			reason += ": " + why
+		}
+		if err := r.decided(ctx, call, rule, "pause", reason); err != nil {
 			return tool.Output{}, err, true
 		}
 		if j := r.link.journal; j != nil {
@@ -110,6 +141,26 @@ func (r *run) approval(ctx context.Context, call *tool.Call) (out tool.Output, e
 		}
 	}
 	return tool.Output{}, &ApprovalError{CallID: call.ID, Tool: call.Name, Key: key, Arguments: call.Arguments, Rule: rule}, true
+}
+
+// hostRule is a rule the host added with WithRule.
+type hostRule struct {
+	name string
+	r    policy.Rule
+}
+
+// check asks the rule about call; a rule that panics blocks the call.
+func (h hostRule) check(ctx context.Context, r *run, call *tool.Call) (v policy.Verdict) {
+	defer func() {
+		if p := recover(); p != nil {
+			v = policy.Verdict{Block: true, Reason: fmt.Sprintf("the rule %s failed: %v", h.name, p)}
+		}
+	}()
+	c := policy.Call{Tool: call.Name, Arguments: call.Arguments}
+	if r != nil {
+		c.RunID, c.Agent, c.UserID = r.st.RunID, r.a.spec.AgentName, r.info.UserID
+	}
+	return h.r.Check(ctx, c)
 }
 
 // filter is a content filter of the policy, compiled.
@@ -214,14 +265,27 @@ func (ls limiters) wait(ctx context.Context, call *tool.Call) (rule, blocked str
 	return rule, "", nil
 }
 
-// checkPolicy refuses a rate limit of a tool the agent does not have: a
-// misspelt name would limit nothing.
+// checkPolicy refuses a rate limit of a tool the agent does not have (a
+// misspelt name would limit nothing), and host rules without a usable
+// name.
 func (a *Agent) checkPolicy() []string {
+	var probs []string
+	seen := map[string]bool{}
+	for _, h := range a.o.rules {
+		switch {
+		case h.name == "" || strings.ContainsAny(h.name, " \t\n"):
+			probs = append(probs, fmt.Sprintf("WithRule: the name %q is not a name (a word, as in rules.NAME)", h.name))
+		case h.r == nil:
+			probs = append(probs, fmt.Sprintf("WithRule: the rule %s is nil", h.name))
+		case seen[h.name]:
+			probs = append(probs, fmt.Sprintf("WithRule: two rules are named %s", h.name))
+		}
+		seen[h.name] = true
+	}
 	p := a.spec.Policy
 	if p == nil {
-		return nil
+		return probs
 	}
-	var probs []string
 	for name := range p.RateLimits {
 		if _, ok := a.tools[name]; !ok && name != "*" {
 			probs = append(probs, fmt.Sprintf("policy.rate_limits.%s: the agent has no tool %q (name one of its tools, or *)", name, name))

@@ -92,9 +92,9 @@ func (a *Agent) addBinding(b *binding) error {
 func (a *Agent) toolChain(info tool.Info) tool.Handler {
 	mws := make([]tool.Middleware, 0, len(a.o.toolMW)+6)
 	mws = append(mws, a.o.toolMW...)
-	if a.spec.Policy != nil {
+	if a.spec.Policy != nil || len(a.o.rules) > 0 {
 		if a.policyMW == nil {
-			a.policyMW = policyTools(a.spec.Policy) // one for all tools: "*" limits them together
+			a.policyMW = policyTools(a.spec.Policy, a.o.rules) // one for all tools: "*" limits them together
 		}
 		mws = append(mws, a.policyMW)
 	}
