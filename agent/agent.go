@@ -16,6 +16,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"go.opentelemetry.io/otel/metric"
@@ -54,6 +55,10 @@ type Agent struct {
 	redact       *policy.Redactor // what leaves a run (events, logs, the Result, the run log) goes through it
 	sizes        *sizes           // shared by the agent's copies (handoffs, sub-agents build their own)
 	o            options          // for sub-agents and handoffs built later
+	closers      []func() error   // what the agent opened: connectors, sub-agents
+	handoffs     []*handoff
+	closeOnce    sync.Once
+	closeErr     error
 }
 
 // binding is a tool of the agent with its handler chain.
@@ -249,9 +254,31 @@ func build(in *spec.Spec, o options) (*Agent, error) {
 		problems = append(problems, err.Error())
 	}
 	if len(problems) > 0 {
+		a.Close() // what was opened before a problem was found
 		return nil, &spec.Error{Source: source, Problems: problems}
 	}
 	return a, nil
+}
+
+// Close releases what the agent's connectors hold open (a SQL
+// connector's database pool), its sub-agents' and the agents it handed
+// off to. Call it when no run of the agent is going on; a tool of a
+// closed connector fails. Close is safe to call more than once, and
+// agents whose connectors hold nothing need not be closed.
+func (a *Agent) Close() error {
+	a.closeOnce.Do(func() {
+		var errs []error
+		for _, h := range a.handoffs {
+			if t := h.close(); t != nil {
+				errs = append(errs, t.Close())
+			}
+		}
+		for _, c := range a.closers {
+			errs = append(errs, c())
+		}
+		a.closeErr = errors.Join(errs...)
+	})
+	return a.closeErr
 }
 
 // checkPriced refuses a cost budget on a model the pricing table does not

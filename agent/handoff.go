@@ -30,6 +30,16 @@ type handoff struct {
 	opts options
 }
 
+// errClosed is the error of a handoff whose agent was closed.
+var errClosed = errors.New("the agent was closed")
+
+// close returns the target to close, if it was built, and makes sure it
+// is not built after.
+func (h *handoff) close() *Agent {
+	h.once.Do(func() { h.err = errClosed })
+	return h.a
+}
+
 func (h *handoff) agent() (*Agent, error) {
 	h.once.Do(func() {
 		s, path, err := h.opts.agents.Load(h.ref)
@@ -78,6 +88,7 @@ func (a *Agent) bindHandoffs(o options) []string {
 			continue
 		}
 		h := &handoff{ref: ref, name: s.AgentName, desc: s.Description, opts: o}
+		a.handoffs = append(a.handoffs, h)
 		if err := a.addBinding(&binding{tool: handoffTool{h}, handoff: h}); err != nil {
 			problems = append(problems, fmt.Sprintf("handoffs[%d]: %v", i, err))
 		}

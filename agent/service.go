@@ -69,6 +69,7 @@ func (s *Service) Resume(ctx context.Context, runID string, opts ...RunOption) (
 	if err != nil {
 		return nil, err
 	}
+	defer a.Close()
 	sess, err := a.Resume(ctx, s.store, runID, append([]RunOption{WithEventBus(s.bus)}, opts...)...)
 	if err != nil {
 		return nil, err

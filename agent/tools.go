@@ -26,6 +26,7 @@ func (a *Agent) bindTools(o options) []string {
 				problems = append(problems, fmt.Sprintf("tools[%d] %q: %v", i, name, err))
 				continue
 			}
+			a.closers = append(a.closers, sub.Close)
 			b = &binding{tool: subTool{sub}, sub: sub}
 		} else {
 			t := conn[name]
@@ -59,7 +60,10 @@ func (a *Agent) connectorTools(o options) (map[string]tool.Tool, []string) {
 	var probs []string
 	out := map[string]tool.Tool{}
 	for _, name := range slices.Sorted(maps.Keys(a.spec.Connectors)) {
-		tools, err := tool.OpenConnector(name, a.spec.Connectors[name], o.baseDir)
+		tools, closer, err := tool.OpenConnector(name, a.spec.Connectors[name], o.baseDir)
+		if closer != nil {
+			a.closers = append(a.closers, closer)
+		}
 		if err != nil {
 			probs = append(probs, fmt.Sprintf("connectors.%s: %v", name, err))
 			continue

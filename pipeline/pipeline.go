@@ -7,8 +7,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"time"
 
@@ -125,9 +127,20 @@ func New(d *Definition, baseDir string, opts ...Option) (*Pipeline, error) {
 		p.stages[sd.Name] = st
 	}
 	if len(probs) > 0 {
+		p.Close()
 		return nil, &DefinitionError{Source: d.PipelineName, Problems: probs}
 	}
 	return p, nil
+}
+
+// Close closes the stages' agents (see agent.Agent.Close): what their
+// connectors hold open is released. Call it when no run is going on.
+func (p *Pipeline) Close() error {
+	var errs []error
+	for _, name := range slices.Sorted(maps.Keys(p.stages)) {
+		errs = append(errs, p.stages[name].agent.Close())
+	}
+	return errors.Join(errs...)
 }
 
 func buildStage(sd *Stage, agentsDir, baseDir string, o options) (*stage, error) {

@@ -262,14 +262,14 @@ func TestNormalize(t *testing.T) {
 }
 
 func TestConnectors(t *testing.T) {
-	RegisterConnector("test-conn", func(cfg json.RawMessage, baseDir string) ([]Tool, error) {
-		return []Tool{Must(Func("conn_tool", "A tool of a connector.", func(context.Context, struct{}) (string, error) { return baseDir, nil }))}, nil
+	RegisterConnector("test-conn", func(cfg json.RawMessage, baseDir string) ([]Tool, func() error, error) {
+		return []Tool{Must(Func("conn_tool", "A tool of a connector.", func(context.Context, struct{}) (string, error) { return baseDir, nil }))}, nil, nil
 	})
-	tools, err := OpenConnector("test-conn", nil, "/base")
+	tools, _, err := OpenConnector("test-conn", nil, "/base")
 	if err != nil || len(tools) != 1 || tools[0].Info().Name != "conn_tool" {
 		t.Fatalf("OpenConnector = %v, %v", tools, err)
 	}
-	if _, err := OpenConnector("nope", nil, ""); err == nil || !strings.Contains(err.Error(), `unknown connector "nope"`) || !strings.Contains(err.Error(), "test-conn") {
+	if _, _, err := OpenConnector("nope", nil, ""); err == nil || !strings.Contains(err.Error(), `unknown connector "nope"`) || !strings.Contains(err.Error(), "test-conn") {
 		t.Errorf("an unknown connector: %v", err)
 	}
 	defer func() {

@@ -29,6 +29,7 @@ func runPipeline(ctx context.Context, path string, f runFlags, stdout, stderr io
 	if err != nil {
 		return usageErr(err)
 	}
+	defer p.Close()
 	runOpts := []pipeline.RunOption{pipeline.WithSessionOptions(su.sessionOpts...)}
 	for _, l := range su.listeners {
 		runOpts = append(runOpts, pipeline.WithEvents(l.fn, l.opts...))

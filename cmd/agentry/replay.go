@@ -42,6 +42,7 @@ code 0 when the replay is identical, 1 when anything differs.`,
 			if err != nil {
 				return usageErr(err)
 			}
+			defer a.Close()
 			var ro []agent.RunOption
 			if tools == "live" {
 				ro = append(ro, agent.LiveTools())

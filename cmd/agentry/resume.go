@@ -81,6 +81,7 @@ func resume(ctx context.Context, runID string, f resumeFlags, stdout, stderr io.
 	if err != nil {
 		return usageErr(err)
 	}
+	defer a.Close()
 	listeners, closeFn, err := eventListeners(f.runFlags, stderr)
 	if err != nil {
 		return usageErr(err)

@@ -108,6 +108,7 @@ func runAgent(ctx context.Context, target string, f runFlags, stdout, stderr io.
 	if err != nil {
 		return usageErr(err)
 	}
+	defer a.Close()
 	runOpts := su.sessionOpts
 	for _, l := range su.listeners {
 		runOpts = append(runOpts, agent.WithEvents(l.fn, l.opts...))

@@ -59,11 +59,17 @@ func validatePath(path, agentsDir string, writeLock bool, stdout, stderr io.Writ
 	}
 	tools := builtinTools(false)
 	if data, err := os.ReadFile(path); err == nil && !st.IsDir() && pipeline.IsPipeline(data) {
-		_, err := pipeline.FromFile(path, pipeline.WithTools(tools))
+		p, err := pipeline.FromFile(path, pipeline.WithTools(tools))
+		if err == nil {
+			p.Close()
+		}
 		return reportPipeline(path, err, stdout, stderr)
 	}
 	if !st.IsDir() {
-		_, err := agent.FromFile(path, agent.WithTools(tools), agent.WithAgents(spec.Dir{Path: agentsDir}))
+		a, err := agent.FromFile(path, agent.WithTools(tools), agent.WithAgents(spec.Dir{Path: agentsDir}))
+		if err == nil {
+			a.Close()
+		}
 		return report(path, err, stdout, stderr)
 	}
 	bad := 0
@@ -86,7 +92,10 @@ func validatePath(path, agentsDir string, writeLock bool, stdout, stderr io.Writ
 		ref := parts[0] + "@" + strings.TrimSuffix(parts[1], ".json")
 		s, specPath, err := d.Load(ref)
 		if err == nil {
-			_, err = agent.New(s, agent.WithTools(tools), agent.WithAgents(d), agent.WithBaseDir(filepath.Dir(specPath)))
+			var a *agent.Agent
+			if a, err = agent.New(s, agent.WithTools(tools), agent.WithAgents(d), agent.WithBaseDir(filepath.Dir(specPath))); err == nil {
+				a.Close()
+			}
 		}
 		if err == nil {
 			err = lk.Add(s)

@@ -252,21 +252,22 @@ type config struct {
 // The connector "files": {"root": DIR, "write": false, "max_bytes": N,
 // "max_entries": N}; a relative root is the spec's directory's.
 func init() {
-	tool.RegisterConnector("files", func(raw json.RawMessage, baseDir string) ([]tool.Tool, error) {
+	tool.RegisterConnector("files", func(raw json.RawMessage, baseDir string) ([]tool.Tool, func() error, error) {
 		var c config
 		if err := strictjson.Decode(raw, &c); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		if c.Root == "" {
-			return nil, errors.New("root: required (the directory the file tools are confined to)")
+			return nil, nil, errors.New("root: required (the directory the file tools are confined to)")
 		}
 		if c.MaxBytes < 0 || c.MaxEntries < 0 {
-			return nil, errors.New("max_bytes and max_entries must not be negative")
+			return nil, nil, errors.New("max_bytes and max_entries must not be negative")
 		}
 		root := c.Root
 		if !filepath.IsAbs(root) {
 			root = filepath.Join(baseDir, root)
 		}
-		return Tools(Options{Root: root, Write: c.Write, MaxBytes: c.MaxBytes, MaxEntries: c.MaxEntries})
+		tools, err := Tools(Options{Root: root, Write: c.Write, MaxBytes: c.MaxBytes, MaxEntries: c.MaxEntries})
+		return tools, nil, err // each call opens the root again: nothing stays open
 	})
 }

@@ -195,13 +195,13 @@ type config struct {
 }
 
 func init() {
-	tool.RegisterConnector("shell", func(raw json.RawMessage, baseDir string) ([]tool.Tool, error) {
+	tool.RegisterConnector("shell", func(raw json.RawMessage, baseDir string) ([]tool.Tool, func() error, error) {
 		var c config
 		if err := strictjson.Decode(raw, &c); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		if c.TimeoutMS < 0 || c.MaxOutput < 0 {
-			return nil, errors.New("timeout_ms and max_output_bytes must not be negative")
+			return nil, nil, errors.New("timeout_ms and max_output_bytes must not be negative")
 		}
 		dir := c.Dir
 		if dir != "" && !filepath.IsAbs(dir) {
@@ -209,8 +209,8 @@ func init() {
 		}
 		t, err := New(Options{Allow: c.Allow, Dir: dir, Timeout: time.Duration(c.TimeoutMS) * time.Millisecond, MaxOutput: c.MaxOutput, Env: c.Env})
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
-		return []tool.Tool{t}, nil
+		return []tool.Tool{t}, nil, nil
 	})
 }

@@ -225,22 +225,20 @@ type config struct {
 }
 
 func init() {
-	tool.RegisterConnector("sql", func(raw json.RawMessage, baseDir string) ([]tool.Tool, error) {
+	tool.RegisterConnector("sql", func(raw json.RawMessage, baseDir string) ([]tool.Tool, func() error, error) {
 		var c config
 		if err := strictjson.Decode(raw, &c); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		if c.MaxRows < 0 || c.MaxBytes < 0 || c.TimeoutMS < 0 {
-			return nil, errors.New("max_rows, max_bytes and timeout_ms must not be negative")
+			return nil, nil, errors.New("max_rows, max_bytes and timeout_ms must not be negative")
 		}
 		dsn := c.DSN
 		if dsn != "" && !strings.Contains(dsn, "://") && !filepath.IsAbs(dsn) {
 			dsn = filepath.Join(baseDir, dsn)
 		}
-		// The database stays open as long as the agent's tools exist: the
-		// process, for the binary.
-		tools, _, err := Tools(Options{DSN: dsn, Write: c.Write, MaxRows: c.MaxRows, MaxBytes: c.MaxBytes,
+		// The database stays open until the agent is closed.
+		return Tools(Options{DSN: dsn, Write: c.Write, MaxRows: c.MaxRows, MaxBytes: c.MaxBytes,
 			Timeout: time.Duration(c.TimeoutMS) * time.Millisecond})
-		return tools, err
 	})
 }

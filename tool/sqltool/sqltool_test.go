@@ -139,3 +139,24 @@ func TestSQLWrite(t *testing.T) {
 		t.Errorf("no dsn: %v", err)
 	}
 }
+
+// The connector's close releases its database: a call after it fails
+// naming why.
+func TestConnectorClose(t *testing.T) {
+	dsn := testdb.SQLite(t)
+	setup(t, dsn, false)
+	cfg, _ := json.Marshal(map[string]any{"dsn": dsn})
+	tools, closeFn, err := tool.OpenConnector("sql", cfg, t.TempDir())
+	if err != nil || closeFn == nil || len(tools) != 1 {
+		t.Fatalf("OpenConnector = %d tools, close %v, %v", len(tools), closeFn != nil, err)
+	}
+	if _, err := call(tools[0], "SELECT name FROM people WHERE id = ?", 1); err != nil {
+		t.Fatal(err)
+	}
+	if err := closeFn(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := call(tools[0], "SELECT name FROM people WHERE id = ?", 1); err == nil || !strings.Contains(err.Error(), "database is closed") {
+		t.Errorf("a query after close = %v", err)
+	}
+}
