@@ -124,28 +124,49 @@ func TestMalformedPolicy(t *testing.T) {
 	}
 }
 
-// An audit record edited in the database behind agentry's back is named
-// by audit --verify.
+// An audit chain edited, or with a record removed from its middle or its
+// end, behind agentry's back is named by audit --verify.
 func TestAuditVerifyFindsAnEdit(t *testing.T) {
-	db := filepath.Join(t.TempDir(), "runs.db")
-	if code, _, errs := runCLI(t, "run", policyAgent(t, `{"tools": {"deny": ["kv_*"]}}`), "--input", "city=Lisbon", "--input", "days=3", "--db", db, "-q"); code != 0 {
-		t.Fatal(errs)
-	}
-	st, err := openStore(t.Context(), db)
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, err = st.(interface{ SQL() *sql.DB }).SQL().Exec(`UPDATE agentry_audit SET decision = 'allow' WHERE seq = 2`)
-	st.Close()
-	if err != nil {
-		t.Fatal(err)
-	}
-	code, _, errs := runCLI(t, "audit", "--db", db, "--verify")
-	if code != 1 || !strings.Contains(errs, "record 2") || !strings.Contains(errs, "was changed") {
-		t.Errorf("audit --verify of an edited chain: exit %d %s", code, errs)
-	}
-	if code, out, _ := runCLI(t, "audit", "--db", db); code != 0 || !strings.Contains(out, "tools.deny") {
-		t.Errorf("audit: exit %d\n%s", code, out)
+	for _, tc := range []struct {
+		name, sql string
+		want      []string
+	}{
+		{"edited", `UPDATE agentry_audit SET decision = 'allow' WHERE seq = 2`, []string{"record 2", "was changed"}},
+		{"removed", `DELETE FROM agentry_audit WHERE seq = 2`, []string{"record 3", "removed or changed"}},
+		{"cut", `DELETE FROM agentry_audit WHERE seq = (SELECT MAX(seq) FROM agentry_audit)`, []string{"removed from the end"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			db := filepath.Join(t.TempDir(), "runs.db")
+			if code, _, errs := runCLI(t, "run", policyAgent(t, `{"tools": {"deny": ["kv_*"]}}`), "--input", "city=Lisbon", "--input", "days=3", "--db", db, "-q"); code != 0 {
+				t.Fatal(errs)
+			}
+			if code, _, errs := runCLI(t, "audit", "--db", db, "--verify"); code != 0 {
+				t.Fatalf("audit --verify of an untouched chain: exit %d %s", code, errs)
+			}
+			st, err := openStore(t.Context(), db)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var n int
+			sqlDB := st.(interface{ SQL() *sql.DB }).SQL()
+			if err := sqlDB.QueryRow(`SELECT COUNT(*) FROM agentry_audit`).Scan(&n); err != nil || n < 3 {
+				t.Fatalf("%d audit records (%v); the test needs 3", n, err)
+			}
+			_, err = sqlDB.Exec(tc.sql)
+			st.Close()
+			if err != nil {
+				t.Fatal(err)
+			}
+			code, _, errs := runCLI(t, "audit", "--db", db, "--verify")
+			for _, w := range tc.want {
+				if code != 1 || !strings.Contains(errs, w) {
+					t.Errorf("audit --verify: exit %d %s; want %q", code, errs, w)
+				}
+			}
+			if code, out, _ := runCLI(t, "audit", "--db", db); code != 0 || !strings.Contains(out, "tools.deny") {
+				t.Errorf("audit: exit %d\n%s", code, out)
+			}
+		})
 	}
 }
 
