@@ -1,0 +1,16 @@
+package memory_test
+
+import (
+	"testing"
+
+	"go.uber.org/goleak"
+
+	"github.com/agentry/agentry/memory"
+	"github.com/agentry/agentry/memory/memorytest"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+func TestInMemory(t *testing.T) {
+	memorytest.Run(t, func(*testing.T) memory.Backend { return memory.NewInMemory() })
+}

@@ -1,0 +1,181 @@
+package memory
+
+import (
+	"cmp"
+	"maps"
+	"math"
+	"slices"
+	"strings"
+	"unicode"
+)
+
+// stopWords are left out of searches: they match nearly everything. The
+// SQL backends leave the same words out of the queries they build.
+var stopWords = map[string]bool{}
+
+func init() {
+	for w := range strings.FieldsSeq(`a an and are as at be but by do does did for from had has have he her his how i
+		if in into is it its me my no not of on or our she so than that the their them then there these they
+		this to was we were what when where which who whom why will with would you your`) {
+		stopWords[w] = true
+	}
+}
+
+// Terms returns the words a search for query looks for: lower-cased runs
+// of letters and digits, stop words left out, each once, in order.
+func Terms(query string) []string {
+	var out []string
+	for w := range strings.FieldsFuncSeq(strings.ToLower(query), notWordRune) {
+		if !stopWords[w] && !slices.Contains(out, w) {
+			out = append(out, w)
+		}
+	}
+	return out
+}
+
+func notWordRune(r rune) bool { return !unicode.IsLetter(r) && !unicode.IsDigit(r) }
+
+// stem reduces a word to a rough root, so that "likes", "liked" and
+// "liking" find "like": a few English suffixes, no dictionary.
+func stem(w string) string {
+	for _, suf := range []string{"ing", "ed", "es", "s"} {
+		if r, ok := strings.CutSuffix(w, suf); ok && len(r) >= 3 {
+			if suf == "es" && !strings.HasSuffix(r, "s") && !strings.HasSuffix(r, "x") && !strings.HasSuffix(r, "ch") && !strings.HasSuffix(r, "sh") {
+				r += "e" // "likes" → "like", but "boxes" → "box"
+			}
+			return strings.TrimSuffix(r, "e")
+		}
+	}
+	return strings.TrimSuffix(w, "e")
+}
+
+// ranker scores texts against the terms of a query with BM25, over the
+// texts it is given: the backends that search in the process (in memory,
+// Redis, sealed) rank alike.
+type ranker struct {
+	terms []string
+}
+
+func newRanker(query string) *ranker {
+	r := &ranker{}
+	for _, t := range Terms(query) {
+		if s := stem(t); !slices.Contains(r.terms, s) {
+			r.terms = append(r.terms, s)
+		}
+	}
+	return r
+}
+
+// scores returns the BM25 score of each text (0 for a text that has none
+// of the terms).
+func (r *ranker) scores(texts []string) []float64 {
+	const k1, b = 1.2, 0.75
+	out := make([]float64, len(texts))
+	if len(r.terms) == 0 || len(texts) == 0 {
+		return out
+	}
+	tfs := make([]map[string]int, len(texts))
+	lengths := make([]int, len(texts))
+	df := map[string]int{}
+	total := 0
+	for i, t := range texts {
+		tf := map[string]int{}
+		for w := range strings.FieldsFuncSeq(strings.ToLower(t), notWordRune) {
+			lengths[i]++
+			s := stem(w)
+			if slices.Contains(r.terms, s) {
+				tf[s]++
+			}
+		}
+		for s := range tf {
+			df[s]++
+		}
+		tfs[i] = tf
+		total += lengths[i]
+	}
+	avg := float64(total) / float64(len(texts))
+	n := float64(len(texts))
+	for i, tf := range tfs {
+		for _, s := range r.terms {
+			f := float64(tf[s])
+			if f == 0 {
+				continue
+			}
+			idf := math.Log(1 + (n-float64(df[s])+0.5)/(float64(df[s])+0.5))
+			out[i] += idf * f * (k1 + 1) / (f + k1*(1-b+b*float64(lengths[i])/max(avg, 1)))
+		}
+	}
+	return out
+}
+
+// SearchEntries ranks entries against query in the process, as the
+// backends without a text index do: the best limit entries that have
+// any of its terms, best first (newer first among equals).
+func SearchEntries(entries []Entry, query string, limit int) []Hit {
+	texts := make([]string, len(entries))
+	for i := range entries {
+		texts[i] = entries[i].Text
+	}
+	scores := newRanker(query).scores(texts)
+	var hits []Hit
+	for i, s := range scores {
+		if s > 0 {
+			hits = append(hits, Hit{Entry: entries[i], Score: s})
+		}
+	}
+	slices.SortStableFunc(hits, func(a, b Hit) int {
+		return cmp.Or(cmp.Compare(b.Score, a.Score), cmp.Compare(b.ID, a.ID))
+	})
+	return hits[:min(len(hits), limitOr(limit, 10))]
+}
+
+// SearchDocs ranks documents against text by their string values, as
+// SearchEntries does entries.
+func SearchDocs(docs []Doc, text string, topK int) []DocHit {
+	texts := make([]string, len(docs))
+	for i := range docs {
+		texts[i] = DocText(docs[i].Value)
+	}
+	scores := newRanker(text).scores(texts)
+	var hits []DocHit
+	for i, s := range scores {
+		if s > 0 {
+			hits = append(hits, DocHit{Doc: docs[i], Score: s})
+		}
+	}
+	slices.SortStableFunc(hits, func(a, b DocHit) int {
+		return cmp.Or(cmp.Compare(b.Score, a.Score), strings.Compare(a.Key, b.Key))
+	})
+	return hits[:min(len(hits), limitOr(topK, 10))]
+}
+
+// DocText is the text of a document a search looks at: its string
+// values, nested ones too, in the order of their keys.
+func DocText(v any) string {
+	var b strings.Builder
+	var walk func(v any)
+	walk = func(v any) {
+		switch v := v.(type) {
+		case string:
+			b.WriteString(v)
+			b.WriteByte('\n')
+		case map[string]any:
+			for _, k := range slices.Sorted(maps.Keys(v)) {
+				walk(v[k])
+			}
+		case []any:
+			for _, e := range v {
+				walk(e)
+			}
+		}
+	}
+	walk(v)
+	return b.String()
+}
+
+func limitOr(n, def int) int {
+	if n <= 0 {
+		return def
+	}
+	return n
+}
