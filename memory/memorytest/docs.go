@@ -84,7 +84,9 @@ func testQuery(t *testing.T, b memory.Backend) {
 	ctx := context.Background()
 	db := b.DB()
 	writeCities(t, db)
-	f := func(field string, op memory.Op, v any) memory.Filter { return memory.Filter{Field: field, Op: op, Value: v} }
+	f := func(field string, op memory.Op, v any) memory.Filter {
+		return memory.Filter{Field: field, Op: op, Value: v}
+	}
 	for _, tc := range []struct {
 		name string
 		q    memory.Query
