@@ -12,13 +12,15 @@ import (
 
 	_ "github.com/jackc/pgx/v5/stdlib" // the database/sql driver "pgx"
 
+	"github.com/agentry/agentry/memory"
 	"github.com/agentry/agentry/store"
 	"github.com/agentry/agentry/store/internal/sqlstore"
 )
 
 var dialect = sqlstore.Dialect{Name: "postgres", Numbered: true, ForUpdate: " FOR UPDATE",
 	// One key for every agentry schema: migrations are rare and short.
-	MigrationLock: `SELECT pg_advisory_xact_lock(7461636)`, SeqKey: "BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY"}
+	MigrationLock: `SELECT pg_advisory_xact_lock(7461636)`, SeqKey: "BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY",
+	Text: sqlstore.PostgresText}
 
 // Open connects to the Postgres database url names and brings its schema
 // up to date.
@@ -38,4 +40,5 @@ func Open(ctx context.Context, url string) (*sqlstore.DB, error) {
 
 func init() {
 	store.Register("postgres", func(ctx context.Context, dsn string) (store.Store, error) { return Open(ctx, dsn) })
+	memory.Register("postgres", func(ctx context.Context, dsn string) (memory.Backend, error) { return Open(ctx, dsn) })
 }

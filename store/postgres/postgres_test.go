@@ -10,6 +10,8 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/agentry/agentry/internal/testdb"
+	"github.com/agentry/agentry/memory"
+	"github.com/agentry/agentry/memory/memorytest"
 	"github.com/agentry/agentry/store"
 	"github.com/agentry/agentry/store/postgres"
 	"github.com/agentry/agentry/store/storetest"
@@ -54,4 +56,14 @@ func TestOpenErrors(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "postgres") {
 		t.Errorf("Open of an unreachable server = %v, want an error naming postgres", err)
 	}
+}
+
+func TestMemoryConformance(t *testing.T) {
+	memorytest.Run(t, func(t *testing.T) memory.Backend {
+		b, err := memory.Open(context.Background(), testdb.Postgres(t))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	})
 }

@@ -17,12 +17,13 @@ import (
 
 	_ "modernc.org/sqlite" // the database/sql driver "sqlite"
 
+	"github.com/agentry/agentry/memory"
 	"github.com/agentry/agentry/store"
 	"github.com/agentry/agentry/store/internal/sqlstore"
 )
 
 // SQLite's rowid is the sequence when declared exactly so.
-var dialect = sqlstore.Dialect{Name: "sqlite", SeqKey: "INTEGER PRIMARY KEY"}
+var dialect = sqlstore.Dialect{Name: "sqlite", SeqKey: "INTEGER PRIMARY KEY", Text: sqlstore.SQLiteText}
 
 // Open opens (creating it and its directory when missing) the SQLite
 // store at path and brings its schema up to date.
@@ -67,4 +68,5 @@ func Open(ctx context.Context, path string) (*sqlstore.DB, error) {
 
 func init() {
 	store.Register("sqlite", func(ctx context.Context, dsn string) (store.Store, error) { return Open(ctx, dsn) })
+	memory.Register("sqlite", func(ctx context.Context, dsn string) (memory.Backend, error) { return Open(ctx, dsn) })
 }

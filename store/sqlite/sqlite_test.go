@@ -10,6 +10,8 @@ import (
 
 	"go.uber.org/goleak"
 
+	"github.com/agentry/agentry/memory"
+	"github.com/agentry/agentry/memory/memorytest"
 	"github.com/agentry/agentry/store"
 	"github.com/agentry/agentry/store/sqlite"
 	"github.com/agentry/agentry/store/storetest"
@@ -90,4 +92,14 @@ func TestOpenErrors(t *testing.T) {
 			}
 		})
 	}
+}
+
+func TestMemoryConformance(t *testing.T) {
+	memorytest.Run(t, func(t *testing.T) memory.Backend {
+		b, err := memory.Open(context.Background(), filepath.Join(t.TempDir(), "agentry.db"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	})
 }

@@ -33,6 +33,9 @@ type Dialect struct {
 	// SeqKey declares a log's sequence column: an auto-incrementing
 	// integer primary key.
 	SeqKey string
+	// Text is how the backend stores JSON, searches text and filters
+	// JSON fields, for memory and documents.
+	Text TextDialect
 }
 
 // migrations bring the schema up, one version each, written once for
@@ -88,13 +91,39 @@ var migrations = []string{
 	CREATE INDEX agentry_audit_run ON agentry_audit (run_id, seq);
 	CREATE TABLE agentry_audit_head (id INTEGER PRIMARY KEY CHECK (id = 1), seq BIGINT NOT NULL, hash TEXT NOT NULL);
 	INSERT INTO agentry_audit_head (id, seq, hash) VALUES (1, 0, '');`,
+	// 3: memory streams and document collections, each with a text index
+	// of the dialect's own (SEARCH_DDL).
+	`CREATE TABLE agentry_memory (
+		id SEQ_KEY,
+		stream TEXT NOT NULL,
+		kind TEXT NOT NULL DEFAULT '',
+		text TEXT NOT NULL,
+		run_id TEXT NOT NULL DEFAULT '',
+		agent TEXT NOT NULL DEFAULT '',
+		user_id TEXT NOT NULL DEFAULT '',
+		at BIGINT NOT NULL,
+		expires BIGINT NOT NULL DEFAULT 0
+	);
+	CREATE INDEX agentry_memory_stream ON agentry_memory (stream, id);
+	CREATE TABLE agentry_docs (
+		collection TEXT NOT NULL,
+		doc_key TEXT NOT NULL,
+		value JSON_TYPE NOT NULL,
+		text TEXT NOT NULL,
+		run_id TEXT NOT NULL DEFAULT '',
+		agent TEXT NOT NULL DEFAULT '',
+		user_id TEXT NOT NULL DEFAULT '',
+		at BIGINT NOT NULL,
+		PRIMARY KEY (collection, doc_key)
+	);
+	SEARCH_DDL`,
 }
 
 // schema is the migrations in the dialect's words.
 func (d *Dialect) schema() []string {
 	out := make([]string, len(migrations))
 	for i, m := range migrations {
-		out[i] = strings.ReplaceAll(m, "SEQ_KEY", d.SeqKey)
+		out[i] = strings.NewReplacer("SEQ_KEY", d.SeqKey, "JSON_TYPE", d.Text.JSONType, "SEARCH_DDL", d.Text.SearchDDL).Replace(m)
 	}
 	return out
 }

@@ -1,0 +1,258 @@
+package sqlstore
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/agentry/agentry/memory"
+)
+
+// Memory returns the store's memory streams (migration 3's tables).
+func (s *DB) Memory() memory.Memory { return (*streams)(s) }
+
+// DB returns the store's document collections.
+func (s *DB) DB() memory.DB { return (*docs)(s) }
+
+type streams DB
+
+const entryColumns = `id, stream, kind, text, run_id, agent, user_id, at, expires`
+
+func (m *streams) Append(ctx context.Context, e memory.Entry, keep memory.Retention) (memory.Entry, error) {
+	if err := memory.CheckEntry(e, keep); err != nil {
+		return memory.Entry{}, err
+	}
+	s := (*DB)(m)
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return memory.Entry{}, fmt.Errorf("memory (%s): append: %w", s.d.Name, err)
+	}
+	defer tx.Rollback()
+	if l := s.d.Text.StreamLock; l != "" {
+		if _, err := tx.ExecContext(ctx, s.q(l), e.Stream); err != nil {
+			return memory.Entry{}, fmt.Errorf("memory (%s): append: %w", s.d.Name, err)
+		}
+	}
+	e = memory.Stamp(e, keep, 0, s.now())
+	at := micros(e.Time)
+	if _, err := tx.ExecContext(ctx, s.q(`DELETE FROM agentry_memory WHERE stream = ? AND expires > 0 AND expires <= ?`), e.Stream, at); err != nil {
+		return memory.Entry{}, fmt.Errorf("memory (%s): append: %w", s.d.Name, err)
+	}
+	err = tx.QueryRowContext(ctx, s.q(`INSERT INTO agentry_memory (stream, kind, text, run_id, agent, user_id, at, expires)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?) RETURNING id`),
+		e.Stream, e.Kind, e.Text, e.RunID, e.Agent, e.UserID, at, micros(e.Expires)).Scan(&e.ID)
+	if err != nil {
+		return memory.Entry{}, fmt.Errorf("memory (%s): append: %w", s.d.Name, err)
+	}
+	if keep.MaxEntries > 0 {
+		_, err := tx.ExecContext(ctx, s.q(`DELETE FROM agentry_memory WHERE stream = ? AND id <= (
+			SELECT id FROM agentry_memory WHERE stream = ? ORDER BY id DESC LIMIT 1 OFFSET ?)`), e.Stream, e.Stream, keep.MaxEntries)
+		if err != nil {
+			return memory.Entry{}, fmt.Errorf("memory (%s): append: retention: %w", s.d.Name, err)
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		return memory.Entry{}, fmt.Errorf("memory (%s): append: %w", s.d.Name, err)
+	}
+	return e, nil
+}
+
+func scanEntry(row interface{ Scan(...any) error }, extra ...any) (memory.Entry, error) {
+	var e memory.Entry
+	var at, expires int64
+	err := row.Scan(append([]any{&e.ID, &e.Stream, &e.Kind, &e.Text, &e.RunID, &e.Agent, &e.UserID, &at, &expires}, extra...)...)
+	e.Time, e.Expires = fromMicros(at), fromMicros(expires)
+	return e, err
+}
+
+func (m *streams) Read(ctx context.Context, stream string, o memory.ReadOptions) ([]memory.Entry, error) {
+	if err := memory.CheckRead(stream, o); err != nil {
+		return nil, err
+	}
+	s := (*DB)(m)
+	where := []string{"stream = ?", "(expires = 0 OR expires > ?)"}
+	args := []any{stream, s.now().UnixMicro()}
+	if !o.Since.IsZero() {
+		where, args = append(where, "at >= ?"), append(args, micros(o.Since))
+	}
+	if !o.Until.IsZero() {
+		where, args = append(where, "at < ?"), append(args, micros(o.Until))
+	}
+	query := `SELECT ` + entryColumns + ` FROM agentry_memory WHERE ` + strings.Join(where, " AND ") + ` ORDER BY id` + desc(o.Order == memory.Newest)
+	if o.Limit > 0 {
+		query, args = query+" LIMIT ?", append(args, o.Limit)
+	}
+	rows, err := s.db.QueryContext(ctx, s.q(query), args...)
+	if err != nil {
+		return nil, fmt.Errorf("memory (%s): read %s: %w", s.d.Name, stream, err)
+	}
+	defer rows.Close()
+	var out []memory.Entry
+	for rows.Next() {
+		e, err := scanEntry(rows)
+		if err != nil {
+			return nil, fmt.Errorf("memory (%s): read %s: %w", s.d.Name, stream, err)
+		}
+		out = append(out, e)
+	}
+	return out, rows.Err()
+}
+
+func (m *streams) Search(ctx context.Context, query string, o memory.SearchOptions) ([]memory.Hit, error) {
+	if err := memory.CheckName("stream", o.Stream); err != nil {
+		return nil, err
+	}
+	s := (*DB)(m)
+	terms := memory.Terms(query)
+	if len(terms) == 0 {
+		return nil, nil
+	}
+	rows, err := s.db.QueryContext(ctx, s.q(s.d.Text.searchEntries), s.d.Text.match(terms), o.Stream, s.now().UnixMicro(), limitOr(o.Limit, 10))
+	if err != nil {
+		return nil, fmt.Errorf("memory (%s): search %s: %w", s.d.Name, o.Stream, err)
+	}
+	defer rows.Close()
+	var out []memory.Hit
+	for rows.Next() {
+		var h memory.Hit
+		if h.Entry, err = scanEntry(rows, &h.Score); err != nil {
+			return nil, fmt.Errorf("memory (%s): search %s: %w", s.d.Name, o.Stream, err)
+		}
+		out = append(out, h)
+	}
+	return out, rows.Err()
+}
+
+func (m *streams) Clear(ctx context.Context, stream string) error {
+	if err := memory.CheckName("stream", stream); err != nil {
+		return err
+	}
+	s := (*DB)(m)
+	if _, err := s.db.ExecContext(ctx, s.q(`DELETE FROM agentry_memory WHERE stream = ?`), stream); err != nil {
+		return fmt.Errorf("memory (%s): clear %s: %w", s.d.Name, stream, err)
+	}
+	return nil
+}
+
+func limitOr(n, def int) int {
+	if n <= 0 {
+		return def
+	}
+	return n
+}
+
+type docs DB
+
+const docColumns = `collection, doc_key, value, run_id, agent, user_id, at`
+
+func (m *docs) Write(ctx context.Context, d memory.Doc) (memory.Doc, error) {
+	d, err := memory.CheckDoc(d)
+	if err != nil {
+		return memory.Doc{}, err
+	}
+	s := (*DB)(m)
+	data, _ := json.Marshal(d.Value) // CheckDoc read it from JSON
+	d.Time = fromMicros(micros(s.now()))
+	_, err = s.db.ExecContext(ctx, s.q(`INSERT INTO agentry_docs (collection, doc_key, value, text, run_id, agent, user_id, at)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+		ON CONFLICT (collection, doc_key) DO UPDATE SET value = excluded.value, text = excluded.text,
+			run_id = excluded.run_id, agent = excluded.agent, user_id = excluded.user_id, at = excluded.at`),
+		d.Collection, d.Key, s.d.Text.jsonParam(data), memory.DocText(d.Value), d.RunID, d.Agent, d.UserID, micros(d.Time))
+	if err != nil {
+		return memory.Doc{}, fmt.Errorf("memory (%s): write %s/%s: %w", s.d.Name, d.Collection, d.Key, err)
+	}
+	return d, nil
+}
+
+func scanDoc(row interface{ Scan(...any) error }, extra ...any) (memory.Doc, error) {
+	var d memory.Doc
+	var value []byte
+	var at int64
+	if err := row.Scan(append([]any{&d.Collection, &d.Key, &value, &d.RunID, &d.Agent, &d.UserID, &at}, extra...)...); err != nil {
+		return d, err
+	}
+	d.Time = fromMicros(at)
+	if err := json.Unmarshal(value, &d.Value); err != nil {
+		return d, fmt.Errorf("the value of %s/%s: %w", d.Collection, d.Key, err)
+	}
+	return d, nil
+}
+
+func (m *docs) Read(ctx context.Context, collection, key string) (memory.Doc, error) {
+	if err := errors.Join(memory.CheckName("collection", collection), memory.CheckName("key", key)); err != nil {
+		return memory.Doc{}, err
+	}
+	s := (*DB)(m)
+	d, err := scanDoc(s.db.QueryRowContext(ctx, s.q(`SELECT `+docColumns+` FROM agentry_docs WHERE collection = ? AND doc_key = ?`), collection, key))
+	if errors.Is(err, sql.ErrNoRows) {
+		return d, fmt.Errorf("%w: %s/%s", memory.ErrNotFound, collection, key)
+	}
+	if err != nil {
+		return d, fmt.Errorf("memory (%s): read %s/%s: %w", s.d.Name, collection, key, err)
+	}
+	return d, nil
+}
+
+func (m *docs) Query(ctx context.Context, collection string, q memory.Query) ([]memory.Doc, error) {
+	if err := errors.Join(memory.CheckName("collection", collection), memory.CheckQuery(q)); err != nil {
+		return nil, err
+	}
+	s := (*DB)(m)
+	where, args := []string{"collection = ?"}, []any{collection}
+	for _, f := range q.Where {
+		w, a := s.d.Text.filter(memory.Path(f.Field), f)
+		where, args = append(where, w), append(args, a...)
+	}
+	order := "doc_key" + desc(q.Desc)
+	if q.OrderBy != "" {
+		order = s.d.Text.order(memory.Path(q.OrderBy), q.Desc)
+	}
+	query := `SELECT ` + docColumns + ` FROM agentry_docs WHERE ` + strings.Join(where, " AND ") + ` ORDER BY ` + order + ` LIMIT ?`
+	return s.docs(ctx, "query "+collection, query, append(args, limitOr(q.Limit, 100))...)
+}
+
+func (m *docs) Search(ctx context.Context, collection, text string, topK int) ([]memory.DocHit, error) {
+	if err := memory.CheckName("collection", collection); err != nil {
+		return nil, err
+	}
+	s := (*DB)(m)
+	terms := memory.Terms(text)
+	if len(terms) == 0 {
+		return nil, nil
+	}
+	rows, err := s.db.QueryContext(ctx, s.q(s.d.Text.searchDocs), s.d.Text.match(terms), collection, limitOr(topK, 10))
+	if err != nil {
+		return nil, fmt.Errorf("memory (%s): search %s: %w", s.d.Name, collection, err)
+	}
+	defer rows.Close()
+	var out []memory.DocHit
+	for rows.Next() {
+		var h memory.DocHit
+		if h.Doc, err = scanDoc(rows, &h.Score); err != nil {
+			return nil, fmt.Errorf("memory (%s): search %s: %w", s.d.Name, collection, err)
+		}
+		out = append(out, h)
+	}
+	return out, rows.Err()
+}
+
+// docs runs a query of documents.
+func (s *DB) docs(ctx context.Context, what, query string, args ...any) ([]memory.Doc, error) {
+	rows, err := s.db.QueryContext(ctx, s.q(query), args...)
+	if err != nil {
+		return nil, fmt.Errorf("memory (%s): %s: %w", s.d.Name, what, err)
+	}
+	defer rows.Close()
+	var out []memory.Doc
+	for rows.Next() {
+		d, err := scanDoc(rows)
+		if err != nil {
+			return nil, fmt.Errorf("memory (%s): %s: %w", s.d.Name, what, err)
+		}
+		out = append(out, d)
+	}
+	return out, rows.Err()
+}
