@@ -9,6 +9,8 @@
 # start prints shell exports on stdout (and progress on stderr):
 #   AGENTRY_TEST_DEPS       the temporary directory, for stop
 #   AGENTRY_TEST_POSTGRES   a postgres:// URL of an empty database
+#   AGENTRY_TEST_REDIS      a redis:// URL of an empty server (append-only
+#                           file, fsync on every write)
 set -euo pipefail
 
 log() { echo "test-deps: $*" >&2; }
@@ -38,8 +40,11 @@ pg_bin() {
 }
 
 install() {
-  if [ -z "$(pg_bin)" ]; then
-    apt_install postgresql
+  local pkgs=()
+  [ -n "$(pg_bin)" ] || pkgs+=(postgresql)
+  command -v redis-server >/dev/null || pkgs+=(redis-server)
+  if [ ${#pkgs[@]} -gt 0 ]; then
+    apt_install "${pkgs[@]}"
   fi
 }
 
@@ -84,6 +89,28 @@ start_postgres() {
   return 1
 }
 
+start_redis() {
+  local dir=$1/redis port
+  mkdir -p "$dir"
+  for _ in 1 2 3 4 5; do
+    port=$(free_port)
+    redis-server --bind 127.0.0.1 --port "$port" --dir "$dir" --daemonize yes \
+      --pidfile "$dir/redis.pid" --logfile "$dir/redis.log" \
+      --appendonly yes --appendfsync always --save "" >&2 || true
+    for _ in $(seq 1 50); do
+      if redis-cli -p "$port" ping >/dev/null 2>&1; then
+        echo "export AGENTRY_TEST_REDIS='redis://127.0.0.1:$port/0'"
+        log "redis on 127.0.0.1:$port"
+        return
+      fi
+      sleep 0.1
+    done
+    log "redis did not start on port $port; trying another"
+  done
+  cat "$dir/redis.log" >&2
+  return 1
+}
+
 start() {
   install
   local dir
@@ -91,6 +118,7 @@ start() {
   chmod 755 "$dir"
   echo "export AGENTRY_TEST_DEPS='$dir'"
   start_postgres "$dir"
+  start_redis "$dir"
 }
 
 stop() {
@@ -100,6 +128,9 @@ stop() {
     local run=()
     [ "$(id -u)" = 0 ] && run=(runuser -u postgres --)
     "${run[@]}" "$(pg_bin)/pg_ctl" -D "$dir/pg" -m immediate -w stop >/dev/null 2>&1 || true
+  fi
+  if [ -f "$dir/redis/redis.pid" ]; then
+    kill "$(cat "$dir/redis/redis.pid")" 2>/dev/null || true
   fi
   rm -rf "$dir"
 }
