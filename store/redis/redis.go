@@ -235,4 +235,3 @@ func (m *docs) Search(ctx context.Context, collection, text string, topK int) ([
 	}
 	return memory.SearchDocs(all, text, topK), nil
 }
-
