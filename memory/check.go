@@ -90,3 +90,8 @@ func CheckDoc(d Doc) (Doc, error) {
 	}
 	return d, nil
 }
+
+func mustJSON(v any) []byte {
+	data, _ := json.Marshal(v) // values come from JSON
+	return data
+}

@@ -1,0 +1,258 @@
+package memory
+
+import (
+	"context"
+	"crypto/aes"
+	"crypto/cipher"
+	"crypto/rand"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+)
+
+// sealedPrefix marks a sealed text: the format, then the nonce and the
+// ciphertext in base64.
+const sealedPrefix = "agentry-sealed:v1:"
+
+// sealedField is the only field of a sealed document's value as stored.
+const sealedField = "agentry_sealed"
+
+// KeyEnv is the environment variable that holds the encryption key of
+// the binary's memory.
+const KeyEnv = "AGENTRY_ENCRYPTION_KEY"
+
+// ParseKey reads an AES-256 key: 32 bytes, written as 64 hex digits or
+// in base64.
+func ParseKey(s string) ([]byte, error) {
+	s = strings.TrimSpace(s)
+	if k, err := hex.DecodeString(s); err == nil && len(k) == 32 {
+		return k, nil
+	}
+	for _, enc := range []*base64.Encoding{base64.StdEncoding, base64.RawStdEncoding, base64.URLEncoding, base64.RawURLEncoding} {
+		if k, err := enc.DecodeString(s); err == nil && len(k) == 32 {
+			return k, nil
+		}
+	}
+	return nil, fmt.Errorf("the key must be 32 bytes, written as 64 hex digits or in base64 (openssl rand -hex 32); got %d characters", len(s))
+}
+
+// Sealed wraps b so that what reaches it is encrypted with AES-256-GCM
+// under key: an entry's text and a document's value, each bound to its
+// stream or collection and key, so that one moved elsewhere does not
+// open. Names, kinds, authors and times stay readable (they are what
+// backends select by). Searches and queries then run in the process over
+// the opened entries and documents, since the backend's own index sees
+// only ciphertext.
+//
+// With a nil key nothing is encrypted, but reading something sealed is
+// an ErrSealed that says the key is missing. Text written before a key
+// was given is read as it is.
+func Sealed(b Backend, key []byte) (Backend, error) {
+	s := &sealed{b: b}
+	if key != nil {
+		block, err := aes.NewCipher(key)
+		if err != nil {
+			return nil, fmt.Errorf("memory: encryption key: %w", err)
+		}
+		if len(key) != 32 {
+			return nil, fmt.Errorf("memory: encryption key: want 32 bytes (AES-256), got %d", len(key))
+		}
+		if s.aead, err = cipher.NewGCM(block); err != nil {
+			return nil, err
+		}
+	}
+	return s, nil
+}
+
+type sealed struct {
+	b    Backend
+	aead cipher.AEAD // nil: no key
+}
+
+func (s *sealed) Memory() Memory { return (*sealedStreams)(s) }
+func (s *sealed) DB() DB         { return (*sealedDocs)(s) }
+func (s *sealed) Close() error   { return s.b.Close() }
+
+func (s *sealed) seal(text, bind string) string {
+	nonce := make([]byte, s.aead.NonceSize())
+	rand.Read(nonce)
+	return sealedPrefix + base64.RawStdEncoding.EncodeToString(s.aead.Seal(nonce, nonce, []byte(text), []byte(bind)))
+}
+
+// open returns text opened; what names the thing, for errors.
+func (s *sealed) open(text, bind, what string) (string, error) {
+	body, ok := strings.CutPrefix(text, sealedPrefix)
+	if !ok {
+		return text, nil
+	}
+	if s.aead == nil {
+		return "", fmt.Errorf("%w: %s is encrypted and no key was given (set %s)", ErrSealed, what, KeyEnv)
+	}
+	raw, err := base64.RawStdEncoding.DecodeString(body)
+	n := s.aead.NonceSize()
+	if err != nil || len(raw) < n {
+		return "", fmt.Errorf("%w: %s is not a sealed text agentry wrote", ErrSealed, what)
+	}
+	plain, err := s.aead.Open(nil, raw[:n], raw[n:], []byte(bind))
+	if err != nil {
+		return "", fmt.Errorf("%w: %s does not open with this key (a wrong key, or it was changed or moved)", ErrSealed, what)
+	}
+	return string(plain), nil
+}
+
+type sealedStreams sealed
+
+func (m *sealedStreams) Append(ctx context.Context, e Entry, keep Retention) (Entry, error) {
+	s := (*sealed)(m)
+	if s.aead == nil || e.Text == "" {
+		return s.b.Memory().Append(ctx, e, keep)
+	}
+	plain := e.Text
+	e.Text = s.seal(plain, e.Stream)
+	out, err := s.b.Memory().Append(ctx, e, keep)
+	out.Text = plain
+	return out, err
+}
+
+func (m *sealedStreams) openAll(entries []Entry) ([]Entry, error) {
+	s := (*sealed)(m)
+	for i := range entries {
+		e := &entries[i]
+		var err error
+		if e.Text, err = s.open(e.Text, e.Stream, fmt.Sprintf("entry %d of %s", e.ID, e.Stream)); err != nil {
+			return nil, err
+		}
+	}
+	return entries, nil
+}
+
+func (m *sealedStreams) Read(ctx context.Context, stream string, o ReadOptions) ([]Entry, error) {
+	entries, err := (*sealed)(m).b.Memory().Read(ctx, stream, o)
+	if err != nil {
+		return nil, err
+	}
+	return m.openAll(entries)
+}
+
+func (m *sealedStreams) Search(ctx context.Context, query string, o SearchOptions) ([]Hit, error) {
+	s := (*sealed)(m)
+	if s.aead == nil {
+		// The backend's index sees sealed text as noise: a stream whose
+		// newest entry is sealed is refused rather than searched in vain.
+		if _, err := m.Read(ctx, o.Stream, ReadOptions{Limit: 1, Order: Newest}); err != nil {
+			return nil, err
+		}
+		return s.b.Memory().Search(ctx, query, o)
+	}
+	if err := CheckName("stream", o.Stream); err != nil {
+		return nil, err
+	}
+	entries, err := m.Read(ctx, o.Stream, ReadOptions{})
+	if err != nil {
+		return nil, err
+	}
+	return SearchEntries(entries, query, o.Limit), nil
+}
+
+func (m *sealedStreams) Clear(ctx context.Context, stream string) error {
+	return (*sealed)(m).b.Memory().Clear(ctx, stream)
+}
+
+type sealedDocs sealed
+
+func bindDoc(collection, key string) string { return collection + "\x00" + key }
+
+func (m *sealedDocs) Write(ctx context.Context, d Doc) (Doc, error) {
+	s := (*sealed)(m)
+	if s.aead == nil {
+		return s.b.DB().Write(ctx, d)
+	}
+	d, err := CheckDoc(d)
+	if err != nil {
+		return Doc{}, err
+	}
+	plain := d.Value
+	data := mustJSON(plain)
+	d.Value = map[string]any{sealedField: s.seal(string(data), bindDoc(d.Collection, d.Key))}
+	out, err := s.b.DB().Write(ctx, d)
+	out.Value = plain
+	return out, err
+}
+
+func (m *sealedDocs) openDoc(d Doc) (Doc, error) {
+	s := (*sealed)(m)
+	text, ok := d.Value[sealedField].(string)
+	if !ok || len(d.Value) != 1 {
+		return d, nil // written before a key was given
+	}
+	plain, err := s.open(text, bindDoc(d.Collection, d.Key), "document "+d.Collection+"/"+d.Key)
+	if err != nil {
+		return Doc{}, err
+	}
+	d.Value = nil
+	if err := json.Unmarshal([]byte(plain), &d.Value); err != nil {
+		return Doc{}, fmt.Errorf("%w: document %s/%s opened to something that is not JSON", ErrSealed, d.Collection, d.Key)
+	}
+	return d, nil
+}
+
+func (m *sealedDocs) Read(ctx context.Context, collection, key string) (Doc, error) {
+	d, err := (*sealed)(m).b.DB().Read(ctx, collection, key)
+	if err != nil {
+		return d, err
+	}
+	return m.openDoc(d)
+}
+
+// all returns a collection's documents, opened.
+func (m *sealedDocs) all(ctx context.Context, collection string) ([]Doc, error) {
+	docs, err := (*sealed)(m).b.DB().Query(ctx, collection, Query{Limit: 1 << 30})
+	if err != nil {
+		return nil, err
+	}
+	for i := range docs {
+		if docs[i], err = m.openDoc(docs[i]); err != nil {
+			return nil, err
+		}
+	}
+	return docs, nil
+}
+
+func (m *sealedDocs) Query(ctx context.Context, collection string, q Query) ([]Doc, error) {
+	if err := errors.Join(CheckName("collection", collection), CheckQuery(q)); err != nil {
+		return nil, err
+	}
+	if (*sealed)(m).aead == nil {
+		docs, err := (*sealed)(m).b.DB().Query(ctx, collection, q)
+		for i := 0; err == nil && i < len(docs); i++ {
+			docs[i], err = m.openDoc(docs[i]) // a sealed one is an ErrSealed
+		}
+		return docs, err
+	}
+	docs, err := m.all(ctx, collection)
+	if err != nil {
+		return nil, err
+	}
+	return Select(docs, q)
+}
+
+func (m *sealedDocs) Search(ctx context.Context, collection, text string, topK int) ([]DocHit, error) {
+	if err := CheckName("collection", collection); err != nil {
+		return nil, err
+	}
+	if (*sealed)(m).aead == nil {
+		hits, err := (*sealed)(m).b.DB().Search(ctx, collection, text, topK)
+		for i := 0; err == nil && i < len(hits); i++ {
+			hits[i].Doc, err = m.openDoc(hits[i].Doc)
+		}
+		return hits, err
+	}
+	docs, err := m.all(ctx, collection)
+	if err != nil {
+		return nil, err
+	}
+	return SearchDocs(docs, text, topK), nil
+}
