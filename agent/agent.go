@@ -22,6 +22,7 @@ import (
 	"go.opentelemetry.io/otel/metric"
 
 	"github.com/agentry/agentry/llm"
+	"github.com/agentry/agentry/memory"
 	"github.com/agentry/agentry/policy"
 	"github.com/agentry/agentry/prompt"
 	"github.com/agentry/agentry/retry"
@@ -55,6 +56,7 @@ type Agent struct {
 	redact       *policy.Redactor // what leaves a run (events, logs, the Result, the run log) goes through it
 	sizes        *sizes           // shared by the agent's copies (handoffs, sub-agents build their own)
 	o            options          // for sub-agents and handoffs built later
+	mem          *agentMemory     // the spec's memory; nil without
 	closers      []func() error   // what the agent opened: connectors, sub-agents
 	handoffs     []*handoff
 	closeOnce    sync.Once
@@ -86,6 +88,7 @@ type options struct {
 	service     ServiceFunc
 	meters      metric.MeterProvider
 	rules       []hostRule
+	memory      memory.Backend
 }
 
 // Option configures New.
@@ -246,10 +249,11 @@ func build(in *spec.Spec, o options) (*Agent, error) {
 		}
 		a.prompt = p
 	}
+	problems = append(problems, a.openMemory(o)...)
 	problems = append(problems, a.bindTools(o)...)
 	problems = append(problems, a.bindHandoffs(o)...)
 	problems = append(problems, a.checkPolicy()...)
-	a.outFilters = outputFilters(sp.Policy)
+	a.outFilters = filtersOn(sp.Policy, policy.Output)
 	if err := a.choosePlanner(o); err != nil {
 		problems = append(problems, err.Error())
 	}

@@ -97,6 +97,7 @@ var endings = []ending{
 	{ErrValidation, ReasonCompleted, CodeValidation, OutcomePartial, true},
 	{ErrAwaitingApproval, ReasonAwaitingApproval, CodeAwaitingApproval, OutcomeConfirm, true},
 	{ErrStore, ReasonError, CodeStoreError, OutcomeError, true},
+	{ErrMemory, ReasonError, CodeMemoryError, OutcomePartial, true},
 	{ErrDiverged, ReasonError, CodeDiverged, OutcomeError, false},
 	{ErrPolicyViolation, ReasonError, CodePolicyViolation, OutcomeError, false},
 	{ErrConfig, ReasonError, CodeConfigError, OutcomeError, false},

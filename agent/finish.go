@@ -16,6 +16,9 @@ func (r *run) finish(final *Final, err error) (*Result, error) {
 	if final != nil && err == nil && len(r.a.outFilters) > 0 {
 		final, err = r.filterOutput(final) // the policy's filters on the output
 	}
+	if final != nil && err == nil {
+		err = r.memorize(final)
+	}
 	r.link.merge(r)
 	st, a := r.st, r.a
 	end := endingOf(err)
@@ -78,6 +81,7 @@ func (r *run) finish(final *Final, err error) (*Result, error) {
 	}
 	res.ContextUsed = contextUsed(st)
 	res.Handoffs = st.Handoffs
+	res.MemoryDeltas = r.mem.result()
 	res.Confidence = confidence(res, rs)
 	res.Decision = decision(res)
 	redactResult(res, a.redact)

@@ -191,6 +191,9 @@ func (j *journal) begin(ctx context.Context, s *Session) error {
 		start := startRecord{Kind: "agent", RunID: r.st.RunID, SessionID: r.st.SessionID, ParentRunID: r.st.ParentRunID,
 			Spec: mustJSON(a.spec), BaseDir: absDir(a.o.baseDir), Model: a.o.model, Input: r.st.Input, UserID: s.cfg.userID,
 			CorrelationID: s.cfg.correlationID, TraceParent: s.cfg.traceParent, Metadata: s.cfg.metadata, StartedAt: r.st.StartedAt}
+		if r.mem != nil {
+			start.Memory = r.mem.block
+		}
 		if a.o.agents != nil {
 			start.AgentsDir = absDir(a.o.agents.Path)
 		}

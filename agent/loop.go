@@ -53,6 +53,8 @@ type run struct {
 	cacheMu sync.Mutex
 	cache   map[string]cacheEntry // tool results still valid (from hints)
 
+	mem *runMemory // the run's memory; nil without
+
 	reasoning reasoning // what ReAct and tool hints add to the result
 	notes     []string  // what the ReAct parser forgave in the last reply
 }
@@ -123,6 +125,9 @@ func (s *Session) Run(ctx context.Context) (*Result, error) {
 	}
 	if n := hint(&a.sizes.actions); n > 0 {
 		r.actions = make([]Action, 0, n)
+	}
+	if err := r.recall(ctx); err != nil {
+		return r.finish(nil, err)
 	}
 	j, err := s.openJournal(ctx, r)
 	if err != nil {

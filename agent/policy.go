@@ -29,7 +29,7 @@ func policyTools(p *policy.Policy, rules []hostRule) tool.Middleware {
 		p = &policy.Policy{}
 	}
 	limits := newLimiters(p.RateLimits)
-	filters := inputFilters(p)
+	filters := filtersOn(p, policy.ToolInput)
 	network := len(p.Network.AllowHosts) > 0 || p.Network.AllowPrivate
 	return func(next tool.Handler) tool.Handler {
 		return func(ctx context.Context, call *tool.Call) (tool.Output, error) {
@@ -170,13 +170,15 @@ type filter struct {
 	r      *policy.Redactor
 }
 
-// inputFilters compiles the filters on tool input (the spec was checked:
-// their patterns compile).
-func inputFilters(p *policy.Policy) []filter {
+// filtersOn compiles the policy's content filters on target.
+func filtersOn(p *policy.Policy, target policy.Target) []filter {
+	if p == nil {
+		return nil
+	}
 	var out []filter
 	for i := range p.ContentFilters {
 		f := &p.ContentFilters[i]
-		if !slices.Contains(f.On, policy.ToolInput) {
+		if !slices.Contains(f.On, target) {
 			continue
 		}
 		if r, err := f.Redactor(); err == nil {
@@ -344,24 +346,6 @@ func (r *run) report(ctx context.Context, target, callID, rule, decision, reason
 		return fmt.Errorf("%w: audit: %w", ErrStore, err)
 	}
 	return nil
-}
-
-// outputFilters compiles the filters on the final output.
-func outputFilters(p *policy.Policy) []filter {
-	if p == nil {
-		return nil
-	}
-	var out []filter
-	for i := range p.ContentFilters {
-		f := &p.ContentFilters[i]
-		if !slices.Contains(f.On, policy.Output) {
-			continue
-		}
-		if r, err := f.Redactor(); err == nil {
-			out = append(out, filter{name: f.Name, action: f.Action, r: r})
-		}
-	}
-	return out
 }
 
 // ErrPolicyViolation is matched by the error of a run whose answer a

@@ -28,6 +28,9 @@ type startRecord struct {
 	TraceParent   string            `json:"trace_parent,omitempty"`
 	Metadata      map[string]string `json:"metadata,omitempty"`
 	StartedAt     Timestamp         `json:"started_at"`
+	// Memory is what recall put into the system prompt, for a resume to
+	// put it back as it was.
+	Memory string `json:"memory,omitempty"`
 }
 
 // modelRecord is one model call: what was asked (as a digest) and the

@@ -136,6 +136,9 @@ type Result struct {
 	// Handoffs are the agents the conversation was handed to, in order;
 	// the last one gave the answer.
 	Handoffs []string `json:"handoffs,omitempty"`
+	// MemoryDeltas are what the run wrote to memory and collections, in
+	// order (the spec's memory.write and the memory tools).
+	MemoryDeltas []MemoryDelta `json:"memory_deltas,omitempty"`
 	// PromptTemplate names the versioned template of the system prompt.
 	PromptTemplate string  `json:"prompt_template,omitempty"`
 	Metrics        Metrics `json:"metrics"`

@@ -18,6 +18,14 @@ func (a *Agent) bindTools(o options) []string {
 	a.tools = make(map[string]*binding, len(a.spec.Tools))
 	conn, cprobs := a.connectorTools(o)
 	problems = append(problems, cprobs...)
+	mem := a.memoryTools()
+	if a.mem == nil {
+		for i, name := range a.spec.Tools {
+			if slices.Contains(dbToolNames, name) || slices.Contains(memoryToolNames, name) {
+				problems = append(problems, fmt.Sprintf("tools[%d] %q: a memory tool needs the spec's memory field", i, name))
+			}
+		}
+	}
 	for i, name := range a.spec.Tools {
 		var b *binding
 		if ref, ok := strings.CutPrefix(name, "agent:"); ok {
@@ -30,6 +38,9 @@ func (a *Agent) bindTools(o options) []string {
 			b = &binding{tool: subTool{sub}, sub: sub}
 		} else {
 			t := conn[name]
+			if t == nil {
+				t = mem[name]
+			}
 			if t == nil && o.registry != nil {
 				t, _ = o.registry.Get(name)
 			}
@@ -41,6 +52,15 @@ func (a *Agent) bindTools(o options) []string {
 		}
 		if err := a.addBinding(b); err != nil {
 			problems = append(problems, fmt.Sprintf("tools[%d]: %v", i, err))
+		}
+	}
+	if a.mem != nil && a.mem.spec.Tools {
+		for _, name := range memoryToolNames {
+			if _, bound := a.tools[name]; !bound {
+				if err := a.addBinding(&binding{tool: mem[name]}); err != nil {
+					problems = append(problems, fmt.Sprintf("memory.tools: %v", err))
+				}
+			}
 		}
 	}
 	for name := range a.limits.ToolTimeoutsMS {

@@ -55,6 +55,9 @@ func (s *Spec) Compile() (*Schemas, error) {
 	c.p = append(c.p, s.checkEnums()...)
 	s.checkTools(&c)
 	s.checkVars(&c, sc.Input)
+	if s.Memory != nil {
+		s.Memory.check(&c)
+	}
 	c.p = append(c.p, s.Limits.check()...)
 	c.p = append(c.p, s.Retry.check()...)
 	if len(c.p) > 0 {
@@ -100,8 +103,8 @@ func (s *Spec) checkIdentity(c *checker) {
 		// accepted and ignored.
 		for i, f := range p.ContentFilters {
 			for j, t := range f.On {
-				if t != policy.ToolInput && t != policy.Output {
-					c.bad("policy.content_filters[%d].on[%d] %q: only tool_input and output are enforced in this release; remove it rather than rely on it", i, j, t)
+				if t == policy.Prompt {
+					c.bad("policy.content_filters[%d].on[%d] %q: only tool_input, memory_write and output are enforced in this release; remove it rather than rely on it", i, j, t)
 				}
 			}
 		}
@@ -337,8 +340,15 @@ func (s *Spec) checkVars(c *checker, in *schema.Schema) {
 	} else if len(s.InputKeys) == 0 {
 		return
 	}
-	for _, f := range []struct{ name, text string }{
-		{"system_text", s.SystemText}, {"purpose_text", s.PurposeText}, {"user_text", s.UserText}} {
+	fields := []struct{ name, text string }{
+		{"system_text", s.SystemText}, {"purpose_text", s.PurposeText}, {"user_text", s.UserText}}
+	if m := s.Memory; m != nil {
+		fields = append(fields, struct{ name, text string }{"memory.stream", m.Stream})
+		for i, c := range m.Collections {
+			fields = append(fields, struct{ name, text string }{fmt.Sprintf("memory.collections[%d]", i), c})
+		}
+	}
+	for _, f := range fields {
 		for _, v := range prompt.Vars(f.text) {
 			if !declared[v] {
 				c.bad("%s uses ${%s}, which no input key provides (declared: %s)", f.name, v, strings.Join(sortedKeys(declared), ", "))

@@ -97,6 +97,8 @@ type Spec struct {
 	Retry   Retry                `json:"retry,omitzero"`
 	// Policy is what the agent may do (DESIGN.md 3.9; package policy).
 	Policy *policy.Policy `json:"policy,omitempty"`
+	// Memory is what the agent remembers across runs (DESIGN.md 3.10).
+	Memory *Memory `json:"memory,omitempty"`
 	// Connectors configure the connectors whose tools the agent may name
 	// in Tools (files, shell, sql): each is off until configured here.
 	Connectors map[string]json.RawMessage `json:"connectors,omitempty"`

@@ -21,7 +21,21 @@ func runPipeline(ctx context.Context, path string, f runFlags, stdout, stderr io
 		return usageErr(err)
 	}
 	defer su.close()
-	opts := []pipeline.Option{pipeline.WithTools(builtinTools(f.allowPrivate)), pipeline.WithAgentOptions(su.agentOpts...)}
+	runOpts := []pipeline.RunOption{pipeline.WithSessionOptions(su.sessionOpts...)}
+	for _, l := range su.listeners {
+		runOpts = append(runOpts, pipeline.WithEvents(l.fn, l.opts...))
+	}
+	agentOpts := su.agentOpts
+	if !f.noStore {
+		st, err := openStore(ctx, f.db)
+		if err != nil {
+			return usageErr(err)
+		}
+		defer st.Close()
+		runOpts = append(runOpts, pipeline.WithStore(st))
+		agentOpts = append(agentOpts, memoryOf(st)...)
+	}
+	opts := []pipeline.Option{pipeline.WithTools(builtinTools(f.allowPrivate)), pipeline.WithAgentOptions(agentOpts...)}
 	if f.agentsSet {
 		opts = append(opts, pipeline.WithAgentsDir(f.agents))
 	}
@@ -30,18 +44,6 @@ func runPipeline(ctx context.Context, path string, f runFlags, stdout, stderr io
 		return usageErr(err)
 	}
 	defer p.Close()
-	runOpts := []pipeline.RunOption{pipeline.WithSessionOptions(su.sessionOpts...)}
-	for _, l := range su.listeners {
-		runOpts = append(runOpts, pipeline.WithEvents(l.fn, l.opts...))
-	}
-	if !f.noStore {
-		st, err := openStore(ctx, f.db)
-		if err != nil {
-			return usageErr(err)
-		}
-		defer st.Close()
-		runOpts = append(runOpts, pipeline.WithStore(st))
-	}
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	var res *pipeline.Result

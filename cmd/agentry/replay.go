@@ -38,7 +38,7 @@ code 0 when the replay is identical, 1 when anything differs.`,
 			if err != nil {
 				return usageErr(err)
 			}
-			a, err := agent.Stored(ctx, st, args[0], opts...)
+			a, err := agent.Stored(ctx, st, args[0], append(opts, memoryOf(st)...)...)
 			if err != nil {
 				return usageErr(err)
 			}

@@ -104,15 +104,11 @@ func runAgent(ctx context.Context, target string, f runFlags, stdout, stderr io.
 		return usageErr(err)
 	}
 	defer su.close()
-	a, err := loadAgent(target, f, su.agentOpts)
-	if err != nil {
-		return usageErr(err)
-	}
-	defer a.Close()
 	runOpts := su.sessionOpts
 	for _, l := range su.listeners {
 		runOpts = append(runOpts, agent.WithEvents(l.fn, l.opts...))
 	}
+	agentOpts := su.agentOpts
 	if !f.noStore {
 		st, err := openStore(ctx, f.db)
 		if err != nil {
@@ -120,7 +116,13 @@ func runAgent(ctx context.Context, target string, f runFlags, stdout, stderr io.
 		}
 		defer st.Close()
 		runOpts = append(runOpts, agent.WithStore(st))
+		agentOpts = append(agentOpts, memoryOf(st)...)
 	}
+	a, err := loadAgent(target, f, agentOpts)
+	if err != nil {
+		return usageErr(err)
+	}
+	defer a.Close()
 	sess, err := a.NewSession(su.input, runOpts...)
 	if err != nil {
 		return usageErr(err)

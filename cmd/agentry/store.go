@@ -9,10 +9,22 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/agentry/agentry/agent"
+	"github.com/agentry/agentry/memory"
 	"github.com/agentry/agentry/store"
 	_ "github.com/agentry/agentry/store/postgres" // --db postgres://...
+	_ "github.com/agentry/agentry/store/redis"    // memory.backend redis://...
 	_ "github.com/agentry/agentry/store/sqlite"   // --db PATH, the default
 )
+
+// memoryOf gives agents the run store's database as their memory's
+// default backend: memory lives in the same file (or Postgres schema).
+func memoryOf(st store.Store) []agent.Option {
+	if b, ok := st.(memory.Backend); ok {
+		return []agent.Option{agent.WithMemory(b)}
+	}
+	return nil
+}
 
 // dbFlag adds --db to a command that reads or writes the run store.
 func dbFlag(cmd *cobra.Command, dsn *string) {

@@ -1,0 +1,276 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/agentry/agentry/llm"
+	"github.com/agentry/agentry/memory"
+	"github.com/agentry/agentry/policy"
+	"github.com/agentry/agentry/prompt"
+	"github.com/agentry/agentry/spec"
+	"github.com/agentry/agentry/tool"
+)
+
+// ErrMemory is matched by the error of a run whose memory could not be
+// read or written (code memory_error).
+var ErrMemory = errors.New("memory failed")
+
+// CodeMemoryError is the code of a run its memory backend failed.
+const CodeMemoryError = "memory_error"
+
+// WithMemory gives the agent the backend its spec's memory uses when the
+// spec names none (the binary gives its run store's database). The agent
+// does not close it.
+func WithMemory(b memory.Backend) Option { return func(o *options) { o.memory = b } }
+
+// MemoryDelta is something a run wrote to memory (Stream and ID) or to a
+// collection (Collection and Key): the Result's memory_deltas.
+type MemoryDelta struct {
+	Stream     string `json:"stream,omitempty"`
+	ID         int64  `json:"id,omitempty"`
+	Kind       string `json:"kind,omitempty"`
+	Text       string `json:"text,omitempty"`
+	Collection string `json:"collection,omitempty"`
+	Key        string `json:"key,omitempty"`
+}
+
+// agentMemory is an agent's memory: its backend (sealed when
+// AGENTRY_ENCRYPTION_KEY is set), the spec's field and the policy's
+// filters on writes.
+type agentMemory struct {
+	b       memory.Backend
+	spec    *spec.Memory
+	keep    memory.Retention
+	filters []filter
+}
+
+// openMemory opens the backend of the spec's memory field.
+func (a *Agent) openMemory(o options) []string {
+	m := a.spec.Memory
+	if m == nil {
+		return nil
+	}
+	ttl, _ := spec.ParseTTL(m.TTL) // checked with the spec
+	am := &agentMemory{spec: m, keep: memory.Retention{MaxEntries: m.MaxEntries, TTL: ttl}, filters: filtersOn(a.spec.Policy, policy.MemoryWrite)}
+	var key []byte
+	if s := os.Getenv(memory.KeyEnv); s != "" {
+		k, err := memory.ParseKey(s)
+		if err != nil {
+			return []string{fmt.Sprintf("%s: %v", memory.KeyEnv, err)}
+		}
+		key = k
+	}
+	var b memory.Backend
+	switch {
+	case m.Backend != "":
+		dsn := m.Backend
+		if !strings.Contains(dsn, ":") && !filepath.IsAbs(dsn) {
+			dsn = filepath.Join(o.baseDir, dsn)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		opened, err := memory.Open(ctx, dsn)
+		if err != nil {
+			return []string{fmt.Sprintf("memory.backend: %v", err)}
+		}
+		a.closers = append(a.closers, opened.Close)
+		b = opened
+	case o.memory != nil:
+		b = o.memory
+	default:
+		return []string{"memory.backend: none given, and the host gives none (agent.WithMemory; the binary gives its run store unless --no-store)"}
+	}
+	sealed, err := memory.Sealed(b, key)
+	if err != nil {
+		return []string{fmt.Sprintf("%s: %v", memory.KeyEnv, err)}
+	}
+	am.b = sealed
+	a.mem = am
+	return nil
+}
+
+// runMemory is a run's view of its agent's memory: the stream and
+// collections its input names, and what it wrote.
+type runMemory struct {
+	am          *agentMemory
+	stream      string
+	collections []string
+	block       string // what recall put into the prompt
+
+	mu     sync.Mutex
+	deltas []MemoryDelta
+}
+
+// recall opens the run's memory and, at kickoff, puts the stream's last
+// entries into the system prompt. A resumed run takes what the first
+// process loaded from its log, so its prompt is the one it had.
+func (r *run) recall(ctx context.Context) error {
+	am := r.a.mem
+	if am == nil {
+		return nil
+	}
+	rm := &runMemory{am: am}
+	var err error
+	if rm.stream, err = prompt.Render("memory.stream", am.spec.Stream, r.st.Input); err != nil {
+		return fmt.Errorf("%w: %v", ErrInvalidInput, err)
+	}
+	for i, c := range am.spec.Collections {
+		name, err := prompt.Render(fmt.Sprintf("memory.collections[%d]", i), c, r.st.Input)
+		if err != nil {
+			return fmt.Errorf("%w: %v", ErrInvalidInput, err)
+		}
+		rm.collections = append(rm.collections, name)
+	}
+	r.mem = rm
+	if rc := r.s.cfg.resume; rc != nil {
+		rm.block = rc.log.start.Memory
+	} else if n := am.spec.LoadLast; n > 0 {
+		entries, err := am.b.Memory().Read(ctx, rm.stream, memory.ReadOptions{Limit: n, Order: memory.Newest})
+		if err != nil {
+			return fmt.Errorf("%w: loading %s: %w", ErrMemory, rm.stream, err)
+		}
+		slices.Reverse(entries)
+		rm.block = memoryBlock(rm.stream, entries)
+	}
+	if rm.block != "" {
+		r.addToSystem(rm.block)
+	}
+	return nil
+}
+
+// memoryBlock is how remembered entries read in the system prompt.
+func memoryBlock(stream string, entries []memory.Entry) string {
+	if len(entries) == 0 {
+		return ""
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "What you remember (%s, oldest first):", stream)
+	for _, e := range entries {
+		fmt.Fprintf(&b, "\n- %s", e.Time.Format("2006-01-02 15:04"))
+		if e.Kind != "" {
+			fmt.Fprintf(&b, " [%s]", e.Kind)
+		}
+		b.WriteString(" " + strings.ReplaceAll(e.Text, "\n", "\n  "))
+	}
+	return b.String()
+}
+
+// addToSystem appends text to the system prompt (a system message first
+// when there is none).
+func (r *run) addToSystem(text string) {
+	msgs := r.st.Messages
+	if len(msgs) > 0 && msgs[0].Role == llm.RoleSystem {
+		msgs[0].Content += "\n\n" + text
+		return
+	}
+	r.st.Messages = append([]llm.Message{{Role: llm.RoleSystem, Content: text}}, msgs...)
+}
+
+// filterWrite passes text bound for memory (target names it) through the
+// policy's memory_write filters and the default redaction.
+func (r *run) filterWrite(ctx context.Context, target, text string) (string, error) {
+	for _, f := range r.mem.am.filters {
+		if !f.r.Found(text) {
+			continue
+		}
+		rule := "content_filters." + f.name
+		if f.action == policy.Block {
+			reason := fmt.Sprintf("the content filter %s found what it blocks in a write to %s", f.name, target)
+			if err := r.report(ctx, target, "", rule, "block", reason); err != nil {
+				return "", err
+			}
+			return "", &tool.ErrorDetails{Type: CodePolicyViolation, Message: reason, Recoverable: true, Details: map[string]any{"rule": rule}}
+		}
+		text = f.r.String(text)
+		if err := r.report(ctx, target, "", rule, "redact", "redacted in a write to "+target); err != nil {
+			return "", err
+		}
+	}
+	return r.a.redact.String(text), nil
+}
+
+// remember appends an entry to the run's stream, filtered, and notes the
+// delta.
+func (r *run) remember(ctx context.Context, kind, text string) (memory.Entry, error) {
+	rm := r.mem
+	text, err := r.filterWrite(ctx, "memory:"+rm.stream, text)
+	if err != nil {
+		return memory.Entry{}, err
+	}
+	e, err := rm.am.b.Memory().Append(ctx, memory.Entry{Stream: rm.stream, Kind: kind, Text: text,
+		RunID: r.st.RunID, Agent: r.a.spec.AgentName, UserID: r.info.UserID}, rm.am.keep)
+	if err != nil {
+		return e, err
+	}
+	rm.note(MemoryDelta{Stream: e.Stream, ID: e.ID, Kind: kind, Text: text})
+	return e, nil
+}
+
+func (rm *runMemory) note(d MemoryDelta) {
+	rm.mu.Lock()
+	rm.deltas = append(rm.deltas, d)
+	rm.mu.Unlock()
+}
+
+// memorize writes at the end of a run what the spec's memory.write
+// names. A replay writes nothing.
+func (r *run) memorize(final *Final) error {
+	rm := r.mem
+	if rm == nil || len(rm.am.spec.Write) == 0 {
+		return nil
+	}
+	if j := r.link.journal; j != nil && !j.write {
+		return nil
+	}
+	ctx := context.WithoutCancel(r.ctx)
+	for _, w := range rm.am.spec.Write {
+		var texts []string
+		switch w {
+		case "input":
+			texts = append(texts, string(mustJSON(r.st.Input)))
+		case "final_answer":
+			text := final.Text
+			if final.Output != nil {
+				text = string(mustJSON(final.Output))
+			}
+			texts = append(texts, text)
+		case "tool_results":
+			for _, s := range r.st.Steps {
+				if s.Action.Tool != "" && s.Action.Error == "" {
+					texts = append(texts, s.Action.Tool+": "+truncate(s.Observation, 4<<10))
+				}
+			}
+		}
+		for _, text := range texts {
+			if text == "" {
+				continue
+			}
+			if _, err := r.remember(ctx, w, text); err != nil {
+				var d *tool.ErrorDetails
+				if errors.As(err, &d) && d.Type == CodePolicyViolation {
+					continue // blocked: audited, not written, not a failure of the run
+				}
+				return fmt.Errorf("%w: writing %s to %s: %w", ErrMemory, w, rm.stream, err)
+			}
+		}
+	}
+	return nil
+}
+
+// deltas returns what the run wrote, for the Result.
+func (rm *runMemory) result() []MemoryDelta {
+	if rm == nil {
+		return nil
+	}
+	rm.mu.Lock()
+	defer rm.mu.Unlock()
+	return slices.Clone(rm.deltas)
+}

@@ -1,0 +1,182 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/agentry/agentry/llm/scripted"
+	"github.com/agentry/agentry/memory"
+	"github.com/agentry/agentry/policy"
+	"github.com/agentry/agentry/spec"
+)
+
+const memorySpec = "testdata/memory/agent.json"
+
+// memoryRun runs the concierge for user with the script, over b.
+func memoryRun(t *testing.T, b memory.Backend, user, script string, edit func(*spec.Spec)) *Result {
+	t.Helper()
+	sp, err := spec.Load(memorySpec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if edit != nil {
+		edit(sp)
+	}
+	s, err := scripted.Load("testdata/memory/" + script)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, err := New(sp, WithProvider(s.Model(), "scripted"), WithMemory(b), WithBaseDir("testdata/memory"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	res, err := a.Run(context.Background(), map[string]any{"task": "help", "user_id": user}, WithUser(user))
+	if err != nil {
+		t.Fatalf("run for %s: %v", user, err)
+	}
+	return res
+}
+
+// Two runs for one user: the second finds what the first remembered, in
+// its system prompt and through memory_search; a run for another user
+// sees none of it.
+func TestMemoryAcrossRuns(t *testing.T) {
+	b := memory.NewInMemory()
+	first := memoryRun(t, b, "ada", "remember.json", nil)
+	if len(first.MemoryDeltas) != 2 || first.MemoryDeltas[0].Kind != "preference" || first.MemoryDeltas[1].Kind != "final_answer" ||
+		first.MemoryDeltas[1].Text != "Noted: window seats." || first.MemoryDeltas[0].Stream != "user:ada" {
+		t.Errorf("the first run's memory_deltas: %+v", first.MemoryDeltas)
+	}
+	if strings.Contains(first.Messages[0].Content, "What you remember") {
+		t.Errorf("the first run had something to remember: %s", first.Messages[0].Content)
+	}
+	entries, _ := b.Memory().Read(context.Background(), "user:ada", memory.ReadOptions{})
+	if len(entries) != 2 || entries[0].RunID != first.ID || entries[0].Agent != "concierge" || entries[0].UserID != "ada" {
+		t.Errorf("what the first run wrote: %+v", entries)
+	}
+
+	second := memoryRun(t, b, "ada", "recall.json", nil)
+	if sys := second.Messages[0].Content; !strings.Contains(sys, "What you remember (user:ada, oldest first):") ||
+		!strings.Contains(sys, "[preference] Prefers window seats") || !strings.Contains(sys, "[final_answer] Noted: window seats.") {
+		t.Errorf("the second run's system prompt:\n%s", sys)
+	}
+	if obs := second.Steps[0].Observation; !strings.Contains(obs, "Prefers window seats") {
+		t.Errorf("memory_search for ada: %s", obs)
+	}
+
+	other := memoryRun(t, b, "bob", "recall.json", nil)
+	if sys := other.Messages[0].Content; strings.Contains(sys, "remember") && strings.Contains(sys, "window") {
+		t.Errorf("bob's prompt holds ada's memory:\n%s", sys)
+	}
+	if obs := other.Steps[0].Observation; strings.Contains(obs, "window") {
+		t.Errorf("memory_search for bob found ada's entry: %s", obs)
+	}
+}
+
+// Writes pass the policy's memory_write filters (block or redact, each
+// audited as a policy_decision) and the default secret redaction.
+func TestMemoryWriteFilters(t *testing.T) {
+	for _, tc := range []struct {
+		name, filters string
+		want          []string // the stream's texts after the run
+		observe       string   // in memory_append's observation
+	}{
+		{"none", ``, []string{"Prefers window seats on long flights", "Noted: window seats."}, `"id"`},
+		{"redact", `{"name": "seats", "pattern": "window", "on": ["memory_write"], "action": "redact"}`,
+			[]string{"Prefers [REDACTED:seats] seats on long flights", "Noted: [REDACTED:seats] seats."}, `"id"`},
+		{"block", `{"name": "seats", "pattern": "window", "on": ["memory_write"], "action": "block"}`,
+			nil, "policy_violation"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			b := memory.NewInMemory()
+			res := memoryRun(t, b, "ada", "remember.json", func(sp *spec.Spec) {
+				if tc.filters != "" {
+					sp.Policy, _ = policy.Parse([]byte(`{"content_filters": [` + tc.filters + `]}`))
+				}
+			})
+			entries, _ := b.Memory().Read(context.Background(), "user:ada", memory.ReadOptions{})
+			var got []string
+			for _, e := range entries {
+				got = append(got, e.Text)
+			}
+			if strings.Join(got, "|") != strings.Join(tc.want, "|") {
+				t.Errorf("stored %q, want %q", got, tc.want)
+			}
+			if obs := res.Steps[0].Observation; !strings.Contains(obs, tc.observe) {
+				t.Errorf("memory_append's observation %s, want %q", obs, tc.observe)
+			}
+			if !res.Success {
+				t.Errorf("a filtered write failed the run: %+v", res.Error)
+			}
+		})
+	}
+}
+
+// A secret written to memory is stored redacted, by default: here the
+// input, which memory.write names, holds one.
+func TestMemoryRedactsSecrets(t *testing.T) {
+	t.Setenv("CONCIERGE_API_KEY", "canary-memory-secret-4711")
+	b := memory.NewInMemory()
+	sp, _ := spec.Load(memorySpec)
+	sp.Memory.Write = []string{"input", "final_answer"}
+	s, _ := scripted.Load("testdata/memory/remember.json")
+	a, err := New(sp, WithProvider(s.Model(), "scripted"), WithMemory(b), WithBaseDir("testdata/memory"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	if _, err := a.Run(context.Background(), map[string]any{"task": "my key is canary-memory-secret-4711", "user_id": "ada"}); err != nil {
+		t.Fatal(err)
+	}
+	entries, _ := b.Memory().Read(context.Background(), "user:ada", memory.ReadOptions{})
+	var input string
+	for _, e := range entries {
+		if e.Kind == "input" {
+			input = e.Text
+		}
+		if strings.Contains(e.Text, "canary-memory-secret-4711") {
+			t.Errorf("stored in the clear: %q", e.Text)
+		}
+	}
+	if !strings.Contains(input, "[REDACTED:secret]") {
+		t.Errorf("the input entry: %q", input)
+	}
+}
+
+// A memory tool without the memory field, or memory without a backend,
+// is refused when the agent is built.
+func TestMemoryBuildErrors(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		edit func(*spec.Spec)
+		opts []Option
+		want string
+	}{
+		{"db tool without memory", func(sp *spec.Spec) { sp.Memory = nil; sp.Tools = []string{"db_read"} }, nil,
+			`tools[0] "db_read": a memory tool needs the spec's memory field`},
+		{"no backend", func(*spec.Spec) {}, nil, "memory.backend: none given"},
+		{"backend not registered", func(sp *spec.Spec) { sp.Memory.Backend = "redis://127.0.0.1:1/0" }, nil, "memory.backend: memory: no redis backend is registered (import github.com/agentry/agentry/store/redis"},
+		{"backend down", func(sp *spec.Spec) { sp.Memory.Backend = "postgres://agentry@127.0.0.1:1/x?connect_timeout=2" }, nil, "memory.backend: store (postgres)"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			sp, _ := spec.Load(memorySpec)
+			tc.edit(sp)
+			s, _ := scripted.Load("testdata/memory/remember.json")
+			_, err := New(sp, append([]Option{WithProvider(s.Model(), "scripted"), WithBaseDir("testdata/memory")}, tc.opts...)...)
+			var se *spec.Error
+			if !errors.As(err, &se) || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("New = %v, want %q", err, tc.want)
+			}
+		})
+	}
+	t.Setenv(memory.KeyEnv, "not a key")
+	sp, _ := spec.Load(memorySpec)
+	s, _ := scripted.Load("testdata/memory/remember.json")
+	if _, err := New(sp, WithProvider(s.Model(), "scripted"), WithMemory(memory.NewInMemory())); err == nil ||
+		!strings.Contains(err.Error(), "AGENTRY_ENCRYPTION_KEY: the key must be 32 bytes") {
+		t.Errorf("a bad key: %v", err)
+	}
+}
