@@ -1,0 +1,148 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/agentry/agentry/internal/testdb"
+)
+
+// runEnv runs the binary with extra environment variables.
+func runEnv(t *testing.T, env []string, args ...string) (int, string, string) {
+	t.Helper()
+	cmd := exec.Command(binary(t), args...)
+	cmd.Env = append(os.Environ(), env...)
+	var out, errs bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errs
+	code := 0
+	if err := cmd.Run(); err != nil {
+		ee, ok := err.(*exec.ExitError)
+		if !ok {
+			t.Fatal(err)
+		}
+		code = ee.ExitCode()
+	}
+	return code, out.String(), errs.String()
+}
+
+// memoryAgent writes the memory example's agent with its memory's backend
+// set (none: the run store's).
+func memoryAgent(t *testing.T, backend string) string {
+	t.Helper()
+	data, err := os.ReadFile("../../examples/memory/agent.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sp map[string]any
+	json.Unmarshal(data, &sp)
+	if backend != "" {
+		sp["memory"].(map[string]any)["backend"] = backend
+	}
+	path := filepath.Join(t.TempDir(), "agent.json")
+	out, _ := json.Marshal(sp)
+	if err := os.WriteFile(path, out, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// Through the binary, on each backend: a run stores a preference; a second
+// run for the same user finds it, in its prompt and with memory_search; a
+// run for another user finds nothing.
+func TestMemoryThroughTheBinary(t *testing.T) {
+	script := func(name string) string {
+		abs, _ := filepath.Abs(filepath.Join("../../examples/memory", name))
+		return "scripted:" + abs
+	}
+	for _, tc := range []struct {
+		name    string
+		db      func(t *testing.T) string
+		backend func(t *testing.T) string
+	}{
+		{"sqlite run store", func(t *testing.T) string { return filepath.Join(t.TempDir(), "runs.db") }, nil},
+		{"postgres run store", func(t *testing.T) string { return testdb.Postgres(t) }, nil},
+		{"redis", func(t *testing.T) string { return filepath.Join(t.TempDir(), "runs.db") }, func(t *testing.T) string { return testdb.Redis(t) }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			db := tc.db(t)
+			backend := ""
+			if tc.backend != nil {
+				backend = tc.backend(t)
+			}
+			agentPath := memoryAgent(t, backend)
+			run := func(user, model string) map[string]any {
+				t.Helper()
+				code, out, errs := runCLI(t, "run", agentPath, "--model", script(model), "--db", db, "--json", "-q",
+					"--input", "task=seats", "--input", "user_id="+user)
+				if code != 0 {
+					t.Fatalf("run for %s: exit %d\n%s", user, code, errs)
+				}
+				var res map[string]any
+				if err := json.Unmarshal([]byte(out), &res); err != nil {
+					t.Fatalf("%v\n%s", err, out)
+				}
+				return res
+			}
+			first := run("ada", "remember.json")
+			if d, _ := first["memory_deltas"].([]any); len(d) != 2 {
+				t.Errorf("the first run's memory_deltas: %v", first["memory_deltas"])
+			}
+			second := run("ada", "recall.json")
+			obs := second["steps"].([]any)[0].(map[string]any)["observation"].(string)
+			sys := second["messages"].([]any)[0].(map[string]any)["content"].(string)
+			if !strings.Contains(obs, "Prefers window seats") || !strings.Contains(sys, "[preference] Prefers window seats") {
+				t.Errorf("ada's second run: observation %s\nsystem prompt %s", obs, sys)
+			}
+			third := run("bob", "recall.json")
+			obs = third["steps"].([]any)[0].(map[string]any)["observation"].(string)
+			sys = third["messages"].([]any)[0].(map[string]any)["content"].(string)
+			if strings.Contains(obs, "window") || strings.Contains(sys, "window") {
+				t.Errorf("bob's run saw ada's memory: %s\n%s", obs, sys)
+			}
+		})
+	}
+}
+
+// With AGENTRY_ENCRYPTION_KEY the memory's database (here a file of its
+// own, so that the run log's transcript is elsewhere) holds none of its
+// text; a run without the key, or with another, fails saying so.
+func TestMemoryEncryptedThroughTheBinary(t *testing.T) {
+	script := func(name string) string {
+		abs, _ := filepath.Abs(filepath.Join("../../examples/memory", name))
+		return "scripted:" + abs
+	}
+	db := filepath.Join(t.TempDir(), "memory.db")
+	agentPath := memoryAgent(t, db)
+	key := "AGENTRY_ENCRYPTION_KEY=" + strings.Repeat("ab", 32)
+	args := func(model string) []string {
+		return []string{"run", agentPath, "--model", script(model), "--no-store", "-q", "--input", "task=seats", "--input", "user_id=ada"}
+	}
+	if code, _, errs := runEnv(t, []string{key}, args("remember.json")...); code != 0 {
+		t.Fatalf("exit %d\n%s", code, errs)
+	}
+	data, _ := os.ReadFile(db)
+	wal, _ := os.ReadFile(db + "-wal")
+	if bytes.Contains(append(data, wal...), []byte("Prefers window seats")) {
+		t.Error("the database holds the memory in the clear")
+	}
+	if code, _, errs := runEnv(t, []string{key}, args("recall.json")...); code != 0 {
+		t.Fatalf("with the key: exit %d\n%s", code, errs)
+	}
+	for _, tc := range []struct{ name, env, want string }{
+		{"no key", "AGENTRY_ENCRYPTION_KEY=", "no key was given (set AGENTRY_ENCRYPTION_KEY)"},
+		{"another key", "AGENTRY_ENCRYPTION_KEY=" + strings.Repeat("cd", 32), "does not open with this key"},
+		{"not a key", "AGENTRY_ENCRYPTION_KEY=hunter2", "AGENTRY_ENCRYPTION_KEY: the key must be 32 bytes"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			code, _, errs := runEnv(t, []string{tc.env}, args("recall.json")...)
+			if code == 0 || !strings.Contains(errs, tc.want) {
+				t.Errorf("exit %d, want an error with %q:\n%s", code, tc.want, errs)
+			}
+		})
+	}
+}
