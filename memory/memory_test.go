@@ -14,3 +14,7 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 func TestInMemory(t *testing.T) {
 	memorytest.Run(t, func(*testing.T) memory.Backend { return memory.NewInMemory() })
 }
+
+func BenchmarkInMemory(b *testing.B) {
+	memorytest.Bench(b, func(*testing.B) memory.Backend { return memory.NewInMemory() })
+}

@@ -103,3 +103,13 @@ func TestMemoryServerRestart(t *testing.T) {
 		t.Errorf("after the restart: %q, %v", texts, err)
 	}
 }
+
+func BenchmarkMemory(b *testing.B) {
+	memorytest.Bench(b, func(b *testing.B) memory.Backend {
+		m, err := memory.Open(context.Background(), testdb.Postgres(b))
+		if err != nil {
+			b.Fatal(err)
+		}
+		return m
+	})
+}

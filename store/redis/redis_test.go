@@ -78,3 +78,13 @@ func TestOpenErrors(t *testing.T) {
 		}
 	}
 }
+
+func BenchmarkMemory(b *testing.B) {
+	memorytest.Bench(b, func(b *testing.B) memory.Backend {
+		m, err := memory.Open(context.Background(), testdb.Redis(b))
+		if err != nil {
+			b.Fatal(err)
+		}
+		return m
+	})
+}

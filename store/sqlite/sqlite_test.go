@@ -103,3 +103,13 @@ func TestMemoryConformance(t *testing.T) {
 		return b
 	})
 }
+
+func BenchmarkMemory(b *testing.B) {
+	memorytest.Bench(b, func(b *testing.B) memory.Backend {
+		m, err := memory.Open(context.Background(), filepath.Join(b.TempDir(), "agentry.db"))
+		if err != nil {
+			b.Fatal(err)
+		}
+		return m
+	})
+}
