@@ -1,0 +1,205 @@
+package prompt
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"text/template"
+	"text/template/parse"
+
+	"github.com/cbroglie/mustache"
+)
+
+// Engine renders a template's text.
+type Engine string
+
+// The engines.
+const (
+	FString  Engine = "fstring"  // ${var}, as specs' texts
+	Go       Engine = "go"       // text/template: {{.var}}
+	Mustache Engine = "mustache" // {{var}}, not HTML-escaped
+)
+
+func (e Engine) orDefault() Engine {
+	if e == "" {
+		return FString
+	}
+	return e
+}
+
+// Rendered is a template rendered: its text, an estimate of its tokens
+// (a quarter of its bytes, rounded up: the usual ratio for English with
+// the common tokenizers), and the few-shot examples of its metadata.
+type Rendered struct {
+	Text     string    `json:"text"`
+	Tokens   int       `json:"tokens"`
+	Examples []Example `json:"examples,omitempty"`
+}
+
+// vars returns the variables text uses, parsing it with the engine: each
+// once, in order.
+func vars(e Engine, text string) ([]string, error) {
+	var out []string
+	add := func(name string) {
+		if name, _, _ = strings.Cut(name, "."); name != "" && !slices.Contains(out, name) {
+			out = append(out, name)
+		}
+	}
+	switch e.orDefault() {
+	case FString:
+		if i := strings.Index(strings.ReplaceAll(text, "$${", ""), "${"); i >= 0 && !strings.Contains(text[i:], "}") {
+			return nil, fmt.Errorf("unclosed ${")
+		}
+		for _, v := range Vars(text) {
+			add(v)
+		}
+	case Go:
+		t, err := template.New("t").Option("missingkey=error").Parse(text)
+		if err != nil {
+			return nil, err
+		}
+		walk(t.Tree.Root, func(f *parse.FieldNode) { add(f.Ident[0]) })
+	case Mustache:
+		t, err := mustache.ParseString(text)
+		if err != nil {
+			return nil, err
+		}
+		for _, tag := range t.Tags() {
+			if tag.Type() != mustache.Partial {
+				add(tag.Name())
+			}
+		}
+	default:
+		return nil, fmt.Errorf("engine %q: want fstring, go or mustache", e)
+	}
+	return out, nil
+}
+
+// walk calls fn with the field nodes ({{.name}}) of a text/template tree
+// outside range and with blocks, which change what "." is.
+func walk(n parse.Node, fn func(*parse.FieldNode)) {
+	switch n := n.(type) {
+	case *parse.ListNode:
+		if n != nil {
+			for _, c := range n.Nodes {
+				walk(c, fn)
+			}
+		}
+	case *parse.ActionNode:
+		walk(n.Pipe, fn)
+	case *parse.PipeNode:
+		if n != nil {
+			for _, c := range n.Cmds {
+				walk(c, fn)
+			}
+		}
+	case *parse.CommandNode:
+		for _, a := range n.Args {
+			walk(a, fn)
+		}
+	case *parse.FieldNode:
+		fn(n)
+	case *parse.IfNode:
+		walk(n.Pipe, fn)
+		walk(n.List, fn)
+		walk(n.ElseList, fn)
+	case *parse.RangeNode:
+		walk(n.Pipe, fn)
+	case *parse.WithNode:
+		walk(n.Pipe, fn)
+	}
+}
+
+// Validate returns what is wrong with a template: no id or text, an
+// unknown engine, text the engine cannot parse, a required variable the
+// text does not use, bad few-shot examples. None: nil.
+func Validate(t Template) []string {
+	var probs []string
+	if err := checkID(t.ID); err != nil {
+		probs = append(probs, strings.TrimPrefix(err.Error(), ErrInvalid.Error()+": "))
+	}
+	if strings.TrimSpace(t.Text) == "" {
+		probs = append(probs, "text is empty")
+	}
+	used, err := vars(t.Engine, t.Text)
+	if err != nil {
+		probs = append(probs, fmt.Sprintf("text (%s): %v", t.Engine.orDefault(), err))
+	}
+	for i, v := range t.RequiredVars {
+		if err == nil && !slices.Contains(used, v) {
+			probs = append(probs, fmt.Sprintf("required_vars[%d] %q: the text does not use it", i, v))
+		}
+	}
+	if _, err := t.Examples(); err != nil {
+		probs = append(probs, err.Error())
+	}
+	return probs
+}
+
+// MissingError names the variables a render lacks.
+type MissingError struct {
+	Template string
+	Vars     []string
+}
+
+func (e *MissingError) Error() string {
+	return fmt.Sprintf("prompt %s: missing variables %s", e.Template, strings.Join(e.Vars, ", "))
+}
+
+// Render renders t with params. With strict, a variable the text uses
+// (or a required one) that params lacks is a *MissingError naming them
+// all; without, required ones still are, and others render empty.
+func (t *Template) Render(params map[string]any, strict bool) (Rendered, error) {
+	used, err := vars(t.Engine, t.Text)
+	if err != nil {
+		return Rendered{}, fmt.Errorf("%w: %s: %v", ErrInvalid, t.Ref(), err)
+	}
+	var missing []string
+	for _, v := range t.RequiredVars {
+		if _, ok := params[v]; !ok {
+			missing = append(missing, v)
+		}
+	}
+	fill := maps.Clone(params)
+	if fill == nil {
+		fill = map[string]any{}
+	}
+	for _, v := range used {
+		if _, ok := params[v]; !ok {
+			if strict && !slices.Contains(missing, v) {
+				missing = append(missing, v)
+			}
+			fill[v] = ""
+		}
+	}
+	if len(missing) > 0 {
+		return Rendered{}, &MissingError{Template: t.Ref(), Vars: missing}
+	}
+	var text string
+	switch t.Engine.orDefault() {
+	case FString:
+		text, err = Render(t.Ref(), t.Text, fill)
+	case Go:
+		var tmpl *template.Template
+		if tmpl, err = template.New(t.Ref()).Option("missingkey=zero").Parse(t.Text); err == nil {
+			var b strings.Builder
+			err = tmpl.Execute(&b, fill)
+			text = b.String()
+		}
+	case Mustache:
+		var tmpl *mustache.Template
+		if tmpl, err = mustache.ParseString(t.Text); err == nil {
+			tmpl.Escape(func(s string) string { return s }) // prompts are not HTML
+			text, err = tmpl.Render(fill)
+		}
+	}
+	if err != nil {
+		return Rendered{}, fmt.Errorf("prompt %s: %w", t.Ref(), err)
+	}
+	ex, err := t.Examples()
+	if err != nil {
+		return Rendered{}, fmt.Errorf("prompt %s: %w", t.Ref(), err)
+	}
+	return Rendered{Text: text, Tokens: (len(text) + 3) / 4, Examples: ex}, nil
+}

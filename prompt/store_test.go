@@ -1,0 +1,126 @@
+package prompt
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+)
+
+func TestValidate(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		t    Template
+		want string // "" when valid
+	}{
+		{"fstring", Template{ID: "a", Text: "Hi ${name}", RequiredVars: []string{"name"}}, ""},
+		{"go", Template{ID: "a", Engine: Go, Text: "Hi {{.name}}{{if .title}} ({{.title}}){{end}}", RequiredVars: []string{"name", "title"}}, ""},
+		{"mustache", Template{ID: "a", Engine: Mustache, Text: "Hi {{name}}{{#items}}{{.}}{{/items}}", RequiredVars: []string{"items"}}, ""},
+		{"no id", Template{Text: "x"}, `id ""`},
+		{"bad id", Template{ID: "a/b", Text: "x"}, `id "a/b"`},
+		{"empty text", Template{ID: "a", Text: " "}, "text is empty"},
+		{"unknown engine", Template{ID: "a", Engine: "jinja", Text: "x"}, `engine "jinja": want fstring, go or mustache`},
+		{"go syntax", Template{ID: "a", Engine: Go, Text: "{{.name"}, "text (go)"},
+		{"mustache syntax", Template{ID: "a", Engine: Mustache, Text: "{{#a}}x"}, "text (mustache)"},
+		{"unclosed fstring", Template{ID: "a", Text: "Hi ${name"}, "unclosed ${"},
+		{"required unused", Template{ID: "a", Text: "Hi ${name}", RequiredVars: []string{"name", "city"}}, `required_vars[1] "city": the text does not use it`},
+		{"bad few_shot", Template{ID: "a", Text: "x", Metadata: map[string]any{"few_shot": []any{map[string]any{"question": "q"}}}}, "metadata.few_shot"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			probs := strings.Join(Validate(tc.t), "; ")
+			if tc.want == "" && probs != "" || tc.want != "" && !strings.Contains(probs, tc.want) {
+				t.Errorf("Validate = %q, want %q", probs, tc.want)
+			}
+		})
+	}
+}
+
+func TestTemplateRender(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		t      Template
+		params map[string]any
+		strict bool
+		want   string // the text, or the error's
+		err    bool
+	}{
+		{"fstring", Template{ID: "a", Text: "Hi ${name}, ${n} left"}, map[string]any{"name": "Ada", "n": 3}, true, "Hi Ada, 3 left", false},
+		{"go", Template{ID: "a", Engine: Go, Text: "Hi {{.name}}{{if .vip}}!{{end}}"}, map[string]any{"name": "Ada", "vip": true}, true, "Hi Ada!", false},
+		{"mustache unescaped", Template{ID: "a", Engine: Mustache, Text: "Hi {{name}}"}, map[string]any{"name": "<Ada & co>"}, true, "Hi <Ada & co>", false},
+		{"strict missing", Template{ID: "a", Version: 2, Text: "Hi ${name} from ${city}"}, map[string]any{}, true, "prompt a@2: missing variables name, city", true},
+		{"lenient missing", Template{ID: "a", Text: "Hi ${name}."}, map[string]any{}, false, "Hi .", false},
+		{"lenient go", Template{ID: "a", Engine: Go, Text: "Hi {{.name}}."}, nil, false, "Hi .", false},
+		{"lenient mustache", Template{ID: "a", Engine: Mustache, Text: "Hi {{name}}."}, nil, false, "Hi .", false},
+		{"required even lenient", Template{ID: "a", Version: 1, Text: "Hi ${name}", RequiredVars: []string{"name"}}, nil, false, "missing variables name", true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r, err := tc.t.Render(tc.params, tc.strict)
+			switch {
+			case tc.err:
+				var me *MissingError
+				if !errors.As(err, &me) || !strings.Contains(err.Error(), tc.want) {
+					t.Errorf("Render = %v, want %q", err, tc.want)
+				}
+			case err != nil || r.Text != tc.want || r.Tokens != (len(tc.want)+3)/4:
+				t.Errorf("Render = %+v, %v; want %q", r, err, tc.want)
+			}
+		})
+	}
+}
+
+func TestParseRef(t *testing.T) {
+	for _, tc := range []struct {
+		ref     string
+		id      string
+		version int
+		err     bool
+	}{
+		{"greet", "greet", 0, false}, {"greet@2", "greet", 2, false}, {"greet@v3", "greet", 3, false},
+		{"greet@0", "", 0, true}, {"greet@x", "", 0, true}, {"@1", "", 0, true}, {"a b@1", "", 0, true},
+	} {
+		id, v, err := ParseRef(tc.ref)
+		if (err != nil) != tc.err || id != tc.id || v != tc.version {
+			t.Errorf("ParseRef(%q) = %q, %d, %v", tc.ref, id, v, err)
+		}
+		if err != nil && !errors.Is(err, ErrInvalid) {
+			t.Errorf("ParseRef(%q): %v is not ErrInvalid", tc.ref, err)
+		}
+	}
+}
+
+// A directory of files: versions by name, the latest by default, few-shot
+// examples from metadata, a file whose content disagrees with its path
+// refused, and no writes.
+func TestDir(t *testing.T) {
+	ctx := context.Background()
+	d := Dir("testdata/prompts")
+	latest, err := d.Get(ctx, "greet", 0)
+	if err != nil || latest.Version != 2 || latest.Engine != Mustache {
+		t.Fatalf("latest = %+v, %v", latest, err)
+	}
+	r, err := latest.Render(map[string]any{"name": "Ada", "place": "Lisbon"}, true)
+	if err != nil || r.Text != "Hello Ada, welcome to Lisbon." || len(r.Examples) != 1 || r.Examples[0].Input != "Ada" {
+		t.Errorf("render v2 = %+v, %v", r, err)
+	}
+	v1, err := d.Get(ctx, "greet", 1)
+	if r, _ := v1.Render(map[string]any{"name": "Ada"}, true); err != nil || r.Text != "Hello Ada." {
+		t.Errorf("v1 = %+v, %v", r, err)
+	}
+	if _, err := d.Get(ctx, "greet", 9); !errors.Is(err, ErrNotFound) {
+		t.Errorf("a missing version: %v", err)
+	}
+	if _, err := d.Get(ctx, "bad", 1); !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), "holds other@1") {
+		t.Errorf("a file at the wrong path: %v", err)
+	}
+	if _, err := d.Put(ctx, v1); !errors.Is(err, ErrReadOnly) {
+		t.Errorf("Put = %v", err)
+	}
+	all, err := d.List(ctx, Filter{ID: "greet", AllVersions: true})
+	if err != nil || len(all) != 2 || all[0].Version != 1 {
+		t.Errorf("List all versions = %+v, %v", all, err)
+	}
+	tagged, err := d.List(ctx, Filter{Tag: "demo", ID: "greet"})
+	if err != nil || len(tagged) != 1 || tagged[0].Version != 2 {
+		t.Errorf("List by tag = %+v, %v", tagged, err)
+	}
+}
