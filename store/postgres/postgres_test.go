@@ -12,6 +12,8 @@ import (
 	"github.com/agentry/agentry/internal/testdb"
 	"github.com/agentry/agentry/memory"
 	"github.com/agentry/agentry/memory/memorytest"
+	"github.com/agentry/agentry/prompt"
+	"github.com/agentry/agentry/prompt/prompttest"
 	"github.com/agentry/agentry/store"
 	"github.com/agentry/agentry/store/postgres"
 	"github.com/agentry/agentry/store/storetest"
@@ -111,5 +113,16 @@ func BenchmarkMemory(b *testing.B) {
 			b.Fatal(err)
 		}
 		return m
+	})
+}
+
+func TestPromptConformance(t *testing.T) {
+	prompttest.Run(t, func(t *testing.T) prompt.Store {
+		s, err := postgres.Open(context.Background(), testdb.Postgres(t))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { s.Close() })
+		return s.Prompts()
 	})
 }

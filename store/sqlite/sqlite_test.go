@@ -12,6 +12,8 @@ import (
 
 	"github.com/agentry/agentry/memory"
 	"github.com/agentry/agentry/memory/memorytest"
+	"github.com/agentry/agentry/prompt"
+	"github.com/agentry/agentry/prompt/prompttest"
 	"github.com/agentry/agentry/store"
 	"github.com/agentry/agentry/store/sqlite"
 	"github.com/agentry/agentry/store/storetest"
@@ -112,4 +114,37 @@ func BenchmarkMemory(b *testing.B) {
 		}
 		return m
 	})
+}
+
+func TestPromptConformance(t *testing.T) {
+	prompttest.Run(t, func(t *testing.T) prompt.Store {
+		s, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "agentry.db"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { s.Close() })
+		return s.Prompts()
+	})
+}
+
+// A prompt put is audited in the chain, with its version and author.
+func TestPromptPutIsAudited(t *testing.T) {
+	ctx := context.Background()
+	s, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "agentry.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	for range 2 {
+		if _, err := s.Prompts().Put(ctx, prompt.Template{ID: "greet", Text: "Hi", CreatedBy: "ada"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	recs, err := s.AuditLog(ctx, "")
+	if err != nil || len(recs) != 2 || recs[1].Rule != "prompt.put" || recs[1].Target != "prompt:greet@2" || recs[1].UserID != "ada" {
+		t.Fatalf("audit log: %+v, %v", recs, err)
+	}
+	if err := s.VerifyAudit(ctx); err != nil {
+		t.Error(err)
+	}
 }

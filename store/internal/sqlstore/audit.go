@@ -2,6 +2,7 @@ package sqlstore
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
 	"time"
 
@@ -11,33 +12,42 @@ import (
 // AppendAudit adds a record at the end of the chain, under the lock of
 // the chain's head, so that concurrent writers make one chain.
 func (s *DB) AppendAudit(ctx context.Context, r store.AuditRecord) (store.AuditRecord, error) {
-	if r.RunID == "" || r.Rule == "" || r.Decision == "" {
-		return r, fmt.Errorf("store: audit record needs a run, a rule and a decision (got %q, %q, %q)", r.RunID, r.Rule, r.Decision)
-	}
-	if r.Time.IsZero() {
-		r.Time = s.now()
-	}
-	r.Time = r.Time.Truncate(time.Microsecond).UTC() // as stored, so the hash holds when read back
 	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
 		return r, fmt.Errorf("store: audit: %w", err)
 	}
 	defer tx.Rollback()
+	if r, err = s.appendAudit(ctx, tx, r); err != nil {
+		return r, err
+	}
+	if err := tx.Commit(); err != nil {
+		return r, fmt.Errorf("store: audit: %w", err)
+	}
+	return r, nil
+}
+
+// appendAudit appends r in tx, so that what it audits and the record
+// commit together.
+func (s *DB) appendAudit(ctx context.Context, tx *sql.Tx, r store.AuditRecord) (store.AuditRecord, error) {
+	if r.RunID == "" && r.Target == "" || r.Rule == "" || r.Decision == "" {
+		return r, fmt.Errorf("store: audit record needs a run or a target, a rule and a decision (got %q, %q, %q, %q)", r.RunID, r.Target, r.Rule, r.Decision)
+	}
+	if r.Time.IsZero() {
+		r.Time = s.now()
+	}
+	r.Time = r.Time.Truncate(time.Microsecond).UTC() // as stored, so the hash holds when read back
 	var headSeq int64
 	if err := tx.QueryRowContext(ctx, `SELECT seq, hash FROM agentry_audit_head WHERE id = 1`+s.d.ForUpdate).Scan(&headSeq, &r.Prev); err != nil {
 		return r, fmt.Errorf("store: audit: reading the head of the chain: %w", err)
 	}
 	r.Hash = store.HashAudit(r.Prev, &r)
-	err = tx.QueryRowContext(ctx, s.q(`INSERT INTO agentry_audit (at, run_id, agent, user_id, rule, decision, target, reason, prev, hash)
+	err := tx.QueryRowContext(ctx, s.q(`INSERT INTO agentry_audit (at, run_id, agent, user_id, rule, decision, target, reason, prev, hash)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING seq`),
 		r.Time.UnixMicro(), r.RunID, r.Agent, r.UserID, r.Rule, r.Decision, r.Target, r.Reason, r.Prev, r.Hash).Scan(&r.Seq)
 	if err != nil {
 		return r, fmt.Errorf("store: audit: %w", err)
 	}
 	if _, err := tx.ExecContext(ctx, s.q(`UPDATE agentry_audit_head SET seq = ?, hash = ? WHERE id = 1`), r.Seq, r.Hash); err != nil {
-		return r, fmt.Errorf("store: audit: %w", err)
-	}
-	if err := tx.Commit(); err != nil {
 		return r, fmt.Errorf("store: audit: %w", err)
 	}
 	return r, nil

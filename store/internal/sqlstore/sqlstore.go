@@ -117,6 +117,14 @@ var migrations = []string{
 		PRIMARY KEY (collection, doc_key)
 	);
 	SEARCH_DDL`,
+	// 4: the prompt store's templates, one row per version.
+	`CREATE TABLE agentry_prompts (
+		id TEXT NOT NULL,
+		version INTEGER NOT NULL,
+		data TEXT NOT NULL,
+		created_at BIGINT NOT NULL,
+		PRIMARY KEY (id, version)
+	);`,
 }
 
 // schema is the migrations in the dialect's words.
