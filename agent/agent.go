@@ -57,6 +57,8 @@ type Agent struct {
 	sizes        *sizes           // shared by the agent's copies (handoffs, sub-agents build their own)
 	o            options          // for sub-agents and handoffs built later
 	mem          *agentMemory     // the spec's memory; nil without
+	sysTpl       *prompt.Template // prompt_ref's template; nil without
+	reactTpl     *prompt.Template // a react_template from the prompt store
 	closers      []func() error   // what the agent opened: connectors, sub-agents
 	handoffs     []*handoff
 	closeOnce    sync.Once
@@ -89,6 +91,7 @@ type options struct {
 	meters      metric.MeterProvider
 	rules       []hostRule
 	memory      memory.Backend
+	prompts     prompt.Store
 }
 
 // Option configures New.
@@ -240,9 +243,19 @@ func build(in *spec.Spec, o options) (*Agent, error) {
 		problems = append(problems, err.Error())
 	}
 	problems = append(problems, a.checkPriced()...)
+	if probs := a.resolvePrompts(o); len(probs) > 0 {
+		return nil, &spec.Error{Source: source, Problems: probs}
+	}
 	if schemas.Output != nil {
+		system := sp.SystemText
+		if t := a.sysTpl; t != nil {
+			if t.Engine != "" && t.Engine != prompt.FString {
+				return nil, &spec.Error{Source: source, Problems: []string{fmt.Sprintf("prompt_ref %s: mode %s composes its prompt from ${var} text: the template's engine must be fstring, not %s", t.Ref(), sp.Mode, t.Engine)}}
+			}
+			system = t.Text
+		}
 		p, err := prompt.New(prompt.Config{AgentName: sp.AgentName, Version: sp.Version, Mode: string(sp.Mode),
-			SystemText: sp.SystemText, PurposeText: sp.PurposeText, OutputSchema: sp.OutputSchema, Schema: schemas.Output,
+			SystemText: system, PurposeText: sp.PurposeText, OutputSchema: sp.OutputSchema, Schema: schemas.Output,
 			Enums: sp.Enums, Defaults: sp.Defaults, InputKeys: sp.InputKeys})
 		if err != nil {
 			return nil, &spec.Error{Source: source, Problems: []string{err.Error()}}

@@ -78,6 +78,12 @@ func (r *run) finish(final *Final, err error) (*Result, error) {
 			v = react.TemplateVersion
 		}
 		res.PromptTemplate = "react/" + v
+		if a.reactTpl != nil {
+			res.PromptTemplate = a.reactTpl.Ref()
+		}
+	}
+	if a.sysTpl != nil {
+		res.PromptTemplate = a.sysTpl.Ref() // the provenance of the system prompt
 	}
 	res.ContextUsed = contextUsed(st)
 	res.Handoffs = st.Handoffs

@@ -53,7 +53,10 @@ func reactMessages(a *Agent, input map[string]any) ([]llm.Message, []string) {
 		}
 		return out
 	}
-	system := render("system_text", a.spec.SystemText)
+	system, err := a.systemText(input)
+	if err != nil {
+		probs = append(probs, err.Error())
+	}
 	d := react.PromptData{
 		Role:         a.spec.Description,
 		Capabilities: render("purpose_text", a.spec.PurposeText),
@@ -76,10 +79,16 @@ func reactMessages(a *Agent, input map[string]any) ([]llm.Message, []string) {
 	for _, ex := range a.spec.FewShot {
 		d.Examples = append(d.Examples, fewShot(ex))
 	}
+	d.Examples = append(d.Examples, a.reactExamples()...)
 	if len(a.spec.OutputSchema) > 0 {
 		d.OutputSchema = compactSchema(a.spec.OutputSchema)
 	}
-	text, err := react.SystemPrompt(a.spec.ReActTemplate, d)
+	var text string
+	if a.reactTpl != nil {
+		text, err = react.Render(a.reactTpl, d)
+	} else {
+		text, err = react.SystemPrompt(a.spec.ReActTemplate, d)
+	}
 	if err != nil {
 		probs = append(probs, err.Error())
 	}

@@ -316,7 +316,7 @@ func composedMessages(a *Agent, input map[string]any) ([]llm.Message, []string) 
 // the first user message (user_text, or the input as key = "value" lines).
 func toolsMessages(a *Agent, input map[string]any) ([]llm.Message, []string) {
 	var probs []string
-	system, err1 := prompt.Render("system_text", a.spec.SystemText, input)
+	system, err1 := a.systemText(input)
 	purpose, err2 := prompt.Render("purpose_text", a.spec.PurposeText, input)
 	user, err3 := prompt.Render("user_text", a.spec.UserText, input)
 	for _, err := range []error{err1, err2, err3} {
@@ -340,6 +340,7 @@ func toolsMessages(a *Agent, input map[string]any) ([]llm.Message, []string) {
 	if system != "" {
 		msgs = append(msgs, llm.Message{Role: llm.RoleSystem, Content: system})
 	}
+	msgs = append(msgs, a.examples()...)
 	return append(msgs, llm.Message{Role: llm.RoleUser, Content: user}), probs
 }
 

@@ -2,6 +2,7 @@ package policy
 
 import (
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -90,5 +91,34 @@ func TestClone(t *testing.T) {
 	var none *Policy
 	if none.Clone() != nil {
 		t.Error("Clone of nil")
+	}
+}
+
+func TestApply(t *testing.T) {
+	p, err := Parse([]byte(`{"content_filters": [
+		{"name": "no-drop", "pattern": "(?i)drop table", "on": ["prompt"], "action": "block"},
+		{"name": "mail", "match": "pii", "on": ["prompt", "output"], "action": "redact"},
+		{"name": "other", "pattern": "x", "on": ["tool_input"], "action": "block"}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name, text, want string
+		applied          []Applied
+	}{
+		{"clean", "Summarize the ticket.", "Summarize the ticket.", nil},
+		{"redact", "Write to ada@example.com.", "Write to [REDACTED:pii].", []Applied{{"mail", Redact}}},
+		{"block", "then DROP TABLE users", "then DROP TABLE users", []Applied{{"no-drop", Block}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			out, applied := p.Apply(Prompt, tc.text)
+			if out != tc.want || !slices.Equal(applied, tc.applied) {
+				t.Errorf("Apply = %q, %v; want %q, %v", out, applied, tc.want, tc.applied)
+			}
+		})
+	}
+	var none *Policy
+	if out, applied := none.Apply(Prompt, "x"); out != "x" || applied != nil {
+		t.Errorf("a nil policy applied %v", applied)
 	}
 }

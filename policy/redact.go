@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"os"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 )
@@ -345,4 +346,36 @@ func ibanValid(s string) bool {
 		}
 	}
 	return rem == 1
+}
+
+// Applied is a content filter that found something in a text.
+type Applied struct {
+	Filter string
+	Action Action
+}
+
+// Apply runs the content filters on target over text, in order: it
+// returns the text with what redacting filters found replaced, and the
+// filters that found something. A blocking filter that finds something
+// ends it: it is the last of applied, and out is the text it saw.
+func (p *Policy) Apply(target Target, text string) (out string, applied []Applied) {
+	if p == nil {
+		return text, nil
+	}
+	for i := range p.ContentFilters {
+		f := &p.ContentFilters[i]
+		if !slices.Contains(f.On, target) {
+			continue
+		}
+		r, err := f.Redactor()
+		if err != nil || !r.Found(text) {
+			continue
+		}
+		applied = append(applied, Applied{Filter: f.Name, Action: f.Action})
+		if f.Action == Block {
+			return text, applied
+		}
+		text = r.String(text)
+	}
+	return text, applied
 }

@@ -6,7 +6,6 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/agentry/agentry/policy"
 	"github.com/agentry/agentry/prompt"
 	"github.com/agentry/agentry/schema"
 	"github.com/agentry/agentry/tool"
@@ -93,20 +92,16 @@ func (s *Spec) checkIdentity(c *checker) {
 		c.bad("version %q: use 1 to 64 letters, digits, '.', '_' or '-'", s.Version)
 	}
 	if s.PromptRef != "" {
-		c.bad("prompt_ref: the prompt store is not available in this release; use system_text and purpose_text")
+		if _, _, err := prompt.ParseRef(s.PromptRef); err != nil {
+			c.bad("prompt_ref %q: want id or id@version (%v)", s.PromptRef, err)
+		}
+		if s.SystemText != "" {
+			c.bad("prompt_ref and system_text both give the system prompt; keep one")
+		}
 	}
 	if p := s.Policy; p != nil {
 		for _, prob := range p.Check() {
 			c.bad("policy.%s", prob)
-		}
-		// Rules this release does not enforce yet are refused, not
-		// accepted and ignored.
-		for i, f := range p.ContentFilters {
-			for j, t := range f.On {
-				if t == policy.Prompt {
-					c.bad("policy.content_filters[%d].on[%d] %q: only tool_input, memory_write and output are enforced in this release; remove it rather than rely on it", i, j, t)
-				}
-			}
 		}
 	}
 }
