@@ -124,3 +124,37 @@ func TestDir(t *testing.T) {
 		t.Errorf("List by tag = %+v, %v", tagged, err)
 	}
 }
+
+// Layered stores: the first that has an id answers for it; Put goes to
+// the first; a read-only first refuses.
+func TestLayered(t *testing.T) {
+	ctx := context.Background()
+	builtin := Fixed(Template{ID: "react", Version: 1, Text: "r1"}, Template{ID: "react", Version: 2, Text: "r2"},
+		Template{ID: "greet", Version: 1, Text: "shadowed"})
+	l := Layered(Dir("testdata/prompts"), builtin)
+	for _, tc := range []struct {
+		id      string
+		version int
+		want    string
+	}{
+		{"greet", 1, "Hello ${name}."}, {"react", 0, "r2"}, {"react", 1, "r1"},
+	} {
+		got, err := l.Get(ctx, tc.id, tc.version)
+		if err != nil || got.Text != tc.want {
+			t.Errorf("Get(%s, %d) = %q, %v; want %q", tc.id, tc.version, got.Text, err, tc.want)
+		}
+	}
+	if _, err := l.Get(ctx, "nope", 0); !errors.Is(err, ErrNotFound) {
+		t.Errorf("Get(nope) = %v", err)
+	}
+	if _, err := l.Put(ctx, Template{ID: "x", Text: "x"}); !errors.Is(err, ErrReadOnly) {
+		t.Errorf("Put through a read-only first store = %v", err)
+	}
+	list, err := l.List(ctx, Filter{ID: "react", AllVersions: true})
+	if err != nil || len(list) != 2 || list[1].Text != "r2" {
+		t.Errorf("List(react) = %+v, %v", list, err)
+	}
+	if list, _ := l.List(ctx, Filter{ID: "greet", AllVersions: true}); len(list) != 2 || list[0].Text != "Hello ${name}." {
+		t.Errorf("a lower store's versions of an id the first has: %+v", list)
+	}
+}

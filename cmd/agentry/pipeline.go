@@ -26,14 +26,16 @@ func runPipeline(ctx context.Context, path string, f runFlags, stdout, stderr io
 		runOpts = append(runOpts, pipeline.WithEvents(l.fn, l.opts...))
 	}
 	agentOpts := su.agentOpts
-	if !f.noStore {
+	if f.noStore {
+		agentOpts = append(agentOpts, storeOptions(nil, f.prompts)...)
+	} else {
 		st, err := openStore(ctx, f.db)
 		if err != nil {
 			return usageErr(err)
 		}
 		defer st.Close()
 		runOpts = append(runOpts, pipeline.WithStore(st))
-		agentOpts = append(agentOpts, memoryOf(st)...)
+		agentOpts = append(agentOpts, storeOptions(st, f.prompts)...)
 	}
 	opts := []pipeline.Option{pipeline.WithTools(builtinTools(f.allowPrivate)), pipeline.WithAgentOptions(agentOpts...)}
 	if f.agentsSet {

@@ -38,7 +38,7 @@ code 0 when the replay is identical, 1 when anything differs.`,
 			if err != nil {
 				return usageErr(err)
 			}
-			a, err := agent.Stored(ctx, st, args[0], append(opts, memoryOf(st)...)...)
+			a, err := agent.Stored(ctx, st, args[0], append(opts, storeOptions(st, f.prompts)...)...)
 			if err != nil {
 				return usageErr(err)
 			}
@@ -66,6 +66,7 @@ code 0 when the replay is identical, 1 when anything differs.`,
 		},
 	}
 	dbFlag(cmd, &f.db)
+	promptsFlag(cmd, &f.prompts)
 	cmd.Flags().StringVar(&tools, "tools", "recorded", "recorded: the recorded tool results; live: run safe and idempotent tools again")
 	cmd.Flags().BoolVar(&f.json, "json", false, "print the report as JSON")
 	cmd.Flags().BoolVar(&f.allowPrivate, "allow-private-network", false, "let http_get and http_request reach loopback and private addresses")

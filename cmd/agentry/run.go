@@ -40,6 +40,7 @@ type runFlags struct {
 	logFormat    string
 	db           string
 	noStore      bool
+	prompts      string
 }
 
 func newRunCmd(stdout, stderr io.Writer) *cobra.Command {
@@ -96,6 +97,7 @@ func outputFlags(cmd *cobra.Command, f *runFlags) {
 	fl.BoolVar(&f.allowPrivate, "allow-private-network", false, "let http_get and http_request reach loopback and private addresses")
 	fl.StringVar(&f.logLevel, "log-level", os.Getenv("AGENTRY_LOG_LEVEL"), "log records on stderr at this level: debug, info, warn, error, off (env AGENTRY_LOG_LEVEL; off by default)")
 	fl.StringVar(&f.logFormat, "log-format", os.Getenv("AGENTRY_LOG_FORMAT"), "log records as json or text (env AGENTRY_LOG_FORMAT; implies --log-level info)")
+	promptsFlag(cmd, &f.prompts)
 }
 
 func runAgent(ctx context.Context, target string, f runFlags, stdout, stderr io.Writer) error {
@@ -109,14 +111,16 @@ func runAgent(ctx context.Context, target string, f runFlags, stdout, stderr io.
 		runOpts = append(runOpts, agent.WithEvents(l.fn, l.opts...))
 	}
 	agentOpts := su.agentOpts
-	if !f.noStore {
+	if f.noStore {
+		agentOpts = append(agentOpts, storeOptions(nil, f.prompts)...)
+	} else {
 		st, err := openStore(ctx, f.db)
 		if err != nil {
 			return usageErr(err)
 		}
 		defer st.Close()
 		runOpts = append(runOpts, agent.WithStore(st))
-		agentOpts = append(agentOpts, memoryOf(st)...)
+		agentOpts = append(agentOpts, storeOptions(st, f.prompts)...)
 	}
 	a, err := loadAgent(target, f, agentOpts)
 	if err != nil {

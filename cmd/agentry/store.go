@@ -11,19 +11,44 @@ import (
 
 	"github.com/agentry/agentry/agent"
 	"github.com/agentry/agentry/memory"
+	"github.com/agentry/agentry/prompt"
+	"github.com/agentry/agentry/react"
 	"github.com/agentry/agentry/store"
 	_ "github.com/agentry/agentry/store/postgres" // --db postgres://...
 	_ "github.com/agentry/agentry/store/redis"    // memory.backend redis://...
 	_ "github.com/agentry/agentry/store/sqlite"   // --db PATH, the default
 )
 
-// memoryOf gives agents the run store's database as their memory's
-// default backend: memory lives in the same file (or Postgres schema).
-func memoryOf(st store.Store) []agent.Option {
+// storeOptions give agents the run store's database as their memory's
+// default backend (memory lives in the same file or Postgres schema), and
+// their prompt store: --prompts DIR, the run store's, the built-in ReAct
+// templates, in that order. st may be nil (--no-store).
+func storeOptions(st store.Store, promptsDir string) []agent.Option {
+	var opts []agent.Option
 	if b, ok := st.(memory.Backend); ok {
-		return []agent.Option{agent.WithMemory(b)}
+		opts = append(opts, agent.WithMemory(b))
 	}
-	return nil
+	return append(opts, agent.WithPrompts(promptStore(st, promptsDir)))
+}
+
+// promptStore is where the binary finds templates: --prompts DIR first,
+// then the run store, then the built-in ReAct templates. Puts go to the
+// first of them that is writable; a directory is not.
+func promptStore(st store.Store, dir string) prompt.Store {
+	var layers []prompt.Store
+	if dir != "" {
+		layers = append(layers, prompt.Dir(dir))
+	}
+	if ps, ok := st.(interface{ Prompts() prompt.Store }); ok {
+		layers = append(layers, ps.Prompts())
+	}
+	return prompt.Layered(append(layers, prompt.Fixed(react.Templates()...))...)
+}
+
+// promptsFlag adds --prompts.
+func promptsFlag(cmd *cobra.Command, dir *string) {
+	cmd.Flags().StringVar(dir, "prompts", os.Getenv("AGENTRY_PROMPTS"),
+		"a directory of prompt templates, {id}/{version}.json, read before the run store's (env AGENTRY_PROMPTS)")
 }
 
 // dbFlag adds --db to a command that reads or writes the run store.
