@@ -180,3 +180,33 @@ func TestMemoryBuildErrors(t *testing.T) {
 		t.Errorf("a bad key: %v", err)
 	}
 }
+
+// The database tools, confined to the collections memory.collections
+// names for the run's input: writes are redacted and listed in
+// memory_deltas, a collection outside the list is a policy_violation, a
+// missing key is not_found.
+func TestDBTools(t *testing.T) {
+	b := memory.NewInMemory()
+	res := memoryRun(t, b, "ada", "db.json", func(sp *spec.Spec) {
+		sp.Tools = []string{"db_write", "db_read", "db_query", "db_search"}
+		sp.Memory.Tools, sp.Memory.Write = false, nil
+		sp.Memory.Collections = []string{"trips:${user_id}"}
+	})
+	obs := func(i int) string { return res.Steps[i].Observation }
+	if !strings.Contains(obs(0), `"key":"lisbon"`) || !strings.Contains(obs(1), "policy_violation") || !strings.Contains(obs(1), "trips:bob") {
+		t.Errorf("writes: %s | %s", obs(0), obs(1))
+	}
+	if !strings.Contains(obs(2), `"city":"Lisbon"`) || !strings.Contains(obs(3), `"score"`) || !strings.Contains(obs(4), "not_found") {
+		t.Errorf("reads: %s | %s | %s", obs(2), obs(3), obs(4))
+	}
+	d, err := b.DB().Read(context.Background(), "trips:ada", "lisbon")
+	if err != nil || d.Value["card"] != "token [REDACTED:secret]" || d.UserID != "ada" || d.RunID != res.ID {
+		t.Errorf("stored: %+v, %v", d, err)
+	}
+	if _, err := b.DB().Read(context.Background(), "trips:bob", "paris"); err == nil {
+		t.Error("a write outside memory.collections was stored")
+	}
+	if len(res.MemoryDeltas) != 1 || res.MemoryDeltas[0].Collection != "trips:ada" || res.MemoryDeltas[0].Key != "lisbon" {
+		t.Errorf("memory_deltas: %+v", res.MemoryDeltas)
+	}
+}
