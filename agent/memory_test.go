@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/agentry/agentry/internal/testdb"
 	"github.com/agentry/agentry/llm/scripted"
 	"github.com/agentry/agentry/memory"
 	"github.com/agentry/agentry/policy"
@@ -208,5 +209,35 @@ func TestDBTools(t *testing.T) {
 	}
 	if len(res.MemoryDeltas) != 1 || res.MemoryDeltas[0].Collection != "trips:ada" || res.MemoryDeltas[0].Key != "lisbon" {
 		t.Errorf("memory_deltas: %+v", res.MemoryDeltas)
+	}
+}
+
+// A replay of a stored run rebuilds the prompt it began with from its
+// log, even when the stream has changed since, and writes nothing.
+func TestMemoryReplay(t *testing.T) {
+	ctx := context.Background()
+	st := openStore(t, testdb.SQLite(t))
+	b := memory.NewInMemory()
+	memoryRun(t, b, "ada", "remember.json", nil)
+	sp, _ := spec.Load(memorySpec)
+	s, _ := scripted.Load("testdata/memory/recall.json")
+	a, err := New(sp, WithProvider(s.Model(), "scripted"), WithMemory(b), WithBaseDir("testdata/memory"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := a.Run(ctx, map[string]any{"task": "help", "user_id": "ada"}, WithStore(st), WithUser("ada"))
+	if err != nil || !strings.Contains(res.Messages[0].Content, "window seats") {
+		t.Fatalf("the recorded run: %v\n%s", err, res.Messages[0].Content)
+	}
+	if _, err := b.Memory().Append(ctx, memory.Entry{Stream: "user:ada", Text: "Now prefers the aisle"}, memory.Retention{}); err != nil {
+		t.Fatal(err)
+	}
+	before, _ := b.Memory().Read(ctx, "user:ada", memory.ReadOptions{})
+	rep, err := a.Replay(ctx, st, res.ID)
+	if err != nil || !rep.Identical() {
+		t.Errorf("replay after the stream changed: %v %+v", err, rep)
+	}
+	if after, _ := b.Memory().Read(ctx, "user:ada", memory.ReadOptions{}); len(after) != len(before) {
+		t.Errorf("the replay wrote %d entries", len(after)-len(before))
 	}
 }
