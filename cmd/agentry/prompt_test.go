@@ -117,4 +117,9 @@ func TestPromptThroughTheBinary(t *testing.T) {
 	if out := cli(2, "run", sp, "-q"); !strings.Contains(out, "missing variables name") {
 		t.Errorf("a run without the template's required variable: %q", out)
 	}
+	cli(0, "validate", sp)
+	missing := writeFile(t, dir, "missing.json", `{"agent_name": "greeter", "version": "v1", "model_name": "scripted:`+script+`", "prompt_ref": "greet@9"}`)
+	if out := cli(2, "validate", missing); !strings.Contains(out, `prompt_ref "greet@9": prompt: no such template: greet@9`) {
+		t.Errorf("validate of a prompt_ref the store lacks: %q", out)
+	}
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -8,16 +9,20 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 
 	"github.com/spf13/cobra"
 
 	"github.com/agentry/agentry/agent"
+	"github.com/agentry/agentry/memory"
 	"github.com/agentry/agentry/pipeline"
+	"github.com/agentry/agentry/prompt"
 	"github.com/agentry/agentry/spec"
+	"github.com/agentry/agentry/store"
 )
 
 func newValidateCmd(stdout, stderr io.Writer) *cobra.Command {
-	var agentsDir string
+	var agentsDir, dsn, prompts string
 	var lock bool
 	cmd := &cobra.Command{
 		Use:   "validate PATH...",
@@ -33,10 +38,15 @@ file and the field. Exit code 0 when all are valid, 2 otherwise.`,
 			}
 			return nil
 		},
-		RunE: func(_ *cobra.Command, args []string) error {
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ps := &lazyPrompts{ctx: cmd.Context(), dsn: dsn, dir: prompts}
+			defer ps.close()
+			// A spec's memory is checked without a backend of the host's:
+			// an in-process one stands in for the run store.
+			opts := []agent.Option{agent.WithTools(builtinTools(false)), agent.WithPrompts(ps), agent.WithMemory(memory.NewInMemory())}
 			bad := 0
 			for _, p := range args {
-				bad += validatePath(p, agentsDir, lock, stdout, stderr)
+				bad += validatePath(p, agentsDir, lock, opts, stdout, stderr)
 			}
 			if bad > 0 {
 				return &exitError{code: 2, err: fmt.Errorf("%d invalid", bad)}
@@ -46,27 +56,75 @@ file and the field. Exit code 0 when all are valid, 2 otherwise.`,
 	}
 	cmd.Flags().StringVar(&agentsDir, "agents", "agents", "agents directory for agent: tools of single spec files")
 	cmd.Flags().BoolVar(&lock, "lock", false, "write each agents directory's lock file of output-schema hashes")
+	dbFlag(cmd, &dsn)
+	promptsFlag(cmd, &prompts)
 	return cmd
+}
+
+// lazyPrompts is the prompt store of validate: the run store is opened
+// only when a spec has a prompt_ref to check.
+type lazyPrompts struct {
+	ctx      context.Context
+	dsn, dir string
+	once     sync.Once
+	st       store.Store
+	ps       prompt.Store
+	err      error
+}
+
+func (l *lazyPrompts) open() (prompt.Store, error) {
+	l.once.Do(func() {
+		l.st, l.err = openStore(l.ctx, l.dsn)
+		if l.err == nil {
+			l.ps = promptStore(l.st, l.dir)
+		}
+	})
+	return l.ps, l.err
+}
+
+func (l *lazyPrompts) close() {
+	if l.st != nil {
+		l.st.Close()
+	}
+}
+
+func (l *lazyPrompts) Get(ctx context.Context, id string, version int) (prompt.Template, error) {
+	ps, err := l.open()
+	if err != nil {
+		return prompt.Template{}, err
+	}
+	return ps.Get(ctx, id, version)
+}
+
+func (l *lazyPrompts) Put(ctx context.Context, t prompt.Template) (prompt.Template, error) {
+	return t, prompt.ErrReadOnly
+}
+
+func (l *lazyPrompts) List(ctx context.Context, f prompt.Filter) ([]prompt.Template, error) {
+	ps, err := l.open()
+	if err != nil {
+		return nil, err
+	}
+	return ps.List(ctx, f)
 }
 
 // validatePath checks a spec file or an agents directory and returns the
 // number of invalid specs.
-func validatePath(path, agentsDir string, writeLock bool, stdout, stderr io.Writer) int {
+func validatePath(path, agentsDir string, writeLock bool, opts []agent.Option, stdout, stderr io.Writer) int {
 	st, err := os.Stat(path)
 	if err != nil {
 		fmt.Fprintf(stderr, "✗ %s: %v\n", path, err)
 		return 1
 	}
-	tools := builtinTools(false)
 	if data, err := os.ReadFile(path); err == nil && !st.IsDir() && pipeline.IsPipeline(data) {
-		p, err := pipeline.FromFile(path, pipeline.WithTools(tools))
+		p, err := pipeline.FromFile(path, pipeline.WithTools(builtinTools(false)), pipeline.WithAgentOptions(opts...))
 		if err == nil {
 			p.Close()
 		}
 		return reportPipeline(path, err, stdout, stderr)
 	}
 	if !st.IsDir() {
-		a, err := agent.FromFile(path, agent.WithTools(tools), agent.WithAgents(spec.Dir{Path: agentsDir}))
+		a, err := agent.FromFile(path, append(opts, agent.WithAgents(spec.Dir{Path: agentsDir}))...)
 		if err == nil {
 			a.Close()
 		}
@@ -93,7 +151,7 @@ func validatePath(path, agentsDir string, writeLock bool, stdout, stderr io.Writ
 		s, specPath, err := d.Load(ref)
 		if err == nil {
 			var a *agent.Agent
-			if a, err = agent.New(s, agent.WithTools(tools), agent.WithAgents(d), agent.WithBaseDir(filepath.Dir(specPath))); err == nil {
+			if a, err = agent.New(s, append(opts, agent.WithAgents(d), agent.WithBaseDir(filepath.Dir(specPath)))...); err == nil {
 				a.Close()
 			}
 		}
