@@ -241,3 +241,18 @@ func TestMemoryReplay(t *testing.T) {
 		t.Errorf("the replay wrote %d entries", len(after)-len(before))
 	}
 }
+
+// memory_read gives the newest entries first, or the oldest with
+// "oldest", each with its time and kind.
+func TestMemoryRead(t *testing.T) {
+	b := memory.NewInMemory()
+	memoryRun(t, b, "ada", "remember.json", nil)
+	res := memoryRun(t, b, "ada", "read.json", func(sp *spec.Spec) { sp.Memory.Write = nil })
+	newest, all := res.Steps[0].Observation, res.Steps[1].Observation
+	if !strings.Contains(newest, `"kind":"final_answer"`) || strings.Contains(newest, "preference") {
+		t.Errorf("memory_read limit 1: %s", newest)
+	}
+	if i, j := strings.Index(all, "preference"), strings.Index(all, "final_answer"); i < 0 || j < 0 || i > j || !strings.Contains(all, `"time":"`) {
+		t.Errorf("memory_read oldest first: %s", all)
+	}
+}
