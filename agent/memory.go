@@ -158,7 +158,7 @@ func memoryBlock(stream string, entries []memory.Entry) string {
 		if e.Kind != "" {
 			fmt.Fprintf(&b, " [%s]", e.Kind)
 		}
-		b.WriteString(" " + strings.ReplaceAll(e.Text, "\n", "\n  "))
+		b.WriteString(" " + truncate(e.Text, 2<<10)) // one line each, a long one cut
 	}
 	return b.String()
 }
@@ -175,8 +175,15 @@ func (r *run) addToSystem(text string) {
 }
 
 // filterWrite passes text bound for memory (target names it) through the
-// policy's memory_write filters and the default redaction.
-func (r *run) filterWrite(ctx context.Context, target, text string) (string, error) {
+// policy's memory_write filters and the default redaction. A JSON text
+// (a document's value) stays valid JSON.
+func (r *run) filterWrite(ctx context.Context, target, text string, isJSON bool) (string, error) {
+	redact := func(rd *policy.Redactor, s string) string {
+		if isJSON {
+			return string(rd.Bytes([]byte(s)))
+		}
+		return rd.String(s)
+	}
 	for _, f := range r.mem.am.filters {
 		if !f.r.Found(text) {
 			continue
@@ -189,19 +196,19 @@ func (r *run) filterWrite(ctx context.Context, target, text string) (string, err
 			}
 			return "", &tool.ErrorDetails{Type: CodePolicyViolation, Message: reason, Recoverable: true, Details: map[string]any{"rule": rule}}
 		}
-		text = f.r.String(text)
+		text = redact(f.r, text)
 		if err := r.report(ctx, target, "", rule, "redact", "redacted in a write to "+target); err != nil {
 			return "", err
 		}
 	}
-	return r.a.redact.String(text), nil
+	return redact(r.a.redact, text), nil
 }
 
 // remember appends an entry to the run's stream, filtered, and notes the
 // delta.
 func (r *run) remember(ctx context.Context, kind, text string) (memory.Entry, error) {
 	rm := r.mem
-	text, err := r.filterWrite(ctx, "memory:"+rm.stream, text)
+	text, err := r.filterWrite(ctx, "memory:"+rm.stream, text, false)
 	if err != nil {
 		return memory.Entry{}, err
 	}

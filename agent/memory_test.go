@@ -256,3 +256,22 @@ func TestMemoryRead(t *testing.T) {
 		t.Errorf("memory_read oldest first: %s", all)
 	}
 }
+
+// A memory_write filter redacts a document's value as JSON: a card
+// number written as a JSON number becomes a string, and the document
+// stays a document.
+func TestDBWriteRedactsAsJSON(t *testing.T) {
+	b := memory.NewInMemory()
+	res := memoryRun(t, b, "ada", "db_card.json", func(sp *spec.Spec) {
+		sp.Tools = []string{"db_write"}
+		sp.Memory.Tools, sp.Memory.Write = false, nil
+		sp.Policy, _ = policy.Parse([]byte(`{"content_filters": [{"name": "pii", "match": "pii", "on": ["memory_write"], "action": "redact"}]}`))
+	})
+	if obs := res.Steps[0].Observation; !strings.Contains(obs, `"key":"ada"`) {
+		t.Fatalf("db_write: %s", obs)
+	}
+	d, err := b.DB().Read(context.Background(), "cards", "ada")
+	if err != nil || d.Value["number"] != "[REDACTED:pii]" || d.Value["holder"] != "[REDACTED:pii]" {
+		t.Errorf("stored %+v, %v", d.Value, err)
+	}
+}

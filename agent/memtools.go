@@ -189,7 +189,7 @@ func dbWrite(ctx context.Context, in dbWriteArgs) (map[string]any, error) {
 	if err != nil {
 		return nil, tool.NewErrorDetails("invalid_arguments", "value: "+err.Error(), true)
 	}
-	text, err := r.filterWrite(ctx, "db:"+in.Collection+"/"+in.Key, string(data))
+	text, err := r.filterWrite(ctx, "db:"+in.Collection+"/"+in.Key, string(data), true)
 	if err != nil {
 		return nil, failed(err)
 	}
