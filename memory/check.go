@@ -54,7 +54,7 @@ func CheckRead(stream string, o ReadOptions) error {
 // ReadEntries applies o to a stream's entries (oldest first) in the
 // process, leaving out those expired at now.
 func ReadEntries(entries []Entry, o ReadOptions, now time.Time) []Entry {
-	var out []Entry
+	out := make([]Entry, 0, len(entries))
 	for _, e := range entries {
 		if expired(e, now) || !o.Since.IsZero() && e.Time.Before(o.Since) || !o.Until.IsZero() && !e.Time.Before(o.Until) {
 			continue

@@ -67,45 +67,58 @@ func newRanker(query string) *ranker {
 }
 
 // scores returns the BM25 score of each text (0 for a text that has none
-// of the terms).
+// of the terms). The term counts of all texts share one slice.
 func (r *ranker) scores(texts []string) []float64 {
 	const k1, b = 1.2, 0.75
 	out := make([]float64, len(texts))
-	if len(r.terms) == 0 || len(texts) == 0 {
+	nt := len(r.terms)
+	if nt == 0 || len(texts) == 0 {
 		return out
 	}
-	tfs := make([]map[string]int, len(texts))
+	tfs := make([]int, len(texts)*nt) // text i's count of term j at i*nt+j
 	lengths := make([]int, len(texts))
-	df := map[string]int{}
+	df := make([]int, nt)
 	total := 0
 	for i, t := range texts {
-		tf := map[string]int{}
-		for w := range strings.FieldsFuncSeq(strings.ToLower(t), notWordRune) {
+		tf := tfs[i*nt : (i+1)*nt]
+		for w := range strings.FieldsFuncSeq(t, notWordRune) {
 			lengths[i]++
-			s := stem(w)
-			if slices.Contains(r.terms, s) {
-				tf[s]++
+			if j := r.index(w); j >= 0 {
+				if tf[j] == 0 {
+					df[j]++
+				}
+				tf[j]++
 			}
 		}
-		for s := range tf {
-			df[s]++
-		}
-		tfs[i] = tf
 		total += lengths[i]
 	}
 	avg := float64(total) / float64(len(texts))
 	n := float64(len(texts))
-	for i, tf := range tfs {
-		for _, s := range r.terms {
-			f := float64(tf[s])
+	for i := range texts {
+		for j, f := range tfs[i*nt : (i+1)*nt] {
 			if f == 0 {
 				continue
 			}
-			idf := math.Log(1 + (n-float64(df[s])+0.5)/(float64(df[s])+0.5))
-			out[i] += idf * f * (k1 + 1) / (f + k1*(1-b+b*float64(lengths[i])/max(avg, 1)))
+			idf := math.Log(1 + (n-float64(df[j])+0.5)/(float64(df[j])+0.5))
+			out[i] += idf * float64(f) * (k1 + 1) / (float64(f) + k1*(1-b+b*float64(lengths[i])/max(avg, 1)))
 		}
 	}
 	return out
+}
+
+// index returns the term w stems to, or -1. Words are compared without
+// case; most words are not terms and cost no allocation.
+func (r *ranker) index(w string) int {
+	for j, t := range r.terms {
+		// A word matches a term when its stem does; the stem is no longer
+		// than the word, so a word shorter than the term never does.
+		if len(w) >= len(t) && strings.EqualFold(w[:len(t)], t) {
+			if stem(strings.ToLower(w)) == t {
+				return j
+			}
+		}
+	}
+	return -1
 }
 
 // SearchEntries ranks entries against query in the process, as the
@@ -116,17 +129,30 @@ func SearchEntries(entries []Entry, query string, limit int) []Hit {
 	for i := range entries {
 		texts[i] = entries[i].Text
 	}
-	scores := newRanker(query).scores(texts)
-	var hits []Hit
+	best := top(newRanker(query).scores(texts), limit, func(a, b int) int { return cmp.Compare(entries[b].ID, entries[a].ID) })
+	hits := make([]Hit, len(best))
+	for i, b := range best {
+		hits[i] = Hit{Entry: entries[b.i], Score: b.score}
+	}
+	return hits
+}
+
+type scored struct {
+	i     int
+	score float64
+}
+
+// top returns the best limit (default 10) of the positive scores, best
+// first, tie broken by tie.
+func top(scores []float64, limit int, tie func(a, b int) int) []scored {
+	var out []scored
 	for i, s := range scores {
 		if s > 0 {
-			hits = append(hits, Hit{Entry: entries[i], Score: s})
+			out = append(out, scored{i, s})
 		}
 	}
-	slices.SortStableFunc(hits, func(a, b Hit) int {
-		return cmp.Or(cmp.Compare(b.Score, a.Score), cmp.Compare(b.ID, a.ID))
-	})
-	return hits[:min(len(hits), limitOr(limit, 10))]
+	slices.SortFunc(out, func(a, b scored) int { return cmp.Or(cmp.Compare(b.score, a.score), tie(a.i, b.i)) })
+	return out[:min(len(out), limitOr(limit, 10))]
 }
 
 // SearchDocs ranks documents against text by their string values, as
@@ -136,17 +162,12 @@ func SearchDocs(docs []Doc, text string, topK int) []DocHit {
 	for i := range docs {
 		texts[i] = DocText(docs[i].Value)
 	}
-	scores := newRanker(text).scores(texts)
-	var hits []DocHit
-	for i, s := range scores {
-		if s > 0 {
-			hits = append(hits, DocHit{Doc: docs[i], Score: s})
-		}
+	best := top(newRanker(text).scores(texts), topK, func(a, b int) int { return strings.Compare(docs[a].Key, docs[b].Key) })
+	hits := make([]DocHit, len(best))
+	for i, b := range best {
+		hits[i] = DocHit{Doc: docs[b.i], Score: b.score}
 	}
-	slices.SortStableFunc(hits, func(a, b DocHit) int {
-		return cmp.Or(cmp.Compare(b.Score, a.Score), strings.Compare(a.Key, b.Key))
-	})
-	return hits[:min(len(hits), limitOr(topK, 10))]
+	return hits
 }
 
 // DocText is the text of a document a search looks at: its string
