@@ -44,4 +44,5 @@ fuzz ./spec FuzzParse
 fuzz ./llm/scripted FuzzParse
 fuzz ./policy FuzzParse
 fuzz ./policy FuzzRedact
+fuzz ./prompt FuzzTemplate
 echo "fuzz: ok"
