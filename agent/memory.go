@@ -185,7 +185,8 @@ func (r *run) filterWrite(ctx context.Context, target, text string, isJSON bool)
 		return rd.String(s)
 	}
 	for _, f := range r.mem.am.filters {
-		if !f.r.Found(text) {
+		redacted := redact(f.r, text) // text itself when the filter finds nothing
+		if redacted == text {
 			continue
 		}
 		rule := "content_filters." + f.name
@@ -196,7 +197,7 @@ func (r *run) filterWrite(ctx context.Context, target, text string, isJSON bool)
 			}
 			return "", &tool.ErrorDetails{Type: CodePolicyViolation, Message: reason, Recoverable: true, Details: map[string]any{"rule": rule}}
 		}
-		text = redact(f.r, text)
+		text = redacted
 		if err := r.report(ctx, target, "", rule, "redact", "redacted in a write to "+target); err != nil {
 			return "", err
 		}
@@ -272,7 +273,7 @@ func (r *run) memorize(final *Final) error {
 	return nil
 }
 
-// deltas returns what the run wrote, for the Result.
+// result returns what the run wrote, for the Result.
 func (rm *runMemory) result() []MemoryDelta {
 	if rm == nil {
 		return nil

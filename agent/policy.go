@@ -356,13 +356,13 @@ var ErrPolicyViolation = errors.New("policy violation")
 // answer: a block fails the run (its answer is not returned), a redact
 // replaces what the filter finds.
 func (r *run) filterOutput(final *Final) (*Final, error) {
+	var obj []byte // the output object as JSON, kept redacted as the filters go
+	if final.Output != nil {
+		obj, _ = json.Marshal(final.Output)
+	}
 	for _, f := range r.a.outFilters {
-		text := final.Text
-		var obj []byte
-		if final.Output != nil {
-			obj, _ = json.Marshal(final.Output)
-		}
-		if !f.r.Found(text) && (obj == nil || !f.r.Found(string(obj))) {
+		text, redObj := f.r.String(final.Text), f.r.Bytes(obj) // as they were when the filter finds nothing
+		if text == final.Text && string(redObj) == string(obj) {
 			continue
 		}
 		rule := "content_filters." + f.name
@@ -378,11 +378,11 @@ func (r *run) filterOutput(final *Final) (*Final, error) {
 			return nil, withDetails(fmt.Errorf("%w: %s", ErrPolicyViolation, reason), map[string]any{"rule": rule})
 		}
 		cp := *final
-		cp.Text = f.r.String(text)
+		cp.Text = text
 		if obj != nil {
 			var m map[string]any
-			if json.Unmarshal(f.r.Bytes(obj), &m) == nil {
-				cp.Output = m
+			if json.Unmarshal(redObj, &m) == nil {
+				cp.Output, obj = m, redObj
 			}
 		}
 		r.st.LastContent = f.r.String(r.st.LastContent)

@@ -28,8 +28,8 @@ func (a *Agent) resolvePrompts(o options) []string {
 		}
 		// The policy's prompt filters look at the template's text.
 		text, applied := a.spec.Policy.Apply(policy.Prompt, t.Text)
-		if n := len(applied); n > 0 && applied[n-1].Action == policy.Block {
-			return []string{fmt.Sprintf("prompt_ref %s: the content filter %s of the policy blocks the template's text", t.Ref(), applied[n-1].Filter)}
+		if f, blocked := policy.Blocked(applied); blocked {
+			return []string{fmt.Sprintf("prompt_ref %s: the content filter %s of the policy blocks the template's text", t.Ref(), f)}
 		}
 		t.Text = text
 		a.sysTpl = &t

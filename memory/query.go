@@ -74,8 +74,9 @@ func Lookup(v map[string]any, field string) (any, bool) {
 	return cur, true
 }
 
-// number returns v as a float64 when it is a number.
-func number(v any) (float64, bool) {
+// Number returns a filter's value as a float64 when it is a number
+// (float64, int or int64), as backends compare it.
+func Number(v any) (float64, bool) {
 	switch v := v.(type) {
 	case float64:
 		return v, true
@@ -90,8 +91,8 @@ func number(v any) (float64, bool) {
 // compare compares a and b when they are of one type (numbers, strings
 // or bools; bools only for equality): ok is false otherwise.
 func compare(a, b any) (c int, ok bool) {
-	if x, ok := number(a); ok {
-		y, ok := number(b)
+	if x, ok := Number(a); ok {
+		y, ok := Number(b)
 		return cmp.Compare(x, y), ok
 	}
 	switch x := a.(type) {

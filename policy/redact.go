@@ -354,6 +354,15 @@ type Applied struct {
 	Action Action
 }
 
+// Blocked returns the filter that blocked a text Apply was given, if one
+// did (it is the last of applied).
+func Blocked(applied []Applied) (filter string, ok bool) {
+	if n := len(applied); n > 0 && applied[n-1].Action == Block {
+		return applied[n-1].Filter, true
+	}
+	return "", false
+}
+
 // Apply runs the content filters on target over text, in order: it
 // returns the text with what redacting filters found replaced, and the
 // filters that found something. A blocking filter that finds something

@@ -33,12 +33,14 @@ func (f fixed) Put(context.Context, Template) (Template, error) {
 }
 
 func (f fixed) List(_ context.Context, flt Filter) ([]Template, error) {
+	latest := map[string]int{}
+	for _, t := range f {
+		latest[t.ID] = max(latest[t.ID], t.Version)
+	}
 	var out []Template
 	for _, t := range f {
-		if flt.Matches(&t) {
-			if latest, _ := f.Get(context.Background(), t.ID, 0); flt.AllVersions || latest.Version == t.Version {
-				out = append(out, t)
-			}
+		if flt.Matches(&t) && (flt.AllVersions || latest[t.ID] == t.Version) {
+			out = append(out, t)
 		}
 	}
 	sortTemplates(out)

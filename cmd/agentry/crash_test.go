@@ -130,7 +130,14 @@ func onlyRun(t *testing.T, db string) (string, string) {
 // runCLI runs the built binary.
 func runCLI(t *testing.T, args ...string) (int, string, string) {
 	t.Helper()
+	return runEnv(t, nil, args...)
+}
+
+// runEnv runs the binary with extra environment variables.
+func runEnv(t *testing.T, env []string, args ...string) (int, string, string) {
+	t.Helper()
 	cmd := exec.Command(binary(t), args...)
+	cmd.Env = append(os.Environ(), env...)
 	var out, errs bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errs
 	code := 0

@@ -16,7 +16,7 @@ import (
 // Exit codes: 0 when it reached its end, terminated or paused for the
 // user; 1 when a stage failed; 2 for a malformed definition or input.
 func runPipeline(ctx context.Context, path string, f runFlags, stdout, stderr io.Writer) error {
-	su, err := prepare(f, stderr)
+	su, err := prepare(ctx, f, stderr)
 	if err != nil {
 		return usageErr(err)
 	}
@@ -25,19 +25,10 @@ func runPipeline(ctx context.Context, path string, f runFlags, stdout, stderr io
 	for _, l := range su.listeners {
 		runOpts = append(runOpts, pipeline.WithEvents(l.fn, l.opts...))
 	}
-	agentOpts := su.agentOpts
-	if f.noStore {
-		agentOpts = append(agentOpts, storeOptions(nil, f.prompts)...)
-	} else {
-		st, err := openStore(ctx, f.db)
-		if err != nil {
-			return usageErr(err)
-		}
-		defer st.Close()
-		runOpts = append(runOpts, pipeline.WithStore(st))
-		agentOpts = append(agentOpts, storeOptions(st, f.prompts)...)
+	if su.store != nil {
+		runOpts = append(runOpts, pipeline.WithStore(su.store))
 	}
-	opts := []pipeline.Option{pipeline.WithTools(builtinTools(f.allowPrivate)), pipeline.WithAgentOptions(agentOpts...)}
+	opts := []pipeline.Option{pipeline.WithTools(builtinTools(f.allowPrivate)), pipeline.WithAgentOptions(su.agentOpts...)}
 	if f.agentsSet {
 		opts = append(opts, pipeline.WithAgentsDir(f.agents))
 	}

@@ -306,8 +306,9 @@ that no content filter on "prompt" blocks it. Exit 1 when any is invalid.`,
 				if err != nil {
 					probs = []string{err.Error()}
 				}
-				if _, applied := p.Apply(policy.Prompt, t.Text); len(applied) > 0 && applied[len(applied)-1].Action == policy.Block {
-					probs = append(probs, "the content filter "+applied[len(applied)-1].Filter+" of the policy blocks the text")
+				_, applied := p.Apply(policy.Prompt, t.Text)
+				if f, blocked := policy.Blocked(applied); blocked {
+					probs = append(probs, "the content filter "+f+" of the policy blocks the text")
 				}
 				if len(probs) > 0 {
 					bad++

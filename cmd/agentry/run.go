@@ -19,6 +19,7 @@ import (
 	"github.com/agentry/agentry/llm/scripted"
 	"github.com/agentry/agentry/pipeline"
 	"github.com/agentry/agentry/spec"
+	"github.com/agentry/agentry/store"
 )
 
 type runFlags struct {
@@ -101,7 +102,7 @@ func outputFlags(cmd *cobra.Command, f *runFlags) {
 }
 
 func runAgent(ctx context.Context, target string, f runFlags, stdout, stderr io.Writer) error {
-	su, err := prepare(f, stderr)
+	su, err := prepare(ctx, f, stderr)
 	if err != nil {
 		return usageErr(err)
 	}
@@ -110,19 +111,10 @@ func runAgent(ctx context.Context, target string, f runFlags, stdout, stderr io.
 	for _, l := range su.listeners {
 		runOpts = append(runOpts, agent.WithEvents(l.fn, l.opts...))
 	}
-	agentOpts := su.agentOpts
-	if f.noStore {
-		agentOpts = append(agentOpts, storeOptions(nil, f.prompts)...)
-	} else {
-		st, err := openStore(ctx, f.db)
-		if err != nil {
-			return usageErr(err)
-		}
-		defer st.Close()
-		runOpts = append(runOpts, agent.WithStore(st))
-		agentOpts = append(agentOpts, storeOptions(st, f.prompts)...)
+	if su.store != nil {
+		runOpts = append(runOpts, agent.WithStore(su.store))
 	}
-	a, err := loadAgent(target, f, agentOpts)
+	a, err := loadAgent(target, f, su.agentOpts)
 	if err != nil {
 		return usageErr(err)
 	}
@@ -141,11 +133,13 @@ func runAgent(ctx context.Context, target string, f runFlags, stdout, stderr io.
 	}, runErr)
 }
 
-// setup is what every run of the command needs: the input, the options of
-// its agents and of their sessions, the recorder of --record, and the
-// event listeners.
+// setup is what every run of the command needs: the input, the run store
+// (nil with --no-store), the options of its agents (with the store's
+// memory and prompts) and of their sessions, the recorder of --record,
+// and the event listeners.
 type setup struct {
 	input       map[string]any
+	store       store.Store
 	agentOpts   []agent.Option
 	sessionOpts []agent.RunOption
 	rec         *scripted.Recorder
@@ -160,7 +154,7 @@ type listener struct {
 	opts []event.Option
 }
 
-func prepare(f runFlags, stderr io.Writer) (*setup, error) {
+func prepare(ctx context.Context, f runFlags, stderr io.Writer) (*setup, error) {
 	input, err := readInput(f)
 	if err != nil {
 		return nil, err
@@ -183,11 +177,25 @@ func prepare(f runFlags, stderr io.Writer) (*setup, error) {
 	if f.correlation != "" {
 		sessionOpts = append(sessionOpts, agent.WithCorrelationID(f.correlation))
 	}
+	var st store.Store
+	if !f.noStore {
+		if st, err = openStore(ctx, f.db); err != nil {
+			return nil, err
+		}
+	}
+	opts = append(opts, storeOptions(st, f.prompts)...)
 	listeners, closeFn, err := eventListeners(f, stderr)
 	if err != nil {
+		if st != nil {
+			st.Close()
+		}
 		return nil, err
 	}
-	return &setup{input: input, agentOpts: opts, sessionOpts: sessionOpts, rec: rec, listeners: listeners, close: closeFn}, nil
+	su := &setup{input: input, store: st, agentOpts: opts, sessionOpts: sessionOpts, rec: rec, listeners: listeners, close: closeFn}
+	if st != nil {
+		su.close = func() { closeFn(); st.Close() }
+	}
+	return su, nil
 }
 
 // finish writes the recording, then the result (as JSON with --json, by

@@ -30,10 +30,7 @@ func StartPostgres(t testing.TB) *PostgresServer {
 	t.Helper()
 	bins, _ := filepath.Glob("/usr/lib/postgresql/*/bin/pg_ctl")
 	if len(bins) == 0 {
-		if os.Getenv("AGENTRY_REQUIRE_SERVICES") != "" {
-			t.Fatal("Postgres is not installed: run the tests with scripts/test.sh, which installs it")
-		}
-		t.Skip("Postgres is not installed (scripts/test-deps.sh installs it)")
+		missing(t, "Postgres is not installed", "installs it")
 	}
 	slices.Sort(bins)
 	s := &PostgresServer{t: t, bin: filepath.Dir(bins[len(bins)-1])}

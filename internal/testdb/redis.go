@@ -23,10 +23,7 @@ func Redis(t testing.TB) string {
 	t.Helper()
 	base := os.Getenv("AGENTRY_TEST_REDIS")
 	if base == "" {
-		if os.Getenv("AGENTRY_REQUIRE_SERVICES") != "" {
-			t.Fatal("AGENTRY_TEST_REDIS is not set: run the tests with scripts/test.sh, which starts Redis")
-		}
-		t.Skip("no Redis: AGENTRY_TEST_REDIS is not set (scripts/test.sh starts one)")
+		missing(t, "AGENTRY_TEST_REDIS is not set", "starts Redis")
 	}
 	prefix := "t_" + strconv.FormatUint(rand.Uint64(), 36) + ":"
 	t.Cleanup(func() {
@@ -61,10 +58,7 @@ type RedisServer struct {
 func StartRedis(t testing.TB) *RedisServer {
 	t.Helper()
 	if _, err := exec.LookPath("redis-server"); err != nil {
-		if os.Getenv("AGENTRY_REQUIRE_SERVICES") != "" {
-			t.Fatal("redis-server is not installed: run the tests with scripts/test.sh, which installs it")
-		}
-		t.Skip("redis-server is not installed (scripts/test-deps.sh installs it)")
+		missing(t, "redis-server is not installed", "installs it")
 	}
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

@@ -24,10 +24,7 @@ func Postgres(t testing.TB) string {
 	t.Helper()
 	base := os.Getenv("AGENTRY_TEST_POSTGRES")
 	if base == "" {
-		if os.Getenv("AGENTRY_REQUIRE_SERVICES") != "" {
-			t.Fatal("AGENTRY_TEST_POSTGRES is not set: run the tests with scripts/test.sh, which starts Postgres")
-		}
-		t.Skip("no Postgres: AGENTRY_TEST_POSTGRES is not set (scripts/test.sh starts one)")
+		missing(t, "AGENTRY_TEST_POSTGRES is not set", "starts Postgres")
 	}
 	db, err := sql.Open("pgx", base)
 	if err != nil {
@@ -54,6 +51,17 @@ func Postgres(t testing.TB) string {
 	q.Set("search_path", schema)
 	u.RawQuery = q.Encode()
 	return u.String()
+}
+
+// missing fails the test for want of a service (what), or skips it when
+// AGENTRY_REQUIRE_SERVICES is not set; does says what scripts/test.sh
+// does about it.
+func missing(t testing.TB, what, does string) {
+	t.Helper()
+	if os.Getenv("AGENTRY_REQUIRE_SERVICES") != "" {
+		t.Fatalf("%s: run the tests with scripts/test.sh, which %s", what, does)
+	}
+	t.Skipf("%s (scripts/test.sh %s)", what, does)
 }
 
 // SQLite returns the path of a new SQLite file in the test's temporary

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"reflect"
 	"slices"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -37,13 +36,7 @@ func writeCities(t *testing.T, db memory.DB) {
 	}
 }
 
-func keys(docs []memory.Doc) string {
-	var s []string
-	for _, d := range docs {
-		s = append(s, d.Key)
-	}
-	return strings.Join(s, ",")
-}
+func keys(docs []memory.Doc) string { return join(docs, func(d memory.Doc) string { return d.Key }) }
 
 func testWriteAndRead(t *testing.T, b memory.Backend) {
 	ctx := context.Background()

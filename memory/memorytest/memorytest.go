@@ -63,10 +63,13 @@ func appendAll(t *testing.T, m memory.Memory, stream string, keep memory.Retenti
 	return out
 }
 
-func texts(es []memory.Entry) string {
-	var s []string
-	for _, e := range es {
-		s = append(s, e.Text)
+func texts(es []memory.Entry) string { return join(es, func(e memory.Entry) string { return e.Text }) }
+
+// join lists a field of each of xs, comma-separated.
+func join[T any](xs []T, field func(T) string) string {
+	s := make([]string, len(xs))
+	for i, x := range xs {
+		s[i] = field(x)
 	}
 	return strings.Join(s, ",")
 }

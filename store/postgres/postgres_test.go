@@ -74,36 +74,13 @@ func TestMemoryConformance(t *testing.T) {
 // calls fail naming the backend; once it is back the pool reconnects, and
 // every write it acknowledged is there.
 func TestMemoryServerRestart(t *testing.T) {
-	ctx := context.Background()
 	srv := testdb.StartPostgres(t)
-	b, err := memory.Open(ctx, srv.URL)
+	b, err := memory.Open(context.Background(), srv.URL)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer b.Close()
-	m := b.Memory()
-	for _, text := range []string{"one", "two", "three"} {
-		if _, err := m.Append(ctx, memory.Entry{Stream: "s", Text: text}, memory.Retention{}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	srv.Stop()
-	_, err = m.Append(ctx, memory.Entry{Stream: "s", Text: "lost"}, memory.Retention{})
-	if err == nil || !strings.Contains(err.Error(), "memory (postgres)") {
-		t.Errorf("an append while the server is down: %v", err)
-	}
-	srv.Start()
-	if _, err := m.Append(ctx, memory.Entry{Stream: "s", Text: "four"}, memory.Retention{}); err != nil {
-		t.Fatalf("after the restart: %v", err)
-	}
-	got, err := m.Read(ctx, "s", memory.ReadOptions{})
-	var texts []string
-	for _, e := range got {
-		texts = append(texts, e.Text)
-	}
-	if err != nil || strings.Join(texts, ",") != "one,two,three,four" {
-		t.Errorf("after the restart: %q, %v", texts, err)
-	}
+	memorytest.Restart(t, b, srv.Stop, srv.Start, "memory (postgres)")
 }
 
 func BenchmarkMemory(b *testing.B) {

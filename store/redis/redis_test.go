@@ -29,42 +29,13 @@ func TestConformance(t *testing.T) {
 // the server; once it is back the client reconnects, and every write it
 // acknowledged is there.
 func TestServerRestart(t *testing.T) {
-	ctx := context.Background()
 	srv := testdb.StartRedis(t)
-	b, err := redis.Open(ctx, srv.URL)
+	b, err := redis.Open(context.Background(), srv.URL)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer b.Close()
-	m, db := b.Memory(), b.DB()
-	for _, text := range []string{"one", "two", "three"} {
-		if _, err := m.Append(ctx, memory.Entry{Stream: "s", Text: text}, memory.Retention{}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if _, err := db.Write(ctx, memory.Doc{Collection: "c", Key: "k", Value: map[string]any{"v": 1}}); err != nil {
-		t.Fatal(err)
-	}
-	srv.Stop()
-	_, err = m.Append(ctx, memory.Entry{Stream: "s", Text: "lost"}, memory.Retention{})
-	if err == nil || !strings.Contains(err.Error(), "memory (redis)") || !strings.Contains(err.Error(), "refused") {
-		t.Errorf("an append while the server is down: %v", err)
-	}
-	srv.Start()
-	if _, err := m.Append(ctx, memory.Entry{Stream: "s", Text: "four"}, memory.Retention{}); err != nil {
-		t.Fatalf("after the restart: %v", err)
-	}
-	got, err := m.Read(ctx, "s", memory.ReadOptions{})
-	var texts []string
-	for _, e := range got {
-		texts = append(texts, e.Text)
-	}
-	if err != nil || strings.Join(texts, ",") != "one,two,three,four" {
-		t.Errorf("after the restart: %q, %v", texts, err)
-	}
-	if d, err := db.Read(ctx, "c", "k"); err != nil || d.Value["v"] != 1.0 {
-		t.Errorf("a document after the restart: %+v, %v", d, err)
-	}
+	memorytest.Restart(t, b, srv.Stop, srv.Start, "memory (redis)", "refused")
 }
 
 func TestOpenErrors(t *testing.T) {

@@ -28,34 +28,34 @@ func (m *streams) Append(ctx context.Context, e memory.Entry, keep memory.Retent
 	s := (*DB)(m)
 	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
-		return memory.Entry{}, fmt.Errorf("memory (%s): append: %w", s.d.Name, err)
+		return memory.Entry{}, s.memErr("append", err)
 	}
 	defer tx.Rollback()
 	if l := s.d.Text.StreamLock; l != "" {
 		if _, err := tx.ExecContext(ctx, s.q(l), e.Stream); err != nil {
-			return memory.Entry{}, fmt.Errorf("memory (%s): append: %w", s.d.Name, err)
+			return memory.Entry{}, s.memErr("append", err)
 		}
 	}
 	e = memory.Stamp(e, keep, 0, s.now())
 	at := micros(e.Time)
 	if _, err := tx.ExecContext(ctx, s.q(`DELETE FROM agentry_memory WHERE stream = ? AND expires > 0 AND expires <= ?`), e.Stream, at); err != nil {
-		return memory.Entry{}, fmt.Errorf("memory (%s): append: %w", s.d.Name, err)
+		return memory.Entry{}, s.memErr("append", err)
 	}
 	err = tx.QueryRowContext(ctx, s.q(`INSERT INTO agentry_memory (stream, kind, text, run_id, agent, user_id, at, expires)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?) RETURNING id`),
 		e.Stream, e.Kind, e.Text, e.RunID, e.Agent, e.UserID, at, micros(e.Expires)).Scan(&e.ID)
 	if err != nil {
-		return memory.Entry{}, fmt.Errorf("memory (%s): append: %w", s.d.Name, err)
+		return memory.Entry{}, s.memErr("append", err)
 	}
 	if keep.MaxEntries > 0 {
 		_, err := tx.ExecContext(ctx, s.q(`DELETE FROM agentry_memory WHERE stream = ? AND id <= (
 			SELECT id FROM agentry_memory WHERE stream = ? ORDER BY id DESC LIMIT 1 OFFSET ?)`), e.Stream, e.Stream, keep.MaxEntries)
 		if err != nil {
-			return memory.Entry{}, fmt.Errorf("memory (%s): append: retention: %w", s.d.Name, err)
+			return memory.Entry{}, s.memErr("append: retention", err)
 		}
 	}
 	if err := tx.Commit(); err != nil {
-		return memory.Entry{}, fmt.Errorf("memory (%s): append: %w", s.d.Name, err)
+		return memory.Entry{}, s.memErr("append", err)
 	}
 	return e, nil
 }
@@ -87,14 +87,14 @@ func (m *streams) Read(ctx context.Context, stream string, o memory.ReadOptions)
 	}
 	rows, err := s.db.QueryContext(ctx, s.q(query), args...)
 	if err != nil {
-		return nil, fmt.Errorf("memory (%s): read %s: %w", s.d.Name, stream, err)
+		return nil, s.memErr("read "+stream, err)
 	}
 	defer rows.Close()
 	var out []memory.Entry
 	for rows.Next() {
 		e, err := scanEntry(rows)
 		if err != nil {
-			return nil, fmt.Errorf("memory (%s): read %s: %w", s.d.Name, stream, err)
+			return nil, s.memErr("read "+stream, err)
 		}
 		out = append(out, e)
 	}
@@ -112,14 +112,14 @@ func (m *streams) Search(ctx context.Context, query string, o memory.SearchOptio
 	}
 	rows, err := s.db.QueryContext(ctx, s.q(s.d.Text.searchEntries), s.d.Text.match(terms), o.Stream, s.now().UnixMicro(), limitOr(o.Limit, 10))
 	if err != nil {
-		return nil, fmt.Errorf("memory (%s): search %s: %w", s.d.Name, o.Stream, err)
+		return nil, s.memErr("search "+o.Stream, err)
 	}
 	defer rows.Close()
 	var out []memory.Hit
 	for rows.Next() {
 		var h memory.Hit
 		if h.Entry, err = scanEntry(rows, &h.Score); err != nil {
-			return nil, fmt.Errorf("memory (%s): search %s: %w", s.d.Name, o.Stream, err)
+			return nil, s.memErr("search "+o.Stream, err)
 		}
 		out = append(out, h)
 	}
@@ -132,9 +132,14 @@ func (m *streams) Clear(ctx context.Context, stream string) error {
 	}
 	s := (*DB)(m)
 	if _, err := s.db.ExecContext(ctx, s.q(`DELETE FROM agentry_memory WHERE stream = ?`), stream); err != nil {
-		return fmt.Errorf("memory (%s): clear %s: %w", s.d.Name, stream, err)
+		return s.memErr("clear "+stream, err)
 	}
 	return nil
+}
+
+// memErr is the error of a memory operation that failed in the database.
+func (s *DB) memErr(op string, err error) error {
+	return fmt.Errorf("memory (%s): %s: %w", s.d.Name, op, err)
 }
 
 func limitOr(n, def int) int {
@@ -162,7 +167,7 @@ func (m *docs) Write(ctx context.Context, d memory.Doc) (memory.Doc, error) {
 			run_id = excluded.run_id, agent = excluded.agent, user_id = excluded.user_id, at = excluded.at`),
 		d.Collection, d.Key, s.d.Text.jsonParam(data), memory.DocText(d.Value), d.RunID, d.Agent, d.UserID, micros(d.Time))
 	if err != nil {
-		return memory.Doc{}, fmt.Errorf("memory (%s): write %s/%s: %w", s.d.Name, d.Collection, d.Key, err)
+		return memory.Doc{}, s.memErr("write "+d.Collection+"/"+d.Key, err)
 	}
 	return d, nil
 }
@@ -191,7 +196,7 @@ func (m *docs) Read(ctx context.Context, collection, key string) (memory.Doc, er
 		return d, fmt.Errorf("%w: %s/%s", memory.ErrNotFound, collection, key)
 	}
 	if err != nil {
-		return d, fmt.Errorf("memory (%s): read %s/%s: %w", s.d.Name, collection, key, err)
+		return d, s.memErr("read "+collection+"/"+key, err)
 	}
 	return d, nil
 }
@@ -225,14 +230,14 @@ func (m *docs) Search(ctx context.Context, collection, text string, topK int) ([
 	}
 	rows, err := s.db.QueryContext(ctx, s.q(s.d.Text.searchDocs), s.d.Text.match(terms), collection, limitOr(topK, 10))
 	if err != nil {
-		return nil, fmt.Errorf("memory (%s): search %s: %w", s.d.Name, collection, err)
+		return nil, s.memErr("search "+collection, err)
 	}
 	defer rows.Close()
 	var out []memory.DocHit
 	for rows.Next() {
 		var h memory.DocHit
 		if h.Doc, err = scanDoc(rows, &h.Score); err != nil {
-			return nil, fmt.Errorf("memory (%s): search %s: %w", s.d.Name, collection, err)
+			return nil, s.memErr("search "+collection, err)
 		}
 		out = append(out, h)
 	}
@@ -243,14 +248,14 @@ func (m *docs) Search(ctx context.Context, collection, text string, topK int) ([
 func (s *DB) docs(ctx context.Context, what, query string, args ...any) ([]memory.Doc, error) {
 	rows, err := s.db.QueryContext(ctx, s.q(query), args...)
 	if err != nil {
-		return nil, fmt.Errorf("memory (%s): %s: %w", s.d.Name, what, err)
+		return nil, s.memErr(what, err)
 	}
 	defer rows.Close()
 	var out []memory.Doc
 	for rows.Next() {
 		d, err := scanDoc(rows)
 		if err != nil {
-			return nil, fmt.Errorf("memory (%s): %s: %w", s.d.Name, what, err)
+			return nil, s.memErr(what, err)
 		}
 		out = append(out, d)
 	}

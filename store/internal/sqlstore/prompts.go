@@ -50,18 +50,21 @@ func (p *prompts) Put(ctx context.Context, t prompt.Template) (prompt.Template, 
 		return t, fmt.Errorf("%w: %s", prompt.ErrInvalid, strings.Join(probs, "; "))
 	}
 	s := (*DB)(p)
+	fail := func(err error) (prompt.Template, error) {
+		return t, fmt.Errorf("prompt (%s): put %s: %w", s.d.Name, t.ID, err)
+	}
 	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
-		return t, fmt.Errorf("prompt (%s): put %s: %w", s.d.Name, t.ID, err)
+		return fail(err)
 	}
 	defer tx.Rollback()
 	if l := s.d.Text.StreamLock; l != "" {
 		if _, err := tx.ExecContext(ctx, s.q(l), "prompt:"+t.ID); err != nil {
-			return t, fmt.Errorf("prompt (%s): put %s: %w", s.d.Name, t.ID, err)
+			return fail(err)
 		}
 	}
 	if err := tx.QueryRowContext(ctx, s.q(`SELECT COALESCE(MAX(version), 0) + 1 FROM agentry_prompts WHERE id = ?`), t.ID).Scan(&t.Version); err != nil {
-		return t, fmt.Errorf("prompt (%s): put %s: %w", s.d.Name, t.ID, err)
+		return fail(err)
 	}
 	t.CreatedAt = fromMicros(micros(s.now()))
 	data, err := json.Marshal(t)
@@ -70,14 +73,14 @@ func (p *prompts) Put(ctx context.Context, t prompt.Template) (prompt.Template, 
 	}
 	if _, err := tx.ExecContext(ctx, s.q(`INSERT INTO agentry_prompts (id, version, data, created_at) VALUES (?, ?, ?, ?)`),
 		t.ID, t.Version, string(data), micros(t.CreatedAt)); err != nil {
-		return t, fmt.Errorf("prompt (%s): put %s: %w", s.d.Name, t.ID, err)
+		return fail(err)
 	}
 	if _, err := s.appendAudit(ctx, tx, store.AuditRecord{Time: t.CreatedAt, UserID: t.CreatedBy, Rule: "prompt.put", Decision: "put",
 		Target: "prompt:" + t.Ref(), Reason: "a new version of the template"}); err != nil {
 		return t, err
 	}
 	if err := tx.Commit(); err != nil {
-		return t, fmt.Errorf("prompt (%s): put %s: %w", s.d.Name, t.ID, err)
+		return fail(err)
 	}
 	return t, nil
 }

@@ -38,20 +38,6 @@ func desc(d bool) string {
 	return ""
 }
 
-// toFloat returns a filter's number as a float64 (CheckQuery accepted
-// it as one).
-func toFloat(v any) (float64, bool) {
-	switch v := v.(type) {
-	case float64:
-		return v, true
-	case int:
-		return float64(v), true
-	case int64:
-		return float64(v), true
-	}
-	return 0, false
-}
-
 // SQLiteText is SQLite's: JSON as text, FTS5 tables kept by triggers,
 // ranked by bm25.
 var SQLiteText = TextDialect{
@@ -97,7 +83,7 @@ var SQLiteText = TextDialect{
 			want := b == (f.Op == memory.Eq)
 			return "json_type(value, ?) = ?", []any{p, fmt.Sprint(want)}
 		}
-		if n, ok := toFloat(f.Value); ok {
+		if n, ok := memory.Number(f.Value); ok {
 			return "(json_type(value, ?) IN ('integer', 'real') AND json_extract(value, ?) " + ops[f.Op] + " ?)", []any{p, p, n}
 		}
 		return "(json_type(value, ?) = 'text' AND json_extract(value, ?) " + ops[f.Op] + " ?)", []any{p, p, f.Value}
@@ -134,7 +120,7 @@ var PostgresText = TextDialect{
 		if b, ok := f.Value.(bool); ok {
 			return x + " = to_jsonb(?::boolean)", []any{b == (f.Op == memory.Eq)}
 		}
-		if n, ok := toFloat(f.Value); ok {
+		if n, ok := memory.Number(f.Value); ok {
 			return "(jsonb_typeof(" + x + ") = 'number' AND " + x + " " + ops[f.Op] + " to_jsonb(?::numeric))", []any{n}
 		}
 		return "(jsonb_typeof(" + x + ") = 'string' AND (" + x + ` #>> '{}') COLLATE "C" ` + ops[f.Op] + " ?::text)", []any{f.Value}
