@@ -111,6 +111,28 @@ func walk(n parse.Node, fn func(*parse.FieldNode)) {
 	}
 }
 
+// rangedFields adds to out the variables a text/template ranges over
+// ({{range .items}}): rendered leniently, a missing one is nil (nothing
+// to range over), not "" (which range refuses).
+func rangedFields(n parse.Node, out map[string]bool) {
+	switch n := n.(type) {
+	case *parse.ListNode:
+		if n != nil {
+			for _, c := range n.Nodes {
+				rangedFields(c, out)
+			}
+		}
+	case *parse.IfNode:
+		rangedFields(n.List, out)
+		rangedFields(n.ElseList, out)
+	case *parse.WithNode:
+		rangedFields(n.ElseList, out)
+	case *parse.RangeNode:
+		walk(n.Pipe, func(f *parse.FieldNode) { out[f.Ident[0]] = true })
+		rangedFields(n.ElseList, out)
+	}
+}
+
 // Validate returns what is wrong with a template: no id or text, an
 // unknown engine, text the engine cannot parse, a required variable the
 // text does not use, bad few-shot examples. None: nil.
@@ -165,12 +187,21 @@ func (t *Template) Render(params map[string]any, strict bool) (Rendered, error) 
 	if fill == nil {
 		fill = map[string]any{}
 	}
+	ranged := map[string]bool{}
+	if t.Engine == Go {
+		if tmpl, err := template.New("t").Parse(t.Text); err == nil {
+			rangedFields(tmpl.Tree.Root, ranged)
+		}
+	}
 	for _, v := range used {
 		if _, ok := params[v]; !ok {
 			if strict && !slices.Contains(missing, v) {
 				missing = append(missing, v)
 			}
 			fill[v] = ""
+			if ranged[v] {
+				fill[v] = nil
+			}
 		}
 	}
 	if len(missing) > 0 {

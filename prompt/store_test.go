@@ -50,6 +50,7 @@ func TestTemplateRender(t *testing.T) {
 		{"strict missing", Template{ID: "a", Version: 2, Text: "Hi ${name} from ${city}"}, map[string]any{}, true, "prompt a@2: missing variables name, city", true},
 		{"lenient missing", Template{ID: "a", Text: "Hi ${name}."}, map[string]any{}, false, "Hi .", false},
 		{"lenient go", Template{ID: "a", Engine: Go, Text: "Hi {{.name}}."}, nil, false, "Hi .", false},
+		{"lenient go range", Template{ID: "a", Engine: Go, Text: "Tools:{{range .tools}} {{.Name}}{{end}}."}, nil, false, "Tools:.", false},
 		{"lenient mustache", Template{ID: "a", Engine: Mustache, Text: "Hi {{name}}."}, nil, false, "Hi .", false},
 		{"required even lenient", Template{ID: "a", Version: 1, Text: "Hi ${name}", RequiredVars: []string{"name"}}, nil, false, "missing variables name", true},
 	} {

@@ -127,3 +127,41 @@ func TestMemoryEncryptedThroughTheBinary(t *testing.T) {
 		})
 	}
 }
+
+// The database tools through the binary, in the run store's database:
+// a write to the user's collection is kept (redacted) and listed in
+// memory_deltas, one outside memory.collections is refused, and queries,
+// searches and reads answer from what was written.
+func TestDBToolsThroughTheBinary(t *testing.T) {
+	dir := t.TempDir()
+	script, _ := filepath.Abs("../../agent/testdata/memory/db.json")
+	spec := filepath.Join(dir, "agent.json")
+	os.WriteFile(spec, []byte(`{"agent_name": "planner", "version": "v1", "model_name": "scripted:`+script+`",
+		"system_text": "You plan trips.", "input_keys": ["user_id"],
+		"tools": ["db_write", "db_read", "db_query", "db_search"],
+		"memory": {"collections": ["trips:${user_id}"]}}`), 0o600)
+	code, out, errs := runCLI(t, "run", spec, "--db", filepath.Join(dir, "runs.db"), "--input", "user_id=ada", "--json", "-q")
+	if code != 0 {
+		t.Fatalf("exit %d\n%s", code, errs)
+	}
+	var res struct {
+		Steps []struct {
+			Observation string `json:"observation"`
+		} `json:"steps"`
+		MemoryDeltas []map[string]any `json:"memory_deltas"`
+	}
+	if err := json.Unmarshal([]byte(out), &res); err != nil || len(res.Steps) != 5 {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	for i, want := range []string{`"key":"lisbon"`, "policy_violation", `"nights":3`, `"score"`, "not_found"} {
+		if !strings.Contains(res.Steps[i].Observation, want) {
+			t.Errorf("step %d: %s; want %q in it", i, res.Steps[i].Observation, want)
+		}
+	}
+	if strings.Contains(out, "abcdefghijklmnopqrstuvwxyz0123456789") {
+		t.Error("the secret in the written value reached the result")
+	}
+	if len(res.MemoryDeltas) != 1 || res.MemoryDeltas[0]["collection"] != "trips:ada" || res.MemoryDeltas[0]["key"] != "lisbon" {
+		t.Errorf("memory_deltas: %v", res.MemoryDeltas)
+	}
+}
