@@ -29,14 +29,17 @@ type resumeConfig struct {
 	liveTools bool // a replay runs safe and idempotent tools again
 }
 
-// Approve lets a resumed run send again the non-idempotent calls it
-// paused on (by call id, or idempotency key), with their same keys.
+// Approve lets a resumed run go on with the calls it paused on: a call
+// the approval rule held back runs, a non-idempotent call of unknown
+// outcome is sent again with its same key. Each id is a call's
+// idempotency key (RUN:TURN:INDEX), or the model's call id when it names
+// exactly one waiting call. Only Resume takes it.
 func Approve(callIDs ...string) RunOption {
 	return func(c *runConfig) { c.decide(callIDs, true) }
 }
 
-// Deny answers the calls a resumed run paused on (by call id, or
-// idempotency key) without running them: a non-idempotent call of unknown
+// Deny answers the calls a resumed run paused on (named as for Approve)
+// without running them: a non-idempotent call of unknown
 // outcome with an "unknown_outcome" error for the model, a call waiting
 // for approval (the policy's approval rule) with a policy_violation.
 func Deny(callIDs ...string) RunOption {
@@ -177,7 +180,7 @@ func (a *Agent) Resume(ctx context.Context, st store.Store, runID string, opts .
 	}
 	s, err := a.NewSession(l.start.Input, append(pre, opts...)...)
 	if err == nil {
-		err = l.checkDecisions(s.cfg.decisions)
+		s.cfg.decisions, err = l.bindDecisions(s.cfg.decisions)
 	}
 	if err != nil {
 		st.Append(context.WithoutCancel(ctx), store.Write{RunID: runID, Holder: holder, Release: true})
@@ -188,40 +191,77 @@ func (a *Agent) Resume(ctx context.Context, st store.Store, runID string, opts .
 }
 
 // ErrNoSuchCall is matched by the error of approving or denying a call
-// that does not wait for a decision.
+// that does not wait for a decision, or a call id that names more than
+// one waiting call.
 var ErrNoSuchCall = errors.New("agent: no call waits for a decision by that id")
 
-// checkDecisions refuses an approval or denial of a call that does not
-// wait for one: a mistyped id must not pass for a decision.
-func (l *storedLog) checkDecisions(decisions map[string]bool) error {
-	var pending []string
-	ok := map[string]bool{}
+// waiting returns the calls of the log that wait for a decision, by
+// idempotency key: non-idempotent calls sent without a recorded result,
+// and calls the approval rule held back and nobody decided yet.
+func (l *storedLog) waiting() map[string]string {
+	w := map[string]string{}
 	for key, in := range l.intents {
 		if _, done := l.results[key]; !done {
-			pending = append(pending, in.CallID)
-			ok[in.CallID], ok[key] = true, true
+			w[key] = in.CallID
 		}
 	}
 	for key, a := range l.approvals {
-		if !ok[key] {
-			pending = append(pending, a.CallID)
-			ok[a.CallID], ok[key] = true, true
+		if _, done := l.results[key]; !done {
+			w[key] = a.CallID
 		}
 	}
-	for id := range l.decided {
-		ok[id] = true // decided before: deciding it again is harmless
+	return w
+}
+
+// bindDecisions binds each decision given (by idempotency key, or by the
+// model's call id) to the one waiting call it names, by that call's key:
+// call ids repeat across turns (a provider may number its calls afresh
+// each turn), so a decision is never looked up by call id, and never
+// applies to a call that was not waiting when it was given. A mistyped
+// id, or a call id that names several waiting calls, is refused.
+func (l *storedLog) bindDecisions(decisions map[string]bool) (map[string]bool, error) {
+	w := l.waiting()
+	byID := map[string][]string{}
+	for key, id := range w {
+		byID[id] = append(byID[id], key)
 	}
-	sort.Strings(pending)
-	for id := range decisions {
-		if !ok[id] {
-			waiting := "none"
-			if len(pending) > 0 {
-				waiting = strings.Join(pending, ", ")
+	bound := make(map[string]bool, len(decisions))
+	for given, ok := range decisions {
+		key := given
+		if _, isKey := w[given]; !isKey {
+			switch keys := byID[given]; {
+			case len(keys) == 1:
+				key = keys[0]
+			case len(keys) > 1:
+				sort.Strings(keys)
+				return nil, fmt.Errorf("%w: %q in run %s names %d waiting calls; give one of their keys (%s)",
+					ErrNoSuchCall, given, l.start.RunID, len(keys), strings.Join(keys, ", "))
+			default:
+				if _, before := l.decided[given]; !before {
+					return nil, fmt.Errorf("%w: %q in run %s (calls waiting for a decision: %s)",
+						ErrNoSuchCall, given, l.start.RunID, describeWaiting(w))
+				}
 			}
-			return fmt.Errorf("%w: %q in run %s (calls waiting for a decision: %s)", ErrNoSuchCall, id, l.start.RunID, waiting)
 		}
+		if prev, twice := bound[key]; twice && prev != ok {
+			return nil, fmt.Errorf("%w: the call %s of run %s is both approved and denied", ErrNoSuchCall, key, l.start.RunID)
+		}
+		bound[key] = ok
 	}
-	return nil
+	return bound, nil
+}
+
+// describeWaiting lists the waiting calls for an error message.
+func describeWaiting(w map[string]string) string {
+	if len(w) == 0 {
+		return "none"
+	}
+	var out []string
+	for key, id := range w {
+		out = append(out, id+" (key "+key+")")
+	}
+	sort.Strings(out)
+	return strings.Join(out, ", ")
 }
 
 // takeOver leases a resumable run to this process. A running run whose

@@ -248,9 +248,9 @@ func (j *journal) tool(ctx context.Context, call *tool.Call, next tool.Handler) 
 		}
 		if in, ok := l.intents[key]; ok && class == tool.NonIdempotent {
 			switch {
-			case j.deny[call.ID] || j.deny[key]:
+			case j.deny[key]:
 				return j.unknownOutcome(call, time.Now())
-			case !j.approve[call.ID] && !j.approve[key] && !in.Deduplicates:
+			case !j.approve[key] && !in.Deduplicates:
 				return tool.Output{}, &ApprovalError{CallID: call.ID, Tool: call.Name, Key: key, Arguments: call.Arguments}
 			}
 			intent = true // approved, or the tool deduplicates: sent again with the same key

@@ -248,9 +248,9 @@ func (r *run) stopFor(results []ToolResult) error {
 			w := map[string]any{"call_id": ae.CallID, "tool": ae.Tool, "key": ae.Key}
 			if ae.Rule != "" {
 				w["rule"] = ae.Rule
-				why = append(why, fmt.Sprintf("%s (%s) waits for a person's approval (policy.%s)", ae.CallID, ae.Tool, ae.Rule))
+				why = append(why, fmt.Sprintf("%s (%s, key %s) waits for a person's approval (policy.%s)", ae.CallID, ae.Tool, ae.Key, ae.Rule))
 			} else {
-				why = append(why, fmt.Sprintf("%s (%s) may have taken effect before the run stopped", ae.CallID, ae.Tool))
+				why = append(why, fmt.Sprintf("%s (%s, key %s) may have taken effect before the run stopped", ae.CallID, ae.Tool, ae.Key))
 			}
 			waiting = append(waiting, w)
 		}

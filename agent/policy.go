@@ -109,11 +109,8 @@ func policyTools(p *policy.Policy, rules []hostRule) tool.Middleware {
 func (r *run) approval(ctx context.Context, call *tool.Call, rule, why string) (out tool.Output, err error, held bool) {
 	key := call.Key()
 	if r != nil {
-		d := r.s.cfg.decisions
-		ok, decided := d[call.ID]
-		if !decided {
-			ok, decided = d[key]
-		}
+		ok, decided := r.s.cfg.decisions[key] // bound to keys by Resume: call ids repeat
+
 		switch {
 		case decided && ok:
 			if err := r.decided(ctx, call, rule, "approve", "approved by a person"); err != nil {

@@ -66,7 +66,7 @@ type runConfig struct {
 	budget        Budget
 	store         store.Store
 	resume        *resumeConfig
-	decisions     map[string]bool // Approve (true) and Deny (false), by call id or key
+	decisions     map[string]bool // Approve (true) and Deny (false), by key once Resume bound them
 	denyReason    string          // why the denied calls were denied (WithDenyReason)
 	liveTools     bool            // a replay runs safe and idempotent tools again
 	userID        string
@@ -178,6 +178,9 @@ func (a *Agent) NewSession(input map[string]any, opts ...RunOption) (*Session, e
 	c := &s.cfg
 	for _, o := range opts {
 		o(c)
+	}
+	if len(c.decisions) > 0 && c.resume == nil {
+		return nil, fmt.Errorf("%w: Approve and Deny decide the calls a stored run waits for; give them to Resume", ErrNoSuchCall)
 	}
 	if input == nil {
 		input = map[string]any{}

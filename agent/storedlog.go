@@ -114,11 +114,19 @@ func (l *storedLog) add(rec *store.Record) error {
 		if err = json.Unmarshal(rec.Data, &rr); err != nil {
 			break
 		}
+		// Decisions are written by key; a log of an older release may
+		// hold call ids, bound here as Resume binds them, or dropped
+		// (the call asks again) when they name no single waiting call.
+		w := l.waiting()
 		for _, id := range rr.Approved {
-			l.decided[id] = true
+			if key, ok := bindOne(w, id); ok {
+				l.decided[key] = true
+			}
 		}
 		for _, id := range rr.Denied {
-			l.decided[id] = false
+			if key, ok := bindOne(w, id); ok {
+				l.decided[key] = false
+			}
 		}
 		if rr.Reason != "" {
 			l.denyReason = rr.Reason
@@ -140,6 +148,21 @@ func (l *storedLog) add(rec *store.Record) error {
 		return fmt.Errorf("record %d (%s): %w", rec.Seq, rec.Kind, err)
 	}
 	return nil
+}
+
+// bindOne returns the key of the one waiting call id names (a key, or a
+// call id).
+func bindOne(w map[string]string, id string) (string, bool) {
+	if _, ok := w[id]; ok {
+		return id, true
+	}
+	key, n := "", 0
+	for k, cid := range w {
+		if cid == id {
+			key, n = k, n+1
+		}
+	}
+	return key, n == 1
 }
 
 // place notes where a tool call first appears in the log.

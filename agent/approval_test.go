@@ -1,0 +1,111 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/agentry/agentry/internal/testdb"
+	"github.com/agentry/agentry/llm/scripted"
+	"github.com/agentry/agentry/policy"
+	"github.com/agentry/agentry/spec"
+)
+
+// approvalAgent is the payer under an approval rule on pay, playing
+// turns: a hostile or careless provider that reuses call ids.
+func approvalAgent(t *testing.T, l ledger, turns string) *Agent {
+	t.Helper()
+	script, err := scripted.Parse("reuse", []byte(`{"turns": [`+turns+`]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sp, _ := spec.Load(payerSpec)
+	sp.Policy, _ = policy.Parse([]byte(`{"approval": {"tools": ["pay"]}}`))
+	a, err := New(sp, WithProvider(script.Model(), "scripted"), WithTools(durableTools(t, l, true, nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return a
+}
+
+// An approval of call_1 in turn 1 does not approve another call_1 in
+// turn 2: the second pauses the run again, and runs only once approved
+// in its own right.
+func TestApprovalIsBoundToOneCall(t *testing.T) {
+	ctx := context.Background()
+	st := openStore(t, testdb.SQLite(t))
+	l := ledger{filepath.Join(t.TempDir(), "ledger")}
+	a := approvalAgent(t, l, `
+		{"tool_calls": [{"id": "call_1", "name": "pay", "arguments": {"to": "bob", "amount": 5}}]},
+		{"tool_calls": [{"id": "call_1", "name": "pay", "arguments": {"to": "mallory", "amount": 500}}]},
+		{"content": "Paid."}`)
+	res, err := a.Run(ctx, payerInput, WithStore(st))
+	if !errors.Is(err, ErrAwaitingApproval) {
+		t.Fatalf("run: %v; want it to await approval", err)
+	}
+	sess, err := a.Resume(ctx, st, res.ID, Approve("call_1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = sess.Run(ctx)
+	if !errors.Is(err, ErrAwaitingApproval) || !strings.Contains(err.Error(), "key "+res.ID+":2:0") {
+		t.Fatalf("after approving turn 1's call_1: %v; want turn 2's call_1 to wait", err)
+	}
+	if got := l.sends(t); len(got) != 1 || got[0] != res.ID+":1:0" {
+		t.Fatalf("payments %v; want only turn 1's", got)
+	}
+	sess, err = a.Resume(ctx, st, res.ID, Deny("call_1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	res2, err := sess.Run(ctx)
+	if err != nil || !res2.Success {
+		t.Fatalf("after denying turn 2's call_1: %v", err)
+	}
+	if got := l.sends(t); len(got) != 1 {
+		t.Errorf("payments %v; the denied call ran", got)
+	}
+	if obs := res2.Steps[1].Observation; !strings.Contains(obs, "policy_violation") {
+		t.Errorf("turn 2's call: %q; want it denied", obs)
+	}
+	if obs := res2.Steps[0].Observation; strings.Contains(obs, "policy_violation") {
+		t.Errorf("turn 1's call: %q; the later denial reached it", obs)
+	}
+}
+
+// A call id that names two waiting calls decides neither: the caller
+// must give a key. A decision given to a run that is not resumed is
+// refused: nothing waits for it.
+func TestApprovalOfAnAmbiguousID(t *testing.T) {
+	ctx := context.Background()
+	st := openStore(t, testdb.SQLite(t))
+	l := ledger{filepath.Join(t.TempDir(), "ledger")}
+	a := approvalAgent(t, l, `
+		{"tool_calls": [{"id": "x", "name": "pay", "arguments": {"to": "bob", "amount": 5}},
+		                {"id": "x", "name": "pay", "arguments": {"to": "eve", "amount": 9}}]},
+		{"content": "Paid."}`)
+	if _, err := a.Run(ctx, payerInput, WithStore(st), Approve("x")); !errors.Is(err, ErrNoSuchCall) {
+		t.Errorf("a fresh run with a decision: %v; want ErrNoSuchCall", err)
+	}
+	res, err := a.Run(ctx, payerInput, WithStore(st))
+	if !errors.Is(err, ErrAwaitingApproval) {
+		t.Fatalf("run: %v", err)
+	}
+	_, err = a.Resume(ctx, st, res.ID, Approve("x"))
+	if !errors.Is(err, ErrNoSuchCall) || !strings.Contains(err.Error(), res.ID+":1:0") || !strings.Contains(err.Error(), res.ID+":1:1") {
+		t.Fatalf("approving an id two calls share: %v; want a refusal naming both keys", err)
+	}
+	sess, err := a.Resume(ctx, st, res.ID, Approve(res.ID+":1:1"), Deny(res.ID+":1:0"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	res2, err := sess.Run(ctx)
+	if err != nil || !res2.Success {
+		t.Fatalf("after deciding by key: %v", err)
+	}
+	if got := l.sends(t); len(got) != 1 || got[0] != res.ID+":1:1" {
+		t.Errorf("payments %v; want only the approved key", got)
+	}
+}
