@@ -139,9 +139,12 @@ func Handle(ctx context.Context, call *Call) (Output, error) {
 	return Output{JSON: out}, nil
 }
 
-// Timeout bounds each attempt of a call by d (0: no bound). An attempt that
-// runs out while the caller's context is live fails with an error of type
-// "timeout", which is transient; whatever it returned late is dropped.
+// Timeout bounds each attempt of a call by d (0: no bound). A call that
+// returns success keeps its result, however late: it took effect. One
+// that fails after its deadline passed is a "timeout", transient, when
+// its class is safe or idempotent; a non-idempotent one is an
+// "unknown_outcome", not recoverable: it may have taken effect, and
+// repeating it (under a new key) could do it twice.
 func Timeout(d time.Duration) Middleware {
 	return func(next Handler) Handler {
 		if d <= 0 {
@@ -151,10 +154,14 @@ func Timeout(d time.Duration) Middleware {
 			cctx := lazyctx.WithTimeout(ctx, d, nil)
 			defer cctx.Release()
 			out, err := next(cctx, call)
-			if cctx.Expired() {
-				return Output{}, &ErrorDetails{Type: "timeout", Message: fmt.Sprintf("tool %s timed out after %s", call.Name, d), Recoverable: true}
+			if err == nil || !cctx.Expired() {
+				return out, err
 			}
-			return out, err
+			if call.Class() == NonIdempotent {
+				return Output{}, &ErrorDetails{Type: "unknown_outcome", Recoverable: false,
+					Message: fmt.Sprintf("tool %s was cut off by its timeout of %s; it may have taken effect, so it was not repeated", call.Name, d)}
+			}
+			return Output{}, &ErrorDetails{Type: "timeout", Message: fmt.Sprintf("tool %s timed out after %s", call.Name, d), Recoverable: true}
 		}
 	}
 }

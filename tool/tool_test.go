@@ -106,6 +106,16 @@ func TestMiddleware(t *testing.T) {
 		<-ctx.Done()
 		return 0, ctx.Err()
 	}, WithIdempotency(Safe)))
+	// late answers success once its deadline passed: a tool that
+	// finished its effect and ignored the context.
+	late := Must(Func("late", "", func(ctx context.Context, _ inner) (int, error) {
+		<-ctx.Done()
+		return 42, nil
+	}, WithIdempotency(NonIdempotent)))
+	slowPay := Must(Func("pay", "", func(ctx context.Context, _ inner) (int, error) {
+		<-ctx.Done()
+		return 0, ctx.Err()
+	}, WithIdempotency(NonIdempotent)))
 	panicky := Must(Func("boom", "", func(context.Context, inner) (int, error) { panic("kaboom") }))
 	var calls atomic.Int32
 	flaky := func(c Idempotency) Tool {
@@ -129,6 +139,9 @@ func TestMiddleware(t *testing.T) {
 		check    func(t *testing.T, out Output)
 	}{
 		{"timeout retried for a safe tool", slow, `{"name":"x"}`, []Middleware{Retry(fast, nil), Timeout(5 * time.Millisecond)}, "", "timeout", 3, nil},
+		{"a late success keeps its result", late, `{"name":"x"}`, []Middleware{Retry(fast, nil), Timeout(5 * time.Millisecond)}, "42", "", 1, nil},
+		{"a non-idempotent call cut off is of unknown outcome", slowPay, `{"name":"x"}`, []Middleware{Retry(fast, nil), Timeout(5 * time.Millisecond)}, "", "unknown_outcome", 1,
+			nil},
 		{"panic becomes an error", panicky, `{"name":"x"}`, []Middleware{Recover(nil)}, "", "panic", 0, nil},
 		{"idempotent retried until it works", flaky(Idempotent), `{"name":"x"}`, []Middleware{Retry(fast, nil)}, "7", "", 3, nil},
 		{"non-idempotent never retried", flaky(NonIdempotent), `{"name":"x"}`, []Middleware{Retry(fast, nil)}, "", "transient", 1, nil},
@@ -159,6 +172,8 @@ func TestMiddleware(t *testing.T) {
 				}
 			case d != nil && d.Type != tt.wantErr:
 				t.Errorf("error type %s, want %s", d.Type, tt.wantErr)
+			case d != nil && d.Recoverable != IsTransient(err):
+				t.Errorf("error %s: recoverable %v, transient %v", d.Type, d.Recoverable, IsTransient(err))
 			}
 			if tt.wantOut != "" && string(out.JSON) != tt.wantOut {
 				t.Errorf("out = %s, want %s", out.JSON, tt.wantOut)
