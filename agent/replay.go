@@ -50,8 +50,15 @@ func (a *Agent) Replay(ctx context.Context, st store.Store, runID string, opts .
 	}
 	s.cfg.resume = &resumeConfig{log: l, replay: true, liveTools: s.cfg.liveTools}
 	s.state.RunID = l.start.RunID
-	res, _ := s.Run(ctx)
-	rep := &ReplayReport{RunID: runID, Result: res, Differences: s.run.link.journal.diffs}
+	res, runErr := s.Run(ctx)
+	rep := &ReplayReport{RunID: runID, Result: res}
+	if j := s.run.link.journal; j != nil {
+		rep.Differences = j.diffs
+	} else {
+		// The run ended before its log opened (its memory could not be
+		// recalled, say): nothing of the recording was played.
+		rep.Differences = []Difference{{What: fmt.Sprintf("the replay ended before it began: %v", runErr)}}
+	}
 	if l.result != nil {
 		var was Result
 		if err := json.Unmarshal(l.result, &was); err != nil {

@@ -14,6 +14,9 @@ import (
 
 	"github.com/agentry/agentry/event"
 	"github.com/agentry/agentry/internal/testdb"
+	"github.com/agentry/agentry/llm/scripted"
+	"github.com/agentry/agentry/memory"
+	"github.com/agentry/agentry/spec"
 	"github.com/agentry/agentry/store"
 	"github.com/agentry/agentry/tool"
 )
@@ -228,3 +231,38 @@ func TestResumeLogsOnlyWhatItRuns(t *testing.T) {
 type writerFunc func([]byte) (int, error)
 
 func (f writerFunc) Write(p []byte) (int, error) { return f(p) }
+
+// A replay that ends before its log opens (the agent given now has a
+// memory stream the recorded input cannot name) reports it as a
+// difference instead of failing.
+func TestReplayEndedBeforeItsLogOpened(t *testing.T) {
+	ctx := context.Background()
+	st := openStore(t, testdb.SQLite(t))
+	b := memory.NewInMemory()
+	sp, _ := spec.Load(memorySpec)
+	s, _ := scripted.Load("testdata/memory/recall.json")
+	a, err := New(sp, WithProvider(s.Model(), "scripted"), WithMemory(b), WithBaseDir("testdata/memory"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := a.Run(ctx, map[string]any{"task": "help", "user_id": "ada"}, WithStore(st), WithUser("ada"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	changed, _ := spec.Load(memorySpec)
+	changed.Memory.Stream = "team:${team}"
+	changed.InputKeys = nil // team is optional: the recorded input lacks it
+	changed.InputSchema = json.RawMessage(`{"type": "object", "required": ["task"],
+		"properties": {"task": {"type": "string"}, "user_id": {"type": "string"}, "team": {"type": "string"}}}`)
+	a2, err := New(changed, WithProvider(s.Model(), "scripted"), WithMemory(b), WithBaseDir("testdata/memory"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := a2.Replay(ctx, st, res.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Identical() || !strings.Contains(rep.Differences[0].What, "before it began") || !strings.Contains(rep.Differences[0].What, "team") {
+		t.Errorf("differences %+v; want the replay's early end, naming the missing variable", rep.Differences)
+	}
+}
