@@ -74,6 +74,9 @@ const (
 	CodeStoreError = "store_error"
 	// CodeDiverged is the code of a resumed run that left its log.
 	CodeDiverged = "diverged"
+	// CodeInternal is the code of an error no row of the ending table
+	// names: a host's planner or hook that failed in its own way.
+	CodeInternal = "internal_error"
 )
 
 // ending is one way a run ends: its sentinel error, terminate reason,
@@ -87,8 +90,8 @@ type ending struct {
 }
 
 // endings is the one table of how runs end. A run without error is
-// completed with outcome success; an error not in the table ends it as a
-// model error would.
+// completed with outcome success; an error not in the table is an
+// internal_error (internal).
 var endings = []ending{
 	{ErrMaxTurns, ReasonMaxTurns, CodeMaxTurns, OutcomePartial, true},
 	{ErrTimeout, ReasonTimeout, CodeTimeout, OutcomePartial, true},
@@ -100,12 +103,17 @@ var endings = []ending{
 	{ErrMemory, ReasonError, CodeMemoryError, OutcomePartial, true},
 	{ErrDiverged, ReasonError, CodeDiverged, OutcomeError, false},
 	{ErrPolicyViolation, ReasonError, CodePolicyViolation, OutcomeError, false},
+	{ErrInvalidInput, ReasonError, CodeValidation, OutcomeError, false},
+	{spec.ErrInvalid, ReasonError, CodeConfigError, OutcomeError, false},
 	{ErrConfig, ReasonError, CodeConfigError, OutcomeError, false},
 	{ErrTool, ReasonError, CodeToolError, OutcomeError, false},
 	{ErrModel, ReasonError, CodeLLMError, OutcomeError, false},
 }
 
-var completed = ending{reason: ReasonCompleted, outcome: OutcomeSuccess}
+var (
+	completed = ending{reason: ReasonCompleted, outcome: OutcomeSuccess}
+	internal  = ending{reason: ReasonError, code: CodeInternal, outcome: OutcomeError}
+)
 
 // endingOf classifies the error a run ended with.
 func endingOf(err error) ending {
@@ -120,7 +128,7 @@ func endingOf(err error) ending {
 			return e
 		}
 	}
-	return endings[len(endings)-1]
+	return internal
 }
 
 // ends reports whether err is one of the endings of the table, as a

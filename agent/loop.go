@@ -337,11 +337,11 @@ func (r *run) failure(err error) error {
 	if ends(err) {
 		return err // the run log or another seam ended the run
 	}
+	// Only a model's failure is a model error; any other error keeps its
+	// own row of the ending table, or is an internal_error.
 	var ae *llm.APIError
 	if errors.As(err, &ae) && !errors.Is(err, ErrModel) {
 		err = withDetails(fmt.Errorf("%w: %w", ErrModel, err), map[string]any{"kind": ae.Kind.String()})
-	} else if !errors.Is(err, ErrConfig) && !errors.Is(err, ErrTool) && !errors.Is(err, ErrModel) {
-		err = fmt.Errorf("%w: %w", ErrModel, err)
 	}
 	if r.s.bus.Active() {
 		r.emit(event.Event{Type: event.Error, Error: &event.ErrorInfo{Code: endingOf(err).code, Message: err.Error()}})

@@ -15,6 +15,8 @@ import (
 
 	"github.com/agentry/agentry/event"
 	"github.com/agentry/agentry/llm"
+	"github.com/agentry/agentry/memory"
+	"github.com/agentry/agentry/spec"
 	"github.com/agentry/agentry/tool"
 )
 
@@ -553,5 +555,41 @@ func TestStateIsSerialisable(t *testing.T) {
 	}
 	if back.Turn != 2 || len(back.Messages) != 5 || len(back.Steps) != 1 || back.Steps[0].Action.Tool != "add" || back.Usage.TotalTokens != 30 {
 		t.Errorf("state %+v", back)
+	}
+}
+
+// Each error ends a run with its own code: an input the memory stream
+// cannot name is a validation_error, a host planner's own error an
+// internal_error; neither is reported as the model's.
+func TestErrorCodesOutsideTheModel(t *testing.T) {
+	mem := mustSpec(t, `{"agent_name": "m", "version": "v1", "model_name": "x", "purpose_text": "${task}",
+		"input_schema": {"type": "object", "properties": {"task": {"type": "string"}, "team": {"type": "string"}}},
+		"memory": {"stream": "team:${team}", "load_last": 5}}`)
+	plain := mustSpec(t, `{"agent_name": "p", "version": "v1", "model_name": "x"}`)
+	for _, tc := range []struct {
+		name string
+		sp   *spec.Spec
+		opts []Option
+		code string
+		is   error
+	}{
+		{"a missing stream variable", mem, []Option{WithMemory(memory.NewInMemory())}, CodeValidation, ErrInvalidInput},
+		{"a planner's own error", plain, []Option{WithPlanner(PlannerFunc(func(context.Context, *Turn) (Decision, error) {
+			return Decision{}, errors.New("the host's index is offline")
+		}))}, CodeInternal, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			a, err := New(tc.sp, append([]Option{WithProvider(&recorder{}, "scripted")}, tc.opts...)...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			res, err := a.Run(context.Background(), map[string]any{"task": "t"})
+			if err == nil || res.Error == nil || res.Error.Code != tc.code || errors.Is(err, ErrModel) {
+				t.Fatalf("run: %v, %+v; want code %s", err, res.Error, tc.code)
+			}
+			if tc.is != nil && !errors.Is(err, tc.is) {
+				t.Errorf("error %v does not match %v", err, tc.is)
+			}
+		})
 	}
 }

@@ -239,7 +239,7 @@ func (r *runState) llm(ctx context.Context, st *stage, rec *StageRecord) (map[st
 		rec.CostUSD = *res.EstimatedCost
 	}
 	if runErr != nil {
-		code := agent.CodeLLMError
+		code := agent.CodeInternal
 		if res.Error != nil {
 			code = res.Error.Code
 		}
