@@ -11,6 +11,7 @@ import (
 
 	"github.com/agentry/agentry/event"
 	"github.com/agentry/agentry/llm"
+	"github.com/agentry/agentry/runlog"
 	"github.com/agentry/agentry/spec"
 	"github.com/agentry/agentry/store"
 )
@@ -21,7 +22,7 @@ var ErrNotResumable = errors.New("agent: run cannot be resumed")
 
 // resumeConfig is how a session continues a stored run.
 type resumeConfig struct {
-	log       *storedLog
+	log       *runlog.Log
 	holder    string // the lease Resume took
 	approve   map[string]bool
 	deny      map[string]bool
@@ -61,51 +62,52 @@ func (c *runConfig) decide(ids []string, approve bool) {
 
 // openJournal makes the run durable when the session has a store: it
 // creates the run (or takes over the resumed one), and subscribes the
-// writer of its events.
+// writer of its events. A replay writes nothing: its journal only
+// serves the log.
 func (s *Session) openJournal(ctx context.Context, r *run) (*journal, error) {
 	c := &s.cfg
 	if c.store == nil {
 		return nil, nil
 	}
-	j := &journal{st: c.store, runID: r.st.RunID, holder: store.NewHolder(), r: r, write: true}
+	j := &journal{r: r}
+	write := true
 	if rc := c.resume; rc != nil {
-		j.holder = rc.holder
 		// What earlier resumes decided holds, unless decided anew: a run
 		// resumed again replays the calls they decided.
-		for id, ok := range rc.log.decided {
-			if _, anew := c.decisions[id]; !anew {
-				c.decide([]string{id}, ok)
+		for key, ok := range rc.log.Decided {
+			if _, anew := c.decisions[key]; !anew {
+				c.decide([]string{key}, ok)
 			}
 		}
 		if c.denyReason == "" {
-			c.denyReason = rc.log.denyReason
+			c.denyReason = rc.log.DenyReason
 		}
-		j.log, j.write, j.liveMode = rc.log, !rc.replay, rc.liveTools
+		j.log, write, j.liveMode = rc.log, !rc.replay, rc.liveTools
 		j.approve, j.deny = map[string]bool{}, map[string]bool{}
-		for id, ok := range c.decisions {
+		for key, ok := range c.decisions {
 			if ok {
-				j.approve[id] = true
+				j.approve[key] = true
 			} else {
-				j.deny[id] = true
+				j.deny[key] = true
 			}
 		}
-		r.st.StartedAt = rc.log.start.StartedAt
-		if j.write {
-			j.quiet = max(rc.log.lastTurn, 1)
+		r.st.StartedAt = Timestamp{rc.log.Start.StartedAt}
+		if write {
+			j.quiet = max(rc.log.LastTurn, 1)
 			r.quiet = j.quiet
 		}
 	}
-	if err := j.begin(ctx, s); err != nil {
-		return nil, err
-	}
-	r.link.journal = j
-	if j.write {
+	if write {
+		if err := j.begin(ctx, s); err != nil {
+			return nil, err
+		}
 		// Events join the batch as they are published, so that a commit
 		// holds every event before it. Whole replies are on record in the
 		// model calls: their pieces would only grow the log, and make the
 		// run stream.
-		s.unsubs = append(s.unsubs, s.bus.Subscribe(j.event, event.Inline(), event.Except(event.ContentChunk)))
+		s.unsubs = append(s.unsubs, s.bus.Subscribe(j.w.Event, event.Inline(), event.Except(event.ContentChunk)))
 	}
+	r.link.journal = j
 	return j, nil
 }
 
@@ -114,29 +116,35 @@ func (s *Session) openJournal(ctx context.Context, r *run) (*journal, error) {
 // after them: WithModel gives the rest of the run another model,
 // WithTools the tools its spec names.
 func Stored(ctx context.Context, st store.Store, runID string, opts ...Option) (*Agent, error) {
-	l, err := readLog(ctx, st, runID)
+	l, err := readAgentLog(ctx, st, runID)
 	if err != nil {
 		return nil, err
 	}
-	return l.agent(opts)
-}
-
-func (l *storedLog) agent(opts []Option) (*Agent, error) {
-	if err := l.agentRun(); err != nil {
-		return nil, err
-	}
 	var sp spec.Spec
-	if err := json.Unmarshal(l.start.Spec, &sp); err != nil {
-		return nil, fmt.Errorf("run %s: its spec: %w", l.start.RunID, err)
+	if err := json.Unmarshal(l.Start.Spec, &sp); err != nil {
+		return nil, fmt.Errorf("run %s: its spec: %w", l.Start.RunID, err)
 	}
-	base := []Option{WithBaseDir(l.start.BaseDir)}
-	if l.start.AgentsDir != "" {
-		base = append(base, WithAgents(spec.Dir{Path: l.start.AgentsDir}))
+	base := []Option{WithBaseDir(l.Start.BaseDir)}
+	if l.Start.AgentsDir != "" {
+		base = append(base, WithAgents(spec.Dir{Path: l.Start.AgentsDir}))
 	}
-	if l.start.Model != "" {
-		base = append(base, WithModel(l.start.Model))
+	if l.Start.Model != "" {
+		base = append(base, WithModel(l.Start.Model))
 	}
 	return New(&sp, append(base, opts...)...)
+}
+
+// readAgentLog reads the log of runID, refusing a run that is not an
+// agent's (a pipeline's).
+func readAgentLog(ctx context.Context, st store.Store, runID string) (*runlog.Log, error) {
+	l, err := runlog.Read(ctx, st, runID)
+	if err != nil {
+		return nil, err
+	}
+	if l.Start.Kind != "agent" {
+		return nil, fmt.Errorf("%w: run %s is a %s's, not an agent's", ErrNotResumable, runID, l.Start.Kind)
+	}
+	return l, nil
 }
 
 // Resume returns a session that continues the stored run runID, which
@@ -153,41 +161,57 @@ func (l *storedLog) agent(opts []Option) (*Agent, error) {
 // (ErrAwaitingApproval) until Approve or Deny decides it. A scripted
 // model plays on from the turn after the last recorded call.
 func (a *Agent) Resume(ctx context.Context, st store.Store, runID string, opts ...RunOption) (*Session, error) {
-	l, err := readLog(ctx, st, runID)
-	if err == nil {
-		err = l.agentRun()
-	}
+	l, err := readAgentLog(ctx, st, runID)
 	if err != nil {
 		return nil, err
 	}
-	holder := store.NewHolder()
-	if err := takeOver(ctx, st, &l.run, holder); err != nil {
+	holder, err := takeOver(ctx, st, &l.Run)
+	if err != nil {
 		return nil, err
 	}
-	if l.start.Spec != nil && a.spec.AgentName != "" {
+	s, err := a.resumeSession(st, l, holder, opts)
+	if err != nil {
+		// Refused: the run is free for another process at once, not when
+		// the lease runs out.
+		runlog.Release(ctx, st, runID, holder)
+		return nil, err
+	}
+	return s, nil
+}
+
+// resumeSession is the session that continues the run l logs, whose
+// lease holder took.
+func (a *Agent) resumeSession(db store.Store, l *runlog.Log, holder string, opts []RunOption) (*Session, error) {
+	if l.Start.Spec != nil && a.spec.AgentName != "" {
 		var sp struct {
 			Name string `json:"agent_name"`
 		}
-		if json.Unmarshal(l.start.Spec, &sp) == nil && sp.Name != a.spec.AgentName {
-			return nil, fmt.Errorf("%w: run %s is agent %s's, not %s's", ErrNotResumable, runID, sp.Name, a.spec.AgentName)
+		if json.Unmarshal(l.Start.Spec, &sp) == nil && sp.Name != a.spec.AgentName {
+			return nil, fmt.Errorf("%w: run %s is agent %s's, not %s's", ErrNotResumable, l.Start.RunID, sp.Name, a.spec.AgentName)
 		}
 	}
-	pre := []RunOption{WithSessionID(l.start.SessionID), WithStore(st), WithUser(l.start.UserID),
-		WithCorrelationID(l.start.CorrelationID), WithTraceParent(l.start.TraceParent), WithMetadata(l.start.Metadata),
-		WithParentRunID(l.start.ParentRunID), func(c *runConfig) { c.resume = &resumeConfig{log: l, holder: holder} }}
+	pre := append(startedAs(db, l), func(c *runConfig) { c.resume = &resumeConfig{log: l, holder: holder} })
 	if p := a.playOn(l); p != nil {
 		pre = append(pre, WithSessionProvider(p))
 	}
-	s, err := a.NewSession(l.start.Input, append(pre, opts...)...)
-	if err == nil {
-		s.cfg.decisions, err = l.bindDecisions(s.cfg.decisions)
-	}
+	s, err := a.NewSession(l.Start.Input, append(pre, opts...)...)
 	if err != nil {
-		st.Append(context.WithoutCancel(ctx), store.Write{RunID: runID, Holder: holder, Release: true})
 		return nil, err
 	}
-	s.state.RunID = l.start.RunID
+	if s.cfg.decisions, err = bindDecisions(l, s.cfg.decisions); err != nil {
+		return nil, err
+	}
+	s.state.RunID = l.Start.RunID
 	return s, nil
+}
+
+// startedAs are the options of the session a stored run started as: its
+// ids, user, metadata and store.
+func startedAs(db store.Store, l *runlog.Log) []RunOption {
+	st := &l.Start
+	return []RunOption{WithSessionID(st.SessionID), WithStore(db), WithUser(st.UserID),
+		WithCorrelationID(st.CorrelationID), WithTraceParent(st.TraceParent), WithMetadata(st.Metadata),
+		WithParentRunID(st.ParentRunID)}
 }
 
 // ErrNoSuchCall is matched by the error of approving or denying a call
@@ -195,32 +219,14 @@ func (a *Agent) Resume(ctx context.Context, st store.Store, runID string, opts .
 // one waiting call.
 var ErrNoSuchCall = errors.New("agent: no call waits for a decision by that id")
 
-// waiting returns the calls of the log that wait for a decision, by
-// idempotency key: non-idempotent calls sent without a recorded result,
-// and calls the approval rule held back and nobody decided yet.
-func (l *storedLog) waiting() map[string]string {
-	w := map[string]string{}
-	for key, in := range l.intents {
-		if _, done := l.results[key]; !done {
-			w[key] = in.CallID
-		}
-	}
-	for key, a := range l.approvals {
-		if _, done := l.results[key]; !done {
-			w[key] = a.CallID
-		}
-	}
-	return w
-}
-
 // bindDecisions binds each decision given (by idempotency key, or by the
 // model's call id) to the one waiting call it names, by that call's key:
 // call ids repeat across turns (a provider may number its calls afresh
 // each turn), so a decision is never looked up by call id, and never
 // applies to a call that was not waiting when it was given. A mistyped
 // id, or a call id that names several waiting calls, is refused.
-func (l *storedLog) bindDecisions(decisions map[string]bool) (map[string]bool, error) {
-	w := l.waiting()
+func bindDecisions(l *runlog.Log, decisions map[string]bool) (map[string]bool, error) {
+	w := l.Waiting()
 	byID := map[string][]string{}
 	for key, id := range w {
 		byID[id] = append(byID[id], key)
@@ -235,16 +241,16 @@ func (l *storedLog) bindDecisions(decisions map[string]bool) (map[string]bool, e
 			case len(keys) > 1:
 				sort.Strings(keys)
 				return nil, fmt.Errorf("%w: %q in run %s names %d waiting calls; give one of their keys (%s)",
-					ErrNoSuchCall, given, l.start.RunID, len(keys), strings.Join(keys, ", "))
+					ErrNoSuchCall, given, l.Start.RunID, len(keys), strings.Join(keys, ", "))
 			default:
-				if _, before := l.decided[given]; !before {
+				if _, before := l.Decided[given]; !before {
 					return nil, fmt.Errorf("%w: %q in run %s (calls waiting for a decision: %s)",
-						ErrNoSuchCall, given, l.start.RunID, describeWaiting(w))
+						ErrNoSuchCall, given, l.Start.RunID, describeWaiting(w))
 				}
 			}
 		}
 		if prev, twice := bound[key]; twice && prev != ok {
-			return nil, fmt.Errorf("%w: the call %s of run %s is both approved and denied", ErrNoSuchCall, key, l.start.RunID)
+			return nil, fmt.Errorf("%w: the call %s of run %s is both approved and denied", ErrNoSuchCall, key, l.Start.RunID)
 		}
 		bound[key] = ok
 	}
@@ -266,24 +272,26 @@ func describeWaiting(w map[string]string) string {
 
 // takeOver leases a resumable run to this process. A running run whose
 // holder died on this host is taken as interrupted.
-func takeOver(ctx context.Context, st store.Store, run *store.Run, holder string) error {
+// It returns the lease's holder.
+func takeOver(ctx context.Context, st store.Store, run *store.Run) (holder string, err error) {
 	if run.Status == store.Running && store.HolderDead(run.Holder) {
 		if err := st.Break(ctx, run.ID, run.Holder); err != nil && !errors.Is(err, store.ErrLeaseLost) {
-			return err
+			return "", err
 		}
 		run.Status = store.Interrupted
 	}
 	switch {
 	case run.Status.Resumable():
 	case run.Status == store.Running:
-		return fmt.Errorf("%w: %w", ErrNotResumable, &store.HeldError{RunID: run.ID, Holder: run.Holder, Until: run.LeaseUntil})
+		return "", fmt.Errorf("%w: %w", ErrNotResumable, &store.HeldError{RunID: run.ID, Holder: run.Holder, Until: run.LeaseUntil})
 	default:
-		return fmt.Errorf("%w: run %s is %s; only interrupted runs and runs awaiting approval resume", ErrNotResumable, run.ID, run.Status)
+		return "", fmt.Errorf("%w: run %s is %s; only interrupted runs and runs awaiting approval resume", ErrNotResumable, run.ID, run.Status)
 	}
-	if err := st.Acquire(ctx, run.ID, holder, leaseTTL); err != nil {
-		return fmt.Errorf("%w: %w", ErrNotResumable, err)
+	holder, err = runlog.Acquire(ctx, st, run.ID)
+	if err != nil {
+		return "", fmt.Errorf("%w: %w", ErrNotResumable, err)
 	}
-	return nil
+	return holder, nil
 }
 
 // skipper is a model that can start later in its script: the scripted
@@ -293,8 +301,8 @@ type skipper interface{ Skip(n int) }
 // playOn opens the run's own model again, positioned after the turns
 // the log holds, when it is a model that plays a script. Any other model
 // just answers the next call.
-func (a *Agent) playOn(l *storedLog) llm.Provider {
-	if l.attempts == 0 || a.o.provider != nil || a.o.model != l.start.Model || a.modelName == "" {
+func (a *Agent) playOn(l *runlog.Log) llm.Provider {
+	if l.Attempts == 0 || a.o.provider != nil || a.o.model != l.Start.Model || a.modelName == "" {
 		return nil
 	}
 	dir := a.o.baseDir
@@ -309,7 +317,7 @@ func (a *Agent) playOn(l *storedLog) llm.Provider {
 	if !ok {
 		return nil
 	}
-	sk.Skip(l.attempts)
+	sk.Skip(l.Attempts)
 	return m.Provider
 }
 

@@ -12,6 +12,7 @@ import (
 
 	"github.com/agentry/agentry/llm"
 	"github.com/agentry/agentry/llm/scripted"
+	"github.com/agentry/agentry/runlog"
 	"github.com/agentry/agentry/store"
 	_ "github.com/agentry/agentry/store/postgres"
 	_ "github.com/agentry/agentry/store/sqlite"
@@ -202,11 +203,11 @@ func comparable(t testing.TB, res *Result) string {
 // storedResult is the Result the log of runID ends with.
 func storedResult(t testing.TB, st store.Store, runID string) json.RawMessage {
 	t.Helper()
-	l, err := readLog(context.Background(), st, runID)
+	l, err := runlog.Read(context.Background(), st, runID)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return l.result
+	return l.Result
 }
 
 var jsonMarshal = json.Marshal

@@ -12,6 +12,7 @@ import (
 
 	"github.com/agentry/agentry/event"
 	"github.com/agentry/agentry/internal/testdb"
+	"github.com/agentry/agentry/runlog"
 	"github.com/agentry/agentry/store"
 )
 
@@ -78,7 +79,7 @@ func TestStoredRun(t *testing.T) {
 			if got := storedResult(t, st, res.ID); !bytes.Equal(got, want) {
 				t.Errorf("stored Result differs from the one returned:\n%s\n%s", got, want)
 			}
-			stored, err := readLog(ctx, st, res.ID)
+			stored, err := runlog.Read(ctx, st, res.ID)
 			if err != nil {
 				t.Fatal(err)
 			}

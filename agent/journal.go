@@ -10,13 +10,14 @@ import (
 	"sync"
 	"time"
 
-	"github.com/agentry/agentry/event"
+	"github.com/agentry/agentry/runlog"
 	"github.com/agentry/agentry/store"
 )
 
 // ErrStore is matched by the error of a run that could not be kept
-// durable: its store failed, or another process took the run over.
-var ErrStore = errors.New("run store failed")
+// durable: its store failed, or another process took the run over. It is
+// runlog.ErrStore.
+var ErrStore = runlog.ErrStore
 
 // ErrDiverged is matched by the error of a resumed run whose replay
 // asked something its log does not hold: the spec, the tools or the
@@ -25,18 +26,11 @@ var ErrDiverged = errors.New("run diverged from its log")
 
 // commitEvery is how long records of safe work may wait for a commit:
 // before a model call, what is queued is committed when the last commit
-// is older than this, or when much is queued. A real model's call takes
-// longer, so each of its turns commits; a run of fast turns commits a
-// few together instead of paying a commit per turn. Intents of
-// non-idempotent calls never wait.
+// is older than this (a queue of runlog.MaxQueued records commits
+// itself). A real model's call takes longer, so each of its turns
+// commits; a run of fast turns commits a few together instead of paying
+// a commit per turn. Intents of non-idempotent calls never wait.
 const commitEvery = 50 * time.Millisecond
-
-// maxQueued is how many records may wait for a commit.
-const maxQueued = 512
-
-// leaseTTL is how long a run's lease lasts unless renewed; the holder
-// renews it every leaseTTL/3.
-var leaseTTL = 30 * time.Second
 
 // journal writes one run's log through the seams (the model and tool
 // middleware of journal_mw.go and an event subscriber) and, when the run
@@ -45,19 +39,11 @@ var leaseTTL = 30 * time.Second
 // committed before each model call; a non-idempotent call's intent is
 // committed before it runs, its result when it returns.
 type journal struct {
-	st     store.Store
-	runID  string
-	holder string
-	r      *run
-	write  bool // false in a replay: nothing is written
-
-	mu      sync.Mutex
-	pending []store.Record
-	failed  error     // the first write that failed; the run stops on it
-	last    time.Time // the last commit
+	w *runlog.Writer // nil in a replay: nothing is written
+	r *run
 
 	// What the log holds, when the run is resumed or replayed.
-	log      *storedLog
+	log      *runlog.Log
 	n        int       // the run's model calls so far
 	h        hash.Hash // the transcript hashed so far (digest)
 	hashed   int       // how many messages h holds
@@ -67,18 +53,18 @@ type journal struct {
 	liveMode bool      // a replay runs safe and idempotent tools again
 	approve  map[string]bool
 	deny     map[string]bool
-	diffs    []Difference
+
+	mu    sync.Mutex
+	diffs []Difference
 	// What was served from the log, so that the Result reports the
 	// recorded timings of those calls rather than those of the replay.
 	servedCalls []servedCall
-	servedTools map[[2]string]*resultRecord // by turn and call id
-
-	release func() // stops renewing the lease
+	servedTools map[[2]string]*runlog.ToolResult // by turn and call id
 }
 
 type servedCall struct {
 	index int // in State.ModelCalls
-	rec   *modelRecord
+	rec   *runlog.ModelCall
 }
 
 // restore gives the calls served from the log their recorded timings.
@@ -104,152 +90,79 @@ func (j *journal) restore(res *Result) {
 		if res.Metrics.ToolLatencyMS != nil {
 			res.Metrics.ToolLatencyMS[st.Action.Tool] += rec.DurationMS - st.Action.DurationMS
 		}
-		st.Action.DurationMS, st.Action.Attempts, st.Timestamp = rec.DurationMS, rec.Attempts, rec.StartedAt
+		st.Action.DurationMS, st.Action.Attempts, st.Timestamp = rec.DurationMS, rec.Attempts, Timestamp{rec.StartedAt}
 	}
 }
 
 // served notes a tool result served from the log.
-func (j *journal) served(turn int, rec *resultRecord) {
+func (j *journal) served(turn int, rec *runlog.ToolResult) {
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	if j.servedTools == nil {
-		j.servedTools = map[[2]string]*resultRecord{}
+		j.servedTools = map[[2]string]*runlog.ToolResult{}
 	}
 	j.servedTools[[2]string{strconv.Itoa(turn), rec.CallID}] = rec
 }
 
-// add queues a record for the next commit.
-func (j *journal) add(rec store.Record) {
-	rec.Data = j.r.s.agent.redact.Bytes(rec.Data) // no secret reaches the store in the clear
-	j.queue(rec)
-}
-
-// queue queues a record whose data is redacted already.
-func (j *journal) queue(rec store.Record) {
-	if !j.write {
-		return
+// add queues a record for the next commit (none in a replay).
+func (j *journal) add(kind store.Kind, turn int, key string, v any) {
+	if j.w != nil {
+		j.w.Add(runlog.Record(kind, turn, key, v))
 	}
-	rec.Time = time.Now()
-	j.mu.Lock()
-	j.pending = append(j.pending, rec)
-	j.mu.Unlock()
 }
 
 // commit writes what is queued, with recs after it, in one transaction.
 func (j *journal) commit(ctx context.Context, recs ...store.Record) error {
-	if !j.write {
+	if j.w == nil {
 		return nil
 	}
-	j.mu.Lock()
-	defer j.mu.Unlock()
-	return j.commitLocked(ctx, store.Write{}, recs...)
-}
-
-func (j *journal) commitLocked(ctx context.Context, w store.Write, recs ...store.Record) error {
-	if j.failed != nil {
-		return j.failed
-	}
-	now := time.Now()
-	for i := range recs {
-		recs[i].Time = now
-		recs[i].Data = j.r.s.agent.redact.Bytes(recs[i].Data)
-	}
-	w.RunID, w.Holder = j.runID, j.holder
-	w.Records = append(j.pending, recs...)
-	// The write outlives a cancelled run: what happened must be on record.
-	if err := j.st.Append(context.WithoutCancel(ctx), w); err != nil {
-		j.failed = fmt.Errorf("%w: %w", ErrStore, err)
-		return j.failed
-	}
-	j.pending = j.pending[:0]
-	j.last = now
-	return nil
-}
-
-// due reports whether what is queued should be committed now.
-func (j *journal) due() bool {
-	j.mu.Lock()
-	defer j.mu.Unlock()
-	return len(j.pending) >= maxQueued || time.Since(j.last) >= commitEvery
-}
-
-// event is the subscriber that writes the run's events.
-func (j *journal) event(e event.Event) {
-	// Runs redact their events when they emit them (sub-runs too).
-	j.queue(store.Record{Kind: store.KindEvent, Turn: e.Turn, Data: mustJSON(e)})
+	return j.w.Commit(ctx, recs...)
 }
 
 // begin creates the run (or takes over a resumed one) and keeps its
-// lease.
+// lease: a lease lost to another process stops the run, which may no
+// longer write.
 func (j *journal) begin(ctx context.Context, s *Session) error {
-	if !j.write {
-		return nil
-	}
 	r := j.r
+	red := s.agent.redact
+	var err error
 	if j.log == nil {
 		a := s.agent
-		start := startRecord{Kind: "agent", RunID: r.st.RunID, SessionID: r.st.SessionID, ParentRunID: r.st.ParentRunID,
-			Spec: mustJSON(a.spec), BaseDir: absDir(a.o.baseDir), Model: a.o.model, Input: r.st.Input, UserID: s.cfg.userID,
-			CorrelationID: s.cfg.correlationID, TraceParent: s.cfg.traceParent, Metadata: s.cfg.metadata, StartedAt: r.st.StartedAt}
+		start := &runlog.Start{Kind: "agent", RunID: r.st.RunID, SessionID: r.st.SessionID, ParentRunID: r.st.ParentRunID,
+			Spec: runlog.JSON(a.spec), BaseDir: absDir(a.o.baseDir), Model: a.o.model, Input: r.st.Input, UserID: s.cfg.userID,
+			CorrelationID: s.cfg.correlationID, TraceParent: s.cfg.traceParent, Metadata: s.cfg.metadata, StartedAt: r.st.StartedAt.Time}
 		if r.mem != nil {
 			start.Memory = r.mem.block
 		}
 		if a.o.agents != nil {
 			start.AgentsDir = absDir(a.o.agents.Path)
 		}
-		err := j.st.Create(ctx, store.Run{ID: r.st.RunID, Kind: "agent", Name: a.spec.AgentName, Version: a.spec.Version,
-			ParentID: r.st.ParentRunID, SessionID: r.st.SessionID, Status: store.Running, Holder: j.holder,
-			LeaseUntil: time.Now().Add(leaseTTL), CreatedAt: r.st.StartedAt.Time})
-		if err == nil {
-			err = j.commit(ctx, store.Record{Kind: store.KindStart, Data: mustJSON(start)})
-		}
-		if err != nil {
-			return fmt.Errorf("%w: %w", ErrStore, err)
-		}
+		j.w, err = runlog.Create(ctx, s.cfg.store, store.Run{ID: r.st.RunID, Kind: "agent", Name: a.spec.AgentName,
+			Version: a.spec.Version, ParentID: r.st.ParentRunID, SessionID: r.st.SessionID, CreatedAt: r.st.StartedAt.Time}, start, red)
 	} else {
-		rec := resumeRecord{Turn: j.quiet, Holder: j.holder, Model: s.agent.o.model, Approved: keys(j.approve), Denied: keys(j.deny),
+		rc := s.cfg.resume
+		rec := runlog.Resume{Turn: j.quiet, Holder: rc.holder, Model: s.agent.o.model, Approved: keys(j.approve), Denied: keys(j.deny),
 			Reason: s.cfg.denyReason}
-		j.mu.Lock()
-		err := j.commitLocked(ctx, store.Write{Status: store.Running},
-			store.Record{Kind: store.KindResume, Turn: j.quiet, Data: mustJSON(rec)})
-		j.mu.Unlock()
-		if err != nil {
-			return err
-		}
+		j.w, err = runlog.Take(ctx, s.cfg.store, r.st.RunID, rc.holder, red, runlog.Record(store.KindResume, j.quiet, "", rec))
 	}
-	// A lease lost to another process stops the run, which may no
-	// longer write.
-	j.release = store.KeepLease(j.st, j.runID, j.holder, leaseTTL, func(err error) {
-		j.mu.Lock()
-		j.failed = fmt.Errorf("%w: %w", ErrStore, err)
-		failed := j.failed
-		j.mu.Unlock()
-		s.stop(failed)
-	})
+	if err != nil {
+		return err
+	}
+	j.w.KeepLease(s.stop)
 	return nil
 }
 
 // end writes the run's Result and its final status, and gives up the
 // lease.
 func (j *journal) end(ctx context.Context, res *Result) error {
-	if j.release != nil {
-		j.release()
-	}
 	if j.log != nil {
 		j.restore(res)
 	}
-	if !j.write {
+	if j.w == nil {
 		return nil
 	}
 	status, sum := res.StoreStatus()
-	j.mu.Lock()
-	defer j.mu.Unlock()
-	if j.failed != nil && errors.Is(j.failed, store.ErrLeaseLost) {
-		return j.failed // the run is another process's now: nothing more is ours to write
-	}
-	j.failed = nil // the final write tries again what a failed one left queued
-	return j.commitLocked(ctx, store.Write{Status: status, Summary: &sum, Release: true},
-		store.Record{Kind: store.KindResult, Turn: res.Iterations, Data: mustJSON(res)})
+	return j.w.End(ctx, status, sum, res.Iterations, res)
 }
 
 func keys(m map[string]bool) []string {

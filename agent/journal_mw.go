@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"hash"
@@ -14,6 +13,7 @@ import (
 
 	"github.com/agentry/agentry/llm"
 	"github.com/agentry/agentry/policy"
+	"github.com/agentry/agentry/runlog"
 	"github.com/agentry/agentry/store"
 	"github.com/agentry/agentry/tool"
 )
@@ -116,25 +116,25 @@ func (j *journal) beforeModel(ctx context.Context, req *llm.Request) (n int, dig
 	n, digest = j.n, j.digest(req)
 	j.n++
 	if j.log != nil && !j.live {
-		if n < len(j.log.calls) {
-			rec := &j.log.calls[n]
+		if n < len(j.log.ModelCalls) {
+			rec := &j.log.ModelCalls[n]
 			if rec.Digest != digest {
 				what := fmt.Sprintf("model call %d asks something else than the recorded one (the prompts, the tools or an earlier result differ)", n+1)
-				if err := j.diverged(Difference{Turn: j.r.st.Turn, What: what}); j.write {
+				if err := j.diverged(Difference{Turn: j.r.st.Turn, What: what}); j.w != nil {
 					return n, digest, nil, err, true // a resume must not build on a different past
 				}
 			}
-			resp, err = rec.replay()
+			resp, err = replayModel(rec)
 			j.servedCalls = append(j.servedCalls, servedCall{index: len(j.r.st.ModelCalls), rec: rec})
 			return n, digest, resp, err, true
 		}
-		if !j.write {
-			err := j.diverged(Difference{Turn: j.r.st.Turn, What: fmt.Sprintf("the replay makes model call %d; the recording has %d", n+1, len(j.log.calls))})
+		if j.w == nil {
+			err := j.diverged(Difference{Turn: j.r.st.Turn, What: fmt.Sprintf("the replay makes model call %d; the recording has %d", n+1, len(j.log.ModelCalls))})
 			return n, digest, nil, err, true
 		}
 		j.live = true
 	}
-	if j.due() {
+	if j.w != nil && j.w.Due(commitEvery) {
 		if err := j.commit(ctx); err != nil {
 			return n, digest, nil, err, true
 		}
@@ -144,23 +144,23 @@ func (j *journal) beforeModel(ctx context.Context, req *llm.Request) (n int, dig
 
 func (j *journal) afterModel(n int, digest string, resp *llm.Response, err error, start time.Time) {
 	r := j.r
-	rec := modelRecord{N: n, Digest: digest, Response: newResponse(resp), Attempts: r.attempts, DurationMS: ms(time.Since(start))}
+	rec := runlog.ModelCall{N: n, Digest: digest, Response: runlog.NewResponse(resp), Attempts: r.attempts, DurationMS: ms(time.Since(start))}
 	if r.a != r.s.agent {
 		rec.Agent = r.a.spec.AgentName
 	}
 	if err != nil {
 		var ae *llm.APIError
-		rec.Error = &modelError{Kind: llm.KindOf(err).String(), Message: err.Error()}
+		rec.Error = &runlog.ModelError{Kind: llm.KindOf(err).String(), Message: err.Error()}
 		if errors.As(err, &ae) {
 			rec.Error.Status, rec.Error.Message = ae.Status, ae.Message
 		}
 	}
-	j.add(store.Record{Kind: store.KindModelCall, Turn: r.st.Turn, Data: mustJSON(rec)})
+	j.add(store.KindModelCall, r.st.Turn, "", rec)
 }
 
-// replay returns the recorded answer. The response is decoded for this
-// call alone, so the loop may keep it.
-func (m *modelRecord) replay() (*llm.Response, error) {
+// replayModel returns the recorded answer. The response is decoded for
+// this call alone, so the loop may keep it.
+func replayModel(m *runlog.ModelCall) (*llm.Response, error) {
 	if m.Error != nil {
 		kind, _ := llm.ParseKind(m.Error.Kind)
 		return nil, &llm.APIError{Kind: kind, Status: m.Error.Status, Message: m.Error.Message}
@@ -168,7 +168,7 @@ func (m *modelRecord) replay() (*llm.Response, error) {
 	if m.Response == nil {
 		return nil, fmt.Errorf("%w: model call %d has neither a response nor an error", ErrDiverged, m.N+1)
 	}
-	return m.Response.llm(), nil
+	return m.Response.LLM(), nil
 }
 
 // digest identifies what a model call asks: the transcript, the tools
@@ -239,14 +239,14 @@ func (j *journal) tool(ctx context.Context, call *tool.Call, next tool.Handler) 
 	key, class := call.Key(), call.Class()
 	intent := false
 	if l := j.log; l != nil {
-		if res, ok := l.results[key]; ok {
+		if res, ok := l.Results[key]; ok {
 			if j.liveMode && class.Retryable() {
 				return j.compareLive(ctx, call, res, next)
 			}
 			j.served(call.Turn, res)
-			return res.output()
+			return res.Result()
 		}
-		if in, ok := l.intents[key]; ok && class == tool.NonIdempotent {
+		if in, ok := l.Intents[key]; ok && class == tool.NonIdempotent {
 			switch {
 			case j.deny[key]:
 				return j.unknownOutcome(call, time.Now())
@@ -257,59 +257,33 @@ func (j *journal) tool(ctx context.Context, call *tool.Call, next tool.Handler) 
 		} else if call.Turn < j.quiet {
 			// A call of a turn the log holds in full, without a result of
 			// its own: the original run answered it from its cache.
-			if res, ok := l.byArgs[call.Name+"\x00"+string(call.Arguments)]; ok {
-				return res.output()
+			if res, ok := l.Latest(call.Name, string(call.Arguments)); ok {
+				return res.Result()
 			}
 		}
-		if !j.write && !(j.liveMode && class.Retryable()) {
+		if j.w == nil && !(j.liveMode && class.Retryable()) {
 			err := j.diverged(Difference{Turn: call.Turn, Step: call.Index + 1, Tool: call.Name,
 				What: "the replay makes a tool call the recording does not have"})
 			return tool.Output{}, err
 		}
 	}
-	if class == tool.NonIdempotent && !intent && j.write {
-		in := intentRecord{CallID: call.ID, Tool: call.Name, Arguments: string(call.Arguments), Idempotency: class, Deduplicates: call.Info.Deduplicates}
-		if err := j.commit(ctx, store.Record{Kind: store.KindToolIntent, Turn: call.Turn, Key: key, Data: mustJSON(in)}); err != nil {
+	if class == tool.NonIdempotent && !intent && j.w != nil {
+		in := runlog.Intent{CallID: call.ID, Tool: call.Name, Arguments: string(call.Arguments), Idempotency: class, Deduplicates: call.Info.Deduplicates}
+		if err := j.commit(ctx, runlog.Record(store.KindToolIntent, call.Turn, key, in)); err != nil {
 			return tool.Output{}, err // not run: it could not be made safe to run
 		}
 	}
 	start := time.Now()
 	out, err := next(ctx, call)
-	rec := store.Record{Kind: store.KindToolResult, Turn: call.Turn, Key: key, Data: mustJSON(newResultRecord(call, out, err, start))}
+	rec := runlog.NewToolResult(call, out, err, start)
 	if class == tool.NonIdempotent {
-		if cerr := j.commit(ctx, rec); cerr != nil {
+		if cerr := j.commit(ctx, runlog.Record(store.KindToolResult, call.Turn, key, rec)); cerr != nil {
 			return out, errors.Join(err, cerr)
 		}
 	} else {
-		j.add(rec)
+		j.add(store.KindToolResult, call.Turn, key, rec)
 	}
 	return out, err
-}
-
-func newResultRecord(call *tool.Call, out tool.Output, err error, start time.Time) resultRecord {
-	rec := resultRecord{CallID: call.ID, Tool: call.Name, Arguments: string(call.Arguments), Observation: out.Observation,
-		Attempts: call.Attempt, DurationMS: ms(time.Since(start)), StartedAt: Timestamp{start}}
-	if err != nil {
-		rec.Observation = ""
-		rec.Error = tool.DetailsFrom(err, true)
-	} else if out.JSON != nil {
-		o := string(out.JSON)
-		rec.Output = &o
-	}
-	return rec
-}
-
-// output is the recorded result, as the handler returned it.
-func (res *resultRecord) output() (tool.Output, error) {
-	if res.Error != nil {
-		d := *res.Error
-		return tool.Output{}, &d
-	}
-	out := tool.Output{Observation: res.Observation}
-	if res.Output != nil {
-		out.JSON = json.RawMessage(*res.Output)
-	}
-	return out, nil
 }
 
 // unknownOutcome answers a denied call: it may or may not have taken
@@ -321,8 +295,8 @@ func (j *journal) unknownOutcome(call *tool.Call, start time.Time) (tool.Output,
 	if reason := j.r.s.cfg.denyReason; reason != "" {
 		d.Message += " (" + reason + ")"
 	}
-	rec := newResultRecord(call, tool.Output{}, d, start)
-	if err := j.commit(context.Background(), store.Record{Kind: store.KindToolResult, Turn: call.Turn, Key: call.Key(), Data: mustJSON(rec)}); err != nil {
+	rec := runlog.NewToolResult(call, tool.Output{}, d, start)
+	if err := j.commit(context.Background(), runlog.Record(store.KindToolResult, call.Turn, call.Key(), rec)); err != nil {
 		return tool.Output{}, err
 	}
 	return tool.Output{}, d
@@ -330,9 +304,9 @@ func (j *journal) unknownOutcome(call *tool.Call, start time.Time) (tool.Output,
 
 // compareLive runs a recorded safe or idempotent call again (replay
 // --tools live) and reports an output that differs.
-func (j *journal) compareLive(ctx context.Context, call *tool.Call, rec *resultRecord, next tool.Handler) (tool.Output, error) {
+func (j *journal) compareLive(ctx context.Context, call *tool.Call, rec *runlog.ToolResult, next tool.Handler) (tool.Output, error) {
 	out, err := next(ctx, call)
-	was, wasErr := rec.output()
+	was, wasErr := rec.Result()
 	now, was2 := string(out.JSON), string(was.JSON)
 	if err != nil {
 		now = "error: " + err.Error()

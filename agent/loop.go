@@ -464,7 +464,7 @@ func (r *run) emit(e event.Event) {
 	if e.Time.IsZero() {
 		e.Time = r.now()
 	}
-	redactEvent(&e, r.a.redact)
+	r.a.redact.Event(&e)
 	r.s.bus.Publish(e)
 }
 

@@ -15,6 +15,7 @@ import (
 	"github.com/agentry/agentry/memory"
 	"github.com/agentry/agentry/policy"
 	"github.com/agentry/agentry/prompt"
+	"github.com/agentry/agentry/runlog"
 	"github.com/agentry/agentry/spec"
 	"github.com/agentry/agentry/tool"
 )
@@ -131,7 +132,7 @@ func (r *run) recall(ctx context.Context) error {
 	}
 	r.mem = rm
 	if rc := r.s.cfg.resume; rc != nil {
-		rm.block = rc.log.start.Memory
+		rm.block = rc.log.Start.Memory
 	} else if n := am.spec.LoadLast; n > 0 {
 		entries, err := am.b.Memory().Read(ctx, rm.stream, memory.ReadOptions{Limit: n, Order: memory.Newest})
 		if err != nil {
@@ -235,7 +236,7 @@ func (r *run) memorize(final *Final) error {
 	if rm == nil || len(rm.am.spec.Write) == 0 {
 		return nil
 	}
-	if j := r.link.journal; j != nil && !j.write {
+	if j := r.link.journal; j != nil && j.w == nil {
 		return nil
 	}
 	ctx := context.WithoutCancel(r.ctx)
@@ -243,11 +244,11 @@ func (r *run) memorize(final *Final) error {
 		var texts []string
 		switch w {
 		case "input":
-			texts = append(texts, string(mustJSON(r.st.Input)))
+			texts = append(texts, string(runlog.JSON(r.st.Input)))
 		case "final_answer":
 			text := final.Text
 			if final.Output != nil {
-				text = string(mustJSON(final.Output))
+				text = string(runlog.JSON(final.Output))
 			}
 			texts = append(texts, text)
 		case "tool_results":

@@ -15,6 +15,7 @@ import (
 	"github.com/agentry/agentry/event"
 	"github.com/agentry/agentry/llm"
 	"github.com/agentry/agentry/policy"
+	"github.com/agentry/agentry/runlog"
 	"github.com/agentry/agentry/store"
 	"github.com/agentry/agentry/tool"
 )
@@ -133,8 +134,7 @@ func (r *run) approval(ctx context.Context, call *tool.Call, rule, why string) (
 			return tool.Output{}, err, true
 		}
 		if j := r.link.journal; j != nil {
-			j.add(store.Record{Kind: store.KindApproval, Turn: call.Turn, Key: key,
-				Data: mustJSON(approvalRecord{CallID: call.ID, Tool: call.Name, Arguments: string(call.Arguments), Rule: rule})})
+			j.add(store.KindApproval, call.Turn, key, runlog.Approval{CallID: call.ID, Tool: call.Name, Arguments: string(call.Arguments), Rule: rule})
 		}
 	}
 	return tool.Output{}, &ApprovalError{CallID: call.ID, Tool: call.Name, Key: key, Arguments: call.Arguments, Rule: rule}, true
@@ -205,7 +205,7 @@ func (r *run) replaying(call *tool.Call) bool {
 		return false
 	}
 	j := r.link.journal
-	return call.Turn < r.quiet || j != nil && !j.write
+	return call.Turn < r.quiet || j != nil && j.w == nil
 }
 
 // limiters are the rate limits of a policy: one per tool named, and "*"
@@ -334,15 +334,11 @@ func (r *run) report(ctx context.Context, target, callID, rule, decision, reason
 		r.emit(event.Event{Type: event.PolicyDecision, Data: data})
 	}
 	j := r.link.journal
-	if j == nil || !j.write {
+	if j == nil || j.w == nil {
 		return nil
 	}
-	_, err := j.st.AppendAudit(context.WithoutCancel(ctx), store.AuditRecord{RunID: r.st.RunID, Agent: r.a.spec.AgentName,
-		UserID: r.info.UserID, Rule: rule, Decision: decision, Target: target, Reason: reason})
-	if err != nil {
-		return fmt.Errorf("%w: audit: %w", ErrStore, err)
-	}
-	return nil
+	return j.w.Audit(ctx, store.AuditRecord{Agent: r.a.spec.AgentName, UserID: r.info.UserID, Rule: rule,
+		Decision: decision, Target: target, Reason: reason})
 }
 
 // ErrPolicyViolation is matched by the error of a run whose answer a

@@ -13,6 +13,7 @@ import (
 	"github.com/agentry/agentry/internal/testdb"
 	"github.com/agentry/agentry/llm/scripted"
 	"github.com/agentry/agentry/policy"
+	"github.com/agentry/agentry/runlog"
 	"github.com/agentry/agentry/spec"
 	"github.com/agentry/agentry/store"
 	"github.com/agentry/agentry/tool"
@@ -78,8 +79,8 @@ func TestPolicyTools(t *testing.T) {
 				t.Error(err)
 			}
 			// The call was blocked before the run log: no intent, no result.
-			log, _ := ReadRunLog(ctx, st, res.ID)
-			for _, c := range log.ToolCalls {
+			log, _ := runlog.Read(ctx, st, res.ID)
+			for _, c := range log.ToolCalls() {
 				if c.Tool == "pay" {
 					t.Errorf("the blocked call is in the run log: %+v", c)
 				}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -165,5 +166,33 @@ func TestStructuredModes(t *testing.T) {
 				t.Errorf("request %+v", req)
 			}
 		})
+	}
+}
+
+// A tool's hints that carry a secret reach the model as the tool wrote
+// them, and the Result (its steps' hints and its alternatives) redacted.
+func TestHintsAreRedacted(t *testing.T) {
+	const key = "sk-proj-CANARYhintsSecret000000001"
+	lookup := tool.Must(tool.Func("lookup", "Look a fact up.", func(context.Context, echoArgs) (json.RawMessage, error) {
+		return json.RawMessage(`{"fact": 42, "agent_hints": {"risk_factors": ["the key ` + key + ` leaked"],
+			"dependencies": ["` + key + `"], "suggested_next_actions": ["rotate ` + key + `"],
+			"alternatives": [{"approach": "use ` + key + `", "confidence": 0.6, "reasoning": "` + key + `", "pros": ["` + key + `"], "cons": ["` + key + `"]}]}}`), nil
+	}, tool.WithIdempotency(tool.Safe)))
+	act := "Thought: Look it up.\nAction: lookup\nAction Input: {\"text\": \"x\"}"
+	m := &recorder{replies: []reply{answer(act), answer("Thought: done\nFinal Answer: 42")}}
+	a := newTestAgent(t, `{"agent_name": "facts", "version": "v1", "model_name": "m", "mode": "react", "tools": ["lookup"]}`, m, lookup)
+	res, err := a.Run(context.Background(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if h := res.Steps[0].Action.Hints; h == nil || len(h.RiskFactors) != 1 || len(res.Alternatives) != 1 {
+		t.Fatalf("hints %+v alternatives %+v", h, res.Alternatives)
+	}
+	got := fmt.Sprintf("%+v %+v", *res.Steps[0].Action.Hints, res.Alternatives)
+	if strings.Contains(got, key) || !strings.Contains(got, "[REDACTED:secret]") {
+		t.Errorf("the Result's hints and alternatives: %s", got)
+	}
+	if obs := m.reqs[1].Messages[len(m.reqs[1].Messages)-1].Content; !strings.Contains(obs, key) {
+		t.Errorf("the model did not see the tool's hints as written: %s", obs)
 	}
 }

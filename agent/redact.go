@@ -4,35 +4,14 @@ import (
 	"encoding/json"
 	"slices"
 
-	"github.com/agentry/agentry/event"
 	"github.com/agentry/agentry/llm"
 	"github.com/agentry/agentry/policy"
+	"github.com/agentry/agentry/tool"
 )
 
 // Secrets never leave a run in the clear (DESIGN.md 3.9): its events,
 // logs, Result and log in the store go through the agent's redactor
 // (policy.Secrets). Tools get the real values.
-
-// redactEvent redacts the text an event carries. Its records are the
-// event's own: the transcript is not touched.
-func redactEvent(e *event.Event, red *policy.Redactor) {
-	e.Content = red.String(e.Content)
-	if tc := e.Tool; tc != nil {
-		tc.Arguments = raw(red, tc.Arguments)
-		tc.Output = raw(red, tc.Output)
-		tc.Error = red.String(tc.Error)
-	}
-	if e.Error != nil {
-		e.Error.Message = red.String(e.Error.Message)
-	}
-	for k, v := range e.Data {
-		if s, ok := v.(string); ok {
-			if clean := red.String(s); clean != s { // a string put in an any is an allocation
-				e.Data[k] = clean
-			}
-		}
-	}
-}
 
 func raw(red *policy.Redactor, b json.RawMessage) json.RawMessage {
 	return json.RawMessage(red.Bytes(b))
@@ -71,6 +50,7 @@ func redactResult(res *Result, red *policy.Redactor) {
 			red.String(s.FinalAnswer), red.String(s.ParseError)
 		if a := s.Action; a != nil {
 			a.Input, a.Output, a.Error = raw(red, a.Input), raw(red, a.Output), red.String(a.Error)
+			a.Hints = redactHints(a.Hints, red)
 		}
 	}
 	for i := range res.ModelCalls {
@@ -78,6 +58,36 @@ func redactResult(res *Result, red *policy.Redactor) {
 		c.Error, c.Partial = red.String(c.Error), red.String(c.Partial)
 	}
 	res.AssumptionsMade = redactAll(red, res.AssumptionsMade)
+	res.ContextUsed = redactAll(red, res.ContextUsed)
+	res.Alternatives = redactAlternatives(res.Alternatives, red)
+	for i := range res.MemoryDeltas {
+		res.MemoryDeltas[i].Text = red.String(res.MemoryDeltas[i].Text)
+	}
+}
+
+// redactHints returns a tool's hints with their text redacted: a copy,
+// since the run's cache may still serve the same hints to a later call.
+func redactHints(h *tool.Hints, red *policy.Redactor) *tool.Hints {
+	if h == nil {
+		return nil
+	}
+	cp := *h
+	cp.RiskFactors = redactAll(red, slices.Clone(h.RiskFactors))
+	cp.Dependencies = redactAll(red, slices.Clone(h.Dependencies))
+	cp.SuggestedNextActions = redactAll(red, slices.Clone(h.SuggestedNextActions))
+	cp.Alternatives = redactAlternatives(slices.Clone(h.Alternatives), red)
+	return &cp
+}
+
+// redactAlternatives redacts the text of alternatives in place.
+func redactAlternatives(alts []tool.Alternative, red *policy.Redactor) []tool.Alternative {
+	for i := range alts {
+		a := &alts[i]
+		a.Approach, a.Reasoning = red.String(a.Approach), red.String(a.Reasoning)
+		a.Pros = redactAll(red, slices.Clone(a.Pros))
+		a.Cons = redactAll(red, slices.Clone(a.Cons))
+	}
+	return alts
 }
 
 func redactMessage(m *llm.Message, red *policy.Redactor) {

@@ -34,22 +34,16 @@ func LiveTools() RunOption { return func(c *runConfig) { c.liveTools = true } }
 // spec, the tools or an earlier result changed), a tool that answered
 // otherwise, a call the recording lacks, a different ending.
 func (a *Agent) Replay(ctx context.Context, st store.Store, runID string, opts ...RunOption) (*ReplayReport, error) {
-	l, err := readLog(ctx, st, runID)
-	if err == nil {
-		err = l.agentRun()
-	}
+	l, err := readAgentLog(ctx, st, runID)
 	if err != nil {
 		return nil, err
 	}
-	pre := []RunOption{WithSessionID(l.start.SessionID), WithStore(st), WithUser(l.start.UserID),
-		WithCorrelationID(l.start.CorrelationID), WithTraceParent(l.start.TraceParent), WithMetadata(l.start.Metadata),
-		WithParentRunID(l.start.ParentRunID)}
-	s, err := a.NewSession(l.start.Input, append(pre, opts...)...)
+	s, err := a.NewSession(l.Start.Input, append(startedAs(st, l), opts...)...)
 	if err != nil {
 		return nil, err
 	}
 	s.cfg.resume = &resumeConfig{log: l, replay: true, liveTools: s.cfg.liveTools}
-	s.state.RunID = l.start.RunID
+	s.state.RunID = l.Start.RunID
 	res, runErr := s.Run(ctx)
 	rep := &ReplayReport{RunID: runID, Result: res}
 	if j := s.run.link.journal; j != nil {
@@ -59,9 +53,9 @@ func (a *Agent) Replay(ctx context.Context, st store.Store, runID string, opts .
 		// recalled, say): nothing of the recording was played.
 		rep.Differences = []Difference{{What: fmt.Sprintf("the replay ended before it began: %v", runErr)}}
 	}
-	if l.result != nil {
+	if l.Result != nil {
 		var was Result
-		if err := json.Unmarshal(l.result, &was); err != nil {
+		if err := json.Unmarshal(l.Result, &was); err != nil {
 			return nil, fmt.Errorf("run %s: its Result: %w", runID, err)
 		}
 		rep.Differences = append(rep.Differences, endingDifferences(&was, res)...)

@@ -3,13 +3,13 @@ package pipeline
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"path/filepath"
-	"sync"
-	"time"
 
 	"github.com/agentry/agentry/agent"
 	"github.com/agentry/agentry/event"
+	"github.com/agentry/agentry/runlog"
 	"github.com/agentry/agentry/store"
 )
 
@@ -33,159 +33,130 @@ type Decision struct {
 	Reason   string `json:"reason,omitempty"`
 }
 
-// pipelineLeaseTTL is how long a pipeline run's lease lasts unless
-// renewed; it is renewed every third of it.
-const pipelineLeaseTTL = 30 * time.Second
-
-// durable writes a pipeline run to its store.
-type durable struct {
-	st      store.Store
-	holder  string
-	mu      sync.Mutex
-	queued  []store.Record
-	failed  error
-	release func() // stops renewing the lease
-}
-
-// start is the first record of a pipeline run: enough to build the
-// pipeline again.
-type start struct {
-	Kind       string          `json:"kind"`
-	RunID      string          `json:"run_id"`
-	Definition json.RawMessage `json:"definition"`
-	BaseDir    string          `json:"base_dir"`
-	AgentsDir  string          `json:"agents_dir"`
-	Input      map[string]any  `json:"input"`
-	StartedAt  agent.Timestamp `json:"started_at"`
-}
-
+// openStore creates the pipeline's run in its store, or takes over the
+// stored run WithRunID names, which must be a pipeline's that waits for
+// the user or was interrupted. Everything the run writes goes through
+// one runlog.Writer, which redacts it.
 func (r *runState) openStore(ctx context.Context, c *runConfig) error {
 	if c.store == nil {
+		if c.runID != "" {
+			return fmt.Errorf("%w: WithRunID continues a stored run: give its store (WithStore)", agent.ErrNotResumable)
+		}
 		return nil
 	}
-	d := &durable{st: c.store, holder: store.NewHolder()}
 	def := r.p.def
+	var w *runlog.Writer
+	var err error
 	if c.runID == "" {
-		err := d.st.Create(ctx, store.Run{ID: r.runID, Kind: "pipeline", Name: def.PipelineName, Version: def.Version,
-			SessionID: r.env.ID, Status: store.Running, Holder: d.holder, LeaseUntil: time.Now().Add(pipelineLeaseTTL), CreatedAt: r.start})
-		if err != nil {
-			return err
-		}
-		data, _ := json.Marshal(start{Kind: "pipeline", RunID: r.runID, Definition: mustJSON(def), BaseDir: abs(r.p.baseDir),
-			AgentsDir: abs(r.p.agentsDir), Input: r.env.RawInput, StartedAt: agent.Timestamp{Time: r.start}})
-		d.queued = append(d.queued, store.Record{Kind: store.KindStart, Data: data})
+		start := &runlog.Start{Kind: "pipeline", RunID: r.runID, Definition: runlog.JSON(def), BaseDir: abs(r.p.baseDir),
+			AgentsDir: abs(r.p.agentsDir), Input: r.env.RawInput, StartedAt: r.start}
+		w, err = runlog.Create(ctx, c.store, store.Run{ID: r.runID, Kind: "pipeline", Name: def.PipelineName, Version: def.Version,
+			SessionID: r.env.ID, CreatedAt: r.start}, start, r.p.red)
 	} else {
-		if err := d.st.Acquire(ctx, r.runID, d.holder, pipelineLeaseTTL); err != nil {
-			return err
-		}
-		data, _ := json.Marshal(map[string]any{"turn": r.env.HopCount, "holder": d.holder})
-		d.queued = append(d.queued, store.Record{Kind: store.KindResume, Turn: r.env.HopCount + 1, Data: data})
-		if dec, ok := r.env.Metadata["user_response"].(Decision); ok {
-			decision := map[bool]string{true: "approve", false: "deny"}[dec.Approved]
-			if _, err := d.st.AppendAudit(ctx, store.AuditRecord{RunID: r.runID, Agent: def.PipelineName, Rule: "pipeline.confirm",
-				Decision: decision, Target: "stage:" + r.env.Current, Reason: dec.Reason}); err != nil {
-				return err
-			}
-		}
+		w, err = r.takeOver(ctx, c.store)
 	}
-	if err := d.st.Append(ctx, store.Write{RunID: r.runID, Holder: d.holder, Records: d.queued, Status: store.Running}); err != nil {
+	if err != nil {
 		return err
 	}
-	d.queued = nil
-	r.store = d
+	r.store = w
 	r.sessionOpts = append(r.sessionOpts, agent.WithStore(c.store))
 	// The pipeline's own events; each stage's are in its own run.
 	r.unsub = r.bus.Subscribe(func(e event.Event) {
 		if e.RunID == r.runID {
-			d.mu.Lock()
-			d.queued = append(d.queued, store.Record{Kind: store.KindEvent, Turn: e.Turn, Time: e.Time, Data: mustJSON(e)})
-			d.mu.Unlock()
+			w.Event(e)
 		}
 	}, event.Inline(), event.Except(event.ContentChunk))
-	d.release = store.KeepLease(d.st, r.runID, d.holder, pipelineLeaseTTL, nil)
+	w.KeepLease(nil)
 	return nil
+}
+
+// takeOver continues the stored run r.runID: a pipeline's, waiting for
+// the user or interrupted, and not held by a live process.
+func (r *runState) takeOver(ctx context.Context, st store.Store) (*runlog.Writer, error) {
+	run, err := st.Get(ctx, r.runID)
+	if err != nil {
+		return nil, err
+	}
+	if run.Kind != "pipeline" {
+		return nil, fmt.Errorf("%w: run %s is a %s's, not a pipeline's", agent.ErrNotResumable, run.ID, run.Kind)
+	}
+	if run.Status == store.Running && store.HolderDead(run.Holder) {
+		if err := st.Break(ctx, run.ID, run.Holder); err != nil && !errors.Is(err, store.ErrLeaseLost) {
+			return nil, err
+		}
+		run.Status = store.Interrupted
+	}
+	if !run.Status.Resumable() {
+		return nil, fmt.Errorf("%w: run %s is %s; only interrupted pipelines and pipelines waiting for the user go on",
+			agent.ErrNotResumable, run.ID, run.Status)
+	}
+	holder, err := runlog.Acquire(ctx, st, r.runID)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", agent.ErrNotResumable, err)
+	}
+	w, err := runlog.Take(ctx, st, r.runID, holder, r.p.red,
+		runlog.Record(store.KindResume, r.env.HopCount+1, "", runlog.Resume{Turn: r.env.HopCount, Holder: holder}))
+	if err != nil {
+		runlog.Release(ctx, st, r.runID, holder)
+		return nil, err
+	}
+	if dec, ok := r.env.Metadata["user_response"].(Decision); ok {
+		decision := map[bool]string{true: "approve", false: "deny"}[dec.Approved]
+		if err := w.Audit(ctx, store.AuditRecord{Agent: r.p.def.PipelineName, Rule: "pipeline.confirm",
+			Decision: decision, Target: "stage:" + r.env.Current, Reason: dec.Reason}); err != nil {
+			w.Release(ctx)
+			return nil, err
+		}
+	}
+	return w, nil
 }
 
 // commit writes the events queued since the last stage.
 func (r *runState) commit() {
-	d := r.store
-	if d == nil {
-		return
+	if r.store != nil {
+		r.store.Commit(context.Background()) // a failure is kept: closeStore reports it
 	}
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	if d.failed != nil || len(d.queued) == 0 {
-		return
-	}
-	if err := d.st.Append(context.Background(), store.Write{RunID: r.runID, Holder: d.holder, Records: d.queued}); err != nil {
-		d.failed = err
-		return
-	}
-	d.queued = nil
 }
 
 // closeStore writes the Result and the run's status, and gives up the
 // lease.
 func (r *runState) closeStore() error {
-	d := r.store
-	if d == nil {
+	w := r.store
+	if w == nil {
 		return nil
 	}
 	r.bus.Flush()
 	r.unsub()
-	d.release()
 	t := &r.res.Result
 	status, sum := t.StoreStatus()
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	recs := append(d.queued, store.Record{Kind: store.KindResult, Turn: t.Iterations, Data: mustJSON(r.res)})
-	err := d.st.Append(context.Background(), store.Write{RunID: r.runID, Holder: d.holder, Records: recs, Status: status,
-		Summary: &sum, Release: true})
-	if err != nil {
-		return fmt.Errorf("%w: %w", agent.ErrStore, err)
-	}
-	return nil
+	return w.End(context.Background(), status, sum, t.Iterations, r.res)
 }
 
 // Stored builds the pipeline a stored run ran (its definition as it ran,
 // its directories) and returns it with the envelope the run ended with:
 // a paused run's goes on with Resume, WithStore and WithRunID.
 func Stored(ctx context.Context, st store.Store, runID string, opts ...Option) (*Pipeline, *Envelope, error) {
-	recs, err := st.Records(ctx, runID, 0)
+	l, err := runlog.Read(ctx, st, runID)
 	if err != nil {
 		return nil, nil, err
 	}
-	var s start
-	var res *Result
-	for i := range recs {
-		rec := &recs[i]
-		if err := store.CheckFormat(rec); err != nil {
-			return nil, nil, err
-		}
-		switch rec.Kind {
-		case store.KindStart:
-			err = json.Unmarshal(rec.Data, &s)
-		case store.KindResult:
-			res = &Result{}
-			err = json.Unmarshal(rec.Data, res)
-		}
-		if err != nil {
-			return nil, nil, fmt.Errorf("run %s: record %d (%s): %w", runID, rec.Seq, rec.Kind, err)
-		}
-	}
-	if s.Kind != "pipeline" {
+	if l.Start.Kind != "pipeline" {
 		return nil, nil, fmt.Errorf("run %s is not a pipeline's", runID)
 	}
 	var def Definition
-	if err := json.Unmarshal(s.Definition, &def); err != nil {
+	if err := json.Unmarshal(l.Start.Definition, &def); err != nil {
 		return nil, nil, fmt.Errorf("run %s: its definition: %w", runID, err)
 	}
-	p, err := New(&def, s.BaseDir, append([]Option{WithAgentsDir(s.AgentsDir)}, opts...)...)
+	p, err := New(&def, l.Start.BaseDir, append([]Option{WithAgentsDir(l.Start.AgentsDir)}, opts...)...)
 	if err != nil {
 		return nil, nil, err
 	}
-	if res == nil || res.Envelope == nil {
+	if l.Result == nil {
 		return p, nil, nil
+	}
+	var res Result
+	if err := json.Unmarshal(l.Result, &res); err != nil {
+		return nil, nil, fmt.Errorf("run %s: its Result: %w", runID, err)
 	}
 	return p, res.Envelope, nil
 }
@@ -197,12 +168,4 @@ func abs(dir string) string {
 		return a
 	}
 	return dir
-}
-
-func mustJSON(v any) json.RawMessage {
-	b, err := json.Marshal(v)
-	if err != nil {
-		b, _ = json.Marshal(map[string]string{"unencodable": err.Error()})
-	}
-	return b
 }

@@ -16,6 +16,7 @@ import (
 
 	"github.com/agentry/agentry/agent"
 	"github.com/agentry/agentry/event"
+	"github.com/agentry/agentry/policy"
 	"github.com/agentry/agentry/spec"
 	"github.com/agentry/agentry/store"
 	"github.com/agentry/agentry/tool"
@@ -80,6 +81,7 @@ type Pipeline struct {
 	mock      bool
 	baseDir   string // what relative paths resolve against
 	agentsDir string // where stage agents were found
+	red       *policy.Redactor
 }
 
 type stage struct {
@@ -115,7 +117,8 @@ func New(d *Definition, baseDir string, opts ...Option) (*Pipeline, error) {
 	if dir == "" {
 		dir = filepath.Join(baseDir, "agents")
 	}
-	p := &Pipeline{def: d, stages: map[string]*stage{}, tools: o.tools, mock: o.useMock, baseDir: baseDir, agentsDir: dir}
+	p := &Pipeline{def: d, stages: map[string]*stage{}, tools: o.tools, mock: o.useMock, baseDir: baseDir, agentsDir: dir,
+		red: policy.Secrets()}
 	var probs []string
 	for i := range d.Stages {
 		sd := &d.Stages[i]

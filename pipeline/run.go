@@ -11,6 +11,7 @@ import (
 
 	"github.com/agentry/agentry/agent"
 	"github.com/agentry/agentry/event"
+	"github.com/agentry/agentry/runlog"
 	"github.com/agentry/agentry/spec"
 )
 
@@ -29,7 +30,7 @@ type runState struct {
 	confs    []float64 // the stage agents' confidences
 	// sessionOpts go to every stage agent's session (WithSessionOptions).
 	sessionOpts []agent.RunOption
-	store       *durable // set with WithStore
+	store       *runlog.Writer // set with WithStore
 	unsub       func()
 }
 
@@ -375,10 +376,29 @@ func (r *runState) finish(outcome agent.Outcome, reason agent.TerminateReason, c
 		e.Error = &event.ErrorInfo{Code: t.Error.Code, Message: t.Error.Message}
 	}
 	r.emit(e)
+	r.redact()
 	if serr := r.closeStore(); serr != nil && err == nil {
 		err = serr
 	}
 	return r.res, err
+}
+
+// redact redacts the Result, envelope included, before anyone sees or
+// stores it: the raw input and the stages' outputs may hold secrets.
+// The stage agents' own Results are redacted already.
+func (r *runState) redact() {
+	b, err := json.Marshal(r.res)
+	if err != nil {
+		return
+	}
+	out := r.p.red.Bytes(b)
+	if string(out) == string(b) {
+		return
+	}
+	var clean Result
+	if json.Unmarshal(out, &clean) == nil {
+		*r.res = clean
+	}
 }
 
 // confidence of a pipeline run: the mean of its agent stages' confidences
@@ -433,6 +453,7 @@ func (r *runState) emit(e event.Event) {
 	e.AgentName = r.p.def.PipelineName
 	e.Turn = r.env.HopCount
 	e.Time = time.Now()
+	r.p.red.Event(&e) // the input and the stages' outputs may hold secrets
 	r.bus.Publish(e)
 }
 

@@ -3,11 +3,14 @@ package policy
 import (
 	"bytes"
 	"encoding/json"
+	"math"
 	"os"
 	"regexp"
 	"slices"
 	"sort"
 	"strings"
+
+	"github.com/agentry/agentry/event"
 )
 
 // secretShapes are the forms of common keys and tokens: OpenAI and
@@ -81,14 +84,15 @@ type namedPattern struct {
 
 // Secrets returns the redactor of secrets that agentry applies to
 // everything it logs, emits or stores, policy or not: the shapes of
-// common keys and tokens, PEM private keys, JWTs, and the values (eight
-// characters or more) that the environment holds in variables named
-// *_KEY, *_TOKEN, *_SECRET or *_PASSWORD when Secrets is called.
+// common keys and tokens, PEM private keys, JWTs, and the values that
+// the environment holds in variables named *_KEY, *_TOKEN, *_SECRET or
+// *_PASSWORD when Secrets is called, when they look like secrets (see
+// secretLike: twelve characters or more, of two kinds at least).
 func Secrets() *Redactor {
 	r := &Redactor{secrets: true}
 	for _, kv := range os.Environ() {
 		name, val, _ := strings.Cut(kv, "=")
-		if len(val) < 8 {
+		if !secretLike(val) {
 			continue
 		}
 		for _, suf := range secretEnvSuffixes {
@@ -103,6 +107,36 @@ func Secrets() *Redactor {
 	}
 	sort.Slice(r.values, func(i, j int) bool { return len(r.values[i]) > len(r.values[j]) })
 	return r
+}
+
+// secretLike reports whether an environment variable's value can be a
+// secret worth finding everywhere: twelve characters or more without
+// spaces, holding letters and digits or as varied as a random token (3.5
+// bits a character). A short or common value ("postgres", "true",
+// "user_id_token") would be "found" in specs, prompts and answers that
+// merely contain the word, and rewrite them.
+func secretLike(v string) bool {
+	if len(v) < 12 || strings.ContainsAny(v, " \t\r\n") {
+		return false
+	}
+	var letters, digits bool
+	counts := map[rune]int{}
+	n := 0
+	for _, c := range v {
+		letters = letters || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z'
+		digits = digits || c >= '0' && c <= '9'
+		counts[c]++
+		n++
+	}
+	if letters && digits {
+		return true
+	}
+	bits := 0.0
+	for _, k := range counts {
+		p := float64(k) / float64(n)
+		bits -= p * math.Log2(p)
+	}
+	return bits >= 3.5
 }
 
 // PII returns a redactor of personal data alone (see WithPII).
@@ -147,10 +181,16 @@ func (r *Redactor) WithPattern(name string, re *regexp.Regexp) *Redactor {
 }
 
 // String returns s with what r finds replaced. A string with nothing to
-// redact is returned as it is, without a copy.
+// redact is returned as it is, without a copy. A secret hidden behind
+// JSON escapes ("\u0073k-…", which decodes to "sk-…") is found too.
 func (r *Redactor) String(s string) string {
 	if r == nil || s == "" {
 		return s
+	}
+	if plain, ok := unescapeASCII(s); ok {
+		if out := r.redact(plain, false); out != plain {
+			return out
+		}
 	}
 	return r.redact(s, false)
 }
@@ -160,7 +200,17 @@ func (r *Redactor) String(s string) string {
 // (a card number written as a JSON number) becomes a string. A document
 // with nothing to redact is returned as it is.
 func (r *Redactor) Bytes(b []byte) []byte {
-	if r == nil || len(b) == 0 || !r.mayFind(b) {
+	if r == nil || len(b) == 0 {
+		return b
+	}
+	if bytes.Contains(b, []byte(`\u`)) {
+		if plain, ok := unescapeASCII(string(b)); ok {
+			if out := r.redact(plain, json.Valid(b)); out != plain {
+				return []byte(out)
+			}
+		}
+	}
+	if !r.mayFind(b) {
 		return b
 	}
 	s := string(b)
@@ -168,6 +218,61 @@ func (r *Redactor) Bytes(b []byte) []byte {
 		return []byte(out)
 	}
 	return b
+}
+
+// unescapeASCII rewrites the JSON escapes of printable ASCII characters
+// (\u0073 for s) as the characters themselves, which JSON allows in a
+// string as they are: the text means the same, and a secret spelt in
+// escapes can be seen. The quote and the backslash stay escaped. ok is
+// false when there was nothing to rewrite.
+func unescapeASCII(s string) (string, bool) {
+	i := strings.Index(s, `\u`)
+	if i < 0 {
+		return s, false
+	}
+	var b strings.Builder
+	last, changed := 0, false
+	for ; i >= 0 && i+6 <= len(s); i = strings.Index(s[last:], `\u`) {
+		i += last
+		// An escaped backslash before the u makes it text, not an escape.
+		bs := 0
+		for j := i - 1; j >= 0 && s[j] == '\\'; j-- {
+			bs++
+		}
+		c, ok := hexByte(s[i+2 : i+6])
+		if bs%2 == 1 || !ok || c < 0x20 || c > 0x7e || c == '"' || c == '\\' {
+			b.WriteString(s[last : i+2])
+			last = i + 2
+			continue
+		}
+		b.WriteString(s[last:i])
+		b.WriteByte(c)
+		last, changed = i+6, true
+	}
+	if !changed {
+		return s, false
+	}
+	b.WriteString(s[last:])
+	return b.String(), true
+}
+
+// hexByte reads four hex digits as a code point below 0x100.
+func hexByte(h string) (byte, bool) {
+	var v int
+	for i := 0; i < 4; i++ {
+		c := h[i]
+		switch {
+		case c >= '0' && c <= '9':
+			v = v<<4 | int(c-'0')
+		case c >= 'a' && c <= 'f':
+			v = v<<4 | int(c-'a'+10)
+		case c >= 'A' && c <= 'F':
+			v = v<<4 | int(c-'A'+10)
+		default:
+			return 0, false
+		}
+	}
+	return byte(v), v < 0x100
 }
 
 // mayFind reports whether r may find anything in b, without a copy: a
@@ -182,6 +287,41 @@ func (r *Redactor) mayFind(b []byte) bool {
 		}
 	}
 	return maySecretBytes(b) && secretShapes.Match(b)
+}
+
+// Event redacts the text an event carries, in place: its content, its
+// tool call's arguments, output and error, its error's message and the
+// strings of its data. Every run redacts its events as it emits them.
+func (r *Redactor) Event(e *event.Event) {
+	if r == nil {
+		return
+	}
+	e.Content = r.String(e.Content)
+	if tc := e.Tool; tc != nil {
+		tc.Arguments = json.RawMessage(r.Bytes(tc.Arguments))
+		tc.Output = json.RawMessage(r.Bytes(tc.Output))
+		tc.Error = r.String(tc.Error)
+	}
+	if e.Error != nil {
+		e.Error.Message = r.String(e.Error.Message)
+	}
+	for k, v := range e.Data {
+		switch v := v.(type) {
+		case string:
+			if clean := r.String(v); clean != v { // a string put in an any is an allocation
+				e.Data[k] = clean
+			}
+		case map[string]any, []any:
+			if b, err := json.Marshal(v); err == nil {
+				if out := r.Bytes(b); string(out) != string(b) {
+					var clean any
+					if json.Unmarshal(out, &clean) == nil {
+						e.Data[k] = clean
+					}
+				}
+			}
+		}
+	}
 }
 
 // Found reports whether r finds anything in s.

@@ -12,6 +12,8 @@ func TestSecrets(t *testing.T) {
 	t.Setenv("DB_PASSWORD", `pa"ss\word-1234`)
 	t.Setenv("SHORT_TOKEN", "abc") // too short to be told from ordinary text
 	t.Setenv("HOME_DIR", "/home/someone-long")
+	t.Setenv("APP_TOKEN", "user_id_token") // long, but one kind of character: a word, not a secret
+	t.Setenv("PG_PASSWORD", "postgres")
 	r := Secrets()
 	for _, tc := range []struct{ name, in, want string }{
 		{"openai", "key sk-proj-abcdefghijklmnopqrstuvwx01 here", "key [REDACTED:secret] here"},
@@ -29,6 +31,11 @@ func TestSecrets(t *testing.T) {
 		{"short env value kept", "abc", "abc"},
 		{"other env kept", "/home/someone-long", "/home/someone-long"},
 		{"plain text kept", "The answer is 42.", "The answer is 42."},
+		{"a common env value kept", "connect as postgres with ${user_id_token}", "connect as postgres with ${user_id_token}"},
+		{"JSON-escaped shape", `{"out": "\u0073k-proj-abcdefghijklmnopqrstuvwx01"}`, `{"out": "[REDACTED:secret]"}`},
+		{"JSON-escaped env value", `"acme-7Hq2-value-of-the-k\u0065y"`, `"[REDACTED:secret]"`},
+		{"an escaped backslash is text", `"\\u0073k-proj-abcdefghijklmnopqrstuvwx01"`, `"\\u0073k-proj-abcdefghijklmnopqrstuvwx01"`},
+		{"escapes with nothing to find kept", `"caf\u00e9 \u0041BC"`, `"caf\u00e9 \u0041BC"`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if got := r.String(tc.in); got != tc.want {
@@ -44,6 +51,10 @@ func TestSecrets(t *testing.T) {
 	if !json.Valid(out) || strings.Contains(string(out), "word-1234") || strings.Contains(string(out), "value-of-the-key") ||
 		strings.Contains(string(out), "AAAA") {
 		t.Errorf("Bytes(%s) = %s", doc, out)
+	}
+	escaped := []byte(`{"out": "\u0073k-proj-abcdefghijklmnopqrstuvwx01", "n": 1}`)
+	if out := r.Bytes(escaped); !json.Valid(out) || strings.Contains(string(out), "abcdefghijklmnop") {
+		t.Errorf("Bytes(%s) = %s; want the escaped secret redacted", escaped, out)
 	}
 	plain := []byte(`{"a": 1}`)
 	if got := r.Bytes(plain); &got[0] != &plain[0] {

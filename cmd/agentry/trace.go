@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/agentry/agentry/agent"
+	"github.com/agentry/agentry/runlog"
 	"github.com/agentry/agentry/store"
 )
 
@@ -31,7 +32,7 @@ printed) with its events added.`,
 				return usageErr(err)
 			}
 			defer st.Close()
-			l, err := agent.ReadRunLog(cmd.Context(), st, args[0])
+			l, err := runlog.Read(cmd.Context(), st, args[0])
 			if err != nil {
 				return storeErr(err)
 			}
@@ -75,13 +76,14 @@ func storeErr(err error) error {
 
 // printTraceJSON prints the stored Result, byte for byte what run --json
 // printed, with "events" added as its last field.
-func printTraceJSON(w io.Writer, l *agent.RunLog) error {
-	events, err := json.Marshal(l.Events)
+func printTraceJSON(w io.Writer, l *runlog.Log) error {
+	evs, err := l.Events()
 	if err != nil {
 		return runFailed(err)
 	}
-	if l.Events == nil {
-		events = []byte("[]")
+	events, err := json.Marshal(evs)
+	if err != nil {
+		return runFailed(err)
 	}
 	obj := bytes.TrimSpace(l.Result)
 	if len(obj) < 2 || obj[0] != '{' {
@@ -107,27 +109,28 @@ func printTraceJSON(w io.Writer, l *agent.RunLog) error {
 	return err
 }
 
-func printTrace(w io.Writer, l *agent.RunLog) {
-	r := l.Run
-	fmt.Fprintf(w, "run %s  %s@%s  %s  started %s\n", r.ID, r.Name, r.Version, r.Status, l.StartedAt.Local().Format("2006-01-02 15:04:05"))
-	if len(l.Input) > 0 {
-		keys := make([]string, 0, len(l.Input))
-		for k := range l.Input {
+func printTrace(w io.Writer, l *runlog.Log) {
+	r, start := l.Run, &l.Start
+	fmt.Fprintf(w, "run %s  %s@%s  %s  started %s\n", r.ID, r.Name, r.Version, r.Status, start.StartedAt.Local().Format("2006-01-02 15:04:05"))
+	if len(start.Input) > 0 {
+		keys := make([]string, 0, len(start.Input))
+		for k := range start.Input {
 			keys = append(keys, k)
 		}
 		sort.Strings(keys)
 		for _, k := range keys {
-			fmt.Fprintf(w, "  input %s = %s\n", k, oneLine(fmt.Sprint(l.Input[k]), 100))
+			fmt.Fprintf(w, "  input %s = %s\n", k, oneLine(fmt.Sprint(start.Input[k]), 100))
 		}
 	}
-	if l.Model != "" {
-		fmt.Fprintf(w, "  model %s\n", l.Model)
+	if start.Model != "" {
+		fmt.Fprintf(w, "  model %s\n", start.Model)
 	}
+	tools := l.ToolCalls()
 	turns := map[int]bool{}
-	for _, c := range l.ModelCalls {
-		turns[c.Turn] = true
+	for _, t := range l.CallTurns {
+		turns[t] = true
 	}
-	for _, c := range l.ToolCalls {
+	for _, c := range tools {
 		turns[c.Turn] = true
 	}
 	order := make([]int, 0, len(turns))
@@ -144,14 +147,14 @@ func printTrace(w io.Writer, l *agent.RunLog) {
 			fmt.Fprintf(w, "— resumed here —\n")
 		}
 		fmt.Fprintf(w, "turn %d\n", t)
-		for _, c := range l.ModelCalls {
-			if c.Turn == t {
-				printModelCall(w, &c)
+		for i := range l.ModelCalls {
+			if l.CallTurns[i] == t {
+				printModelCall(w, &l.ModelCalls[i])
 			}
 		}
-		for _, c := range l.ToolCalls {
-			if c.Turn == t {
-				printToolCall(w, &c)
+		for i := range tools {
+			if tools[i].Turn == t {
+				printToolCall(w, &tools[i])
 			}
 		}
 	}
@@ -169,13 +172,17 @@ func printTrace(w io.Writer, l *agent.RunLog) {
 	}
 }
 
-func printModelCall(w io.Writer, c *agent.LoggedModelCall) {
+func printModelCall(w io.Writer, c *runlog.ModelCall) {
 	who := "model"
 	if c.Agent != "" {
 		who = c.Agent
 	}
 	if c.Response == nil {
-		fmt.Fprintf(w, "  %s failed after %d attempts (%.0f ms): %s\n", who, c.Attempts, c.DurationMS, c.Error)
+		msg := ""
+		if c.Error != nil {
+			msg = c.Error.Message
+		}
+		fmt.Fprintf(w, "  %s failed after %d attempts (%.0f ms): %s\n", who, c.Attempts, c.DurationMS, msg)
 		return
 	}
 	u := c.Response.Usage
@@ -185,7 +192,7 @@ func printModelCall(w io.Writer, c *agent.LoggedModelCall) {
 	}
 }
 
-func printToolCall(w io.Writer, c *agent.LoggedToolCall) {
+func printToolCall(w io.Writer, c *runlog.Call) {
 	args := oneLine(string(c.Arguments), 120)
 	switch {
 	case c.Pending:

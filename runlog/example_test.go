@@ -1,4 +1,4 @@
-package agent_test
+package runlog_test
 
 import (
 	"context"
@@ -7,13 +7,15 @@ import (
 	"path/filepath"
 
 	"github.com/agentry/agentry/agent"
+	_ "github.com/agentry/agentry/llm/scripted"
+	"github.com/agentry/agentry/runlog"
 	"github.com/agentry/agentry/store"
 	_ "github.com/agentry/agentry/store/sqlite"
 	"github.com/agentry/agentry/tool"
 )
 
 // A run stored as it happens, then read back from its log.
-func ExampleWithStore() {
+func ExampleRead() {
 	dir, _ := os.MkdirTemp("", "agentry-example")
 	defer os.RemoveAll(dir)
 	ctx := context.Background()
@@ -35,9 +37,14 @@ func ExampleWithStore() {
 		return
 	}
 	run, _ := st.Get(ctx, res.ID)
-	log, _ := agent.ReadRunLog(ctx, st, res.ID)
-	fmt.Println(run.Status, len(log.ModelCalls), "model calls,", len(log.ToolCalls), "tool call")
-	for _, c := range log.ToolCalls {
+	log, err := runlog.Read(ctx, st, res.ID)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	calls := log.ToolCalls()
+	fmt.Println(run.Status, len(log.ModelCalls), "model calls,", len(calls), "tool call")
+	for _, c := range calls {
 		fmt.Println(c.Tool, string(c.Arguments), "→", string(c.Output))
 	}
 	// Output:
@@ -51,4 +58,9 @@ func adderTools() *tool.Registry {
 		tool.WithIdempotency(tool.Safe)))
 	tools, _ := tool.NewRegistry(add)
 	return tools
+}
+
+type addIn struct {
+	A int `json:"a"`
+	B int `json:"b"`
 }

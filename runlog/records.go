@@ -1,0 +1,187 @@
+// Package runlog is a run's log: the records a run appends to its store
+// (their shapes, store.Format names the version), the one Writer that
+// every run writes them with (batched, redacted, under the run's lease),
+// and Read, which decodes a stored log for trace, resume and replay.
+//
+// An agent's run and a pipeline's run write through the same Writer, so
+// nothing reaches a store unredacted.
+package runlog
+
+import (
+	"encoding/json"
+	"time"
+
+	"github.com/agentry/agentry/llm"
+	"github.com/agentry/agentry/tool"
+)
+
+// The records of a run's log. A change to one that a reader of an older
+// log would misread is a new store.Format.
+
+// Start opens a run's log: enough to build the agent (Spec) or the
+// pipeline (Definition) again, and to start its session as it was.
+type Start struct {
+	Kind          string            `json:"kind"` // "agent" or "pipeline"
+	RunID         string            `json:"run_id"`
+	SessionID     string            `json:"session_id,omitempty"`
+	ParentRunID   string            `json:"parent_run_id,omitempty"`
+	Spec          json.RawMessage   `json:"spec,omitempty"`
+	Definition    json.RawMessage   `json:"definition,omitempty"`
+	BaseDir       string            `json:"base_dir,omitempty"`
+	AgentsDir     string            `json:"agents_dir,omitempty"`
+	Model         string            `json:"model,omitempty"`
+	Input         map[string]any    `json:"input"`
+	UserID        string            `json:"user_id,omitempty"`
+	CorrelationID string            `json:"correlation_id,omitempty"`
+	TraceParent   string            `json:"trace_parent,omitempty"`
+	Metadata      map[string]string `json:"metadata,omitempty"`
+	StartedAt     time.Time         `json:"started_at"`
+	// Memory is what recall put into the system prompt, for a resume to
+	// put it back as it was (sealed when the memory is).
+	Memory string `json:"memory,omitempty"`
+}
+
+// ModelCall is one model call: what was asked (as a digest) and the
+// whole answer.
+type ModelCall struct {
+	N          int         `json:"n"`
+	Agent      string      `json:"agent,omitempty"`
+	Digest     string      `json:"digest"`
+	Response   *Response   `json:"response,omitempty"`
+	Error      *ModelError `json:"error,omitempty"`
+	Attempts   int         `json:"attempts"`
+	DurationMS float64     `json:"duration_ms"`
+}
+
+// Response is an llm.Response as the log keeps it: tool call arguments
+// as the model wrote them, byte for byte (JSON encoding would compact
+// them, and the replayed transcript would differ from the original).
+type Response struct {
+	Content      string     `json:"content,omitempty"`
+	ToolCalls    []ToolCall `json:"tool_calls,omitempty"`
+	Usage        llm.Usage  `json:"usage"`
+	Model        string     `json:"model,omitempty"`
+	Provider     string     `json:"provider,omitempty"`
+	FinishReason string     `json:"finish_reason,omitempty"`
+}
+
+// ToolCall is a tool call the model asked for, as the log keeps it.
+type ToolCall struct {
+	ID        string `json:"id"`
+	Name      string `json:"name"`
+	Arguments string `json:"arguments"`
+	Signature []byte `json:"signature,omitempty"`
+}
+
+// NewResponse is r as the log keeps it; nil for nil.
+func NewResponse(r *llm.Response) *Response {
+	if r == nil {
+		return nil
+	}
+	out := &Response{Content: r.Content, Usage: r.Usage, Model: r.Model, Provider: r.Provider, FinishReason: r.FinishReason}
+	for _, c := range r.ToolCalls {
+		out.ToolCalls = append(out.ToolCalls, ToolCall{ID: c.ID, Name: c.Name, Arguments: string(c.Arguments), Signature: c.Signature})
+	}
+	return out
+}
+
+// LLM is the recorded response as the provider gave it, decoded anew
+// for each caller, which may keep it.
+func (r *Response) LLM() *llm.Response {
+	out := &llm.Response{Content: r.Content, Usage: r.Usage, Model: r.Model, Provider: r.Provider, FinishReason: r.FinishReason}
+	for _, c := range r.ToolCalls {
+		out.ToolCalls = append(out.ToolCalls, llm.ToolCall{ID: c.ID, Name: c.Name, Arguments: json.RawMessage(c.Arguments), Signature: c.Signature})
+	}
+	return out
+}
+
+// ModelError is a model call that failed.
+type ModelError struct {
+	Kind    string `json:"kind"`
+	Status  int    `json:"status,omitempty"`
+	Message string `json:"message"`
+}
+
+// Intent is a tool call about to run: committed before a non-idempotent
+// call runs, so that a resume knows it may have taken effect.
+type Intent struct {
+	CallID       string           `json:"call_id"`
+	Tool         string           `json:"tool"`
+	Arguments    string           `json:"arguments"`
+	Idempotency  tool.Idempotency `json:"idempotency"`
+	Deduplicates bool             `json:"deduplicates,omitempty"`
+}
+
+// ToolResult is a finished tool call. Arguments and Output are strings:
+// the bytes the model and the tool wrote, which JSON encoding would
+// compact.
+type ToolResult struct {
+	CallID      string             `json:"call_id"`
+	Tool        string             `json:"tool"`
+	Arguments   string             `json:"arguments"`
+	Output      *string            `json:"output,omitempty"`
+	Observation string             `json:"observation,omitempty"`
+	Error       *tool.ErrorDetails `json:"error,omitempty"`
+	Attempts    int                `json:"attempts,omitempty"`
+	DurationMS  float64            `json:"duration_ms"`
+	StartedAt   time.Time          `json:"started_at"`
+}
+
+// NewToolResult is the record of call, which returned out or err after
+// starting at start.
+func NewToolResult(call *tool.Call, out tool.Output, err error, start time.Time) ToolResult {
+	rec := ToolResult{CallID: call.ID, Tool: call.Name, Arguments: string(call.Arguments), Observation: out.Observation,
+		Attempts: call.Attempt, DurationMS: float64(time.Since(start).Microseconds()) / 1000, StartedAt: start}
+	if err != nil {
+		rec.Observation = ""
+		rec.Error = tool.DetailsFrom(err, true)
+	} else if out.JSON != nil {
+		o := string(out.JSON)
+		rec.Output = &o
+	}
+	return rec
+}
+
+// Result is the recorded result as the handler returned it.
+func (res *ToolResult) Result() (tool.Output, error) {
+	if res.Error != nil {
+		d := *res.Error
+		return tool.Output{}, &d
+	}
+	out := tool.Output{Observation: res.Observation}
+	if res.Output != nil {
+		out.JSON = json.RawMessage(*res.Output)
+	}
+	return out, nil
+}
+
+// Resume marks where a resumed run took over: the events of turns from
+// Turn on that were written before it are superseded. Approved and
+// Denied are the idempotency keys of the calls the resume decided.
+type Resume struct {
+	Turn     int      `json:"turn"`
+	Holder   string   `json:"holder"`
+	Model    string   `json:"model,omitempty"`
+	Approved []string `json:"approved,omitempty"`
+	Denied   []string `json:"denied,omitempty"`
+	// Reason is why the calls were denied, when a person said.
+	Reason string `json:"reason,omitempty"`
+}
+
+// Approval is a call that waits for a person's approval.
+type Approval struct {
+	CallID    string `json:"call_id"`
+	Tool      string `json:"tool"`
+	Arguments string `json:"arguments"`
+	Rule      string `json:"rule"`
+}
+
+// JSON encodes a record. Every record type encodes; a value inside one
+// that does not is reported in its place, not lost.
+func JSON(v any) json.RawMessage {
+	b, err := json.Marshal(v)
+	if err != nil {
+		b, _ = json.Marshal(map[string]string{"unencodable": err.Error()})
+	}
+	return b
+}

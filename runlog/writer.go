@@ -1,0 +1,215 @@
+package runlog
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/agentry/agentry/event"
+	"github.com/agentry/agentry/policy"
+	"github.com/agentry/agentry/store"
+)
+
+// ErrStore is matched by the error of a run that could not be kept
+// durable: its store failed, or another process took the run over.
+var ErrStore = errors.New("run store failed")
+
+// MaxQueued is how many records may wait for a commit: the one that
+// makes the queue this long commits it.
+const MaxQueued = 512
+
+// LeaseTTL is how long a run's lease lasts unless renewed; a Writer
+// renews it every third of it.
+var LeaseTTL = 30 * time.Second
+
+// Writer appends one run's records to its store. Every record passes
+// its redactor before it is queued, so no secret reaches the store in
+// the clear, whoever writes. Records wait in a queue until Commit (or
+// until MaxQueued of them wait); a write is refused once another holder
+// took the run's lease. Its methods are safe for concurrent use.
+type Writer struct {
+	st     store.Store
+	runID  string
+	holder string
+	red    *policy.Redactor
+
+	mu      sync.Mutex
+	pending []store.Record
+	failed  error     // the first write that failed; every later one fails with it
+	last    time.Time // the last commit
+	release func()    // stops renewing the lease
+}
+
+// Create creates run in st (its status running, its lease the Writer's)
+// and writes start as its first record. red redacts every record; nil
+// redacts secrets (policy.Secrets).
+func Create(ctx context.Context, st store.Store, run store.Run, start *Start, red *policy.Redactor) (*Writer, error) {
+	w := newWriter(st, run.ID, store.NewHolder(), red)
+	run.Status, run.Holder, run.LeaseUntil = store.Running, w.holder, time.Now().Add(LeaseTTL)
+	if err := st.Create(ctx, run); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrStore, err)
+	}
+	if err := w.Commit(ctx, Record(store.KindStart, 0, "", start)); err != nil {
+		w.Release(ctx)
+		return nil, err
+	}
+	return w, nil
+}
+
+// Take writes to a run whose lease holder holds already (see Acquire):
+// it marks the run running again and appends rec (a Resume, say).
+func Take(ctx context.Context, st store.Store, runID, holder string, red *policy.Redactor, rec store.Record) (*Writer, error) {
+	w := newWriter(st, runID, holder, red)
+	w.mu.Lock()
+	err := w.commitLocked(ctx, store.Write{Status: store.Running}, rec)
+	w.mu.Unlock()
+	if err != nil {
+		return nil, err
+	}
+	return w, nil
+}
+
+func newWriter(st store.Store, runID, holder string, red *policy.Redactor) *Writer {
+	if red == nil {
+		red = policy.Secrets()
+	}
+	return &Writer{st: st, runID: runID, holder: holder, red: red, last: time.Now()}
+}
+
+// Acquire takes the lease of the stored run runID for a new holder of
+// this process, which it returns: for Take, or to give up with Release.
+func Acquire(ctx context.Context, st store.Store, runID string) (holder string, err error) {
+	holder = store.NewHolder()
+	if err := st.Acquire(ctx, runID, holder, LeaseTTL); err != nil {
+		return "", err
+	}
+	return holder, nil
+}
+
+// Record is a record of kind holding v, not yet redacted.
+func Record(kind store.Kind, turn int, key string, v any) store.Record {
+	return store.Record{Kind: kind, Turn: turn, Key: key, Data: JSON(v)}
+}
+
+// RunID is the run the Writer writes.
+func (w *Writer) RunID() string { return w.runID }
+
+// Holder is the Writer's lease holder.
+func (w *Writer) Holder() string { return w.holder }
+
+// Add queues rec for the next commit, redacted. A queue of MaxQueued
+// records commits itself; an error then is kept for the next Commit.
+func (w *Writer) Add(rec store.Record) {
+	rec.Data = w.red.Bytes(rec.Data)
+	rec.Time = time.Now()
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.pending = append(w.pending, rec)
+	if len(w.pending) >= MaxQueued {
+		w.commitLocked(context.Background(), store.Write{})
+	}
+}
+
+// Event is an event subscriber that queues each event it is given.
+// Events are redacted when emitted; the Writer redacts them again, as it
+// does every record.
+func (w *Writer) Event(e event.Event) {
+	w.Add(store.Record{Kind: store.KindEvent, Turn: e.Turn, Data: JSON(e)})
+}
+
+// Commit writes what is queued, then recs, in one transaction.
+func (w *Writer) Commit(ctx context.Context, recs ...store.Record) error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.commitLocked(ctx, store.Write{}, recs...)
+}
+
+// Due reports whether what is queued has waited every or longer since
+// the last commit.
+func (w *Writer) Due(every time.Duration) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return len(w.pending) > 0 && time.Since(w.last) >= every
+}
+
+func (w *Writer) commitLocked(ctx context.Context, wr store.Write, recs ...store.Record) error {
+	if w.failed != nil {
+		return w.failed
+	}
+	now := time.Now()
+	for i := range recs {
+		recs[i].Time = now
+		recs[i].Data = w.red.Bytes(recs[i].Data)
+	}
+	wr.RunID, wr.Holder = w.runID, w.holder
+	wr.Records = append(w.pending, recs...)
+	// The write outlives a cancelled run: what happened must be on record.
+	if err := w.st.Append(context.WithoutCancel(ctx), wr); err != nil {
+		w.failed = fmt.Errorf("%w: %w", ErrStore, err)
+		return w.failed
+	}
+	w.pending = w.pending[:0]
+	w.last = now
+	return nil
+}
+
+// Audit appends an audit record of the run, its text redacted.
+func (w *Writer) Audit(ctx context.Context, rec store.AuditRecord) error {
+	rec.RunID = w.runID
+	rec.Reason, rec.Target = w.red.String(rec.Reason), w.red.String(rec.Target)
+	if _, err := w.st.AppendAudit(context.WithoutCancel(ctx), rec); err != nil {
+		return fmt.Errorf("%w: audit: %w", ErrStore, err)
+	}
+	return nil
+}
+
+// KeepLease renews the run's lease until End or Release; lost, if not
+// nil, is called when another holder took the run, after which every
+// write fails.
+func (w *Writer) KeepLease(lost func(error)) {
+	w.release = store.KeepLease(w.st, w.runID, w.holder, LeaseTTL, func(err error) {
+		w.mu.Lock()
+		w.failed = fmt.Errorf("%w: %w", ErrStore, err)
+		failed := w.failed
+		w.mu.Unlock()
+		if lost != nil {
+			lost(failed)
+		}
+	})
+}
+
+// End writes what is queued and the run's result (of kind
+// store.KindResult at turn), sets its status and summary, and gives up
+// its lease. A write that failed before is tried again: the result must
+// be on record. A run another holder took is not written.
+func (w *Writer) End(ctx context.Context, status store.Status, sum store.Summary, turn int, result any) error {
+	w.stopLease()
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.failed != nil && errors.Is(w.failed, store.ErrLeaseLost) {
+		return w.failed // the run is another process's now: nothing more is ours to write
+	}
+	w.failed = nil
+	return w.commitLocked(ctx, store.Write{Status: status, Summary: &sum, Release: true},
+		Record(store.KindResult, turn, "", result))
+}
+
+// Release gives up the run's lease without ending it: a run refused
+// after its lease was taken is free for another process at once.
+func (w *Writer) Release(ctx context.Context) {
+	w.stopLease()
+	Release(ctx, w.st, w.runID, w.holder)
+}
+
+// Release gives up holder's lease of runID, writing nothing else.
+func Release(ctx context.Context, st store.Store, runID, holder string) {
+	st.Append(context.WithoutCancel(ctx), store.Write{RunID: runID, Holder: holder, Release: true})
+}
+
+func (w *Writer) stopLease() {
+	if w.release != nil {
+		w.release()
+	}
+}
