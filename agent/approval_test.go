@@ -109,3 +109,36 @@ func TestApprovalOfAnAmbiguousID(t *testing.T) {
 		t.Errorf("payments %v; want only the approved key", got)
 	}
 }
+
+// A refused resume gives the run's lease back at once: the next resume
+// does not find it held.
+func TestRefusedResumeReleasesTheLease(t *testing.T) {
+	ctx := context.Background()
+	st := openStore(t, testdb.SQLite(t))
+	l := ledger{filepath.Join(t.TempDir(), "ledger")}
+	a := approvalAgent(t, l, `{"tool_calls": [{"id": "c", "name": "pay", "arguments": {"to": "bob", "amount": 5}}]}, {"content": "Paid."}`)
+	res, err := a.Run(ctx, payerInput, WithStore(st))
+	if !errors.Is(err, ErrAwaitingApproval) {
+		t.Fatalf("run: %v", err)
+	}
+	other, _ := spec.Load(payerSpec)
+	other.AgentName = "someone-else"
+	b, err := New(other, WithTools(durableTools(t, l, true, nil)), WithBaseDir(filepath.Dir(payerSpec)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, refused := range []func() error{
+		func() error { _, err := b.Resume(ctx, st, res.ID, Approve("c")); return err },
+		func() error { _, err := a.Resume(ctx, st, res.ID, Approve("not-a-call")); return err },
+	} {
+		if err := refused(); !errors.Is(err, ErrNotResumable) && !errors.Is(err, ErrNoSuchCall) {
+			t.Fatalf("a resume that should be refused: %v", err)
+		}
+		if run, _ := st.Get(ctx, res.ID); run.Holder != "" {
+			t.Fatalf("after a refused resume the run is held by %s", run.Holder)
+		}
+	}
+	if _, err := a.Resume(ctx, st, res.ID, Approve("c")); err != nil {
+		t.Errorf("the resume after a refused one: %v", err)
+	}
+}

@@ -17,8 +17,9 @@ import (
 )
 
 // ErrNotResumable is matched by the error of resuming a run that ended
-// (completed, failed or aborted) or that another process drives.
-var ErrNotResumable = errors.New("agent: run cannot be resumed")
+// (completed, failed or aborted) or that another process drives. It is
+// runlog.ErrNotResumable.
+var ErrNotResumable = runlog.ErrNotResumable
 
 // resumeConfig is how a session continues a stored run.
 type resumeConfig struct {
@@ -165,7 +166,7 @@ func (a *Agent) Resume(ctx context.Context, st store.Store, runID string, opts .
 	if err != nil {
 		return nil, err
 	}
-	holder, err := takeOver(ctx, st, &l.Run)
+	holder, err := runlog.TakeOver(ctx, st, &l.Run)
 	if err != nil {
 		return nil, err
 	}
@@ -268,30 +269,6 @@ func describeWaiting(w map[string]string) string {
 	}
 	sort.Strings(out)
 	return strings.Join(out, ", ")
-}
-
-// takeOver leases a resumable run to this process. A running run whose
-// holder died on this host is taken as interrupted.
-// It returns the lease's holder.
-func takeOver(ctx context.Context, st store.Store, run *store.Run) (holder string, err error) {
-	if run.Status == store.Running && store.HolderDead(run.Holder) {
-		if err := st.Break(ctx, run.ID, run.Holder); err != nil && !errors.Is(err, store.ErrLeaseLost) {
-			return "", err
-		}
-		run.Status = store.Interrupted
-	}
-	switch {
-	case run.Status.Resumable():
-	case run.Status == store.Running:
-		return "", fmt.Errorf("%w: %w", ErrNotResumable, &store.HeldError{RunID: run.ID, Holder: run.Holder, Until: run.LeaseUntil})
-	default:
-		return "", fmt.Errorf("%w: run %s is %s; only interrupted runs and runs awaiting approval resume", ErrNotResumable, run.ID, run.Status)
-	}
-	holder, err = runlog.Acquire(ctx, st, run.ID)
-	if err != nil {
-		return "", fmt.Errorf("%w: %w", ErrNotResumable, err)
-	}
-	return holder, nil
 }
 
 // skipper is a model that can start later in its script: the scripted

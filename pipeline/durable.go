@@ -3,7 +3,6 @@ package pipeline
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"path/filepath"
 
@@ -80,19 +79,9 @@ func (r *runState) takeOver(ctx context.Context, st store.Store) (*runlog.Writer
 	if run.Kind != "pipeline" {
 		return nil, fmt.Errorf("%w: run %s is a %s's, not a pipeline's", agent.ErrNotResumable, run.ID, run.Kind)
 	}
-	if run.Status == store.Running && store.HolderDead(run.Holder) {
-		if err := st.Break(ctx, run.ID, run.Holder); err != nil && !errors.Is(err, store.ErrLeaseLost) {
-			return nil, err
-		}
-		run.Status = store.Interrupted
-	}
-	if !run.Status.Resumable() {
-		return nil, fmt.Errorf("%w: run %s is %s; only interrupted pipelines and pipelines waiting for the user go on",
-			agent.ErrNotResumable, run.ID, run.Status)
-	}
-	holder, err := runlog.Acquire(ctx, st, r.runID)
+	holder, err := runlog.TakeOver(ctx, st, &run)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %w", agent.ErrNotResumable, err)
+		return nil, err
 	}
 	w, err := runlog.Take(ctx, st, r.runID, holder, r.p.red,
 		runlog.Record(store.KindResume, r.env.HopCount+1, "", runlog.Resume{Turn: r.env.HopCount, Holder: holder}))

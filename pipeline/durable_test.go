@@ -3,6 +3,7 @@ package pipeline
 import (
 	"context"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/agentry/agentry/store"
@@ -111,5 +112,52 @@ func TestConfirmDecisionAudited(t *testing.T) {
 	if len(recs) != 1 || recs[0].Rule != "pipeline.confirm" || recs[0].Decision != "deny" || recs[0].Target != "stage:b" ||
 		recs[0].Reason != "not on a Friday" {
 		t.Errorf("audit: %+v", recs)
+	}
+}
+
+// WithRunID continues only a pipeline's run that waits for the user or
+// was interrupted: a finished run, an agent's run or an unknown id are
+// refused, and nothing is written to them.
+func TestWithRunIDContinuesOnlyAResumablePipeline(t *testing.T) {
+	ctx := context.Background()
+	st, err := store.Open(ctx, filepath.Join(t.TempDir(), "runs.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	d, _ := Parse("test", []byte(abcDef()))
+	service := func(context.Context, *Envelope) (map[string]any, error) { return map[string]any{}, nil }
+	first := func(context.Context, *Envelope) (map[string]any, error) {
+		return map[string]any{"route": map[string]any{"to": "b"}}, nil
+	}
+	p, err := New(d, ".", WithHooks("a", Hooks{Service: first}), WithHooks("b", Hooks{Service: service}), WithHooks("c", Hooks{Service: service}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	done, err := p.Run(ctx, map[string]any{"task": "deploy"}, WithStore(st))
+	if err != nil || !done.Success {
+		t.Fatal(err)
+	}
+	if err := st.Create(ctx, store.Run{ID: "run_agent", Kind: "agent", Name: "x", Status: store.AwaitingApproval}); err != nil {
+		t.Fatal(err)
+	}
+	before, _ := st.Records(ctx, done.ID, 0)
+	for _, tc := range []struct{ name, id, want string }{
+		{"a completed pipeline", done.ID, "is completed"},
+		{"an agent's run", "run_agent", "not a pipeline's"},
+		{"an unknown run", "run_nowhere", "not found"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := p.Run(ctx, map[string]any{"task": "again"}, WithStore(st), WithRunID(tc.id))
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("continuing %s: %v; want it refused (%s)", tc.id, err, tc.want)
+			}
+		})
+	}
+	if after, _ := st.Records(ctx, done.ID, 0); len(after) != len(before) {
+		t.Errorf("the completed run got %d more records", len(after)-len(before))
+	}
+	if _, err := p.Run(ctx, nil, WithRunID(done.ID)); err == nil {
+		t.Error("WithRunID without a store was accepted")
 	}
 }

@@ -78,12 +78,32 @@ func newWriter(st store.Store, runID, holder string, red *policy.Redactor) *Writ
 	return &Writer{st: st, runID: runID, holder: holder, red: red, last: time.Now()}
 }
 
-// Acquire takes the lease of the stored run runID for a new holder of
-// this process, which it returns: for Take, or to give up with Release.
-func Acquire(ctx context.Context, st store.Store, runID string) (holder string, err error) {
+// ErrNotResumable is matched by the error of taking over a run that
+// ended (completed, failed or aborted) or that another live process
+// drives.
+var ErrNotResumable = errors.New("run cannot be resumed")
+
+// TakeOver leases the stored run to a new holder of this process, which
+// it returns (for Take, or to give up with Release). The run must be
+// resumable: interrupted, or awaiting approval; a run still marked
+// running whose holder died on this machine is taken as interrupted.
+func TakeOver(ctx context.Context, st store.Store, run *store.Run) (holder string, err error) {
+	if run.Status == store.Running && store.HolderDead(run.Holder) {
+		if err := st.Break(ctx, run.ID, run.Holder); err != nil && !errors.Is(err, store.ErrLeaseLost) {
+			return "", err
+		}
+		run.Status = store.Interrupted
+	}
+	switch {
+	case run.Status.Resumable():
+	case run.Status == store.Running:
+		return "", fmt.Errorf("%w: %w", ErrNotResumable, &store.HeldError{RunID: run.ID, Holder: run.Holder, Until: run.LeaseUntil})
+	default:
+		return "", fmt.Errorf("%w: run %s is %s; only interrupted runs and runs awaiting approval resume", ErrNotResumable, run.ID, run.Status)
+	}
 	holder = store.NewHolder()
-	if err := st.Acquire(ctx, runID, holder, LeaseTTL); err != nil {
-		return "", err
+	if err := st.Acquire(ctx, run.ID, holder, LeaseTTL); err != nil {
+		return "", fmt.Errorf("%w: %w", ErrNotResumable, err)
 	}
 	return holder, nil
 }

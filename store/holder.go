@@ -13,38 +13,58 @@ import (
 	"time"
 )
 
-// processID names this process: host, pid and a random part (a pid is
-// reused; the random part is not).
+// processID names this process: host, machine (boot and pid namespace),
+// pid and a random part (a pid is reused; the random part is not).
 var processID = sync.OnceValue(func() string {
 	host, _ := os.Hostname()
-	return host + "/" + strconv.Itoa(os.Getpid()) + "/" + strconv.FormatUint(rand.Uint64()&0xffffffff, 36)
+	return host + "/" + machineID() + "/" + strconv.Itoa(os.Getpid()) + "/" + strconv.FormatUint(rand.Uint64()&0xffffffff, 36)
 })
+
+// machineID tells apart the places where a pid means the same process:
+// the kernel's boot (two containers of one host name, or one machine
+// rebooted, are different boots or namespaces) and the pid namespace
+// (two containers of one kernel each have a pid 1). "?" when either is
+// unknown: such a holder is never judged dead by its pid.
+func machineID() string {
+	boot, err := os.ReadFile("/proc/sys/kernel/random/boot_id")
+	if err != nil {
+		return "?"
+	}
+	ns, err := os.Readlink("/proc/self/ns/pid") // "pid:[4026531836]"
+	if err != nil {
+		return "?"
+	}
+	ns = strings.TrimSuffix(strings.TrimPrefix(ns, "pid:["), "]")
+	return strings.ReplaceAll(strings.TrimSpace(string(boot)), "-", "") + "." + ns
+}
 
 var holders atomic.Uint64
 
 // NewHolder returns a new lease holder of this process, distinct from
 // every other: two sessions of one process are two holders. It names the
-// host and the process, so that HolderDead can tell when it died.
+// host, the machine (boot and pid namespace) and the process, so that
+// HolderDead can tell when it died.
 func NewHolder() string {
 	return processID() + "/" + strconv.FormatUint(holders.Add(1), 10)
 }
 
-// HolderDead reports whether holder is a process of this host that no
-// longer exists: its runs are interrupted, whatever their leases say. A
-// holder of another host, or of a form NewHolder does not make, is never
-// known dead.
+// HolderDead reports whether holder is a process of this machine (same
+// host, boot and pid namespace) that no longer exists: its runs are
+// interrupted, whatever their leases say. A holder of another host,
+// container or boot, or of a form NewHolder does not make, is never
+// known dead: its lease's expiry tells.
 func HolderDead(holder string) bool {
 	parts := strings.Split(holder, "/")
-	if len(parts) != 4 {
+	if len(parts) != 5 {
 		return false
 	}
-	host, _ := os.Hostname()
-	pid, err := strconv.Atoi(parts[1])
-	if parts[0] != host || err != nil || pid <= 0 {
+	me := strings.Split(processID(), "/")
+	pid, err := strconv.Atoi(parts[2])
+	if parts[0] != me[0] || parts[1] != me[1] || parts[1] == "?" || err != nil || pid <= 0 {
 		return false
 	}
 	if pid == os.Getpid() {
-		return parts[2] != strings.Split(processID(), "/")[2] // an earlier process with this pid
+		return parts[3] != me[3] // an earlier process with this pid
 	}
 	return errors.Is(syscall.Kill(pid, 0), syscall.ESRCH)
 }

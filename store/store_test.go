@@ -51,25 +51,36 @@ func TestHolders(t *testing.T) {
 	}
 	host, _ := os.Hostname()
 	parts := strings.Split(a, "/")
-	if len(parts) != 4 || parts[0] != host || parts[1] != strconv.Itoa(os.Getpid()) {
+	if len(parts) != 5 || parts[0] != host || parts[2] != strconv.Itoa(os.Getpid()) {
 		t.Fatalf("holder %q does not name this host and process", a)
 	}
-	dead := strings.Join([]string{host, "999999999", parts[2], "1"}, "/")
-	earlier := strings.Join([]string{host, parts[1], "zzzz", "1"}, "/")
+	machine := parts[1]
+	if machine == "?" {
+		t.Fatal("this machine's boot and pid namespace are unknown")
+	}
+	holder := func(machine, pid, nonce string) string { return strings.Join([]string{host, machine, pid, nonce, "1"}, "/") }
 	for _, tc := range []struct {
-		holder string
-		dead   bool
+		name, holder string
+		dead         bool
 	}{
-		{a, false},                              // this process
-		{dead, true},                            // no such process
-		{earlier, true},                         // an earlier process with this pid
-		{"elsewhere/1/x/1", false},              // another host: trusted to its lease
-		{"not a holder", false},                 // a form NewHolder does not make
-		{host + "/abc/x/1", false},              // no pid
-		{host + "/1/" + parts[2] + "/1", false}, // pid 1 lives
+		{"this process", a, false},
+		{"no such process", holder(machine, "999999999", parts[3]), true},
+		{"an earlier process with this pid", holder(machine, parts[2], "zzzz"), true},
+		// Two containers with one host name: the other's pid 999999999 is
+		// not ours to judge, however dead it looks here.
+		{"another container", holder("0123456789abcdef0123456789abcdef.4026531836", "999999999", "x"), false},
+		{"another pid namespace", holder(strings.Split(machine, ".")[0]+".1", "999999999", "x"), false},
+		{"an unknown machine", holder("?", "999999999", "x"), false},
+		{"another host", "elsewhere/" + machine + "/1/x/1", false},
+		{"an older form", host + "/999999999/x/1", false},
+		{"not a holder", "not a holder", false},
+		{"no pid", holder(machine, "abc", "x"), false},
+		{"pid 1 lives", holder(machine, "1", parts[3]), false},
 	} {
-		if got := HolderDead(tc.holder); got != tc.dead {
-			t.Errorf("HolderDead(%q) = %v, want %v", tc.holder, got, tc.dead)
-		}
+		t.Run(tc.name, func(t *testing.T) {
+			if got := HolderDead(tc.holder); got != tc.dead {
+				t.Errorf("HolderDead(%q) = %v, want %v", tc.holder, got, tc.dead)
+			}
+		})
 	}
 }
