@@ -58,7 +58,9 @@ func TestHolders(t *testing.T) {
 	if machine == "?" {
 		t.Fatal("this machine's boot and pid namespace are unknown")
 	}
-	holder := func(machine, pid, nonce string) string { return strings.Join([]string{host, machine, pid, nonce, "1"}, "/") }
+	holder := func(machine, pid, nonce string) string {
+		return strings.Join([]string{host, machine, pid, nonce, "1"}, "/")
+	}
 	for _, tc := range []struct {
 		name, holder string
 		dead         bool
