@@ -119,12 +119,22 @@ func (r *run) recall(ctx context.Context) error {
 		return nil
 	}
 	rm := &runMemory{am: am}
-	var err error
-	if rm.stream, err = prompt.Render("memory.stream", am.spec.Stream, r.st.Input); err != nil {
+	vars, err := memoryVars(r.st.Input, r.info.UserID)
+	if err != nil {
+		return err
+	}
+	if r.info.UserID == "" {
+		for _, t := range append([]string{am.spec.Stream}, am.spec.Collections...) {
+			if slices.Contains(prompt.Vars(t), "user_id") {
+				return fmt.Errorf("%w: the memory is named by ${user_id}, the run's user, and the run has none (WithUser, --user)", ErrInvalidInput)
+			}
+		}
+	}
+	if rm.stream, err = prompt.Render("memory.stream", am.spec.Stream, vars); err != nil {
 		return fmt.Errorf("%w: %v", ErrInvalidInput, err)
 	}
 	for i, c := range am.spec.Collections {
-		name, err := prompt.Render(fmt.Sprintf("memory.collections[%d]", i), c, r.st.Input)
+		name, err := prompt.Render(fmt.Sprintf("memory.collections[%d]", i), c, vars)
 		if err != nil {
 			return fmt.Errorf("%w: %v", ErrInvalidInput, err)
 		}
@@ -145,6 +155,31 @@ func (r *run) recall(ctx context.Context) error {
 		r.addToSystem(rm.block)
 	}
 	return nil
+}
+
+// memoryVars are what the memory's stream and collections are named
+// from: the input, with user_id the run's user (WithUser, --user). A
+// user's memory is named by who the run acts for, never by what the
+// caller wrote in the input: an input whose user_id names someone else
+// is refused, and a run without a user has no ${user_id}.
+func memoryVars(input map[string]any, user string) (map[string]any, error) {
+	given, inInput := input["user_id"]
+	switch {
+	case inInput && user != "" && fmt.Sprint(given) != user:
+		return nil, fmt.Errorf("%w: the input's user_id %q is not the run's user %q; memory is named by the run's user",
+			ErrInvalidInput, fmt.Sprint(given), user)
+	case user == "" && inInput:
+		return nil, fmt.Errorf("%w: the input names user_id %q but the run has no user (WithUser, --user); memory is named by the run's user",
+			ErrInvalidInput, fmt.Sprint(given))
+	case user == "":
+		return input, nil
+	}
+	vars := make(map[string]any, len(input)+1)
+	for k, v := range input {
+		vars[k] = v
+	}
+	vars["user_id"] = user
+	return vars, nil
 }
 
 // memoryBlock is how remembered entries read in the system prompt.

@@ -34,7 +34,7 @@ func memoryRun(t *testing.T, b memory.Backend, user, script string, edit func(*s
 		t.Fatal(err)
 	}
 	defer a.Close()
-	res, err := a.Run(context.Background(), map[string]any{"task": "help", "user_id": user}, WithUser(user))
+	res, err := a.Run(context.Background(), map[string]any{"task": "help"}, WithUser(user))
 	if err != nil {
 		t.Fatalf("run for %s: %v", user, err)
 	}
@@ -129,7 +129,7 @@ func TestMemoryRedactsSecrets(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer a.Close()
-	if _, err := a.Run(context.Background(), map[string]any{"task": "my key is canary-memory-secret-4711", "user_id": "ada"}); err != nil {
+	if _, err := a.Run(context.Background(), map[string]any{"task": "my key is canary-memory-secret-4711"}, WithUser("ada")); err != nil {
 		t.Fatal(err)
 	}
 	entries, _ := b.Memory().Read(context.Background(), "user:ada", memory.ReadOptions{})
@@ -264,7 +264,7 @@ func TestDBWriteRedactsAsJSON(t *testing.T) {
 	b := memory.NewInMemory()
 	res := memoryRun(t, b, "ada", "db_card.json", func(sp *spec.Spec) {
 		sp.Tools = []string{"db_write"}
-		sp.Memory.Tools, sp.Memory.Write = false, nil
+		sp.Memory.Tools, sp.Memory.Write, sp.Memory.Collections = false, nil, []string{"cards"}
 		sp.Policy, _ = policy.Parse([]byte(`{"content_filters": [{"name": "pii", "match": "pii", "on": ["memory_write"], "action": "redact"}]}`))
 	})
 	if obs := res.Steps[0].Observation; !strings.Contains(obs, `"key":"ada"`) {
@@ -273,5 +273,50 @@ func TestDBWriteRedactsAsJSON(t *testing.T) {
 	d, err := b.DB().Read(context.Background(), "cards", "ada")
 	if err != nil || d.Value["number"] != "[REDACTED:pii]" || d.Value["holder"] != "[REDACTED:pii]" {
 		t.Errorf("stored %+v, %v", d.Value, err)
+	}
+}
+
+// Memory is named by the run's user alone: an input that claims another
+// user's id is refused, as is one that claims any id for a run without a
+// user, and the database tools reach no collection the spec does not
+// name.
+func TestMemoryIsolation(t *testing.T) {
+	b := memory.NewInMemory()
+	memoryRun(t, b, "ada", "remember.json", nil)
+	sp, _ := spec.Load(memorySpec)
+	s, _ := scripted.Load("testdata/memory/recall.json")
+	a, err := New(sp, WithProvider(s.Model(), "scripted"), WithMemory(b), WithBaseDir("testdata/memory"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	for _, tc := range []struct {
+		name  string
+		input map[string]any
+		opts  []RunOption
+		want  string
+	}{
+		{"another user's id in the input", map[string]any{"task": "t", "user_id": "ada"}, []RunOption{WithUser("mallory")}, `is not the run's user "mallory"`},
+		{"an id in the input, no user", map[string]any{"task": "t", "user_id": "ada"}, nil, "the run has no user"},
+		{"no user at all", map[string]any{"task": "t"}, nil, "the run has none"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			res, err := a.Run(context.Background(), tc.input, tc.opts...)
+			if !errors.Is(err, ErrInvalidInput) || !strings.Contains(err.Error(), tc.want) || res.Error.Code != CodeValidation {
+				t.Fatalf("run: %v; want it refused (%s)", err, tc.want)
+			}
+			if strings.Contains(res.Messages[0].Content, "window") {
+				t.Error("ada's memory reached the prompt")
+			}
+		})
+	}
+	res := memoryRun(t, b, "ada", "db.json", func(sp *spec.Spec) {
+		sp.Tools = []string{"db_write", "db_read", "db_query", "db_search"}
+		sp.Memory.Tools, sp.Memory.Write = false, nil
+	})
+	for i, st := range res.Steps {
+		if !strings.Contains(st.Observation, "policy_violation") || !strings.Contains(st.Observation, "names none") {
+			t.Errorf("step %d without memory.collections: %s", i, st.Observation)
+		}
 	}
 }

@@ -171,7 +171,10 @@ func memSearch(ctx context.Context, in memSearchArgs) ([]entryView, error) {
 
 // collection checks that the run may reach collection.
 func (r *run) collection(name string) error {
-	if cs := r.mem.collections; len(cs) > 0 && !slices.Contains(cs, name) {
+	if cs := r.mem.collections; !slices.Contains(cs, name) {
+		if len(cs) == 0 {
+			return tool.NewErrorDetails(CodePolicyViolation, fmt.Sprintf("the collection %q is not this agent's: its spec names none (memory.collections)", name), true)
+		}
 		return tool.NewErrorDetails(CodePolicyViolation, fmt.Sprintf("the collection %q is not among this agent's (memory.collections: %v)", name, cs), true)
 	}
 	return nil

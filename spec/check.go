@@ -345,7 +345,8 @@ func (s *Spec) checkVars(c *checker, in *schema.Schema) {
 	}
 	for _, f := range fields {
 		for _, v := range prompt.Vars(f.text) {
-			if !declared[v] {
+			// The memory's ${user_id} is the run's user, not an input key.
+			if !declared[v] && !(v == "user_id" && strings.HasPrefix(f.name, "memory.")) {
 				c.bad("%s uses ${%s}, which no input key provides (declared: %s)", f.name, v, strings.Join(sortedKeys(declared), ", "))
 			}
 		}

@@ -16,7 +16,9 @@ type Memory struct {
 	// (relative to the spec's directory), a postgres:// or redis:// URL.
 	// Empty: the host's (the binary's run store).
 	Backend string `json:"backend,omitempty"`
-	// Stream names the stream, with ${var} from the input ("user:${user_id}").
+	// Stream names the stream, with ${var} from the input
+	// ("user:${user_id}"); ${user_id} is the run's user (--user,
+	// WithUser), never the input's.
 	Stream string `json:"stream,omitempty"`
 	// LoadLast is how many of the stream's last entries go into the
 	// system prompt at kickoff.
@@ -29,8 +31,9 @@ type Memory struct {
 	// MaxEntries and TTL ("720h", "30d") are the stream's retention.
 	MaxEntries int    `json:"max_entries,omitempty"`
 	TTL        string `json:"ttl,omitempty"`
-	// Collections, when given, are the only collections the db_* tools
-	// reach (each may use ${var}).
+	// Collections are the only collections the db_* tools reach (each
+	// may use ${var}, and ${user_id} as Stream does); none given, they
+	// reach none.
 	Collections []string `json:"collections,omitempty"`
 }
 

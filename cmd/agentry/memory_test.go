@@ -59,7 +59,7 @@ func TestMemoryThroughTheBinary(t *testing.T) {
 			run := func(user, model string) map[string]any {
 				t.Helper()
 				code, out, errs := runCLI(t, "run", agentPath, "--model", script(model), "--db", db, "--json", "-q",
-					"--input", "task=seats", "--input", "user_id="+user)
+					"--input", "task=seats", "--user", user)
 				if code != 0 {
 					t.Fatalf("run for %s: exit %d\n%s", user, code, errs)
 				}
@@ -101,7 +101,7 @@ func TestMemoryEncryptedThroughTheBinary(t *testing.T) {
 	agentPath := memoryAgent(t, db)
 	key := "AGENTRY_ENCRYPTION_KEY=" + strings.Repeat("ab", 32)
 	args := func(model string) []string {
-		return []string{"run", agentPath, "--model", script(model), "--no-store", "-q", "--input", "task=seats", "--input", "user_id=ada"}
+		return []string{"run", agentPath, "--model", script(model), "--no-store", "-q", "--input", "task=seats", "--user", "ada"}
 	}
 	if code, _, errs := runEnv(t, []string{key}, args("remember.json")...); code != 0 {
 		t.Fatalf("exit %d\n%s", code, errs)
@@ -137,10 +137,10 @@ func TestDBToolsThroughTheBinary(t *testing.T) {
 	script, _ := filepath.Abs("../../agent/testdata/memory/db.json")
 	spec := filepath.Join(dir, "agent.json")
 	os.WriteFile(spec, []byte(`{"agent_name": "planner", "version": "v1", "model_name": "scripted:`+script+`",
-		"system_text": "You plan trips.", "input_keys": ["user_id"],
+		"system_text": "You plan trips.",
 		"tools": ["db_write", "db_read", "db_query", "db_search"],
 		"memory": {"collections": ["trips:${user_id}"]}}`), 0o600)
-	code, out, errs := runCLI(t, "run", spec, "--db", filepath.Join(dir, "runs.db"), "--input", "user_id=ada", "--json", "-q")
+	code, out, errs := runCLI(t, "run", spec, "--db", filepath.Join(dir, "runs.db"), "--user", "ada", "--json", "-q")
 	if code != 0 {
 		t.Fatalf("exit %d\n%s", code, errs)
 	}
