@@ -91,6 +91,7 @@ type options struct {
 	meters      metric.MeterProvider
 	rules       []hostRule
 	memory      memory.Backend
+	memoryKey   []byte
 	prompts     prompt.Store
 }
 

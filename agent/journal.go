@@ -132,7 +132,7 @@ func (j *journal) begin(ctx context.Context, s *Session) error {
 			Spec: runlog.JSON(a.spec), BaseDir: absDir(a.o.baseDir), Model: a.o.model, Input: r.st.Input, UserID: s.cfg.userID,
 			CorrelationID: s.cfg.correlationID, TraceParent: s.cfg.traceParent, Metadata: s.cfg.metadata, StartedAt: r.st.StartedAt.Time}
 		if r.mem != nil {
-			start.Memory = r.mem.block
+			start.Memory = r.mem.startRecord(r.st.RunID)
 		}
 		if a.o.agents != nil {
 			start.AgentsDir = absDir(a.o.agents.Path)

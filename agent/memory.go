@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -32,6 +31,13 @@ const CodeMemoryError = "memory_error"
 // does not close it.
 func WithMemory(b memory.Backend) Option { return func(o *options) { o.memory = b } }
 
+// WithEncryptionKey seals the agent's memory with key (32 bytes,
+// AES-256-GCM; see memory.Sealed and memory.ParseKey): what it writes is
+// encrypted and authenticated, only sealed values are read back, and the
+// copy of the recalled memory in a stored run's log is sealed too. The
+// binary gives the key AGENTRY_ENCRYPTION_KEY holds.
+func WithEncryptionKey(key []byte) Option { return func(o *options) { o.memoryKey = key } }
+
 // MemoryDelta is something a run wrote to memory (Stream and ID) or to a
 // collection (Collection and Key): the Result's memory_deltas.
 type MemoryDelta struct {
@@ -47,7 +53,7 @@ type MemoryDelta struct {
 // AGENTRY_ENCRYPTION_KEY is set), the spec's field and the policy's
 // filters on writes.
 type agentMemory struct {
-	b       memory.Backend
+	b       *memory.SealedBackend
 	spec    *spec.Memory
 	keep    memory.Retention
 	filters []filter
@@ -61,14 +67,6 @@ func (a *Agent) openMemory(o options) []string {
 	}
 	ttl, _ := spec.ParseTTL(m.TTL) // checked with the spec
 	am := &agentMemory{spec: m, keep: memory.Retention{MaxEntries: m.MaxEntries, TTL: ttl}, filters: filtersOn(a.spec.Policy, policy.MemoryWrite)}
-	var key []byte
-	if s := os.Getenv(memory.KeyEnv); s != "" {
-		k, err := memory.ParseKey(s)
-		if err != nil {
-			return []string{fmt.Sprintf("%s: %v", memory.KeyEnv, err)}
-		}
-		key = k
-	}
 	var b memory.Backend
 	switch {
 	case m.Backend != "":
@@ -89,9 +87,9 @@ func (a *Agent) openMemory(o options) []string {
 	default:
 		return []string{"memory.backend: none given, and the host gives none (agent.WithMemory; the binary gives its run store unless --no-store)"}
 	}
-	sealed, err := memory.Sealed(b, key)
+	sealed, err := memory.Sealed(b, o.memoryKey)
 	if err != nil {
-		return []string{fmt.Sprintf("%s: %v", memory.KeyEnv, err)}
+		return []string{fmt.Sprintf("WithEncryptionKey: %v", err)}
 	}
 	am.b = sealed
 	a.mem = am
@@ -142,7 +140,13 @@ func (r *run) recall(ctx context.Context) error {
 	}
 	r.mem = rm
 	if rc := r.s.cfg.resume; rc != nil {
-		rm.block = rc.log.Start.Memory
+		// What recall loaded, as the first process kept it (sealed when
+		// the memory is).
+		if kept := rc.log.Start.Memory; kept == "" {
+			rm.block = ""
+		} else if rm.block, err = am.b.OpenText(kept, startBind(rc.log.Start.RunID), "the recalled memory of run "+rc.log.Start.RunID); err != nil {
+			return fmt.Errorf("%w: %w", ErrMemory, err)
+		}
 	} else if n := am.spec.LoadLast; n > 0 {
 		entries, err := am.b.Memory().Read(ctx, rm.stream, memory.ReadOptions{Limit: n, Order: memory.Newest})
 		if err != nil {
@@ -155,6 +159,19 @@ func (r *run) recall(ctx context.Context) error {
 		r.addToSystem(rm.block)
 	}
 	return nil
+}
+
+// startBind is what the recalled memory in a run's start record is
+// sealed to: that run alone.
+func startBind(runID string) string { return "start\x00" + runID }
+
+// startRecord is the recalled memory as a run's start record keeps it:
+// sealed when the memory is.
+func (rm *runMemory) startRecord(runID string) string {
+	if rm.block == "" {
+		return ""
+	}
+	return rm.am.b.SealText(rm.block, startBind(runID))
 }
 
 // memoryVars are what the memory's stream and collections are named

@@ -10,6 +10,7 @@ import (
 	"github.com/agentry/agentry/llm/scripted"
 	"github.com/agentry/agentry/memory"
 	"github.com/agentry/agentry/policy"
+	"github.com/agentry/agentry/runlog"
 	"github.com/agentry/agentry/spec"
 )
 
@@ -173,11 +174,15 @@ func TestMemoryBuildErrors(t *testing.T) {
 			}
 		})
 	}
+	// The library reads no environment: a key is given, and checked.
 	t.Setenv(memory.KeyEnv, "not a key")
 	sp, _ := spec.Load(memorySpec)
 	s, _ := scripted.Load("testdata/memory/remember.json")
-	if _, err := New(sp, WithProvider(s.Model(), "scripted"), WithMemory(memory.NewInMemory())); err == nil ||
-		!strings.Contains(err.Error(), "AGENTRY_ENCRYPTION_KEY: the key must be 32 bytes") {
+	if _, err := New(sp, WithProvider(s.Model(), "scripted"), WithMemory(memory.NewInMemory())); err != nil {
+		t.Errorf("the environment's key reached the library: %v", err)
+	}
+	if _, err := New(sp, WithProvider(s.Model(), "scripted"), WithMemory(memory.NewInMemory()), WithEncryptionKey([]byte("short"))); err == nil ||
+		!strings.Contains(err.Error(), "WithEncryptionKey") {
 		t.Errorf("a bad key: %v", err)
 	}
 }
@@ -318,5 +323,48 @@ func TestMemoryIsolation(t *testing.T) {
 		if !strings.Contains(st.Observation, "policy_violation") || !strings.Contains(st.Observation, "names none") {
 			t.Errorf("step %d without memory.collections: %s", i, st.Observation)
 		}
+	}
+}
+
+// With a key, the recalled memory a run's start record keeps for its
+// resume is sealed to that run: the store never holds it in the clear,
+// and a replay opens it.
+func TestMemorySealedStartRecord(t *testing.T) {
+	ctx := context.Background()
+	st := openStore(t, testdb.SQLite(t))
+	key := []byte("0123456789abcdef0123456789abcdef")
+	b := memory.NewInMemory()
+	sp, _ := spec.Load(memorySpec)
+	first, _ := scripted.Load("testdata/memory/remember.json")
+	a, err := New(sp, WithProvider(first.Model(), "scripted"), WithMemory(b), WithEncryptionKey(key), WithBaseDir("testdata/memory"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.Run(ctx, map[string]any{"task": "help"}, WithUser("ada")); err != nil {
+		t.Fatal(err)
+	}
+	second, _ := scripted.Load("testdata/memory/recall.json")
+	a, err = New(sp, WithProvider(second.Model(), "scripted"), WithMemory(b), WithEncryptionKey(key), WithBaseDir("testdata/memory"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := a.Run(ctx, map[string]any{"task": "help"}, WithStore(st), WithUser("ada"))
+	if err != nil || !strings.Contains(res.Messages[0].Content, "window seats") {
+		t.Fatalf("the recalling run: %v", err)
+	}
+	l, err := runlog.Read(ctx, st, res.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if kept := l.Start.Memory; !strings.HasPrefix(kept, "agentry-sealed:v1:") || strings.Contains(kept, "window") {
+		t.Errorf("the start record keeps %q; want it sealed", kept)
+	}
+	if rep, err := a.Replay(ctx, st, res.ID); err != nil || !rep.Identical() {
+		t.Errorf("replay: %v %+v", err, rep.Differences)
+	}
+	other, _ := New(sp, WithProvider(second.Model(), "scripted"), WithMemory(b),
+		WithEncryptionKey([]byte("fedcba9876543210fedcba9876543210")), WithBaseDir("testdata/memory"))
+	if rep, err := other.Replay(ctx, st, res.ID); err != nil || rep.Identical() {
+		t.Errorf("a replay with another key: %v; want it to differ (the memory does not open)", err)
 	}
 }

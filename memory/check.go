@@ -23,16 +23,33 @@ func CheckEntry(e Entry, keep Retention) error {
 	return nil
 }
 
-// Stamp gives an entry being appended its id, time and expiry. Times are
-// kept to the microsecond, as every backend stores them.
+// Stamp gives an entry being appended its id, time and expiry, and the
+// text to store: a sealed entry's text is bound to its id, so a backend
+// that knows the id first calls Stamp with it (one that learns it on
+// insert calls TextFor after). Times are kept to the microsecond, as
+// every backend stores them.
 func Stamp(e Entry, keep Retention, id int64, now time.Time) Entry {
 	e.ID = id
+	if e.seal != nil && id != 0 {
+		e.Text, e.seal = e.seal(id), nil
+	}
 	e.Time = now.UTC().Truncate(time.Microsecond)
 	e.Expires = time.Time{}
 	if keep.TTL > 0 {
 		e.Expires = e.Time.Add(keep.TTL)
 	}
 	return e
+}
+
+// TextFor is the text a backend stores for e once its id is known, for
+// a backend that learns the id only when it inserts (a SQL sequence):
+// it must then rewrite the entry's text with it, in the same
+// transaction. ok is false when the text does not depend on the id.
+func TextFor(e Entry, id int64) (text string, ok bool) {
+	if e.seal == nil {
+		return e.Text, false
+	}
+	return e.seal(id), true
 }
 
 func expired(e Entry, now time.Time) bool { return !e.Expires.IsZero() && !now.Before(e.Expires) }

@@ -45,6 +45,11 @@ type Entry struct {
 	// set, when it is forgotten.
 	Time    time.Time `json:"time"`
 	Expires time.Time `json:"expires,omitzero"`
+
+	// seal, set by Sealed, gives the text to store once the backend
+	// knows the entry's id (see Stamp and TextFor): a sealed text is
+	// bound to its id.
+	seal func(id int64) string
 }
 
 // Retention is how much a stream keeps, stated by each writer:

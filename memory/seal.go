@@ -10,6 +10,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 )
 
@@ -40,18 +41,21 @@ func ParseKey(s string) ([]byte, error) {
 }
 
 // Sealed wraps b so that what reaches it is encrypted with AES-256-GCM
-// under key: an entry's text and a document's value, each bound to its
-// stream or collection and key, so that one moved elsewhere does not
-// open. Names, kinds, authors and times stay readable (they are what
-// backends select by). Searches and queries then run in the process over
-// the opened entries and documents, since the backend's own index sees
-// only ciphertext.
+// under key, and authenticated: an entry's text is bound to its stream,
+// its id and its kind, and a document's value to its collection and key,
+// so that one moved elsewhere, replayed as a new entry or swapped with
+// another does not open. Names, kinds, authors and times stay readable
+// (they are what backends select by). Searches and queries then run in
+// the process over the opened entries and documents, since the
+// backend's own index sees only ciphertext.
 //
-// With a nil key nothing is encrypted, but reading something sealed is
-// an ErrSealed that says the key is missing. Text written before a key
-// was given is read as it is.
-func Sealed(b Backend, key []byte) (Backend, error) {
-	s := &sealed{b: b}
+// With a key, only sealed values are read: a plain text or document
+// (written before a key was given, or planted by whoever can write the
+// database) is an ErrSealed, never memory. With a nil key nothing is
+// encrypted, and reading something sealed is an ErrSealed that says the
+// key is missing.
+func Sealed(b Backend, key []byte) (*SealedBackend, error) {
+	s := &SealedBackend{b: b}
 	if key != nil {
 		block, err := aes.NewCipher(key)
 		if err != nil {
@@ -67,14 +71,38 @@ func Sealed(b Backend, key []byte) (Backend, error) {
 	return s, nil
 }
 
-type sealed struct {
+// SealedBackend is a Backend whose values are sealed (see Sealed). Its
+// SealText and OpenText seal other texts under the same key.
+type SealedBackend struct {
 	b    Backend
 	aead cipher.AEAD // nil: no key
 }
 
-func (s *sealed) Memory() Memory { return (*sealedStreams)(s) }
-func (s *sealed) DB() DB         { return (*sealedDocs)(s) }
-func (s *sealed) Close() error   { return s.b.Close() }
+type sealed = SealedBackend
+
+// Memory returns the sealed streams.
+func (s *SealedBackend) Memory() Memory { return (*sealedStreams)(s) }
+
+// DB returns the sealed collections.
+func (s *SealedBackend) DB() DB { return (*sealedDocs)(s) }
+
+// Close closes the backend it wraps.
+func (s *SealedBackend) Close() error { return s.b.Close() }
+
+// SealText seals text bound to bind (what names it: a text opens only
+// with the same bind). Without a key it returns text as it is.
+func (s *SealedBackend) SealText(text, bind string) string {
+	if s.aead == nil {
+		return text
+	}
+	return s.seal(text, bind)
+}
+
+// OpenText opens what SealText sealed with the same bind; what names the
+// text in errors. With a key, a text that is not sealed is refused.
+func (s *SealedBackend) OpenText(text, bind, what string) (string, error) {
+	return s.open(text, bind, what)
+}
 
 func (s *sealed) seal(text, bind string) string {
 	nonce := make([]byte, s.aead.NonceSize())
@@ -85,10 +113,12 @@ func (s *sealed) seal(text, bind string) string {
 // open returns text opened; what names the thing, for errors.
 func (s *sealed) open(text, bind, what string) (string, error) {
 	body, ok := strings.CutPrefix(text, sealedPrefix)
-	if !ok {
+	switch {
+	case !ok && s.aead != nil:
+		return "", fmt.Errorf("%w: %s is not sealed, and with a key only sealed values are read (written without the key, or not by agentry)", ErrSealed, what)
+	case !ok:
 		return text, nil
-	}
-	if s.aead == nil {
+	case s.aead == nil:
 		return "", fmt.Errorf("%w: %s is encrypted and no key was given (set %s)", ErrSealed, what, KeyEnv)
 	}
 	raw, err := base64.RawStdEncoding.DecodeString(body)
@@ -105,15 +135,27 @@ func (s *sealed) open(text, bind, what string) (string, error) {
 
 type sealedStreams sealed
 
+// bindEntry is what an entry's text is bound to.
+func bindEntry(stream, kind string, id int64) string {
+	return stream + "\x00" + kind + "\x00" + strconv.FormatInt(id, 10)
+}
+
 func (m *sealedStreams) Append(ctx context.Context, e Entry, keep Retention) (Entry, error) {
 	s := (*sealed)(m)
-	if s.aead == nil || e.Text == "" {
+	if s.aead == nil {
 		return s.b.Memory().Append(ctx, e, keep)
 	}
-	plain := e.Text
-	e.Text = s.seal(plain, e.Stream)
+	if err := CheckEntry(e, keep); err != nil {
+		return Entry{}, err // checked on the plain text: a sealed one is never empty
+	}
+	plain, stream, kind := e.Text, e.Stream, e.Kind
+	e.seal = func(id int64) string { return s.seal(plain, bindEntry(stream, kind, id)) }
+	// Until the backend knows the id, the text is sealed to none: a
+	// backend that never calls Stamp or TextFor stores what opens nowhere,
+	// never the plain text.
+	e.Text = e.seal(0)
 	out, err := s.b.Memory().Append(ctx, e, keep)
-	out.Text = plain
+	out.Text, out.seal = plain, nil
 	return out, err
 }
 
@@ -122,7 +164,7 @@ func (m *sealedStreams) openAll(entries []Entry) ([]Entry, error) {
 	for i := range entries {
 		e := &entries[i]
 		var err error
-		if e.Text, err = s.open(e.Text, e.Stream, fmt.Sprintf("entry %d of %s", e.ID, e.Stream)); err != nil {
+		if e.Text, err = s.open(e.Text, bindEntry(e.Stream, e.Kind, e.ID), fmt.Sprintf("entry %d of %s", e.ID, e.Stream)); err != nil {
 			return nil, err
 		}
 	}
@@ -186,7 +228,10 @@ func (m *sealedDocs) openDoc(d Doc) (Doc, error) {
 	s := (*sealed)(m)
 	text, ok := d.Value[sealedField].(string)
 	if !ok || len(d.Value) != 1 {
-		return d, nil // written before a key was given
+		if s.aead != nil {
+			return Doc{}, fmt.Errorf("%w: document %s/%s is not sealed, and with a key only sealed values are read", ErrSealed, d.Collection, d.Key)
+		}
+		return d, nil
 	}
 	plain, err := s.open(text, bindDoc(d.Collection, d.Key), "document "+d.Collection+"/"+d.Key)
 	if err != nil {

@@ -38,7 +38,11 @@ code 0 when the replay is identical, 1 when anything differs.`,
 			if err != nil {
 				return usageErr(err)
 			}
-			a, err := agent.Stored(ctx, st, args[0], append(opts, storeOptions(st, f.prompts)...)...)
+			so, err := storeOptions(st, f.prompts)
+			if err != nil {
+				return usageErr(err)
+			}
+			a, err := agent.Stored(ctx, st, args[0], append(opts, so...)...)
 			if err != nil {
 				return usageErr(err)
 			}

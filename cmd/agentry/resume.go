@@ -77,7 +77,11 @@ func resume(ctx context.Context, runID string, f resumeFlags, stdout, stderr io.
 	if err != nil {
 		return usageErr(err)
 	}
-	a, err := agent.Stored(ctx, st, runID, append(opts, storeOptions(st, f.prompts)...)...)
+	so, err := storeOptions(st, f.prompts)
+	if err != nil {
+		return usageErr(err)
+	}
+	a, err := agent.Stored(ctx, st, runID, append(opts, so...)...)
 	if err != nil {
 		return usageErr(err)
 	}

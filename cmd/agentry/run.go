@@ -183,7 +183,14 @@ func prepare(ctx context.Context, f runFlags, stderr io.Writer) (*setup, error) 
 			return nil, err
 		}
 	}
-	opts = append(opts, storeOptions(st, f.prompts)...)
+	so, err := storeOptions(st, f.prompts)
+	if err != nil {
+		if st != nil {
+			st.Close()
+		}
+		return nil, usageErr(err)
+	}
+	opts = append(opts, so...)
 	listeners, closeFn, err := eventListeners(f, stderr)
 	if err != nil {
 		if st != nil {

@@ -20,15 +20,23 @@ import (
 )
 
 // storeOptions give agents the run store's database as their memory's
-// default backend (memory lives in the same file or Postgres schema), and
-// their prompt store: --prompts DIR, the run store's, the built-in ReAct
-// templates, in that order. st may be nil (--no-store).
-func storeOptions(st store.Store, promptsDir string) []agent.Option {
+// default backend (memory lives in the same file or Postgres schema),
+// sealed with the key AGENTRY_ENCRYPTION_KEY holds, and their prompt
+// store: --prompts DIR, the run store's, the built-in ReAct templates,
+// in that order. st may be nil (--no-store).
+func storeOptions(st store.Store, promptsDir string) ([]agent.Option, error) {
 	var opts []agent.Option
 	if b, ok := st.(memory.Backend); ok {
 		opts = append(opts, agent.WithMemory(b))
 	}
-	return append(opts, agent.WithPrompts(promptStore(st, promptsDir)))
+	if s := os.Getenv(memory.KeyEnv); s != "" {
+		key, err := memory.ParseKey(s)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", memory.KeyEnv, err)
+		}
+		opts = append(opts, agent.WithEncryptionKey(key))
+	}
+	return append(opts, agent.WithPrompts(promptStore(st, promptsDir))), nil
 }
 
 // promptStore is where the binary finds templates: --prompts DIR first,

@@ -47,6 +47,13 @@ func (m *streams) Append(ctx context.Context, e memory.Entry, keep memory.Retent
 	if err != nil {
 		return memory.Entry{}, s.memErr("append", err)
 	}
+	if text, ok := memory.TextFor(e, e.ID); ok {
+		// A sealed text is bound to the id the insert gave.
+		if _, err := tx.ExecContext(ctx, s.q(`UPDATE agentry_memory SET text = ? WHERE id = ?`), text, e.ID); err != nil {
+			return memory.Entry{}, s.memErr("append", err)
+		}
+		e.Text = text
+	}
 	if keep.MaxEntries > 0 {
 		_, err := tx.ExecContext(ctx, s.q(`DELETE FROM agentry_memory WHERE stream = ? AND id <= (
 			SELECT id FROM agentry_memory WHERE stream = ? ORDER BY id DESC LIMIT 1 OFFSET ?)`), e.Stream, e.Stream, keep.MaxEntries)
