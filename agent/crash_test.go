@@ -30,12 +30,12 @@ func crashHelper() int {
 	}
 	h := killAt(os.Getenv(crashEnv))
 	reg := durableTools(nil, ledger{os.Getenv("AGENTRY_CRASH_LEDGER")}, os.Getenv("AGENTRY_CRASH_DEDUP") == "1", h)
-	a, err := FromFile(payerSpec, WithTools(reg), WithProviderMiddleware(modelHooks(h)))
+	a, input, err := crashScenario(os.Getenv(scenarioEnv), st, reg, h)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "crash helper:", err)
 		return 3
 	}
-	_, err = a.Run(ctx, payerInput, WithStore(hookedStore{Store: st, h: h}))
+	_, err = a.Run(ctx, input, WithStore(hookedStore{Store: st, h: h}), WithUser("ada"))
 	fmt.Fprintln(os.Stderr, "crash helper: the run ended without being killed:", err)
 	return 4
 }

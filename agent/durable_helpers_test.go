@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -132,12 +133,15 @@ type hookedStore struct {
 }
 
 func (s hookedStore) Append(ctx context.Context, w store.Write) error {
-	for _, r := range w.Records {
-		if r.Kind == store.KindResult {
-			s.h.at("final_write")
-		}
+	final := slices.ContainsFunc(w.Records, func(r store.Record) bool { return r.Kind == store.KindResult })
+	if final {
+		s.h.at("final_write")
 	}
-	return s.Store.Append(ctx, w)
+	err := s.Store.Append(ctx, w)
+	if final && err == nil {
+		s.h.at("after_final_write")
+	}
+	return err
 }
 
 const payerSpec = "testdata/durable/payer.json"

@@ -2,10 +2,12 @@ package agent
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -16,6 +18,7 @@ import (
 	"github.com/agentry/agentry/prompt"
 	"github.com/agentry/agentry/runlog"
 	"github.com/agentry/agentry/spec"
+	"github.com/agentry/agentry/store"
 	"github.com/agentry/agentry/tool"
 )
 
@@ -266,6 +269,12 @@ func (r *run) remember(ctx context.Context, kind, text string) (memory.Entry, er
 	if err != nil {
 		return memory.Entry{}, err
 	}
+	return r.appendEntry(ctx, kind, text)
+}
+
+// appendEntry appends text, filtered already, to the run's stream.
+func (r *run) appendEntry(ctx context.Context, kind, text string) (memory.Entry, error) {
+	rm := r.mem
 	e, err := rm.am.b.Memory().Append(ctx, memory.Entry{Stream: rm.stream, Kind: kind, Text: text,
 		RunID: r.st.RunID, Agent: r.a.spec.AgentName, UserID: r.info.UserID}, rm.am.keep)
 	if err != nil {
@@ -273,6 +282,70 @@ func (r *run) remember(ctx context.Context, kind, text string) (memory.Entry, er
 	}
 	rm.note(MemoryDelta{Stream: e.Stream, ID: e.ID, Kind: kind, Text: text})
 	return e, nil
+}
+
+// rememberOnce is remember as a step of the run log under key: done
+// once, whatever crashes and resumes. A resumed run that finds the step
+// on record, or finds the entry in the stream (written by this run
+// before a crash cut the record), does not write it again.
+func (r *run) rememberOnce(ctx context.Context, key, kind, text string) error {
+	j := r.link.journal
+	if j == nil {
+		_, err := r.remember(ctx, kind, text)
+		return err
+	}
+	rm := r.mem
+	if j.log != nil {
+		if rec, ok := j.log.Results[key]; ok && rec.Output != nil {
+			var d MemoryDelta
+			if json.Unmarshal([]byte(*rec.Output), &d) == nil {
+				rm.note(d)
+			}
+			return nil
+		}
+	}
+	text, err := r.filterWrite(ctx, "memory:"+rm.stream, text, false)
+	if err != nil {
+		return err
+	}
+	if j.log != nil {
+		d, found, err := r.writtenBefore(ctx, kind, text)
+		if err != nil {
+			return err
+		}
+		if found {
+			rm.note(d)
+			return j.commit(ctx, runlog.Record(store.KindToolResult, r.st.Turn, key, memoryStep(key, d)))
+		}
+	}
+	e, err := r.appendEntry(ctx, kind, text)
+	if err != nil {
+		return err
+	}
+	d := MemoryDelta{Stream: e.Stream, ID: e.ID, Kind: kind, Text: text}
+	return j.commit(ctx, runlog.Record(store.KindToolResult, r.st.Turn, key, memoryStep(key, d)))
+}
+
+// memoryStep is the run log's record of an end-of-run memory write.
+func memoryStep(key string, d MemoryDelta) runlog.ToolResult {
+	out := string(runlog.JSON(d))
+	return runlog.ToolResult{CallID: key, Tool: "memory.write", Arguments: "{}", Output: &out, StartedAt: time.Now()}
+}
+
+// writtenBefore finds, among the stream's newest entries, the one this
+// run wrote of kind with text (filtered as it was written).
+func (r *run) writtenBefore(ctx context.Context, kind, text string) (MemoryDelta, bool, error) {
+	rm := r.mem
+	entries, err := rm.am.b.Memory().Read(ctx, rm.stream, memory.ReadOptions{Limit: 100, Order: memory.Newest})
+	if err != nil {
+		return MemoryDelta{}, false, err
+	}
+	for _, e := range entries {
+		if e.RunID == r.st.RunID && e.Kind == kind && e.Text == text {
+			return MemoryDelta{Stream: e.Stream, ID: e.ID, Kind: kind, Text: e.Text}, true, nil
+		}
+	}
+	return MemoryDelta{}, false, nil
 }
 
 func (rm *runMemory) note(d MemoryDelta) {
@@ -292,6 +365,7 @@ func (r *run) memorize(final *Final) error {
 		return nil
 	}
 	ctx := context.WithoutCancel(r.ctx)
+	n := 0 // the writes so far: each is a step of the run log, RUN:memory:N
 	for _, w := range rm.am.spec.Write {
 		var texts []string
 		switch w {
@@ -314,7 +388,8 @@ func (r *run) memorize(final *Final) error {
 			if text == "" {
 				continue
 			}
-			if _, err := r.remember(ctx, w, text); err != nil {
+			n++
+			if err := r.rememberOnce(ctx, r.st.RunID+":memory:"+strconv.Itoa(n), w, text); err != nil {
 				var d *tool.ErrorDetails
 				if errors.As(err, &d) && d.Type == CodePolicyViolation {
 					continue // blocked: audited, not written, not a failure of the run

@@ -2,6 +2,8 @@ package agent
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -11,6 +13,8 @@ import (
 
 	"github.com/agentry/agentry/event"
 	"github.com/agentry/agentry/llm"
+	"github.com/agentry/agentry/runlog"
+	"github.com/agentry/agentry/store"
 	"github.com/agentry/agentry/tool"
 )
 
@@ -82,8 +86,18 @@ func (t subTool) Info() tool.Info {
 	if desc == "" {
 		desc = "Ask the " + t.a.spec.AgentName + " agent."
 	}
+	// Repeating a call with its key continues the same stored sub-run
+	// (see Call): it deduplicates.
 	return tool.Info{Name: t.a.spec.AgentName, Description: desc, Parameters: subjectSchema(t.a.spec),
-		Idempotency: tool.NonIdempotent, Timeout: time.Duration(t.a.limits.TimeoutMS) * time.Millisecond}
+		Idempotency: tool.NonIdempotent, Deduplicates: true, Timeout: time.Duration(t.a.limits.TimeoutMS) * time.Millisecond}
+}
+
+// subRunID is the run id of the sub-run a stored run's call starts: one
+// per call, derived from its idempotency key, so that the call made
+// again after a crash finds the run it started.
+func subRunID(key string) string {
+	sum := sha256.Sum256([]byte(key))
+	return "run_" + hex.EncodeToString(sum[:8])
 }
 
 // Call runs the sub-agent in a session of its own, inside the caller's
@@ -108,7 +122,7 @@ func (t subTool) Call(ctx context.Context, args json.RawMessage) (json.RawMessag
 				WithTraceParent(c.Run.TraceParent), WithMetadata(c.Run.Metadata))
 		}
 	}
-	s, err := t.a.NewSession(input, opts...)
+	s, res, err := t.session(ctx, input, opts)
 	if err != nil {
 		var ie *InputError
 		if errors.As(err, &ie) {
@@ -116,9 +130,14 @@ func (t subTool) Call(ctx context.Context, args json.RawMessage) (json.RawMessag
 		}
 		return nil, err
 	}
-	res, runErr := s.Run(ctx)
-	if s.parent != nil {
-		s.parent.add(res)
+	var runErr error
+	if res == nil {
+		res, runErr = s.Run(ctx)
+	} else if res.Error != nil {
+		runErr = errors.New(res.Error.Message)
+	}
+	if l := linkFrom(ctx); l != nil {
+		l.add(res)
 	}
 	if runErr != nil {
 		return nil, &tool.ErrorDetails{Type: "agent_error", Recoverable: true,
@@ -126,4 +145,42 @@ func (t subTool) Call(ctx context.Context, args json.RawMessage) (json.RawMessag
 			Details: map[string]any{"terminate_reason": string(res.TerminateReason), "partial_result": res.RawContent}}
 	}
 	return json.Marshal(res.Result)
+}
+
+// session is the session that runs the call: a new one, or, when the
+// calling run is stored, the sub-run of the call's key, stored in the
+// same store. A sub-run that ended already gives its stored Result (res),
+// one that was interrupted is resumed; so a call made again after a
+// crash (deduplicated, or approved) never runs the sub-agent twice.
+func (t subTool) session(ctx context.Context, input map[string]any, opts []RunOption) (*Session, *Result, error) {
+	l, call := linkFrom(ctx), tool.CallFrom(ctx)
+	if l == nil || l.journal == nil || l.journal.w == nil || call == nil {
+		s, err := t.a.NewSession(input, opts...)
+		return s, nil, err
+	}
+	st := l.run.s.cfg.store
+	id := subRunID(call.Key())
+	run, err := st.Get(ctx, id)
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		s, err := t.a.NewSession(input, append(opts, WithStore(st))...)
+		if err == nil {
+			s.state.RunID = id
+		}
+		return s, nil, err
+	case err != nil:
+		return nil, nil, fmt.Errorf("%w: %w", ErrStore, err)
+	case run.Status.Resumable() || run.Status == store.Running:
+		s, err := t.a.Resume(ctx, st, id, opts...)
+		return s, nil, err
+	}
+	sub, err := runlog.Read(ctx, st, id)
+	if err != nil || sub.Result == nil {
+		return nil, nil, fmt.Errorf("%w: sub-run %s is %s without a Result: %v", ErrStore, id, run.Status, err)
+	}
+	var res Result
+	if err := json.Unmarshal(sub.Result, &res); err != nil {
+		return nil, nil, fmt.Errorf("%w: sub-run %s: its Result: %w", ErrStore, id, err)
+	}
+	return nil, &res, nil
 }

@@ -14,6 +14,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"strings"
 
 	_ "modernc.org/sqlite" // the database/sql driver "sqlite"
 
@@ -24,6 +25,9 @@ import (
 
 // SQLite's rowid is the sequence when declared exactly so.
 var dialect = sqlstore.Dialect{Name: "sqlite", SeqKey: "INTEGER PRIMARY KEY", Text: sqlstore.SQLiteText}
+
+// uriPath escapes what would end a path in a file: URI.
+var uriPath = strings.NewReplacer("%", "%25", "?", "%3F", "#", "%23")
 
 // Open opens (creating it and its directory when missing) the SQLite
 // store at path and brings its schema up to date.
@@ -45,7 +49,9 @@ func Open(ctx context.Context, path string) (*sqlstore.DB, error) {
 	q.Add("_pragma", "busy_timeout(10000)")
 	q.Add("_pragma", "foreign_keys(1)")
 	q.Set("_txlock", "immediate")
-	db, err := sql.Open("sqlite", "file:"+path+"?"+q.Encode())
+	// The path in a file: URI is escaped, else a '#' or '?' in it would
+	// end it there, and another file would be opened.
+	db, err := sql.Open("sqlite", "file:"+uriPath.Replace(path)+"?"+q.Encode())
 	if err != nil {
 		return nil, fmt.Errorf("store (sqlite) %s: %w", path, err)
 	}

@@ -148,3 +148,21 @@ func TestPromptPutIsAudited(t *testing.T) {
 		t.Error(err)
 	}
 }
+
+// A path with '#', '?' or '%' in it is the file opened: a file: URI
+// would otherwise end at the first of them, and open another file.
+func TestOpenAnyPath(t *testing.T) {
+	for _, name := range []string{"runs#1.db", "runs?x=1.db", "100%.db"} {
+		t.Run(name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), name)
+			st, err := sqlite.Open(context.Background(), path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			st.Close()
+			if _, err := os.Stat(path); err != nil {
+				t.Errorf("the store is not at %s: %v", path, err)
+			}
+		})
+	}
+}

@@ -1,0 +1,162 @@
+package agent
+
+import (
+	"context"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/agentry/agentry/memory"
+	"github.com/agentry/agentry/spec"
+	"github.com/agentry/agentry/store"
+	"github.com/agentry/agentry/tool"
+)
+
+// scenarioEnv names the agent the crash helper runs: the payer (empty),
+// "memory" (the payer remembering its answer) or "subagent" (boss asking
+// the helper agent).
+const scenarioEnv = "AGENTRY_CRASH_SCENARIO"
+
+// crashScenario builds the crash helper's agent and input.
+func crashScenario(name string, st store.Store, reg *tool.Registry, h *hooks) (*Agent, map[string]any, error) {
+	switch name {
+	case "memory":
+		a, err := memoryPayer(st, reg, WithProviderMiddleware(modelHooks(h)), withHookedMemory(h))
+		return a, payerInput, err
+	case "subagent":
+		a, err := FromDir("testdata/agents", "boss", WithTools(hookedEcho(h)))
+		return a, nil, err
+	}
+	a, err := FromFile(payerSpec, WithTools(reg), WithProviderMiddleware(modelHooks(h)))
+	return a, payerInput, err
+}
+
+// memoryPayer is the payer that appends its answer to the stream
+// "ledger" of st's database.
+func memoryPayer(st store.Store, reg *tool.Registry, opts ...Option) (*Agent, error) {
+	sp, err := spec.Load(payerSpec)
+	if err != nil {
+		return nil, err
+	}
+	sp.Memory = &spec.Memory{Stream: "ledger", Write: []string{"final_answer"}}
+	b, _ := st.(memory.Backend)
+	return New(sp, append([]Option{WithTools(reg), WithBaseDir(filepath.Dir(payerSpec)), WithMemory(b)}, opts...)...)
+}
+
+// withHookedMemory calls the kill point "memory_append" after each
+// append reached the backend.
+func withHookedMemory(h *hooks) Option {
+	return func(o *options) {
+		if o.memory != nil {
+			o.memory = hookedMemory{Backend: o.memory, h: h}
+		}
+	}
+}
+
+type hookedMemory struct {
+	memory.Backend
+	h *hooks
+}
+
+func (m hookedMemory) Memory() memory.Memory {
+	return hookedStreams{Memory: m.Backend.Memory(), h: m.h}
+}
+
+type hookedStreams struct {
+	memory.Memory
+	h *hooks
+}
+
+func (m hookedStreams) Append(ctx context.Context, e memory.Entry, keep memory.Retention) (memory.Entry, error) {
+	out, err := m.Memory.Append(ctx, e, keep)
+	m.h.at("memory_append")
+	return out, err
+}
+
+// hookedEcho is echo with kill points around its effect.
+func hookedEcho(h *hooks) *tool.Registry {
+	echo := tool.Must(tool.Func("echo", "Echo text.", func(_ context.Context, in echoArgs) (string, error) {
+		h.at("tool_start:echo")
+		defer h.at("tool_end:echo")
+		return in.Text, nil
+	}, tool.WithIdempotency(tool.Safe)))
+	r, _ := tool.NewRegistry(echo)
+	return r
+}
+
+// crashRun is killedRun for a scenario: the id of the top run it left.
+func crashRun(t *testing.T, st *testStore, scenario, point string) string {
+	t.Helper()
+	t.Setenv(scenarioEnv, scenario)
+	id := interruptedRun(t, st, point)
+	if run, err := st.Get(context.Background(), id); err == nil && run.ParentID != "" {
+		return run.ParentID // the sub-run began last
+	}
+	return id
+}
+
+// A kill after the end-of-run memory write reached the stream, before
+// the run's end was on record: the resumed run does not write it again.
+func TestKillAfterTheMemoryWrite(t *testing.T) {
+	ctx := context.Background()
+	for _, b := range backends {
+		t.Run(b.name, func(t *testing.T) {
+			st := openStore(t, b.dsn(t))
+			id := crashRun(t, st, "memory", "memory_append#1")
+			mem, _ := st.Store.(memory.Backend)
+			a, err := memoryPayer(st.Store, durableTools(t, ledger{filepath.Join(t.TempDir(), "l")}, true, nil))
+			if err != nil {
+				t.Fatal(err)
+			}
+			sess, err := a.Resume(ctx, st, id)
+			if err != nil {
+				t.Fatal(err)
+			}
+			res, err := sess.Run(ctx)
+			if err != nil || !res.Success {
+				t.Fatalf("resume: %v", err)
+			}
+			entries, _ := mem.Memory().Read(ctx, "ledger", memory.ReadOptions{})
+			if len(entries) != 1 || entries[0].RunID != id {
+				t.Errorf("the stream holds %d entries after the resume; want the one the killed run wrote: %+v", len(entries), entries)
+			}
+			if len(res.MemoryDeltas) != 1 || res.MemoryDeltas[0].ID != entries[0].ID {
+				t.Errorf("memory_deltas %+v; want the entry written before the kill", res.MemoryDeltas)
+			}
+		})
+	}
+}
+
+// A kill inside a sub-agent's run, or after it ended but before its
+// caller recorded the answer: the resumed caller continues the same
+// sub-run (or takes its stored Result) instead of running the sub-agent
+// again.
+func TestKillInASubAgent(t *testing.T) {
+	ctx := context.Background()
+	for _, point := range []string{"tool_end:echo#1", "after_final_write#1"} {
+		t.Run(point, func(t *testing.T) {
+			st := openStore(t, filepathJoin(t, "runs.db"))
+			id := crashRun(t, st, "subagent", point)
+			subs, _ := st.List(ctx, store.Filter{ParentID: id})
+			if len(subs) != 1 {
+				t.Fatalf("%d sub-runs before the resume; want the killed one", len(subs))
+			}
+			a, err := Stored(ctx, st, id, WithTools(hookedEcho(nil)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			sess, err := a.Resume(ctx, st, id)
+			if err != nil {
+				t.Fatal(err)
+			}
+			res, err := sess.Run(ctx)
+			if err != nil || !res.Success || !strings.Contains(res.RawContent, "a small helper") {
+				t.Fatalf("resume: %v %+v", err, res)
+			}
+			subs, _ = st.List(ctx, store.Filter{ParentID: id})
+			if len(subs) != 1 || subs[0].Status != store.Completed {
+				t.Errorf("sub-runs after the resume: %+v; want the one, completed", subs)
+			}
+		})
+	}
+}
