@@ -1,7 +1,6 @@
 package agent
 
 import (
-	"context"
 	"fmt"
 	"log/slog"
 	"runtime/debug"
@@ -30,7 +29,7 @@ func newRunLog(l *slog.Logger, r *run) runLog {
 	return runLog{l: l, r: r}
 }
 
-func (g *runLog) on(level slog.Level) bool { return g.l.Enabled(context.Background(), level) }
+func (g *runLog) on(level slog.Level) bool { return g.l.Enabled(g.r.ctx, level) }
 
 func (g *runLog) emit(level slog.Level, msg string, attrs ...slog.Attr) {
 	if g.r.st.Turn < g.r.quiet {
@@ -54,7 +53,8 @@ func (g *runLog) emit(level slog.Level, msg string, attrs ...slog.Attr) {
 	all := make([]slog.Attr, 0, len(g.base)+1+len(attrs))
 	all = append(all, g.base...)
 	all = append(all, slog.Int("turn", g.r.st.Turn))
-	g.l.LogAttrs(context.Background(), level, msg, append(all, attrs...)...)
+	// The run's context carries the caller's values: a handler reads its trace ids.
+	g.l.LogAttrs(g.r.ctx, level, msg, append(all, attrs...)...)
 }
 
 func (g *runLog) runStart() {

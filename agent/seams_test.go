@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"io"
 	"errors"
 	"log/slog"
 	"strings"
@@ -199,6 +200,44 @@ func TestLogRecords(t *testing.T) {
 	want := "INFO run start|DEBUG turn start|DEBUG model call|DEBUG tool call|DEBUG turn start|DEBUG model call|INFO run end"
 	if got := strings.Join(msgs, "|"); got != want {
 		t.Errorf("records\n%s\nwant\n%s", got, want)
+	}
+}
+
+// ctxHandler is a slog handler that notes what the caller's context
+// carried when each record was handled: how a handler reads trace ids.
+type ctxHandler struct {
+	slog.Handler
+	seen *[]any
+}
+
+type traceKey struct{}
+
+func (h ctxHandler) Handle(ctx context.Context, r slog.Record) error {
+	*h.seen = append(*h.seen, ctx.Value(traceKey{}))
+	return nil
+}
+
+// Log records are handled with the caller's context, whose values a
+// handler may read.
+func TestLogRecordsCarryTheCallersContext(t *testing.T) {
+	var seen []any
+	l := slog.New(ctxHandler{Handler: slog.NewTextHandler(io.Discard, &slog.HandlerOptions{Level: slog.LevelDebug}), seen: &seen})
+	rec := &recorder{replies: []reply{calls(call("1", "add", `{"a":1,"b":2}`)), answer("3")}}
+	a, err := New(mustSpec(t, `{`+base+`, "tools": ["add"]}`), WithProvider(rec, "test"), WithTools(testTools(t)), WithLogger(l))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.WithValue(context.Background(), traceKey{}, "trace-4bf92f35")
+	if _, err := a.Run(ctx, map[string]any{"who": "x"}); err != nil {
+		t.Fatal(err)
+	}
+	if len(seen) == 0 {
+		t.Fatal("no records")
+	}
+	for i, v := range seen {
+		if v != "trace-4bf92f35" {
+			t.Errorf("record %d was handled with a context without the caller's value (%v)", i, v)
+		}
 	}
 }
 
