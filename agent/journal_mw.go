@@ -27,9 +27,11 @@ func journalOf(ctx context.Context) *journal {
 	return nil
 }
 
-// journalModel is the provider middleware of the run log, innermost of
-// the user's provider middleware: it sees one call per model turn, after
-// retries and fallback. Outside a durable run it passes calls through.
+// journalModel is the provider middleware of the run log, outermost of
+// the model chain (around the user's provider middleware, retries and
+// fallback): it sees one call per model turn, and a call the log serves
+// on resume or replay reaches none of them. Outside a durable run it
+// passes calls through.
 func journalModel(next llm.Provider) llm.Provider {
 	if s, ok := next.(llm.Streamer); ok {
 		return &journaledStream{journaled: journaled{next: next}, stream: s}

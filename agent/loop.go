@@ -63,7 +63,8 @@ type run struct {
 // error is nil on success; otherwise it matches one of ErrMaxTurns,
 // ErrTimeout, ErrAborted, ErrBudgetExceeded, ErrModel (with the failed
 // call's *llm.APIError), ErrTool, ErrValidation or ErrConfig with
-// errors.Is. The Result is never nil.
+// errors.Is. The Result is nil only when the session cannot run at all:
+// it ran before (ErrSessionUsed), or its service refused it.
 func (s *Session) Run(ctx context.Context) (*Result, error) {
 	s.mu.Lock()
 	if s.started {

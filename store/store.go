@@ -8,7 +8,7 @@
 // The interfaces are small, one per role: Runs (create, find, list,
 // prune), Log (append, read), Leases (who drives a run) and Audit (the
 // policy layer's hash-chained audit log). A backend
-// implements all three as a Store; backends register with Register in
+// implements all four as a Store; backends register with Register in
 // the manner of database/sql drivers, and Open picks one by the form of
 // its data source name. Two ship with agentry: store/sqlite (one file,
 // pure Go, the embedded default) and store/postgres (the server backend).
