@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"path/filepath"
 	"sort"
 	"strings"
 
@@ -314,16 +313,4 @@ func Interrupted(ctx context.Context, st store.Store) ([]store.Run, error) {
 		}
 	}
 	return st.List(ctx, store.Filter{Status: store.Interrupted, Limit: 1000})
-}
-
-// absDir makes a directory recorded in a run absolute, so that a resume
-// from elsewhere finds it.
-func absDir(dir string) string {
-	if dir == "" {
-		return ""
-	}
-	if a, err := filepath.Abs(dir); err == nil {
-		return a
-	}
-	return dir
 }

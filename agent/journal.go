@@ -129,13 +129,13 @@ func (j *journal) begin(ctx context.Context, s *Session) error {
 	if j.log == nil {
 		a := s.agent
 		start := &runlog.Start{Kind: "agent", RunID: r.st.RunID, SessionID: r.st.SessionID, ParentRunID: r.st.ParentRunID,
-			Spec: runlog.JSON(a.spec), BaseDir: absDir(a.o.baseDir), Model: a.o.model, Input: r.st.Input, UserID: s.cfg.userID,
+			Spec: runlog.JSON(a.spec), BaseDir: runlog.AbsDir(a.o.baseDir), Model: a.o.model, Input: r.st.Input, UserID: s.cfg.userID,
 			CorrelationID: s.cfg.correlationID, TraceParent: s.cfg.traceParent, Metadata: s.cfg.metadata, StartedAt: r.st.StartedAt.Time}
 		if r.mem != nil {
 			start.Memory = r.mem.startRecord(r.st.RunID)
 		}
 		if a.o.agents != nil {
-			start.AgentsDir = absDir(a.o.agents.Path)
+			start.AgentsDir = runlog.AbsDir(a.o.agents.Path)
 		}
 		j.w, err = runlog.Create(ctx, s.cfg.store, store.Run{ID: r.st.RunID, Kind: "agent", Name: a.spec.AgentName,
 			Version: a.spec.Version, ParentID: r.st.ParentRunID, SessionID: r.st.SessionID, CreatedAt: r.st.StartedAt.Time}, start, red)

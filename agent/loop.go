@@ -13,6 +13,7 @@ import (
 	"github.com/agentry/agentry/event"
 	"github.com/agentry/agentry/internal/lazyctx"
 	"github.com/agentry/agentry/llm"
+	"github.com/agentry/agentry/runlog"
 	"github.com/agentry/agentry/tool"
 )
 
@@ -477,7 +478,7 @@ func (r *run) now() time.Time {
 	return r.runStart.Add(time.Since(r.runStart))
 }
 
-func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+func ms(d time.Duration) float64 { return runlog.Millis(d) }
 
 // jsonValue converts Go values to the form JSON decoding produces, which
 // is what schema validation expects.

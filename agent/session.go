@@ -5,12 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"math/rand/v2"
 	"slices"
 	"strings"
 	"sync"
 
 	"github.com/agentry/agentry/event"
+	"github.com/agentry/agentry/internal/ids"
 	"github.com/agentry/agentry/llm"
 	"github.com/agentry/agentry/prompt"
 	"github.com/agentry/agentry/schema"
@@ -201,9 +201,9 @@ func (a *Agent) NewSession(input map[string]any, opts ...RunOption) (*Session, e
 	}
 	id := c.sessionID
 	if id == "" {
-		id = newID("ses")
+		id = ids.New("ses")
 	}
-	s.state = State{SessionID: id, RunID: newID("run"),
+	s.state = State{SessionID: id, RunID: ids.New("run"),
 		AgentName: a.spec.AgentName, AgentVersion: a.spec.Version, Input: input, Messages: msgs}
 	if c.parent != nil {
 		s.state.ParentRunID = c.parent.runID
@@ -345,20 +345,4 @@ func toolsMessages(a *Agent, input map[string]any) ([]llm.Message, []string) {
 	}
 	msgs = append(msgs, a.examples()...)
 	return append(msgs, llm.Message{Role: llm.RoleUser, Content: user}), probs
-}
-
-// newID returns prefix_ and 16 hex digits from the runtime's
-// cryptographically seeded generator: unique across processes, and cheap.
-func newID(prefix string) string {
-	var b [32]byte
-	n := copy(b[:], prefix)
-	b[n] = '_'
-	n++
-	x := rand.Uint64()
-	const digits = "0123456789abcdef"
-	for i := 15; i >= 0; i-- {
-		b[n+i] = digits[x&0xf]
-		x >>= 4
-	}
-	return string(b[:n+16])
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"path/filepath"
 
 	"github.com/agentry/agentry/agent"
 	"github.com/agentry/agentry/event"
@@ -47,8 +46,8 @@ func (r *runState) openStore(ctx context.Context, c *runConfig) error {
 	var w *runlog.Writer
 	var err error
 	if c.runID == "" {
-		start := &runlog.Start{Kind: "pipeline", RunID: r.runID, Definition: runlog.JSON(def), BaseDir: abs(r.p.baseDir),
-			AgentsDir: abs(r.p.agentsDir), Input: r.env.RawInput, StartedAt: r.start}
+		start := &runlog.Start{Kind: "pipeline", RunID: r.runID, Definition: runlog.JSON(def), BaseDir: runlog.AbsDir(r.p.baseDir),
+			AgentsDir: runlog.AbsDir(r.p.agentsDir), Input: r.env.RawInput, StartedAt: r.start}
 		w, err = runlog.Create(ctx, c.store, store.Run{ID: r.runID, Kind: "pipeline", Name: def.PipelineName, Version: def.Version,
 			SessionID: r.env.ID, CreatedAt: r.start}, start, r.p.red)
 	} else {
@@ -148,13 +147,4 @@ func Stored(ctx context.Context, st store.Store, runID string, opts ...Option) (
 		return nil, nil, fmt.Errorf("run %s: its Result: %w", runID, err)
 	}
 	return p, res.Envelope, nil
-}
-
-// abs makes a recorded directory absolute, so that a resume from
-// elsewhere finds it.
-func abs(dir string) string {
-	if a, err := filepath.Abs(dir); err == nil {
-		return a
-	}
-	return dir
 }

@@ -2,8 +2,6 @@ package pipeline
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -12,10 +10,10 @@ import (
 	"reflect"
 	"slices"
 	"strings"
-	"time"
 
 	"github.com/agentry/agentry/agent"
 	"github.com/agentry/agentry/event"
+	"github.com/agentry/agentry/internal/ids"
 	"github.com/agentry/agentry/policy"
 	"github.com/agentry/agentry/spec"
 	"github.com/agentry/agentry/store"
@@ -225,7 +223,7 @@ func (p *Pipeline) Run(ctx context.Context, input map[string]any, opts ...RunOpt
 	if input == nil {
 		input = map[string]any{}
 	}
-	env := &Envelope{Format: EnvelopeFormat, ID: newID("env"), Pipeline: p.def.PipelineName, RawInput: input,
+	env := &Envelope{Format: EnvelopeFormat, ID: ids.New("env"), Pipeline: p.def.PipelineName, RawInput: input,
 		Outputs: map[string]map[string]any{}, Metadata: map[string]any{}, History: []StageRecord{}, Current: p.def.Start}
 	return p.run(ctx, env, opts)
 }
@@ -246,12 +244,6 @@ func (p *Pipeline) Resume(ctx context.Context, env *Envelope, answer any, opts .
 	env.Metadata["user_response"] = answer
 	env.Current, env.Pending = env.Pending.Stage, nil
 	return p.run(ctx, env, opts)
-}
-
-func newID(prefix string) string {
-	var b [8]byte
-	_, _ = rand.Read(b[:])
-	return prefix + "_" + hex.EncodeToString(b[:])
 }
 
 // equal compares JSON values whatever their Go types (json.Number, float64, int).
@@ -284,5 +276,3 @@ func lookup(out map[string]any, path string) (any, bool) {
 	}
 	return cur, true
 }
-
-func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/agentry/agentry/agent"
 	"github.com/agentry/agentry/event"
+	"github.com/agentry/agentry/internal/ids"
 	"github.com/agentry/agentry/runlog"
 	"github.com/agentry/agentry/spec"
 )
@@ -39,7 +40,7 @@ func (p *Pipeline) run(ctx context.Context, env *Envelope, opts []RunOption) (*R
 	for _, o := range opts {
 		o(&c)
 	}
-	r := &runState{p: p, env: env, bus: event.NewBus(c.bus), runID: newID("run"), start: time.Now(), sessionOpts: c.sessionOpts}
+	r := &runState{p: p, env: env, bus: event.NewBus(c.bus), runID: ids.New("run"), start: time.Now(), sessionOpts: c.sessionOpts}
 	if c.runID != "" {
 		r.runID = c.runID
 	}
@@ -91,7 +92,7 @@ func (r *runState) stage(ctx context.Context, st *stage) (bool, *Result, error) 
 	r.emit(event.Event{Type: event.AgentStarted, Data: map[string]any{"stage": st.def.Name, "agent": st.name, "hop": env.HopCount}})
 	fail := func(code string, err error) (bool, *Result, error) {
 		rec.Outcome, rec.Error = agent.OutcomeError, err.Error()
-		rec.DurationMS = ms(time.Since(rec.StartedAt.Time))
+		rec.DurationMS = runlog.Millis(time.Since(rec.StartedAt.Time))
 		env.History = append(env.History, rec)
 		env.Errors = append(env.Errors, StageError{Stage: st.def.Name, Code: code, Message: err.Error()})
 		r.completed(rec)
@@ -143,7 +144,7 @@ func (r *runState) stage(ctx context.Context, st *stage) (bool, *Result, error) 
 		return fail(agent.CodeConfigError, err)
 	}
 	rec.Next = next
-	rec.DurationMS = ms(time.Since(rec.StartedAt.Time))
+	rec.DurationMS = runlog.Millis(time.Since(rec.StartedAt.Time))
 	env.History = append(env.History, rec)
 	r.completed(rec)
 	switch outcome {
@@ -344,7 +345,7 @@ func (r *runState) finish(outcome agent.Outcome, reason agent.TerminateReason, c
 	t := &r.res.Result
 	now := time.Now()
 	t.FinishedAt = agent.Timestamp{Time: now}
-	t.Metrics.DurationMS = ms(now.Sub(r.start))
+	t.Metrics.DurationMS = runlog.Millis(now.Sub(r.start))
 	t.Iterations = r.env.HopCount
 	t.Outcome, t.TerminateReason = outcome, reason
 	t.Success = err == nil && (outcome.IsSuccess() || outcome == agent.OutcomeTerminate)

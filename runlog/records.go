@@ -9,6 +9,7 @@ package runlog
 
 import (
 	"encoding/json"
+	"path/filepath"
 	"time"
 
 	"github.com/agentry/agentry/llm"
@@ -131,7 +132,7 @@ type ToolResult struct {
 // starting at start.
 func NewToolResult(call *tool.Call, out tool.Output, err error, start time.Time) ToolResult {
 	rec := ToolResult{CallID: call.ID, Tool: call.Name, Arguments: string(call.Arguments), Observation: out.Observation,
-		Attempts: call.Attempt, DurationMS: float64(time.Since(start).Microseconds()) / 1000, StartedAt: start}
+		Attempts: call.Attempt, DurationMS: Millis(time.Since(start)), StartedAt: start}
 	if err != nil {
 		rec.Observation = ""
 		rec.Error = tool.DetailsFrom(err, true)
@@ -174,6 +175,22 @@ type Approval struct {
 	Tool      string `json:"tool"`
 	Arguments string `json:"arguments"`
 	Rule      string `json:"rule"`
+}
+
+// Millis is d in milliseconds to the microsecond, as records and Results
+// give durations.
+func Millis(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+
+// AbsDir makes a directory a start record keeps absolute, so that a
+// resume from elsewhere finds it; "" stays "".
+func AbsDir(dir string) string {
+	if dir == "" {
+		return ""
+	}
+	if a, err := filepath.Abs(dir); err == nil {
+		return a
+	}
+	return dir
 }
 
 // JSON encodes a record. Every record type encodes; a value inside one

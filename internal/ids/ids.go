@@ -1,0 +1,20 @@
+// Package ids makes the ids of runs and sessions.
+package ids
+
+import "math/rand/v2"
+
+// New returns prefix_ and 16 hex digits from the runtime's
+// cryptographically seeded generator: unique across processes, and cheap.
+func New(prefix string) string {
+	var b [32]byte
+	n := copy(b[:], prefix)
+	b[n] = '_'
+	n++
+	x := rand.Uint64()
+	const digits = "0123456789abcdef"
+	for i := 15; i >= 0; i-- {
+		b[n+i] = digits[x&0xf]
+		x >>= 4
+	}
+	return string(b[:n+16])
+}
