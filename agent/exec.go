@@ -125,7 +125,7 @@ func (r *run) exec(index, base int, call *llm.ToolCall, res *ToolResult, transfe
 		if err == nil {
 			r.keepHints(call, res)
 		} else if d := (*tool.ErrorDetails)(nil); errors.As(err, &d) && d.Type == "panic" {
-			r.log.panicked("tool "+call.Name, d.Message, d.Details["stack"])
+			r.logger.panicked("tool "+call.Name, d.Message, d.Details["stack"])
 		}
 	}
 	if res.Err != nil {
@@ -134,7 +134,7 @@ func (r *run) exec(index, base int, call *llm.ToolCall, res *ToolResult, transfe
 		res.Observation = string(res.Output)
 	}
 	res.Duration = time.Since(start)
-	r.log.toolCall(res, base+index+1)
+	r.logger.toolCall(res, base+index+1)
 	if end != nil {
 		r.callEnded(end, res, attempts)
 	}

@@ -93,7 +93,7 @@ func (r *run) finish(final *Final, err error) (*Result, error) {
 	redactResult(res, a.redact)
 	a.metrics.record(res)
 	r.s.agent.sizes.learn(st, len(r.actions))
-	r.log.runEnd(res)
+	r.logger.runEnd(res)
 	if r.s.bus.Active() {
 		e := event.Event{Type: event.RunEnd, Content: st.LastContent, Data: map[string]any{
 			"success": res.Success, "terminate_reason": string(res.TerminateReason), "outcome": string(res.Outcome),

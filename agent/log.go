@@ -9,12 +9,12 @@ import (
 	"github.com/agentry/agentry/llm"
 )
 
-// runLog writes a run's slog records: run start and end (info), each
+// runLogger writes a run's slog records: run start and end (info), each
 // turn, model call and tool call (debug), retries (warn) and failures
 // (warn for a failed call, error for a failed run or a panic). Each
 // record carries the agent, its version, the run, user, correlation and
 // trace ids and the turn. Nothing is built when the level is off.
-type runLog struct {
+type runLogger struct {
 	l    *slog.Logger
 	r    *run
 	base []slog.Attr
@@ -22,16 +22,16 @@ type runLog struct {
 
 var discard = slog.New(slog.DiscardHandler)
 
-func newRunLog(l *slog.Logger, r *run) runLog {
+func newRunLogger(l *slog.Logger, r *run) runLogger {
 	if l == nil {
 		l = discard
 	}
-	return runLog{l: l, r: r}
+	return runLogger{l: l, r: r}
 }
 
-func (g *runLog) on(level slog.Level) bool { return g.l.Enabled(g.r.ctx, level) }
+func (g *runLogger) on(level slog.Level) bool { return g.l.Enabled(g.r.ctx, level) }
 
-func (g *runLog) emit(level slog.Level, msg string, attrs ...slog.Attr) {
+func (g *runLogger) emit(level slog.Level, msg string, attrs ...slog.Attr) {
 	if g.r.st.Turn < g.r.quiet {
 		return // a resumed run replays these turns: they were logged when they ran
 	}
@@ -57,7 +57,7 @@ func (g *runLog) emit(level slog.Level, msg string, attrs ...slog.Attr) {
 	g.l.LogAttrs(g.r.ctx, level, msg, append(all, attrs...)...)
 }
 
-func (g *runLog) runStart() {
+func (g *runLogger) runStart() {
 	if g.on(slog.LevelInfo) {
 		a := g.r.a
 		g.emit(slog.LevelInfo, "run start", slog.String("mode", string(a.spec.Mode)), slog.String("model", a.modelName),
@@ -65,7 +65,7 @@ func (g *runLog) runStart() {
 	}
 }
 
-func (g *runLog) runEnd(res *Result) {
+func (g *runLogger) runEnd(res *Result) {
 	level := slog.LevelInfo
 	if res.Error != nil && res.Outcome == OutcomeError {
 		level = slog.LevelError
@@ -87,13 +87,13 @@ func (g *runLog) runEnd(res *Result) {
 	g.emit(level, "run end", attrs...)
 }
 
-func (g *runLog) turnStart() {
+func (g *runLogger) turnStart() {
 	if g.on(slog.LevelDebug) {
 		g.emit(slog.LevelDebug, "turn start")
 	}
 }
 
-func (g *runLog) modelCall(mc *ModelCall, err error) {
+func (g *runLogger) modelCall(mc *ModelCall, err error) {
 	level := slog.LevelDebug
 	if err != nil {
 		level = slog.LevelWarn
@@ -109,7 +109,7 @@ func (g *runLog) modelCall(mc *ModelCall, err error) {
 	g.emit(level, "model call", attrs...)
 }
 
-func (g *runLog) toolCall(res *ToolResult, n int) {
+func (g *runLogger) toolCall(res *ToolResult, n int) {
 	level := slog.LevelDebug
 	if res.Err != nil {
 		level = slog.LevelWarn
@@ -125,13 +125,13 @@ func (g *runLog) toolCall(res *ToolResult, n int) {
 	g.emit(level, "tool call", attrs...)
 }
 
-func (g *runLog) retry(attempt int, wait time.Duration, err error) {
+func (g *runLogger) retry(attempt int, wait time.Duration, err error) {
 	if g.on(slog.LevelWarn) {
 		g.emit(slog.LevelWarn, "model call retry", slog.Int("attempt", attempt), slog.Duration("wait", wait), slog.String("error", g.clean(err.Error())))
 	}
 }
 
-func (g *runLog) fallback(info llm.FallbackInfo) {
+func (g *runLogger) fallback(info llm.FallbackInfo) {
 	if g.on(slog.LevelWarn) {
 		g.emit(slog.LevelWarn, "model fallback", slog.String("from", info.FromProvider+":"+info.FromModel),
 			slog.String("to", info.ToProvider+":"+info.ToModel), slog.String("error", g.clean(info.Err.Error())))
@@ -139,11 +139,11 @@ func (g *runLog) fallback(info llm.FallbackInfo) {
 }
 
 // clean redacts secrets from text a record carries.
-func (g *runLog) clean(s string) string { return g.r.a.redact.String(s) }
+func (g *runLogger) clean(s string) string { return g.r.a.redact.String(s) }
 
 // panicked logs a recovered panic with its stack; a nil stack is taken
 // here, which works while the deferred recover is still running.
-func (g *runLog) panicked(what string, p, stack any) {
+func (g *runLogger) panicked(what string, p, stack any) {
 	if g.on(slog.LevelError) {
 		if stack == nil {
 			stack = string(debug.Stack())

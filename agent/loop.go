@@ -27,7 +27,7 @@ type run struct {
 	ctx     context.Context
 	req     llm.Request
 	turn    Turn
-	log     runLog
+	logger     runLogger
 	limits  budget // the spec's limits, tightened by the run's budget
 
 	attempts int // attempts of the model call in flight
@@ -113,7 +113,7 @@ func (s *Session) Run(ctx context.Context) (*Result, error) {
 	ctx = withLink(ctx, &r.link)
 	ctx = llm.WithTrace(ctx, &llm.Trace{Retry: r.onRetry, Fallback: r.onFallback})
 	r.ctx = ctx
-	r.log = newRunLog(s.logger, r)
+	r.logger = newRunLogger(s.logger, r)
 	r.runStart = time.Now()
 	r.st.StartedAt = Timestamp{r.runStart}
 	r.st.ToolLatencyMS = map[string]float64{}
@@ -135,7 +135,7 @@ func (s *Session) Run(ctx context.Context) (*Result, error) {
 	if err != nil {
 		return r.finish(nil, err)
 	}
-	r.log.runStart()
+	r.logger.runStart()
 	if s.bus.Active() {
 		r.emit(event.Event{Type: event.RunStart, Data: map[string]any{
 			"agent_version": a.spec.Version, "model": a.modelName, "provider": a.providerName, "session_id": s.state.SessionID}})
@@ -206,7 +206,7 @@ func (r *run) loop() (*Final, error) {
 func (r *run) plan() (d Decision, err error) {
 	defer func() {
 		if p := recover(); p != nil {
-			r.log.panicked("planner", p, nil)
+			r.logger.panicked("planner", p, nil)
 			d, err = Decision{}, fmt.Errorf("%w: planner panicked: %v", ErrConfig, p)
 		}
 	}()
@@ -278,7 +278,7 @@ func (r *run) skip(calls []llm.ToolCall, why error) {
 }
 
 func (r *run) startTurn() {
-	r.log.turnStart()
+	r.logger.turnStart()
 	if r.s.bus.Active() {
 		r.turnAt = r.now()
 		r.emit(event.Event{Type: event.TurnStart, Time: r.turnAt})
@@ -353,7 +353,7 @@ func (r *run) failure(err error) error {
 
 func (r *run) onRetry(info llm.RetryInfo) {
 	r.attempts++
-	r.log.retry(info.Attempt, info.Wait, info.Err)
+	r.logger.retry(info.Attempt, info.Wait, info.Err)
 	if r.s.bus.Active() {
 		r.emit(event.Event{Type: event.Retry, Attempt: info.Attempt, WaitMS: info.Wait.Milliseconds(),
 			Error: &event.ErrorInfo{Code: CodeLLMError, Message: info.Err.Error()}})
@@ -363,7 +363,7 @@ func (r *run) onRetry(info llm.RetryInfo) {
 // onFallback reports a fall-over to the next model as a retry event.
 func (r *run) onFallback(info llm.FallbackInfo) {
 	r.attempts++
-	r.log.fallback(info)
+	r.logger.fallback(info)
 	if r.s.bus.Active() {
 		r.emit(event.Event{Type: event.Retry, Error: &event.ErrorInfo{Code: CodeLLMError, Message: info.Err.Error()},
 			Data: map[string]any{"fallback_from": info.FromProvider + ":" + info.FromModel, "fallback_to": info.ToProvider + ":" + info.ToModel}})
@@ -397,12 +397,12 @@ func (r *run) callModel(ctx context.Context) (*llm.Response, error) {
 			mc.Partial = resp.Content
 		}
 		st.ModelCalls = append(st.ModelCalls, mc)
-		r.log.modelCall(&mc, err)
+		r.logger.modelCall(&mc, err)
 		return nil, err
 	}
 	r.account(resp, &mc)
 	st.ModelCalls = append(st.ModelCalls, mc)
-	r.log.modelCall(&mc, nil)
+	r.logger.modelCall(&mc, nil)
 	return resp, nil
 }
 
