@@ -27,7 +27,7 @@ type run struct {
 	ctx     context.Context
 	req     llm.Request
 	turn    Turn
-	logger     runLogger
+	logger  runLogger
 	limits  budget // the spec's limits, tightened by the run's budget
 
 	attempts int // attempts of the model call in flight
