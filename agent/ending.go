@@ -171,25 +171,11 @@ func IsConfigError(err error) bool {
 	return errors.Is(err, ErrConfig) || errors.Is(err, spec.ErrInvalid) || errors.Is(err, ErrInvalidInput)
 }
 
-// IsTerminal reports whether the outcome ends a pipeline: an error, a
-// terminate, or a pause for the user (clarify, confirm).
-func (o Outcome) IsTerminal() bool {
-	switch o {
-	case OutcomeError, OutcomeTerminate, OutcomeClarify, OutcomeConfirm:
-		return true
-	}
-	return false
-}
-
 // IsSuccess reports whether the outcome counts as work done: success,
 // partial and skip.
 func (o Outcome) IsSuccess() bool {
 	return o == OutcomeSuccess || o == OutcomePartial || o == OutcomeSkip
 }
-
-// RequiresLoop reports whether the outcome sends a pipeline back: replan
-// and loop_back.
-func (o Outcome) RequiresLoop() bool { return o == OutcomeReplan || o == OutcomeLoopBack }
 
 // Valid reports whether o is one of the nine outcomes.
 func (o Outcome) Valid() bool {

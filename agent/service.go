@@ -172,17 +172,6 @@ func (s *Service) Abort(id string) error {
 	return nil
 }
 
-// Sessions returns the ids of the sessions running now.
-func (s *Service) Sessions() []string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	ids := make([]string, 0, len(s.running))
-	for id := range s.running {
-		ids = append(ids, id)
-	}
-	return ids
-}
-
 // Stop refuses new sessions, aborts the running ones and waits for them to
 // end, or for ctx. It starts no goroutine.
 func (s *Service) Stop(ctx context.Context) error {
