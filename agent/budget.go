@@ -7,16 +7,6 @@ import (
 	"github.com/agentry/agentry/tool"
 )
 
-// Budget tightens a run's limits (Noema's context.budget): each field set
-// replaces the spec's limit when it is lower. Zero fields add nothing.
-type Budget struct {
-	MaxTurns       int
-	MaxTotalTokens int
-	MaxCostUSD     float64
-	MaxToolCalls   int
-	Timeout        time.Duration
-}
-
 // budget is a run's effective limits; -1 means none.
 type budget struct {
 	maxTurns     int
@@ -46,14 +36,14 @@ func limitsOf(l spec.Limits) budget {
 // of its parent's.
 func (c *runConfig) tighten(l spec.Limits) budget {
 	b := limitsOf(l)
-	// The caller's budget: zero fields add nothing.
-	u := c.budget
+	// The caller's limits: zero fields add nothing.
+	u := c.limits
 	capPositive(&b.maxTurns, u.MaxTurns)
 	capPositive(&b.maxTokens, u.MaxTotalTokens)
 	capPositive(&b.maxToolCalls, u.MaxToolCalls)
 	capPositive(&b.maxCost, u.MaxCostUSD)
-	if u.Timeout > 0 && (b.timeout <= 0 || u.Timeout < b.timeout) {
-		b.timeout = u.Timeout
+	if t := time.Duration(u.TimeoutMS) * time.Millisecond; t > 0 && (b.timeout <= 0 || t < b.timeout) {
+		b.timeout = t
 	}
 	// A sub-agent may spend at most what its parent has left: here a
 	// remaining 0 is a limit of 0, not "none".

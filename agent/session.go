@@ -14,6 +14,7 @@ import (
 	"github.com/agentry/agentry/llm"
 	"github.com/agentry/agentry/prompt"
 	"github.com/agentry/agentry/schema"
+	"github.com/agentry/agentry/spec"
 	"github.com/agentry/agentry/store"
 	"github.com/agentry/agentry/tool"
 )
@@ -63,7 +64,7 @@ type runConfig struct {
 	parent        *link
 	parentRunID   string
 	parentBudget  *tool.Budget
-	budget        Budget
+	limits        spec.Limits
 	store         store.Store
 	resume        *resumeConfig
 	decisions     map[string]bool // Approve (true) and Deny (false), by key once Resume bound them
@@ -129,8 +130,12 @@ func WithMetadata(md map[string]string) RunOption { return func(c *runConfig) { 
 // store that fails mid-run stops the run (ErrStore).
 func WithStore(st store.Store) RunOption { return func(c *runConfig) { c.store = st } }
 
-// WithBudget tightens the spec's limits for this run.
-func WithBudget(b Budget) RunOption { return func(c *runConfig) { c.budget = b } }
+// WithLimits tightens the spec's budgets for this run (Noema's
+// context.budget): MaxTurns, TimeoutMS, MaxTotalTokens, MaxCostUSD and
+// MaxToolCalls each replace the spec's when lower; zero fields add
+// nothing. The other limits (per-call timeouts, parallelism,
+// observation size) are the agent's, set by its spec.
+func WithLimits(l spec.Limits) RunOption { return func(c *runConfig) { c.limits = l } }
 
 // InputError reports input that does not fit the agent.
 type InputError struct {

@@ -22,11 +22,11 @@ func WithStore(st store.Store) RunOption { return func(c *runConfig) { c.store =
 // the same run (see Stored).
 func WithRunID(id string) RunOption { return func(c *runConfig) { c.runID = id } }
 
-// Decision answers a stage paused with the outcome confirm: approved or
+// Confirmation answers a stage paused with the outcome confirm: approved or
 // not, and why. Given to Resume as the answer, it reaches the stage's
 // agent as user_response ({"approved": ..., "reason": ...}) and, in a
 // stored run, the audit log.
-type Decision struct {
+type Confirmation struct {
 	Approved bool   `json:"approved"`
 	Reason   string `json:"reason,omitempty"`
 }
@@ -88,7 +88,7 @@ func (r *runState) takeOver(ctx context.Context, st store.Store) (*runlog.Writer
 		runlog.Release(ctx, st, r.runID, holder)
 		return nil, err
 	}
-	if dec, ok := r.env.Metadata["user_response"].(Decision); ok {
+	if dec, ok := r.env.Metadata["user_response"].(Confirmation); ok {
 		decision := map[bool]string{true: "approve", false: "deny"}[dec.Approved]
 		if err := w.Audit(ctx, store.AuditRecord{Agent: r.p.def.PipelineName, Rule: "pipeline.confirm",
 			Decision: decision, Target: "stage:" + r.env.Current, Reason: dec.Reason}); err != nil {

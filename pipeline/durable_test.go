@@ -70,7 +70,7 @@ func TestStoredPauseAndResume(t *testing.T) {
 	}
 }
 
-// A confirm is decided like a call: a Decision as the answer reaches the
+// A confirm is decided like a call: a Confirmation as the answer reaches the
 // stage and, in a stored run, the audit log.
 func TestConfirmDecisionAudited(t *testing.T) {
 	ctx := context.Background()
@@ -86,7 +86,7 @@ func TestConfirmDecisionAudited(t *testing.T) {
 	}}), WithHooks("b", Hooks{Service: func(_ context.Context, env *Envelope) (map[string]any, error) {
 		if ans, ok := env.Metadata["user_response"]; ok {
 			got = ans
-			return map[string]any{"confirmed": ans.(Decision).Approved}, nil
+			return map[string]any{"confirmed": ans.(Confirmation).Approved}, nil
 		}
 		return map[string]any{"outcome": "confirm", "question": "Deploy?"}, nil
 	}}), WithHooks("c", Hooks{Service: func(context.Context, *Envelope) (map[string]any, error) { return map[string]any{}, nil }}))
@@ -101,11 +101,11 @@ func TestConfirmDecisionAudited(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	res2, err := p.Resume(ctx, env, Decision{Approved: false, Reason: "not on a Friday"}, WithStore(st), WithRunID(res.ID))
+	res2, err := p.Resume(ctx, env, Confirmation{Approved: false, Reason: "not on a Friday"}, WithStore(st), WithRunID(res.ID))
 	if err != nil || !res2.Success {
 		t.Fatalf("resume: %v", err)
 	}
-	if dec, ok := got.(Decision); !ok || dec.Approved || dec.Reason != "not on a Friday" {
+	if dec, ok := got.(Confirmation); !ok || dec.Approved || dec.Reason != "not on a Friday" {
 		t.Errorf("the stage got %#v", got)
 	}
 	recs, _ := st.AuditLog(ctx, res.ID)

@@ -186,7 +186,7 @@ func resumePipeline(ctx context.Context, st store.Store, run store.Run, f resume
 			return usageErr(fmt.Errorf("pipeline run %s waits at stage %s (%s): --approve or --deny %s at a confirm, --answer otherwise",
 				run.ID, stage, env.Pending.Outcome, stage))
 		}
-		answer = pipeline.Decision{Approved: len(f.approve) == 1, Reason: f.reason}
+		answer = pipeline.Confirmation{Approved: len(f.approve) == 1, Reason: f.reason}
 	}
 	listeners, closeFn, err := eventListeners(f.runFlags, stderr)
 	if err != nil {
