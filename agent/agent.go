@@ -87,7 +87,7 @@ type options struct {
 	transportMW []llm.Middleware
 	toolMW      []tool.Middleware
 	planner     Planner
-	service     ServiceFunc
+	service     WorkFunc
 	meters      metric.MeterProvider
 	rules       []hostRule
 	memory      memory.Backend
@@ -161,9 +161,9 @@ func WithRule(name string, r policy.Rule) Option {
 // WithPlanner makes the agent plan with p instead of its mode's planner.
 func WithPlanner(p Planner) Option { return func(o *options) { o.planner = p } }
 
-// WithService sets the Go function that does the work of a service-mode
+// WithWork sets the Go function that does the work of a service-mode
 // agent.
-func WithService(fn ServiceFunc) Option { return func(o *options) { o.service = fn } }
+func WithWork(fn WorkFunc) Option { return func(o *options) { o.service = fn } }
 
 // WithLogger sets where the agent logs its runs, turns, model and tool
 // calls and failures (see docs/agents.md, "Logs"). The default logs

@@ -123,8 +123,8 @@ func (t *Turn) Generate(ctx context.Context) (*llm.Response, error) {
 // ErrValidation.
 func (t *Turn) Answer(text string) Decision { return t.r.answer(text) }
 
-// ServiceFunc does the work of a service-mode agent: Go code, no model.
-type ServiceFunc func(ctx context.Context, input map[string]any) (map[string]any, error)
+// WorkFunc does the work of a service-mode agent: Go code, no model.
+type WorkFunc func(ctx context.Context, input map[string]any) (map[string]any, error)
 
 // mode is what a mode brings: how its first messages are composed and
 // its planner.
@@ -184,11 +184,11 @@ func (structuredPlanner) Next(ctx context.Context, t *Turn) (Decision, error) {
 }
 
 // serviceRunner runs the agent's Go service function once.
-type serviceRunner struct{ fn ServiceFunc }
+type serviceRunner struct{ fn WorkFunc }
 
 func (s serviceRunner) Next(ctx context.Context, t *Turn) (Decision, error) {
 	if s.fn == nil {
-		return Decision{}, fmt.Errorf("%w: mode service needs a Go function to do its work (agent.WithService, or a pipeline stage's Service hook)", ErrConfig)
+		return Decision{}, fmt.Errorf("%w: mode service needs a Go function to do its work (agent.WithWork, or a pipeline stage's Work hook)", ErrConfig)
 	}
 	out, err := s.fn(ctx, t.Input())
 	if err != nil {

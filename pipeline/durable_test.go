@@ -20,14 +20,14 @@ func TestStoredPauseAndResume(t *testing.T) {
 	}
 	defer st.Close()
 	d, _ := Parse("test", []byte(abcDef()))
-	hooks := []Option{WithHooks("a", Hooks{Service: func(context.Context, *Envelope) (map[string]any, error) {
+	hooks := []Option{WithHooks("a", Hooks{Work: func(context.Context, *Envelope) (map[string]any, error) {
 		return map[string]any{"route": map[string]any{"to": "b"}}, nil
-	}}), WithHooks("b", Hooks{Service: func(_ context.Context, env *Envelope) (map[string]any, error) {
+	}}), WithHooks("b", Hooks{Work: func(_ context.Context, env *Envelope) (map[string]any, error) {
 		if ans, ok := env.Metadata["user_response"]; ok {
 			return map[string]any{"env": ans}, nil
 		}
 		return map[string]any{"outcome": "clarify", "question": "Which environment?"}, nil
-	}}), WithHooks("c", Hooks{Service: func(context.Context, *Envelope) (map[string]any, error) { return map[string]any{}, nil }})}
+	}}), WithHooks("c", Hooks{Work: func(context.Context, *Envelope) (map[string]any, error) { return map[string]any{}, nil }})}
 	p, err := New(d, ".", hooks...)
 	if err != nil {
 		t.Fatal(err)
@@ -81,15 +81,15 @@ func TestConfirmDecisionAudited(t *testing.T) {
 	defer st.Close()
 	d, _ := Parse("test", []byte(abcDef()))
 	var got any
-	p, err := New(d, ".", WithHooks("a", Hooks{Service: func(context.Context, *Envelope) (map[string]any, error) {
+	p, err := New(d, ".", WithHooks("a", Hooks{Work: func(context.Context, *Envelope) (map[string]any, error) {
 		return map[string]any{"route": map[string]any{"to": "b"}}, nil
-	}}), WithHooks("b", Hooks{Service: func(_ context.Context, env *Envelope) (map[string]any, error) {
+	}}), WithHooks("b", Hooks{Work: func(_ context.Context, env *Envelope) (map[string]any, error) {
 		if ans, ok := env.Metadata["user_response"]; ok {
 			got = ans
 			return map[string]any{"confirmed": ans.(Confirmation).Approved}, nil
 		}
 		return map[string]any{"outcome": "confirm", "question": "Deploy?"}, nil
-	}}), WithHooks("c", Hooks{Service: func(context.Context, *Envelope) (map[string]any, error) { return map[string]any{}, nil }}))
+	}}), WithHooks("c", Hooks{Work: func(context.Context, *Envelope) (map[string]any, error) { return map[string]any{}, nil }}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -130,7 +130,7 @@ func TestWithRunIDContinuesOnlyAResumablePipeline(t *testing.T) {
 	first := func(context.Context, *Envelope) (map[string]any, error) {
 		return map[string]any{"route": map[string]any{"to": "b"}}, nil
 	}
-	p, err := New(d, ".", WithHooks("a", Hooks{Service: first}), WithHooks("b", Hooks{Service: service}), WithHooks("c", Hooks{Service: service}))
+	p, err := New(d, ".", WithHooks("a", Hooks{Work: first}), WithHooks("b", Hooks{Work: service}), WithHooks("c", Hooks{Work: service}))
 	if err != nil {
 		t.Fatal(err)
 	}

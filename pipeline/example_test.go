@@ -19,10 +19,10 @@ func Example() {
 		return
 	}
 	p, err := pipeline.New(def, ".",
-		pipeline.WithHooks("check", pipeline.Hooks{Service: func(_ context.Context, env *pipeline.Envelope) (map[string]any, error) {
+		pipeline.WithHooks("check", pipeline.Hooks{Work: func(_ context.Context, env *pipeline.Envelope) (map[string]any, error) {
 			return map[string]any{"ok": env.RawInput["version"] != ""}, nil
 		}}),
-		pipeline.WithHooks("ship", pipeline.Hooks{Service: func(_ context.Context, env *pipeline.Envelope) (map[string]any, error) {
+		pipeline.WithHooks("ship", pipeline.Hooks{Work: func(_ context.Context, env *pipeline.Envelope) (map[string]any, error) {
 			return map[string]any{"shipped": env.RawInput["version"]}, nil
 		}}))
 	if err != nil {

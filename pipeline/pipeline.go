@@ -27,8 +27,8 @@ type Hooks struct {
 	PreProcess func(ctx context.Context, env *Envelope) error
 	// PostProcess runs after the output is stored.
 	PostProcess func(ctx context.Context, env *Envelope, output map[string]any) error
-	// Service does the work of a service-mode stage.
-	Service func(ctx context.Context, env *Envelope) (map[string]any, error)
+	// Work does the work of a service-mode stage.
+	Work func(ctx context.Context, env *Envelope) (map[string]any, error)
 	// Mock replaces the main processing when the pipeline runs with mocks.
 	Mock func(ctx context.Context, env *Envelope) (map[string]any, error)
 }

@@ -43,7 +43,7 @@ func build(t *testing.T, def string, outputs map[string][]map[string]any, opts .
 	}
 	for name, outs := range outputs {
 		visits := 0
-		opts = append(opts, WithHooks(name, Hooks{Service: func(context.Context, *Envelope) (map[string]any, error) {
+		opts = append(opts, WithHooks(name, Hooks{Work: func(context.Context, *Envelope) (map[string]any, error) {
 			o := outs[min(visits, len(outs)-1)]
 			visits++
 			return o, nil
@@ -143,16 +143,16 @@ func TestPauseAndResume(t *testing.T) {
 		t.Run(outcome, func(t *testing.T) {
 			var seen []any
 			d, _ := Parse("test", []byte(abcDef()))
-			p, err := New(d, ".", WithHooks("a", Hooks{Service: func(_ context.Context, env *Envelope) (map[string]any, error) {
+			p, err := New(d, ".", WithHooks("a", Hooks{Work: func(_ context.Context, env *Envelope) (map[string]any, error) {
 				return map[string]any{"route": map[string]any{"to": "b"}}, nil
-			}}), WithHooks("b", Hooks{Service: func(_ context.Context, env *Envelope) (map[string]any, error) {
+			}}), WithHooks("b", Hooks{Work: func(_ context.Context, env *Envelope) (map[string]any, error) {
 				ans, ok := env.Metadata["user_response"]
 				seen = append(seen, ans)
 				if !ok {
 					return map[string]any{"outcome": outcome, "question": "Which environment?"}, nil
 				}
 				return map[string]any{"env": ans}, nil
-			}}), WithHooks("c", Hooks{Service: func(context.Context, *Envelope) (map[string]any, error) { return map[string]any{}, nil }}))
+			}}), WithHooks("c", Hooks{Work: func(context.Context, *Envelope) (map[string]any, error) { return map[string]any{}, nil }}))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -195,8 +195,8 @@ func TestLifecycleFailures(t *testing.T) {
 	}{
 		{"pre-process", Hooks{PreProcess: func(context.Context, *Envelope) error { return boom }}, abcDef(), ErrHook, "stage a: pre-process: boom"},
 		{"post-process", Hooks{PostProcess: func(context.Context, *Envelope, map[string]any) error { return boom }}, abcDef(), ErrHook, "stage a: post-process: boom"},
-		{"service", Hooks{Service: func(context.Context, *Envelope) (map[string]any, error) { return nil, boom }}, abcDef(), ErrHook, "stage a: service: boom"},
-		{"required field", Hooks{Service: func(context.Context, *Envelope) (map[string]any, error) { return map[string]any{"x": 1}, nil }},
+		{"service", Hooks{Work: func(context.Context, *Envelope) (map[string]any, error) { return nil, boom }}, abcDef(), ErrHook, "stage a: service: boom"},
+		{"required field", Hooks{Work: func(context.Context, *Envelope) (map[string]any, error) { return map[string]any{"x": 1}, nil }},
 			strings.Replace(abcDef(), `"routing_rules"`, `"required_output_fields": ["steps"], "routing_rules"`, 1), ErrMissingOutput, `stage a: output has no field "steps"`},
 	}
 	for _, tt := range tests {
@@ -206,8 +206,8 @@ func TestLifecycleFailures(t *testing.T) {
 				t.Fatal(err)
 			}
 			h := tt.hooks
-			if h.Service == nil {
-				h.Service = func(context.Context, *Envelope) (map[string]any, error) {
+			if h.Work == nil {
+				h.Work = func(context.Context, *Envelope) (map[string]any, error) {
 					return map[string]any{"route": map[string]any{"to": "b"}}, nil
 				}
 			}
@@ -414,7 +414,7 @@ func TestConfidence(t *testing.T) {
 
 func TestHookPanicIsAnError(t *testing.T) {
 	d, _ := Parse("test", []byte(abcDef()))
-	p, _ := New(d, ".", WithHooks("a", Hooks{Service: func(context.Context, *Envelope) (map[string]any, error) { panic("hook bug") }}))
+	p, _ := New(d, ".", WithHooks("a", Hooks{Work: func(context.Context, *Envelope) (map[string]any, error) { panic("hook bug") }}))
 	res, err := p.Run(context.Background(), nil)
 	if !errors.Is(err, ErrHook) || !strings.Contains(err.Error(), "hook bug") || res.Envelope.History[0].Stage != "a" {
 		t.Errorf("%v", err)
@@ -436,7 +436,7 @@ func TestSessionOptions(t *testing.T) {
 		t.Fatal(err)
 	}
 	plan := map[string]any{"steps": []any{map[string]any{"tool": "whoami", "parameters": map[string]any{}}}}
-	p, err := New(d, ".", WithTools(reg), WithHooks("planner", Hooks{Service: func(context.Context, *Envelope) (map[string]any, error) {
+	p, err := New(d, ".", WithTools(reg), WithHooks("planner", Hooks{Work: func(context.Context, *Envelope) (map[string]any, error) {
 		return plan, nil
 	}}))
 	if err != nil {

@@ -200,10 +200,10 @@ func (r *runState) process(ctx context.Context, st *stage, rec *StageRecord) (ma
 		}
 		return r.llm(ctx, st, rec)
 	case st.agent.Mode() == spec.ModeService:
-		if st.hooks.Service == nil {
+		if st.hooks.Work == nil {
 			return map[string]any{}, agent.OutcomeSuccess, "", nil
 		}
-		out, err := st.hooks.Service(ctx, r.env)
+		out, err := st.hooks.Work(ctx, r.env)
 		if err != nil {
 			return nil, "", agent.CodeToolError, fmt.Errorf("%w: stage %s: service: %v", ErrHook, st.def.Name, err)
 		}
