@@ -296,21 +296,3 @@ func (a *Agent) playOn(l *runlog.Log) llm.Provider {
 	sk.Skip(l.Attempts)
 	return m.Provider
 }
-
-// Interrupted returns the runs of st that were interrupted: their
-// process died (a lease that ran out, or a holder on this host that no
-// longer exists).
-func Interrupted(ctx context.Context, st store.Store) ([]store.Run, error) {
-	running, err := st.List(ctx, store.Filter{Status: store.Running, Limit: 1000})
-	if err != nil {
-		return nil, err
-	}
-	for _, r := range running {
-		if store.HolderDead(r.Holder) {
-			if err := st.Break(ctx, r.ID, r.Holder); err != nil && !errors.Is(err, store.ErrLeaseLost) {
-				return nil, err
-			}
-		}
-	}
-	return st.List(ctx, store.Filter{Status: store.Interrupted, Limit: 1000})
-}

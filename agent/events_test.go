@@ -34,12 +34,13 @@ func TestListenersNeverStallARun(t *testing.T) {
 
 	var sink []event.Event
 	var self int
-	var unsub func()
+	var sess *Session
 	sess, err := svc.CreateSession(a, nil, WithEvents(func(e event.Event) { sink = append(sink, e) }, event.Block(), event.Buffer(2)))
 	if err != nil {
 		t.Fatal(err)
 	}
-	unsub = sess.Events().Subscribe(func(event.Event) {
+	var unsub func()
+	unsub = sess.bus.Subscribe(func(event.Event) {
 		self++
 		if self == 3 {
 			unsub()

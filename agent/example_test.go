@@ -76,12 +76,12 @@ func ExampleSession_Abort() {
 	sp, _ := spec.Parse("s", []byte(`{"agent_name": "slow", "version": "v1", "model_name": "scripted:s"}`))
 	a, _ := agent.New(sp, agent.WithProvider(script.Model(), "scripted"))
 
-	sess, _ := a.NewSession(nil)
-	sess.Events().Subscribe(func(e event.Event) {
+	var sess *agent.Session
+	sess, _ = a.NewSession(nil, agent.WithEvents(func(e event.Event) {
 		if e.Type == event.TurnStart {
 			sess.Abort()
 		}
-	})
+	}))
 	res, err := sess.Run(context.Background())
 	fmt.Println(res.TerminateReason, res.Outcome, err)
 	// Output:

@@ -13,9 +13,9 @@ import (
 	"github.com/agentry/agentry/tool"
 )
 
-// HandoffPrefix starts the name of the tool that hands a conversation to
+// handoffPrefix starts the name of the tool that hands a conversation to
 // another agent: transfer_to_NAME.
-const HandoffPrefix = "transfer_to_"
+const handoffPrefix = "transfer_to_"
 
 // handoff is an agent this one may pass the conversation and control to.
 // The target is built on first use, so that agents may hand off to each
@@ -66,7 +66,7 @@ func (t handoffTool) Info() tool.Info {
 	if t.h.desc != "" {
 		desc += ": " + t.h.desc
 	}
-	return tool.Info{Name: HandoffPrefix + t.h.name, Description: desc + ". It continues from here.", Parameters: handoffParams,
+	return tool.Info{Name: handoffPrefix + t.h.name, Description: desc + ". It continues from here.", Parameters: handoffParams,
 		Idempotency: tool.Safe}
 }
 

@@ -17,7 +17,7 @@ func TestHandoff(t *testing.T) {
 	}
 	var transfers []string
 	res, err := a.Run(context.Background(), map[string]any{"question": "Is invoice 42 paid?"}, WithEvents(func(e event.Event) {
-		if e.Type == event.ToolCallEnd && strings.HasPrefix(e.Tool.Name, HandoffPrefix) {
+		if e.Type == event.ToolCallEnd && strings.HasPrefix(e.Tool.Name, handoffPrefix) {
 			transfers = append(transfers, e.Tool.Name+":"+e.Tool.Status)
 		}
 	}))

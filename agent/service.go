@@ -7,6 +7,7 @@ import (
 	"sync"
 
 	"github.com/agentry/agentry/event"
+	"github.com/agentry/agentry/runlog"
 	"github.com/agentry/agentry/store"
 )
 
@@ -84,7 +85,7 @@ func (s *Service) Interrupted(ctx context.Context) ([]store.Run, error) {
 	if s.store == nil {
 		return nil, ErrNoStore
 	}
-	return Interrupted(ctx, s.store)
+	return runlog.Interrupted(ctx, s.store)
 }
 
 // Events returns the bus that carries the events of every session.

@@ -60,7 +60,6 @@ type runConfig struct {
 	onEvent       []listener
 	bus           *event.Bus
 	provider      llm.Provider
-	planner       Planner
 	parent        *link
 	parentRunID   string
 	parentBudget  *tool.Budget
@@ -104,10 +103,6 @@ func WithSessionID(id string) RunOption { return func(c *runConfig) { c.sessionI
 // WithSessionProvider makes this session call p instead of the agent's
 // model (wrapped with the agent's retry policy and middleware).
 func WithSessionProvider(p llm.Provider) RunOption { return func(c *runConfig) { c.provider = p } }
-
-// WithSessionPlanner makes this session plan with p instead of the
-// agent's planner.
-func WithSessionPlanner(p Planner) RunOption { return func(c *runConfig) { c.planner = p } }
 
 // WithUser sets the id of the user the run acts for: tools read it from
 // their call (tool.CallFrom) and logs carry it.
@@ -198,9 +193,6 @@ func (a *Agent) NewSession(input map[string]any, opts ...RunOption) (*Session, e
 	if c.provider != nil {
 		s.provider = a.sessionChain(c.provider, c.store != nil)
 	}
-	if c.planner != nil {
-		s.planner = c.planner
-	}
 	for _, l := range c.onEvent {
 		s.unsubs = append(s.unsubs, s.bus.Subscribe(l.fn, l.opts...))
 	}
@@ -248,9 +240,6 @@ func (s *Session) ID() string { return s.state.SessionID }
 
 // RunID returns the id of the session's run.
 func (s *Session) RunID() string { return s.state.RunID }
-
-// Events returns the session's event bus, to subscribe before Run.
-func (s *Session) Events() *event.Bus { return s.bus }
 
 // Abort stops the session's run as soon as possible; the run ends with
 // terminate_reason "aborted" and a partial result. Aborting a session
