@@ -78,6 +78,7 @@ type options struct {
 	provider    *namedProvider
 	model       string
 	registry    *tool.Registry
+	used        []tool.Tool
 	agents      *spec.Dir
 	baseDir     string
 	pricing     *llm.Pricing
@@ -112,8 +113,14 @@ type namedProvider struct {
 // WithModel replaces the spec's model_name (the CLI's --model).
 func WithModel(name string) Option { return func(o *options) { o.model = name } }
 
-// WithTools gives the registry the spec's tools are looked up in.
+// WithTools gives the registry the spec's tools are looked up in: what
+// the spec may name (as the binary gives its built-in tools).
 func WithTools(r *tool.Registry) Option { return func(o *options) { o.registry = r } }
+
+// Use gives the agent tools made in code and offers them to its model,
+// as if its spec named them: no registry, no second list of names. A
+// tool the spec names too is offered once.
+func Use(tools ...tool.Tool) Option { return func(o *options) { o.used = append(o.used, tools...) } }
 
 // WithAgents gives the directory "agent:NAME" tools and handoffs are
 // resolved in.
@@ -213,6 +220,12 @@ func build(in *spec.Spec, o options) (*Agent, error) {
 	}
 	sp := *in
 	sp.Policy = in.Policy.Clone()
+	sp.Tools = slices.Clip(sp.Tools)
+	for _, t := range o.used {
+		if name := t.Info().Name; !slices.Contains(sp.Tools, name) {
+			sp.Tools = append(sp.Tools, name) // the spec as it runs, and is stored, names it
+		}
+	}
 	if sp.Mode == "" {
 		sp.Mode = spec.ModeTools
 	}
@@ -341,7 +354,9 @@ func (a *Agent) openModel(o options) error {
 		return nil
 	}
 	if model == "" {
-		return nil
+		// A model may be given in code instead (WithProvider, WithModel),
+		// so the spec alone does not need one.
+		return fmt.Errorf("model_name is required for mode %s (or give the agent a model in code: agent.WithProvider or agent.WithModel)", a.spec.Mode)
 	}
 	first, pricedModel, err := a.candidate(o, model, a.spec.BaseURL)
 	if err != nil {

@@ -41,6 +41,11 @@ func (a *Agent) bindTools(o options) []string {
 			if t == nil {
 				t = mem[name]
 			}
+			for _, u := range o.used {
+				if t == nil && u.Info().Name == name {
+					t = u
+				}
+			}
 			if t == nil && o.registry != nil {
 				t, _ = o.registry.Get(name)
 			}

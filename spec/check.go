@@ -107,9 +107,6 @@ func (s *Spec) checkIdentity(c *checker) {
 }
 
 func (s *Spec) checkModel(c *checker) {
-	if s.ModelName == "" && s.mode().NeedsModel() {
-		c.bad("model_name is required for mode %s", s.mode())
-	}
 	if t := s.Temperature; t != nil && (*t < 0 || *t > 2) {
 		c.bad("temperature %v is outside 0..2", *t)
 	}

@@ -29,7 +29,6 @@ func TestSpecErrors(t *testing.T) {
 		{"unknown fallback field", `{` + ok + `, "fallback_models": [{"model": "x"}]}`, []string{`"fallback_models[0].model"`}},
 		{"missing names", `{"model_name": "m"}`, []string{"agent_name is required", "version is required"}},
 		{"bad name", `{"agent_name": "a b", "version": "v/1", "model_name": "m"}`, []string{`agent_name "a b"`, `version "v/1"`}},
-		{"missing model", `{"agent_name": "a", "version": "v1"}`, []string{"model_name is required for mode tools"}},
 		{"bad mode", `{` + ok + `, "mode": "Wizard"}`, []string{`mode "wizard" is not one of`}},
 		{"bad limits", `{` + ok + `, "limits": {"max_turns": -1, "max_cost_usd": -2, "tool_timeouts_ms": {"x": 0}}}`,
 			[]string{"limits.max_turns -1 is negative", "limits.max_cost_usd -2 is negative", "limits.tool_timeouts_ms.x 0 must be positive"}},

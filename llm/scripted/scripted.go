@@ -61,10 +61,53 @@ type Turn struct {
 
 // ToolCall is a tool call of a scripted turn. ID may be omitted: it is then
 // "call_T_I" for turn T and call I.
+//
+// Arguments are the JSON object the model writes: in a script read from
+// JSON, its bytes as written (a json.RawMessage); in a script written in
+// Go, any value that encodes to one (a map, a struct, or JSON bytes).
 type ToolCall struct {
-	ID        string          `json:"id,omitempty"`
-	Name      string          `json:"name"`
-	Arguments json.RawMessage `json:"arguments,omitempty"`
+	ID        string `json:"id,omitempty"`
+	Name      string `json:"name"`
+	Arguments any    `json:"arguments,omitempty"`
+}
+
+// UnmarshalJSON keeps the arguments' bytes as written, and refuses an
+// unknown field as a script does.
+func (c *ToolCall) UnmarshalJSON(b []byte) error {
+	var raw struct {
+		ID        string          `json:"id,omitempty"`
+		Name      string          `json:"name"`
+		Arguments json.RawMessage `json:"arguments,omitempty"`
+	}
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&raw); err != nil {
+		return err
+	}
+	c.ID, c.Name, c.Arguments = raw.ID, raw.Name, nil
+	if raw.Arguments != nil {
+		c.Arguments = raw.Arguments
+	}
+	return nil
+}
+
+// arguments are the call's arguments as JSON bytes.
+func (c *ToolCall) arguments() (json.RawMessage, error) {
+	switch a := c.Arguments.(type) {
+	case nil:
+		return nil, nil
+	case json.RawMessage:
+		return a, nil
+	case []byte:
+		return a, nil
+	}
+	return json.Marshal(c.Arguments)
+}
+
+// New builds a script from turns written in Go; name identifies it in
+// errors.
+func New(name string, turns ...Turn) (*Script, error) {
+	return FromFile(name, &File{Turns: append([]Turn{}, turns...)})
 }
 
 // Error is a scripted failure.
@@ -166,7 +209,10 @@ func buildStep(n int, t Turn, model string) (step, error) {
 			if c.Name == "" {
 				return step{}, fmt.Errorf("tool call %d has no name", i+1)
 			}
-			args := c.Arguments
+			args, err := c.arguments()
+			if err != nil {
+				return step{}, fmt.Errorf("tool call %d (%s): arguments: %v", i+1, c.Name, err)
+			}
 			if len(bytes.TrimSpace(args)) == 0 {
 				args = json.RawMessage("{}")
 			} else if !json.Valid(args) {

@@ -2,6 +2,7 @@ package scripted
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"strings"
 	"testing"
@@ -164,5 +165,40 @@ func TestFunc(t *testing.T) {
 	r, err := f.Generate(context.Background(), &llm.Request{Messages: []llm.Message{{Role: llm.RoleUser, Content: "there"}}})
 	if err != nil || r.Content != "hi there" || seen == nil {
 		t.Errorf("%+v %v", r, err)
+	}
+}
+
+// A script written in Go takes tool call arguments as Go values: a
+// struct, a map or JSON bytes, each encoded as the model would write it.
+func TestScriptInGo(t *testing.T) {
+	type addArgs struct {
+		A int `json:"a"`
+		B int `json:"b"`
+	}
+	s, err := New("go",
+		Turn{ToolCalls: []ToolCall{
+			{Name: "add", Arguments: addArgs{A: 1, B: 2}},
+			{Name: "echo", Arguments: map[string]any{"text": "hi"}},
+			{Name: "raw", Arguments: json.RawMessage(`{"x": 1}`)},
+			{Name: "none"},
+		}},
+		Turn{Content: "3"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := s.Model().Generate(context.Background(), &llm.Request{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, c := range resp.ToolCalls {
+		got = append(got, c.Name+string(c.Arguments))
+	}
+	if want := `add{"a":1,"b":2} echo{"text":"hi"} raw{"x": 1} none{}`; strings.Join(got, " ") != want {
+		t.Errorf("calls %s, want %s", strings.Join(got, " "), want)
+	}
+	if _, err := New("bad", Turn{ToolCalls: []ToolCall{{Name: "f", Arguments: func() {}}}}); err == nil ||
+		!strings.Contains(err.Error(), "turn 1") || !strings.Contains(err.Error(), "tool call 1 (f): arguments") {
+		t.Errorf("arguments that do not encode: %v", err)
 	}
 }
