@@ -221,7 +221,10 @@ func build(in *spec.Spec, o options) (*Agent, error) {
 	sp := *in
 	sp.Policy = in.Policy.Clone()
 	sp.Tools = slices.Clip(sp.Tools)
-	for _, t := range o.used {
+	for i, t := range o.used {
+		if t == nil {
+			return nil, &spec.Error{Source: in.AgentName + "@" + in.Version, Problems: []string{fmt.Sprintf("Use: tool %d is nil", i)}}
+		}
 		if name := t.Info().Name; !slices.Contains(sp.Tools, name) {
 			sp.Tools = append(sp.Tools, name) // the spec as it runs, and is stored, names it
 		}

@@ -16,23 +16,25 @@ type addIn struct {
 	B int `json:"b" jsonschema:"Second addend."`
 }
 
+// An agent built in Go: a spec literal, a tool from a typed function,
+// an offline model scripted in Go. No JSON, no model name.
 func Example() {
-	// A tool from a typed Go function: its JSON schema comes from addIn.
 	add := tool.Must(tool.Func("add", "Add two integers.",
 		func(_ context.Context, in addIn) (int, error) { return in.A + in.B, nil },
 		tool.WithIdempotency(tool.Safe)))
-	tools, _ := tool.NewRegistry(add)
 
 	// The offline model: it asks for add(2, 3), then answers.
-	script, _ := scripted.Parse("example", []byte(`{"turns": [
-		{"tool_calls": [{"name": "add", "arguments": {"a": 2, "b": 3}}]},
-		{"content": "2 + 3 = 5"}]}`))
+	script, _ := scripted.New("example",
+		scripted.Turn{ToolCalls: []scripted.ToolCall{{Name: "add", Arguments: addIn{A: 2, B: 3}}}},
+		scripted.Turn{Content: "2 + 3 = 5"})
 
-	sp, _ := spec.Parse("example", []byte(`{
-		"agent_name": "adder", "version": "v1", "model_name": "scripted:example",
-		"system_text": "You add numbers for ${user}.", "input_keys": ["user"],
-		"tools": ["add"], "limits": {"max_turns": 4}}`))
-	a, err := agent.New(sp, agent.WithProvider(script.Model(), "scripted"), agent.WithTools(tools))
+	a, err := agent.New(&spec.Spec{
+		AgentName:  "adder",
+		Version:    "v1",
+		SystemText: "You add numbers for ${user}.",
+		InputKeys:  []string{"user"},
+		Limits:     spec.Limits{MaxTurns: 4},
+	}, agent.WithProvider(script.Model(), "scripted"), agent.Use(add))
 	if err != nil {
 		fmt.Println(err)
 		return
@@ -47,6 +49,28 @@ func Example() {
 	// Output:
 	// 2 + 3 = 5
 	// completed 2 [add] 5
+}
+
+// The same agent as JSON, its tools named in the spec and looked up in a
+// registry (as the binary gives its built-in tools).
+func ExampleFromFile() {
+	add := tool.Must(tool.Func("add", "Add two integers.",
+		func(_ context.Context, in addIn) (int, error) { return in.A + in.B, nil },
+		tool.WithIdempotency(tool.Safe)))
+	tools, _ := tool.NewRegistry(add)
+	a, err := agent.FromFile("../examples/adder/agent.json", agent.WithTools(tools))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	res, err := a.Run(context.Background(), map[string]any{"task": "add 2 and 3"})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Println(res.Result, res.ToolsUsed)
+	// Output:
+	// 2 + 3 = 5 [add]
 }
 
 func ExampleService() {

@@ -1,22 +1,26 @@
-// Command embed shows agentry as a library: a Go function as a tool, an
-// agent spec built in code, a service with an event subscriber, and a run
-// whose result is printed. It runs offline on a scripted model:
+// Command embed shows agentry as a library, without JSON: a Go function
+// as a tool, an agent spec as a Go literal, a model scripted in Go, a
+// service with an event subscriber, and a run whose result is printed.
+// It runs offline:
 //
 //	go run ./examples/embed
 //
-// Replace the WithProvider option by a real model name in the spec
-// ("model_name": "gpt-4.1-mini") and import a provider package to run it
-// for real.
+// To run it for real, replace the WithProvider option by a model name
+// in the spec (ModelName: "gpt-4.1-mini") and import a provider package
+// (github.com/agentry/agentry/llm/openai).
 package main
 
 import (
 	"context"
 	"fmt"
+	"io"
 	"log"
+	"os"
 	"strings"
 
 	"github.com/agentry/agentry/agent"
 	"github.com/agentry/agentry/event"
+	"github.com/agentry/agentry/llm"
 	"github.com/agentry/agentry/llm/scripted"
 	"github.com/agentry/agentry/spec"
 	"github.com/agentry/agentry/tool"
@@ -35,11 +39,18 @@ type weatherOut struct {
 }
 
 func main() {
+	if err := run(os.Stdout); err != nil {
+		log.Fatal(err)
+	}
+}
+
+// run builds the agent, runs it and prints what it did to out.
+func run(out io.Writer) error {
 	// The schema derived from weatherIn, with what a Go type cannot say:
 	// the values units may take.
 	params, err := tool.SchemaFor[weatherIn]()
 	if err != nil {
-		log.Fatal(err)
+		return err
 	}
 	params.Properties["units"].Enum = []any{"metric", "imperial"}
 	weather := tool.Must(tool.Func("weather", "Current weather in a city.",
@@ -51,50 +62,48 @@ func main() {
 			}
 			return weatherOut{City: in.City, TempC: t, Summary: "clear"}, nil
 		}, tool.WithIdempotency(tool.Safe), tool.WithSchema(params)))
-	tools, err := tool.NewRegistry(weather)
-	if err != nil {
-		log.Fatal(err)
-	}
 
-	sp, err := spec.Parse("embedded", []byte(`{
-		"agent_name": "forecaster", "version": "v1",
-		"model_name": "gpt-4.1-mini",
-		"system_text": "You compare the weather of cities.",
-		"user_text": "Which is warmer, ${a} or ${b}?",
-		"input_keys": ["a", "b"],
-		"tools": ["weather"],
-		"limits": {"max_turns": 4, "max_tool_calls": 4}}`))
-	if err != nil {
-		log.Fatal(err)
+	// The agent, as a Go literal: the same fields as its JSON form.
+	sp := &spec.Spec{
+		AgentName:  "forecaster",
+		Version:    "v1",
+		SystemText: "You compare the weather of cities.",
+		UserText:   "Which is warmer, ${a} or ${b}?",
+		InputKeys:  []string{"a", "b"},
+		Limits:     spec.Limits{MaxTurns: 4, MaxToolCalls: 4},
 	}
 
 	// The model, scripted: two weather calls in parallel, then an answer.
-	script, err := scripted.Parse("forecaster", []byte(`{"model": "gpt-4.1-mini", "turns": [
-		{"tool_calls": [{"name": "weather", "arguments": {"city": "Oslo"}}, {"name": "weather", "arguments": {"city": "Lisbon"}}],
-		 "usage": {"prompt_tokens": 120, "completion_tokens": 30}},
-		{"content": "Lisbon is warmer: 19°C against 3°C in Oslo.", "usage": {"prompt_tokens": 210, "completion_tokens": 14}}]}`))
+	script, err := scripted.New("forecaster",
+		scripted.Turn{ToolCalls: []scripted.ToolCall{
+			{Name: "weather", Arguments: weatherIn{City: "Oslo"}},
+			{Name: "weather", Arguments: weatherIn{City: "Lisbon"}}},
+			Usage: &llm.Usage{PromptTokens: 120, CompletionTokens: 30}},
+		scripted.Turn{Content: "Lisbon is warmer: 19°C against 3°C in Oslo.",
+			Usage: &llm.Usage{PromptTokens: 210, CompletionTokens: 14}})
 	if err != nil {
-		log.Fatal(err)
+		return err
 	}
-	a, err := agent.New(sp, agent.WithTools(tools), agent.WithProvider(script.Model(), "scripted"))
+	a, err := agent.New(sp, agent.Use(weather), agent.WithProvider(script.Model(), "scripted"))
 	if err != nil {
-		log.Fatal(err)
+		return err
 	}
 
 	svc := agent.NewService()
 	defer svc.Stop(context.Background())
 	stop := svc.Subscribe(func(e event.Event) {
 		if e.Type == event.ToolCallEnd {
-			fmt.Printf("  %s(%s) -> %s in %.2fms\n", e.Tool.Name, e.Tool.Arguments, e.Tool.Status, e.Tool.DurationMS)
+			fmt.Fprintf(out, "  %s(%s) -> %s in %.2fms\n", e.Tool.Name, e.Tool.Arguments, e.Tool.Status, e.Tool.DurationMS)
 		}
 	})
 	defer stop()
 
 	res, err := svc.RunOnce(context.Background(), a, map[string]any{"a": "Oslo", "b": "Lisbon"})
 	if err != nil {
-		log.Fatal(err)
+		return err
 	}
 	svc.Events().Flush() // the subscriber runs on its own goroutine: let it print every event first
-	fmt.Println(res.Result)
-	fmt.Printf("%d turns, %d tokens, $%.6f, confidence %.2f\n", res.Iterations, res.TokenUsage.TotalTokens, *res.EstimatedCost, res.Confidence)
+	fmt.Fprintln(out, res.Result)
+	fmt.Fprintf(out, "%d turns, %d tokens, confidence %.2f\n", res.Iterations, res.TokenUsage.TotalTokens, res.Confidence)
+	return nil
 }
