@@ -42,6 +42,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"Audit", testAudit},
 		{"ConcurrentAudit", testConcurrentAudit},
 		{"AuditTampered", testAuditTampered},
+		{"VerifyWhileAppending", testVerifyWhileAppending},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -548,6 +549,41 @@ func testConcurrentAudit(t *testing.T, s store.Store) {
 	}
 	if err := s.VerifyAudit(ctx); err != nil {
 		t.Errorf("concurrent writers broke the chain: %v", err)
+	}
+}
+
+// testVerifyWhileAppending verifies the chain again and again while
+// records are appended: an append that lands between reading the
+// records and reading the head is no tampering.
+func testVerifyWhileAppending(t *testing.T, s store.Store) {
+	ctx := context.Background()
+	const writers, each = 2, 100
+	var wg sync.WaitGroup
+	for i := range writers {
+		wg.Go(func() {
+			for range each {
+				if _, err := s.AppendAudit(ctx, audit(fmt.Sprintf("run_%d", i), "approval.tools", "pause")); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		})
+	}
+	done := make(chan struct{})
+	go func() { wg.Wait(); close(done) }()
+	for verified := 0; ; verified++ {
+		select {
+		case <-done:
+			if err := s.VerifyAudit(ctx); err != nil {
+				t.Errorf("after %d verifications while appending: %v", verified, err)
+			}
+			return
+		default:
+		}
+		if err := s.VerifyAudit(ctx); err != nil {
+			<-done
+			t.Fatalf("verification %d, while appending: %v", verified, err)
+		}
 	}
 }
 

@@ -30,6 +30,11 @@ type Dialect struct {
 	// MigrationLock, when set, runs first in the migration transaction so
 	// that two processes opening one database migrate it once.
 	MigrationLock string
+	// Snapshot is the isolation level under which a read-only
+	// transaction sees one snapshot for all its statements (Postgres's
+	// REPEATABLE READ; SQLite's default, a read transaction on a WAL
+	// database, already does).
+	Snapshot sql.IsolationLevel
 	// SeqKey declares a log's sequence column: an auto-incrementing
 	// integer primary key.
 	SeqKey string
