@@ -130,6 +130,19 @@ var migrations = []string{
 		created_at BIGINT NOT NULL,
 		PRIMARY KEY (id, version)
 	);`,
+	// 5: prompt versions are strings, as agents' are ("v1", "1.2.0"):
+	// the table again with a text version, the rows kept ("3").
+	`CREATE TABLE agentry_prompts_v5 (
+		id TEXT NOT NULL,
+		version TEXT NOT NULL,
+		data TEXT NOT NULL,
+		created_at BIGINT NOT NULL,
+		PRIMARY KEY (id, version)
+	);
+	INSERT INTO agentry_prompts_v5 (id, version, data, created_at)
+		SELECT id, CAST(version AS TEXT), data, created_at FROM agentry_prompts;
+	DROP TABLE agentry_prompts;
+	ALTER TABLE agentry_prompts_v5 RENAME TO agentry_prompts;`,
 }
 
 // schema is the migrations in the dialect's words.
