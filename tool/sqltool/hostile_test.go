@@ -147,3 +147,16 @@ func TestReadOnlyDoesNotCreate(t *testing.T) {
 		t.Errorf("the file was created: %v", err)
 	}
 }
+
+// A database file whose name holds '#', '?' or '%' is the file opened,
+// by both tools.
+func TestOddPaths(t *testing.T) {
+	for _, name := range []string{"people#1.db", "people?mode=rw.db", "100%.db"} {
+		t.Run(name, func(t *testing.T) {
+			tools := setup(t, filepath.Join(t.TempDir(), name), true)
+			if out, err := call(tools["sql_query"], "SELECT COUNT(*) AS n FROM people"); err != nil || !strings.Contains(out, `"n":3`) {
+				t.Errorf("sql_query: %s, %v", out, err)
+			}
+		})
+	}
+}

@@ -112,15 +112,21 @@ func (c *conn) open() error {
 	// The writer first: it creates a missing file, which a read-only
 	// connection cannot.
 	if c.o.Write {
-		c.db = openSQLite(writeDriver, "file:"+c.o.DSN+"?_pragma=busy_timeout(5000)")
+		c.db = openSQLite(writeDriver, fileURI(c.o.DSN, "_pragma=busy_timeout(5000)"))
 		if err := c.db.PingContext(ctx); err != nil {
 			return err
 		}
 	} else if _, err := os.Stat(c.o.DSN); err != nil {
 		return fmt.Errorf("sql_query opens the database read-only, and cannot create it (\"write\": true does): %w", err)
 	}
-	c.ro = openSQLite(readDriver, "file:"+c.o.DSN+"?mode=ro&_pragma=query_only(1)&_pragma=busy_timeout(5000)")
+	c.ro = openSQLite(readDriver, fileURI(c.o.DSN, "mode=ro&_pragma=query_only(1)&_pragma=busy_timeout(5000)"))
 	return c.ro.PingContext(ctx)
+}
+
+// fileURI is the file: URI of a SQLite path with query; the path is
+// escaped, else a '#' or '?' in it would end it and open another file.
+func fileURI(path, query string) string {
+	return "file:" + strings.NewReplacer("%", "%25", "?", "%3F", "#", "%23").Replace(path) + "?" + query
 }
 
 func (c *conn) close() error {

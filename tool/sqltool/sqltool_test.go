@@ -37,9 +37,9 @@ func setup(t *testing.T, dsn string, write bool) map[string]tool.Tool {
 // over it.
 func setupWith(t *testing.T, dsn string, o Options) map[string]tool.Tool {
 	t.Helper()
-	driver, d := "sqlite", dsn
+	driver, d := "sqlite", fileURI(dsn, "")
 	if strings.HasPrefix(dsn, "postgres") {
-		driver = "pgx"
+		driver, d = "pgx", dsn
 	}
 	db, err := sql.Open(driver, d)
 	if err != nil {
