@@ -196,6 +196,7 @@ func TestUnsubscribeReleasesABlockedPublisher(t *testing.T) {
 		once.Do(func() { close(entered) })
 		<-gate
 	}, Block(), Buffer(1))
+	defer close(gate) // whatever happens, the subscriber ends
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
@@ -203,11 +204,23 @@ func TestUnsubscribeReleasesABlockedPublisher(t *testing.T) {
 			b.Publish(Event{Type: ContentChunk})
 		}
 	}()
-	<-entered
-	unsub() // the publisher is (or will be) waiting for space: it must go on
-	<-done
-	close(gate)
-	b.Flush()
+	waitFor(t, entered, "the subscriber to receive the first event")
+	unsubscribed := make(chan struct{})
+	go func() { unsub(); close(unsubscribed) }()
+	// The publisher is (or will be) waiting for space: it must go on.
+	waitFor(t, unsubscribed, "Unsubscribe to return while the subscriber is blocked")
+	waitFor(t, done, "the blocked publisher to be released by Unsubscribe")
+}
+
+// waitFor fails the test, instead of hanging it, when ch is not closed
+// within a bound far beyond any scheduling delay.
+func waitFor(t *testing.T, ch <-chan struct{}, what string) {
+	t.Helper()
+	select {
+	case <-ch:
+	case <-time.After(10 * time.Second):
+		t.Fatalf("waited 10s for %s", what)
+	}
 }
 
 func TestChannelAndIterator(t *testing.T) {

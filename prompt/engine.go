@@ -141,6 +141,11 @@ func Validate(t Template) []string {
 	if err := checkID(t.ID); err != nil {
 		probs = append(probs, strings.TrimPrefix(err.Error(), ErrInvalid.Error()+": "))
 	}
+	if t.Version != "" {
+		if err := checkVersion(t.Version); err != nil {
+			probs = append(probs, strings.TrimPrefix(err.Error(), ErrInvalid.Error()+": "))
+		}
+	}
 	if strings.TrimSpace(t.Text) == "" {
 		probs = append(probs, "text is empty")
 	}

@@ -21,7 +21,7 @@ func FuzzTemplate(f *testing.F) {
 		f.Add(seed.engine, seed.text)
 	}
 	f.Fuzz(func(t *testing.T, engine, text string) {
-		tpl := Template{ID: "f", Version: 1, Engine: Engine(engine), Text: text}
+		tpl := Template{ID: "f", Version: "1", Engine: Engine(engine), Text: text}
 		probs := Validate(tpl)
 		used, err := vars(tpl.Engine, text)
 		if err != nil || len(probs) > 0 {

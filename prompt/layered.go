@@ -14,18 +14,27 @@ func Fixed(ts ...Template) Store { return fixed(ts) }
 
 type fixed []Template
 
-func (f fixed) Get(_ context.Context, id string, version int) (Template, error) {
-	var found *Template
-	for i := range f {
-		t := &f[i]
-		if t.ID == id && (version == 0 && (found == nil || t.Version > found.Version) || t.Version == version) {
-			found = t
+func (f fixed) Get(_ context.Context, id string, version string) (Template, error) {
+	found, err := Pick(id, version, f.versions(id))
+	if err != nil {
+		return Template{}, err
+	}
+	for _, t := range f {
+		if t.ID == id && t.Version == found {
+			return t, nil
 		}
 	}
-	if found == nil {
-		return Template{}, fmt.Errorf("%w: %s@%d", ErrNotFound, id, version)
+	return Template{}, fmt.Errorf("%w: %s@%s", ErrNotFound, id, version) // unreachable: pick found it
+}
+
+func (f fixed) versions(id string) []string {
+	var out []string
+	for _, t := range f {
+		if t.ID == id {
+			out = append(out, t.Version)
+		}
 	}
-	return *found, nil
+	return out
 }
 
 func (f fixed) Put(context.Context, Template) (Template, error) {
@@ -33,22 +42,32 @@ func (f fixed) Put(context.Context, Template) (Template, error) {
 }
 
 func (f fixed) List(_ context.Context, flt Filter) ([]Template, error) {
-	latest := map[string]int{}
-	for _, t := range f {
-		latest[t.ID] = max(latest[t.ID], t.Version)
+	return Select(f, flt), nil
+}
+
+// Select returns the templates of ts the filter selects, sorted: of each
+// id, every version when f.AllVersions, else the latest (the filter's
+// tag looks at the versions it keeps). Stores list with it.
+func Select(ts []Template, f Filter) []Template {
+	newest := map[string]string{}
+	for _, t := range ts {
+		if v, ok := newest[t.ID]; !ok || CompareVersions(t.Version, v) > 0 {
+			newest[t.ID] = t.Version
+		}
 	}
 	var out []Template
-	for _, t := range f {
-		if flt.Matches(&t) && (flt.AllVersions || latest[t.ID] == t.Version) {
+	for _, t := range ts {
+		if f.Matches(&t) && (f.AllVersions || newest[t.ID] == t.Version) {
 			out = append(out, t)
 		}
 	}
-	sortTemplates(out)
-	return out, nil
+	SortTemplates(out)
+	return out
 }
 
-func sortTemplates(ts []Template) {
-	slices.SortFunc(ts, func(a, b Template) int { return cmp.Or(cmp.Compare(a.ID, b.ID), cmp.Compare(a.Version, b.Version)) })
+// SortTemplates orders templates by id, then version (CompareVersions).
+func SortTemplates(ts []Template) {
+	slices.SortFunc(ts, func(a, b Template) int { return cmp.Or(cmp.Compare(a.ID, b.ID), CompareVersions(a.Version, b.Version)) })
 }
 
 // Layered is the stores given as one: Get takes a template from the
@@ -58,7 +77,7 @@ func Layered(stores ...Store) Store { return layered(stores) }
 
 type layered []Store
 
-func (l layered) Get(ctx context.Context, id string, version int) (Template, error) {
+func (l layered) Get(ctx context.Context, id string, version string) (Template, error) {
 	var first error
 	for _, s := range l {
 		t, err := s.Get(ctx, id, version)
@@ -104,6 +123,6 @@ func (l layered) List(ctx context.Context, f Filter) ([]Template, error) {
 			seen[id] = true
 		}
 	}
-	sortTemplates(out)
+	SortTemplates(out)
 	return out, nil
 }

@@ -8,7 +8,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
@@ -19,8 +18,10 @@ import (
 // (DESIGN.md 3.10). A new text is a new version; a version never changes.
 type Template struct {
 	ID string `json:"id"`
-	// Version is 1 for the first, then each Put adds one.
-	Version int    `json:"version"`
+	// Version is a string, as an agent's is ("v1", "3", "1.2.0"): the
+	// one Put is given, or the next counted one (NextVersion). Versions
+	// are ordered by CompareVersions.
+	Version string `json:"version"`
 	Text    string `json:"text"`
 	// Engine renders Text: fstring (${var}, the default), go
 	// (text/template) or mustache.
@@ -36,7 +37,7 @@ type Template struct {
 
 // Ref is how a spec names a template: "id@version", or "id" for the
 // latest.
-func (t *Template) Ref() string { return t.ID + "@" + strconv.Itoa(t.Version) }
+func (t *Template) Ref() string { return t.ID + "@" + t.Version }
 
 // Example is a few-shot example of a template's metadata.
 type Example struct {
@@ -85,10 +86,13 @@ func (f Filter) Matches(t *Template) bool {
 
 // Store keeps templates.
 type Store interface {
-	// Get returns a version of a template; version 0 is the latest.
-	Get(ctx context.Context, id string, version int) (Template, error)
-	// Put validates t and stores it as the next version of t.ID, which
-	// it returns (Version and CreatedAt set).
+	// Get returns a version of a template, found by the version as
+	// written ("v3", or "3" where only that exists); version "" is the
+	// latest.
+	Get(ctx context.Context, id string, version string) (Template, error)
+	// Put validates t and stores it under t.Version, which must be new,
+	// or, when t.Version is "", as the next version of t.ID
+	// (NextVersion); it returns it (Version and CreatedAt set).
 	Put(ctx context.Context, t Template) (Template, error)
 	// List returns the templates f selects, by ID then version.
 	List(ctx context.Context, f Filter) ([]Template, error)
@@ -101,20 +105,19 @@ var (
 	ErrInvalid  = errors.New("prompt: invalid template")
 )
 
-// ParseRef splits "id@version" ("id" alone: version 0, the latest).
-func ParseRef(ref string) (id string, version int, err error) {
+// ParseRef splits "id@version" ("id" alone: version "", the latest).
+func ParseRef(ref string) (id string, version string, err error) {
 	id, v, ok := strings.Cut(ref, "@")
 	if err := checkID(id); err != nil {
-		return "", 0, err
+		return "", "", err
 	}
 	if !ok {
-		return id, 0, nil
+		return id, "", nil
 	}
-	version, err = strconv.Atoi(strings.TrimPrefix(v, "v"))
-	if err != nil || version < 1 {
-		return "", 0, fmt.Errorf("%w: %q: the version after @ is a number from 1", ErrInvalid, ref)
+	if err := checkVersion(v); err != nil {
+		return "", "", fmt.Errorf("%w (in %q)", err, ref)
 	}
-	return id, version, nil
+	return id, v, nil
 }
 
 func checkID(id string) error {
@@ -128,45 +131,41 @@ func checkID(id string) error {
 // Template in JSON (its id and version must match its path).
 type Dir string
 
-func (d Dir) path(id string, version int) string {
-	return filepath.Join(string(d), id, strconv.Itoa(version)+".json")
+func (d Dir) path(id, version string) string {
+	return filepath.Join(string(d), id, version+".json")
 }
 
-func (d Dir) versions(id string) ([]int, error) {
+// versions are the versions of id's files, in order.
+func (d Dir) versions(id string) ([]string, error) {
 	entries, err := os.ReadDir(filepath.Join(string(d), id))
 	if err != nil && !os.IsNotExist(err) {
 		return nil, err
 	}
-	var out []int
+	var out []string
 	for _, e := range entries {
-		if v, err := strconv.Atoi(strings.TrimSuffix(e.Name(), ".json")); err == nil && strings.HasSuffix(e.Name(), ".json") && v > 0 {
+		if v, ok := strings.CutSuffix(e.Name(), ".json"); ok && !e.IsDir() && checkVersion(v) == nil {
 			out = append(out, v)
 		}
 	}
-	slices.Sort(out)
+	slices.SortFunc(out, CompareVersions)
 	return out, nil
 }
 
-// Get reads a template file.
-func (d Dir) Get(_ context.Context, id string, version int) (Template, error) {
+// Get reads a template file: {id}/{version}.json, the name as given.
+func (d Dir) Get(_ context.Context, id string, version string) (Template, error) {
 	if err := checkID(id); err != nil {
 		return Template{}, err
 	}
-	if version == 0 {
-		vs, err := d.versions(id)
-		if err != nil {
-			return Template{}, err
-		}
-		if len(vs) == 0 {
-			return Template{}, fmt.Errorf("%w: %s (no versions in %s)", ErrNotFound, id, filepath.Join(string(d), id))
-		}
-		version = vs[len(vs)-1]
+	vs, err := d.versions(id)
+	if err != nil {
+		return Template{}, err
 	}
-	path := d.path(id, version)
+	found, err := Pick(id, version, vs)
+	if err != nil {
+		return Template{}, fmt.Errorf("%w (in %s)", err, filepath.Join(string(d), id))
+	}
+	path := d.path(id, found)
 	data, err := os.ReadFile(path)
-	if os.IsNotExist(err) {
-		return Template{}, fmt.Errorf("%w: %s@%d (no file %s)", ErrNotFound, id, version, path)
-	}
 	if err != nil {
 		return Template{}, err
 	}
@@ -174,13 +173,31 @@ func (d Dir) Get(_ context.Context, id string, version int) (Template, error) {
 	if err := strictjson.Decode(data, &t); err != nil {
 		return Template{}, fmt.Errorf("%w: %s: %v", ErrInvalid, path, err)
 	}
-	if t.ID != id || t.Version != version {
-		return Template{}, fmt.Errorf("%w: %s holds %s@%d; its path says %s@%d", ErrInvalid, path, t.ID, t.Version, id, version)
+	if t.ID != id || t.Version != found {
+		return Template{}, fmt.Errorf("%w: %s holds %s; its path says %s@%s", ErrInvalid, path, t.Ref(), id, found)
 	}
 	if probs := Validate(t); len(probs) > 0 {
 		return Template{}, fmt.Errorf("%w: %s: %s", ErrInvalid, path, strings.Join(probs, "; "))
 	}
 	return t, nil
+}
+
+// Pick is the version of have (the versions id has) that a reference
+// to id@version names: the latest for "", else version itself, else its
+// other spelling ("3" for "v3" and back); ErrNotFound when none is
+// there. Stores find templates with it.
+func Pick(id, version string, have []string) (string, error) {
+	switch {
+	case version == "" && len(have) > 0:
+		return latest(have), nil
+	case version == "":
+		return "", fmt.Errorf("%w: %s (no versions)", ErrNotFound, id)
+	case slices.Contains(have, version):
+		return version, nil
+	case alternate(version) != "" && slices.Contains(have, alternate(version)):
+		return alternate(version), nil
+	}
+	return "", fmt.Errorf("%w: %s@%s", ErrNotFound, id, version)
 }
 
 // Put refuses: files are written by hand and versioned with the code.
@@ -204,7 +221,7 @@ func (d Dir) List(ctx context.Context, f Filter) ([]Template, error) {
 			return nil, err
 		}
 		if !f.AllVersions && len(vs) > 0 {
-			vs = vs[len(vs)-1:]
+			vs = []string{latest(vs)}
 		}
 		for _, v := range vs {
 			t, err := d.Get(ctx, e.Name(), v)

@@ -10,9 +10,9 @@ import (
 // A template of a store, rendered with its variables; a missing one is an
 // error that names it.
 func ExampleTemplate_Render() {
-	store := prompt.Fixed(prompt.Template{ID: "greet", Version: 1, Engine: prompt.Mustache,
+	store := prompt.Fixed(prompt.Template{ID: "greet", Version: "v1", Engine: prompt.Mustache,
 		Text: "You greet {{name}} in {{language}}.", RequiredVars: []string{"name"}})
-	t, err := store.Get(context.Background(), "greet", 0) // 0: the latest version
+	t, err := store.Get(context.Background(), "greet", "") // "": the latest version
 	if err != nil {
 		fmt.Println(err)
 		return
@@ -23,5 +23,5 @@ func ExampleTemplate_Render() {
 	fmt.Println(err)
 	// Output:
 	// You greet Ada in Portuguese. 7
-	// prompt greet@1: missing variables name
+	// prompt greet@v1: missing variables name
 }

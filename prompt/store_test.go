@@ -47,12 +47,12 @@ func TestTemplateRender(t *testing.T) {
 		{"fstring", Template{ID: "a", Text: "Hi ${name}, ${n} left"}, map[string]any{"name": "Ada", "n": 3}, true, "Hi Ada, 3 left", false},
 		{"go", Template{ID: "a", Engine: Go, Text: "Hi {{.name}}{{if .vip}}!{{end}}"}, map[string]any{"name": "Ada", "vip": true}, true, "Hi Ada!", false},
 		{"mustache unescaped", Template{ID: "a", Engine: Mustache, Text: "Hi {{name}}"}, map[string]any{"name": "<Ada & co>"}, true, "Hi <Ada & co>", false},
-		{"strict missing", Template{ID: "a", Version: 2, Text: "Hi ${name} from ${city}"}, map[string]any{}, true, "prompt a@2: missing variables name, city", true},
+		{"strict missing", Template{ID: "a", Version: "2", Text: "Hi ${name} from ${city}"}, map[string]any{}, true, "prompt a@2: missing variables name, city", true},
 		{"lenient missing", Template{ID: "a", Text: "Hi ${name}."}, map[string]any{}, false, "Hi .", false},
 		{"lenient go", Template{ID: "a", Engine: Go, Text: "Hi {{.name}}."}, nil, false, "Hi .", false},
 		{"lenient go range", Template{ID: "a", Engine: Go, Text: "Tools:{{range .tools}} {{.Name}}{{end}}."}, nil, false, "Tools:.", false},
 		{"lenient mustache", Template{ID: "a", Engine: Mustache, Text: "Hi {{name}}."}, nil, false, "Hi .", false},
-		{"required even lenient", Template{ID: "a", Version: 1, Text: "Hi ${name}", RequiredVars: []string{"name"}}, nil, false, "missing variables name", true},
+		{"required even lenient", Template{ID: "a", Version: "1", Text: "Hi ${name}", RequiredVars: []string{"name"}}, nil, false, "missing variables name", true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r, err := tc.t.Render(tc.params, tc.strict)
@@ -71,17 +71,17 @@ func TestTemplateRender(t *testing.T) {
 
 func TestParseRef(t *testing.T) {
 	for _, tc := range []struct {
-		ref     string
-		id      string
-		version int
-		err     bool
+		ref, id, version string
+		err              bool
 	}{
-		{"greet", "greet", 0, false}, {"greet@2", "greet", 2, false}, {"greet@v3", "greet", 3, false},
-		{"greet@0", "", 0, true}, {"greet@x", "", 0, true}, {"@1", "", 0, true}, {"a b@1", "", 0, true},
+		{"greet", "greet", "", false}, {"greet@2", "greet", "2", false}, {"greet@v3", "greet", "v3", false},
+		{"greet@1.2.0", "greet", "1.2.0", false}, {"greet@v1.2.0-rc.1", "greet", "v1.2.0-rc.1", false}, {"greet@draft", "greet", "draft", false},
+		{"greet@", "", "", true}, {"greet@../x", "", "", true}, {"greet@a/b", "", "", true}, {"greet@.x", "", "", true},
+		{"@1", "", "", true}, {"a b@1", "", "", true},
 	} {
 		id, v, err := ParseRef(tc.ref)
 		if (err != nil) != tc.err || id != tc.id || v != tc.version {
-			t.Errorf("ParseRef(%q) = %q, %d, %v", tc.ref, id, v, err)
+			t.Errorf("ParseRef(%q) = %q, %q, %v", tc.ref, id, v, err)
 		}
 		if err != nil && !errors.Is(err, ErrInvalid) {
 			t.Errorf("ParseRef(%q): %v is not ErrInvalid", tc.ref, err)
@@ -95,33 +95,33 @@ func TestParseRef(t *testing.T) {
 func TestDir(t *testing.T) {
 	ctx := context.Background()
 	d := Dir("testdata/prompts")
-	latest, err := d.Get(ctx, "greet", 0)
-	if err != nil || latest.Version != 2 || latest.Engine != Mustache {
+	latest, err := d.Get(ctx, "greet", "")
+	if err != nil || latest.Version != "2" || latest.Engine != Mustache {
 		t.Fatalf("latest = %+v, %v", latest, err)
 	}
 	r, err := latest.Render(map[string]any{"name": "Ada", "place": "Lisbon"}, true)
 	if err != nil || r.Text != "Hello Ada, welcome to Lisbon." || len(r.Examples) != 1 || r.Examples[0].Input != "Ada" {
 		t.Errorf("render v2 = %+v, %v", r, err)
 	}
-	v1, err := d.Get(ctx, "greet", 1)
+	v1, err := d.Get(ctx, "greet", "1")
 	if r, _ := v1.Render(map[string]any{"name": "Ada"}, true); err != nil || r.Text != "Hello Ada." {
 		t.Errorf("v1 = %+v, %v", r, err)
 	}
-	if _, err := d.Get(ctx, "greet", 9); !errors.Is(err, ErrNotFound) {
+	if _, err := d.Get(ctx, "greet", "9"); !errors.Is(err, ErrNotFound) {
 		t.Errorf("a missing version: %v", err)
 	}
-	if _, err := d.Get(ctx, "bad", 1); !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), "holds other@1") {
+	if _, err := d.Get(ctx, "bad", "1"); !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), "holds other@1") {
 		t.Errorf("a file at the wrong path: %v", err)
 	}
 	if _, err := d.Put(ctx, v1); !errors.Is(err, ErrReadOnly) {
 		t.Errorf("Put = %v", err)
 	}
 	all, err := d.List(ctx, Filter{ID: "greet", AllVersions: true})
-	if err != nil || len(all) != 2 || all[0].Version != 1 {
+	if err != nil || len(all) != 2 || all[0].Version != "1" {
 		t.Errorf("List all versions = %+v, %v", all, err)
 	}
 	tagged, err := d.List(ctx, Filter{Tag: "demo", ID: "greet"})
-	if err != nil || len(tagged) != 1 || tagged[0].Version != 2 {
+	if err != nil || len(tagged) != 1 || tagged[0].Version != "2" {
 		t.Errorf("List by tag = %+v, %v", tagged, err)
 	}
 }
@@ -130,22 +130,20 @@ func TestDir(t *testing.T) {
 // the first; a read-only first refuses.
 func TestLayered(t *testing.T) {
 	ctx := context.Background()
-	builtin := Fixed(Template{ID: "react", Version: 1, Text: "r1"}, Template{ID: "react", Version: 2, Text: "r2"},
-		Template{ID: "greet", Version: 1, Text: "shadowed"})
+	builtin := Fixed(Template{ID: "react", Version: "1", Text: "r1"}, Template{ID: "react", Version: "2", Text: "r2"},
+		Template{ID: "greet", Version: "1", Text: "shadowed"})
 	l := Layered(Dir("testdata/prompts"), builtin)
 	for _, tc := range []struct {
-		id      string
-		version int
-		want    string
+		id, version, want string
 	}{
-		{"greet", 1, "Hello ${name}."}, {"react", 0, "r2"}, {"react", 1, "r1"},
+		{"greet", "1", "Hello ${name}."}, {"react", "", "r2"}, {"react", "1", "r1"}, {"react", "v1", "r1"},
 	} {
 		got, err := l.Get(ctx, tc.id, tc.version)
 		if err != nil || got.Text != tc.want {
-			t.Errorf("Get(%s, %d) = %q, %v; want %q", tc.id, tc.version, got.Text, err, tc.want)
+			t.Errorf("Get(%s, %q) = %q, %v; want %q", tc.id, tc.version, got.Text, err, tc.want)
 		}
 	}
-	if _, err := l.Get(ctx, "nope", 0); !errors.Is(err, ErrNotFound) {
+	if _, err := l.Get(ctx, "nope", ""); !errors.Is(err, ErrNotFound) {
 		t.Errorf("Get(nope) = %v", err)
 	}
 	if _, err := l.Put(ctx, Template{ID: "x", Text: "x"}); !errors.Is(err, ErrReadOnly) {

@@ -2,24 +2,20 @@ package react
 
 import (
 	"encoding/json"
-	"strconv"
 	"strings"
 
 	"github.com/agentry/agentry/prompt"
 )
 
 // Templates returns the built-in system prompt templates as templates of
-// the prompt store (id "react", engine go, version 1 for "v1"), so that
-// a user can copy one, change it and put it under an id of their own.
+// the prompt store (id "react", engine go, the version as react_template
+// names it: "v1"), so that a user can copy one, change it and put it
+// under an id of their own.
 func Templates() []prompt.Template {
 	var out []prompt.Template
 	for _, v := range Versions() {
-		n, err := strconv.Atoi(strings.TrimPrefix(v, "v"))
-		if err != nil {
-			continue
-		}
 		text, _ := templateFS.ReadFile("templates/" + v + ".tmpl")
-		out = append(out, prompt.Template{ID: "react", Version: n, Engine: prompt.Go, Text: string(text),
+		out = append(out, prompt.Template{ID: "react", Version: v, Engine: prompt.Go, Text: string(text),
 			Metadata: map[string]any{"tags": []any{"react", "builtin"}}, CreatedBy: "agentry"})
 	}
 	return out

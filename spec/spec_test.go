@@ -50,7 +50,7 @@ func TestSpecErrors(t *testing.T) {
 		{"duplicate input key", `{` + ok + `, "input_keys": ["a", "a"]}`, []string{`input_keys[1] "a" is listed twice`}},
 		{"policy unknown field", `{` + ok + `, "policy": {"deny": ["x"]}}`, []string{`"policy.deny"`}},
 		{"policy bad glob", `{` + ok + `, "policy": {"tools": {"deny": ["sh[ell"]}}}`, []string{`policy.tools.deny[0] "sh[ell"`}},
-		{"prompt_ref bad", `{` + ok + `, "prompt_ref": "greet@x"}`, []string{`prompt_ref "greet@x": want id or id@version`}},
+		{"prompt_ref bad", `{` + ok + `, "prompt_ref": "greet@../x"}`, []string{`prompt_ref "greet@../x": want id or id@version`}},
 		{"prompt_ref and system_text", `{` + ok + `, "prompt_ref": "greet@1", "system_text": "s"}`, []string{"prompt_ref and system_text both give the system prompt"}},
 		{"memory without stream", `{` + ok + `, "memory": {"load_last": 5}}`, []string{"memory.stream is required"}},
 		{"memory bad write", `{` + ok + `, "memory": {"stream": "s", "write": ["everything"]}}`, []string{`memory.write[0] "everything": want one of final_answer, input, tool_results`}},

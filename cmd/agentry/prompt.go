@@ -12,6 +12,7 @@ import (
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/agentry/agentry/internal/strictjson"
 	"github.com/agentry/agentry/policy"
@@ -89,10 +90,13 @@ func newPromptPutCmd(stdout io.Writer, dsn *string) *cobra.Command {
 	var by, policyPath string
 	cmd := &cobra.Command{
 		Use:   "put FILE",
-		Short: "Store a template as the next version of its id",
-		Long: `Store the template in FILE ({"id", "text", "engine", "required_vars", "metadata"})
-as the next version of its id in the run store, and print its reference. The
-template is validated first; with --policy (a policy, or a spec with one) its
+		Short: "Store a template as a new version of its id",
+		Long: `Store the template in FILE ({"id", "text", "engine", "required_vars", "metadata"},
+and "version" if you choose it) in the run store, and print its reference.
+Versions are strings ("v2", "3", "1.2.0") and never change: a version the
+store has is refused. Without one, put gives the next counted version: one
+more than the greatest of the form N or vN ("v3" after "v2", "4" after "3"),
+"1" for the first. The template is validated first; with --policy (a policy, or a spec with one) its
 content filters on "prompt" run on the text: block refuses the put, redact
 stores the text redacted. Each decision and the put are audit records.`,
 		Args: exactlyOne("put takes one template file"),
@@ -100,9 +104,6 @@ stores the text redacted. Each decision and the put are audit records.`,
 			t, err := readTemplate(args[0])
 			if err != nil {
 				return usageErr(err)
-			}
-			if t.Version != 0 {
-				return usageErr(fmt.Errorf("%s: version %d: put gives the version (the next of %s); leave it out", args[0], t.Version, t.ID))
 			}
 			p, err := readPolicy(policyPath)
 			if err != nil {
@@ -142,6 +143,9 @@ stores the text redacted. Each decision and the put are audit records.`,
 				return usageErr(errors.New("this run store keeps no prompts"))
 			}
 			t, err = ps.Prompts().Put(ctx, t)
+			if errors.Is(err, prompt.ErrInvalid) { // a version put before, one that cannot follow
+				return usageErr(err)
+			}
 			if err != nil {
 				return runFailed(err)
 			}
@@ -245,22 +249,23 @@ func newPromptListCmd(stdout io.Writer, open opener) *cobra.Command {
 }
 
 func newPromptRenderCmd(stdout io.Writer, open opener) *cobra.Command {
-	var params []string
+	var inputs []string
 	var lenient, asJSON bool
 	cmd := &cobra.Command{
 		Use:   "render ID[@VERSION]",
-		Short: "Render a template with parameters",
-		Long: `Render a template with --param key=value (repeatable) and print the text; --json
-prints the text, a token estimate and the few-shot examples. A variable the
-template uses that no --param gives is an error (exit 2), unless --lenient,
-which renders it empty (required variables are still needed).`,
+		Short: "Render a template with input values",
+		Long: `Render a template with --input key=value (repeatable; --param is the same flag)
+and print the text; --json prints the text, a token estimate and the few-shot
+examples. A variable the template uses that no --input gives is an error
+(exit 2), unless --lenient, which renders it empty (required variables are
+still needed).`,
 		Args: exactlyOne("render takes one template reference"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			vals := map[string]any{}
-			for _, kv := range params {
+			for _, kv := range inputs {
 				k, v, ok := strings.Cut(kv, "=")
 				if !ok || k == "" {
-					return usageErr(fmt.Errorf("--param %q: want key=value", kv))
+					return usageErr(fmt.Errorf("--input %q: want key=value", kv))
 				}
 				vals[k] = v
 			}
@@ -279,7 +284,14 @@ which renders it empty (required variables are still needed).`,
 			return nil
 		},
 	}
-	cmd.Flags().StringArrayVar(&params, "param", nil, "a variable as key=value (repeatable)")
+	cmd.Flags().StringArrayVar(&inputs, "input", nil, "a variable as key=value (repeatable), as run takes its input")
+	// --param, the flag's name before it was run's, stays as an alias.
+	cmd.Flags().SetNormalizeFunc(func(_ *pflag.FlagSet, name string) pflag.NormalizedName {
+		if name == "param" {
+			name = "input"
+		}
+		return pflag.NormalizedName(name)
+	})
 	cmd.Flags().BoolVar(&lenient, "lenient", false, "render variables without a value empty instead of failing")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the rendering as JSON (text, tokens, examples)")
 	return cmd
@@ -290,9 +302,10 @@ func newPromptValidateCmd(stdout io.Writer) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "validate FILE...",
 		Short: "Check template files: engine, syntax, required variables, few-shot examples, content filters",
-		Long: `Check each template file as put would: its id, that its engine parses its text,
-that each required variable is used, its few-shot examples, and with --policy
-that no content filter on "prompt" blocks it. Exit 1 when any is invalid.`,
+		Long: `Check each template file as put would: its id and version, that its engine
+parses its text, that each required variable is used, its few-shot examples,
+and with --policy that no content filter on "prompt" blocks it. Exit 2 when
+any is invalid, as for any bad input.`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			p, err := readPolicy(policyPath)
@@ -301,16 +314,7 @@ that no content filter on "prompt" blocks it. Exit 1 when any is invalid.`,
 			}
 			bad := 0
 			for _, path := range args {
-				t, err := readTemplate(path)
-				probs := prompt.Validate(t)
-				if err != nil {
-					probs = []string{err.Error()}
-				}
-				_, applied := p.Apply(policy.Prompt, t.Text)
-				if f, blocked := policy.Blocked(applied); blocked {
-					probs = append(probs, "the content filter "+f+" of the policy blocks the text")
-				}
-				if len(probs) > 0 {
+				if probs := templateProblems(path, p); len(probs) > 0 {
 					bad++
 					fmt.Fprintf(stdout, "%s: invalid\n  %s\n", path, strings.Join(probs, "\n  "))
 					continue
@@ -318,11 +322,33 @@ that no content filter on "prompt" blocks it. Exit 1 when any is invalid.`,
 				fmt.Fprintf(stdout, "%s: ok\n", path)
 			}
 			if bad > 0 {
-				return runFailed(fmt.Errorf("%d of %d templates are invalid", bad, len(args)))
+				return usageErr(fmt.Errorf("%d of %d templates are invalid", bad, len(args)))
 			}
 			return nil
 		},
 	}
 	cmd.Flags().StringVar(&policyPath, "policy", "", "a policy (or a spec with one) whose prompt filters the text must pass")
 	return cmd
+}
+
+// templateProblems checks the template file at path as put would, and
+// against the prompt filters of p (nil: none).
+func templateProblems(path string, p *policy.Policy) []string {
+	t, err := readTemplate(path)
+	if err != nil {
+		return []string{err.Error()}
+	}
+	probs := prompt.Validate(t)
+	_, applied := p.Apply(policy.Prompt, t.Text)
+	if f, blocked := policy.Blocked(applied); blocked {
+		probs = append(probs, "the content filter "+f+" of the policy blocks the text")
+	}
+	return probs
+}
+
+// isTemplate reports whether data is a prompt template rather than an
+// agent spec or a pipeline: an object with "id" and "text".
+func isTemplate(data []byte) bool {
+	var probe map[string]json.RawMessage
+	return json.Unmarshal(data, &probe) == nil && probe["id"] != nil && probe["text"] != nil && probe["agent_name"] == nil
 }

@@ -45,17 +45,20 @@ func TestPromptThroughTheBinary(t *testing.T) {
 	}
 	var got map[string]any
 	json.Unmarshal([]byte(cli(0, "prompt", "get", "greet", "--json")), &got)
-	if got["version"] != 2.0 || got["engine"] != "go" {
+	if got["version"] != "2" || got["engine"] != "go" {
 		t.Errorf("get greet --json: %v", got)
 	}
-	if out := cli(0, "prompt", "list"); !strings.Contains(out, "greet@2") || strings.Contains(out, "greet@1") || !strings.Contains(out, "react@1") {
+	if out := cli(0, "prompt", "list"); !strings.Contains(out, "greet@2") || strings.Contains(out, "greet@1") || !strings.Contains(out, "react@v1") {
 		t.Errorf("list:\n%s", out)
 	}
 	if out := cli(0, "prompt", "list", "--all", "--tag", "demo"); !strings.Contains(out, "greet@1") || !strings.Contains(out, "ada") || strings.Contains(out, "greet@2") {
 		t.Errorf("list --all --tag demo:\n%s", out)
 	}
-	if out := cli(0, "prompt", "render", "greet@1", "--param", "name=Ada"); strings.TrimSpace(out) != "You greet Ada." {
-		t.Errorf("render: %q", out)
+	// One flag vocabulary with run: --input, and --param as its alias.
+	for _, flag := range []string{"--input", "--param"} {
+		if out := cli(0, "prompt", "render", "greet@1", flag, "name=Ada"); strings.TrimSpace(out) != "You greet Ada." {
+			t.Errorf("render %s: %q", flag, out)
+		}
 	}
 	if out := cli(2, "prompt", "render", "greet", "--lenient"); !strings.Contains(out, "prompt greet@2: missing variables name") {
 		t.Errorf("render without a required variable: %q", out)
@@ -68,15 +71,19 @@ func TestPromptThroughTheBinary(t *testing.T) {
 	}
 
 	bad := writeFile(t, dir, "bad.json", `{"id": "greet", "text": "Hi ${name}", "required_vars": ["name", "city"]}`)
-	if out := cli(1, "prompt", "validate", v1, bad); !strings.Contains(out, "v1.json: ok") || !strings.Contains(out, `required_vars[1] "city": the text does not use it`) {
+	if out := cli(2, "prompt", "validate", v1, bad); !strings.Contains(out, "v1.json: ok") || !strings.Contains(out, `required_vars[1] "city": the text does not use it`) {
 		t.Errorf("validate:\n%s", out)
 	}
 	if out := cli(2, "prompt", "put", bad); !strings.Contains(out, `"city"`) {
 		t.Errorf("put of an invalid template: %q", out)
 	}
-	versioned := writeFile(t, dir, "versioned.json", `{"id": "greet", "version": 7, "text": "x"}`)
-	if out := cli(2, "prompt", "put", versioned); !strings.Contains(out, "put gives the version") {
+	// A version given is kept as written, and never put twice.
+	versioned := writeFile(t, dir, "versioned.json", `{"id": "hello", "version": "v7", "text": "x"}`)
+	if out := cli(0, "prompt", "put", versioned); strings.TrimSpace(out) != "hello@v7" {
 		t.Errorf("put with a version: %q", out)
+	}
+	if out := cli(2, "prompt", "put", versioned); !strings.Contains(out, "hello@v7 exists") {
+		t.Errorf("a version put twice: %q", out)
 	}
 
 	pol := writeFile(t, dir, "policy.json", `{"content_filters": [
@@ -86,7 +93,7 @@ func TestPromptThroughTheBinary(t *testing.T) {
 	if out := cli(1, "prompt", "put", dropper, "--policy", pol); !strings.Contains(out, "no-drop") {
 		t.Errorf("a blocked put: %q", out)
 	}
-	if out := cli(1, "prompt", "validate", dropper, "--policy", pol); !strings.Contains(out, "no-drop of the policy blocks") {
+	if out := cli(2, "prompt", "validate", dropper, "--policy", pol); !strings.Contains(out, "no-drop of the policy blocks") {
 		t.Errorf("validate --policy: %q", out)
 	}
 	mailer := writeFile(t, dir, "mail.json", `{"id": "ops", "text": "Write to ada@example.com about ${topic}."}`)
@@ -121,5 +128,43 @@ func TestPromptThroughTheBinary(t *testing.T) {
 	missing := writeFile(t, dir, "missing.json", `{"agent_name": "greeter", "version": "v1", "model_name": "scripted:`+script+`", "prompt_ref": "greet@9"}`)
 	if out := cli(2, "validate", missing); !strings.Contains(out, `prompt_ref "greet@9": prompt: no such template: greet@9`) {
 		t.Errorf("validate of a prompt_ref the store lacks: %q", out)
+	}
+}
+
+// Versions are strings as an agent's are: prompts/greet/v1.json is
+// greet@v1, for prompt_ref and the prompt commands; validate takes
+// template files, and an invalid one is bad input (exit 2).
+func TestPromptVersionsAsWritten(t *testing.T) {
+	dir := t.TempDir()
+	db := filepath.Join(dir, "runs.db")
+	prompts := filepath.Join(dir, "prompts")
+	os.MkdirAll(filepath.Join(prompts, "greet"), 0o750)
+	good := writeFile(t, filepath.Join(prompts, "greet"), "v1.json", `{"id": "greet", "version": "v1", "text": "You greet ${name}.", "required_vars": ["name"]}`)
+	writeFile(t, filepath.Join(prompts, "greet"), "v2.json", `{"id": "greet", "version": "v2", "text": "You greet ${name} twice."}`)
+	writeFile(t, filepath.Join(prompts, "greet"), "v10.json", `{"id": "greet", "version": "v10", "text": "You greet ${name} ten times."}`)
+	bad := writeFile(t, dir, "bad.json", `{"id": "greet", "version": "v3", "text": "Hi ${name}", "required_vars": ["city"]}`)
+	script := writeFile(t, dir, "turns.json", `{"turns": [{"content": "Hello!"}]}`)
+	sp := writeFile(t, dir, "agent.json", `{"agent_name": "greeter", "version": "v1", "model_name": "scripted:`+script+`",
+		"prompt_ref": "greet@v1", "input_keys": ["name"]}`)
+	for _, tc := range []struct {
+		name string
+		args []string
+		code int
+		want string
+	}{
+		{"run with prompt_ref greet@v1", []string{"run", sp, "--prompts", prompts, "--input", "name=Ada", "--json", "-q"}, 0, `"prompt_template": "greet@v1"`},
+		{"get by the name as written", []string{"prompt", "get", "greet@v1", "--prompts", prompts}, 0, "You greet ${name}."},
+		{"the latest is v10, not v2", []string{"prompt", "get", "greet", "--prompts", prompts}, 0, "ten times"},
+		{"render", []string{"prompt", "render", "greet@v2", "--prompts", prompts, "--input", "name=Ada"}, 0, "You greet Ada twice."},
+		{"validate a template", []string{"validate", good}, 0, "✓"},
+		{"validate an invalid template", []string{"validate", bad}, 2, `required_vars[0] "city"`},
+		{"validate an invalid template and a spec", []string{"validate", sp, bad, "--prompts", prompts}, 2, "1 invalid"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			code, out, errs := runCLI(t, append(tc.args, "--db", db)...)
+			if code != tc.code || !strings.Contains(out+errs, tc.want) {
+				t.Errorf("agentry %s: exit %d, want %d and %q\n%s%s", strings.Join(tc.args, " "), code, tc.code, tc.want, out, errs)
+			}
+		})
 	}
 }

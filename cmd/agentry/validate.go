@@ -27,8 +27,8 @@ func newValidateCmd(stdout, stderr io.Writer) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "validate PATH...",
 		Short: "Check agent specs: fields, schemas, enums, templates, tools, models",
-		Long: `Check agent spec files, or agents directories laid out as
-{agent_name}/{version}.json. Each spec is compiled as 'agentry run' would:
+		Long: `Check agent spec files, pipeline files, prompt template files ({"id",
+"text", ...}), or agents directories laid out as {agent_name}/{version}.json. Each spec is compiled as 'agentry run' would:
 unknown fields, bad names and limits, enums that disagree with the output
 schema, unknown tools and unreadable scripted models are reported with the
 file and the field. Exit code 0 when all are valid, 2 otherwise.`,
@@ -88,7 +88,7 @@ func (l *lazyPrompts) close() {
 	}
 }
 
-func (l *lazyPrompts) Get(ctx context.Context, id string, version int) (prompt.Template, error) {
+func (l *lazyPrompts) Get(ctx context.Context, id string, version string) (prompt.Template, error) {
 	ps, err := l.open()
 	if err != nil {
 		return prompt.Template{}, err
@@ -115,6 +115,15 @@ func validatePath(path, agentsDir string, writeLock bool, opts []agent.Option, s
 	if err != nil {
 		fmt.Fprintf(stderr, "✗ %s: %v\n", path, err)
 		return 1
+	}
+	if data, err := os.ReadFile(path); err == nil && !st.IsDir() && isTemplate(data) {
+		probs := templateProblems(path, nil)
+		if len(probs) > 0 {
+			fmt.Fprintf(stderr, "✗ %s:\n    %s\n", path, strings.Join(probs, "\n    "))
+			return 1
+		}
+		fmt.Fprintf(stdout, "✓ %s\n", path)
+		return 0
 	}
 	if data, err := os.ReadFile(path); err == nil && !st.IsDir() && pipeline.IsPipeline(data) {
 		p, err := pipeline.FromFile(path, pipeline.WithTools(builtinTools(false)), pipeline.WithAgentOptions(opts...))

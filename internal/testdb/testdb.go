@@ -6,11 +6,15 @@ package testdb
 import (
 	"context"
 	"database/sql"
+	"fmt"
+	"io"
 	"math/rand/v2"
 	"net/url"
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
+	"sync"
 	"testing"
 
 	_ "github.com/jackc/pgx/v5/stdlib" // the database/sql driver "pgx"
@@ -55,13 +59,43 @@ func Postgres(t testing.TB) string {
 
 // missing fails the test for want of a service (what), or skips it when
 // AGENTRY_REQUIRE_SERVICES is not set; does says what scripts/test.sh
-// does about it.
+// does about it. The first skip of a test binary also says, in one line
+// on the terminal, which suites the run leaves out.
 func missing(t testing.TB, what, does string) {
 	t.Helper()
 	if os.Getenv("AGENTRY_REQUIRE_SERVICES") != "" {
 		t.Fatalf("%s: run the tests with scripts/test.sh, which %s", what, does)
 	}
+	announce.Do(func() { announceSkips(os.Args[0]) })
 	t.Skipf("%s (scripts/test.sh %s)", what, does)
+}
+
+var announce sync.Once
+
+// announceSkips writes one line naming the suites this run skips. go test
+// shows what a passing package prints only with -v, so a skip would pass
+// unnoticed as green: the line goes to the terminal (/dev/tty), and to
+// the test's own stderr when there is none (shown with -v, or when the
+// package fails). A result go test replays from its cache is silent: the
+// package line then says "(cached)".
+func announceSkips(binary string) {
+	var suites []string
+	for _, s := range []struct{ name, env string }{{"Postgres", "AGENTRY_TEST_POSTGRES"}, {"Redis", "AGENTRY_TEST_REDIS"}} {
+		if os.Getenv(s.env) == "" {
+			suites = append(suites, s.name+" ("+s.env+" unset)")
+		}
+	}
+	if len(suites) == 0 {
+		suites = []string{"some server (one is not installed)"}
+	}
+	line := fmt.Sprintf("SKIPPED in %s: the suites that need %s; scripts/test.sh runs them\n",
+		strings.TrimSuffix(filepath.Base(binary), ".test"), strings.Join(suites, " and "))
+	w := io.Writer(os.Stderr)
+	if f, err := os.OpenFile("/dev/tty", os.O_WRONLY, 0); err == nil {
+		defer f.Close()
+		w = f
+	}
+	io.WriteString(w, line)
 }
 
 // SQLite returns the path of a new SQLite file in the test's temporary

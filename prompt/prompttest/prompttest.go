@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
+	"strings"
 	"sync"
 	"testing"
 
@@ -22,6 +24,7 @@ func Run(t *testing.T, open func(t *testing.T) prompt.Store) {
 		{"List", testList},
 		{"Refuses", testRefuses},
 		{"ConcurrentPuts", testConcurrentPuts},
+		{"StringVersions", testStringVersions},
 	} {
 		t.Run(tc.name, func(t *testing.T) { tc.fn(t, open(t)) })
 	}
@@ -33,28 +36,28 @@ func testVersions(t *testing.T, s prompt.Store) {
 	ctx := context.Background()
 	v1, err := s.Put(ctx, prompt.Template{ID: "greet", Text: "Hello ${name}.", RequiredVars: []string{"name"}, CreatedBy: "ada",
 		Metadata: map[string]any{"tags": []any{"demo"}}})
-	if err != nil || v1.Version != 1 || v1.CreatedAt.IsZero() {
+	if err != nil || v1.Version != "1" || v1.CreatedAt.IsZero() {
 		t.Fatalf("first Put = %+v, %v", v1, err)
 	}
 	v2, err := s.Put(ctx, prompt.Template{ID: "greet", Engine: prompt.Go, Text: "Hi {{.name}}!", RequiredVars: []string{"name"}})
-	if err != nil || v2.Version != 2 {
+	if err != nil || v2.Version != "2" {
 		t.Fatalf("second Put = %+v, %v", v2, err)
 	}
-	got, err := s.Get(ctx, "greet", 1)
+	got, err := s.Get(ctx, "greet", "1")
 	if err != nil || got.Text != "Hello ${name}." || got.Engine != "" || got.CreatedBy != "ada" || !got.CreatedAt.Equal(v1.CreatedAt) || got.Tags()[0] != "demo" {
 		t.Errorf("version 1 after a second put: %+v, %v", got, err)
 	}
 	if r, err := got.Render(map[string]any{"name": "Ada"}, true); err != nil || r.Text != "Hello Ada." {
 		t.Errorf("render v1 = %+v, %v", r, err)
 	}
-	latest, err := s.Get(ctx, "greet", 0)
-	if err != nil || latest.Version != 2 || latest.Text != "Hi {{.name}}!" {
+	latest, err := s.Get(ctx, "greet", "")
+	if err != nil || latest.Version != "2" || latest.Text != "Hi {{.name}}!" {
 		t.Errorf("latest = %+v, %v", latest, err)
 	}
-	if _, err := s.Get(ctx, "greet", 3); !errors.Is(err, prompt.ErrNotFound) {
+	if _, err := s.Get(ctx, "greet", "3"); !errors.Is(err, prompt.ErrNotFound) {
 		t.Errorf("Get of a version not put: %v", err)
 	}
-	if _, err := s.Get(ctx, "nope", 0); !errors.Is(err, prompt.ErrNotFound) {
+	if _, err := s.Get(ctx, "nope", ""); !errors.Is(err, prompt.ErrNotFound) {
 		t.Errorf("Get of a template never put: %v", err)
 	}
 }
@@ -132,8 +135,59 @@ func testConcurrentPuts(t *testing.T, s prompt.Store) {
 		t.Fatalf("%d versions after %d puts (%v)", len(all), n, err)
 	}
 	for i, tpl := range all {
-		if tpl.Version != i+1 {
+		if tpl.Version != strconv.Itoa(i+1) {
 			t.Errorf("versions %v are not 1..%d", all, n)
 		}
+	}
+}
+
+// Versions are strings: a version given is kept as written and found by
+// it, never put twice; the next counted one follows the form of the
+// greatest; the latest is the greatest as a version (v10 after v9), not
+// as text.
+func testStringVersions(t *testing.T, s prompt.Store) {
+	ctx := context.Background()
+	put := func(version, text string) (prompt.Template, error) {
+		return s.Put(ctx, prompt.Template{ID: "greet", Version: version, Text: text})
+	}
+	for _, tc := range []struct{ version, text, want string }{
+		{"v1", "one", "v1"},
+		{"v9", "nine", "v9"},
+		{"", "ten", "v10"},
+		{"draft", "a draft", "draft"},
+	} {
+		got, err := put(tc.version, tc.text)
+		if err != nil || got.Version != tc.want {
+			t.Fatalf("Put(%q) = %q, %v; want version %q", tc.version, got.Version, err, tc.want)
+		}
+	}
+	if _, err := put("v9", "nine again"); !errors.Is(err, prompt.ErrInvalid) || !strings.Contains(err.Error(), "greet@v9 exists") {
+		t.Errorf("a version put twice: %v", err)
+	}
+	if _, err := put("../v11", "x"); !errors.Is(err, prompt.ErrInvalid) {
+		t.Errorf("a version that is no file name: %v", err)
+	}
+	for _, tc := range []struct{ version, text string }{{"v1", "one"}, {"", "ten"}, {"9", "nine"}, {"draft", "a draft"}} {
+		got, err := s.Get(ctx, "greet", tc.version)
+		if err != nil || got.Text != tc.text {
+			t.Errorf("Get(greet, %q) = %q, %v; want %q", tc.version, got.Text, err, tc.text)
+		}
+	}
+	all, err := s.List(ctx, prompt.Filter{ID: "greet", AllVersions: true})
+	var vs []string
+	for _, tpl := range all {
+		vs = append(vs, tpl.Version)
+	}
+	if err != nil || !slices.Equal(vs, []string{"draft", "v1", "v9", "v10"}) {
+		t.Errorf("List = %v, %v; want draft v1 v9 v10", vs, err)
+	}
+	if latest, _ := s.List(ctx, prompt.Filter{ID: "greet"}); len(latest) != 1 || latest[0].Version != "v10" {
+		t.Errorf("List of the latest = %+v", latest)
+	}
+	if _, err := s.Put(ctx, prompt.Template{ID: "sem", Version: "1.2.0", Text: "x"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Put(ctx, prompt.Template{ID: "sem", Text: "y"}); !errors.Is(err, prompt.ErrInvalid) || !strings.Contains(err.Error(), "give the version") {
+		t.Errorf("the next of a semantic version: %v", err)
 	}
 }

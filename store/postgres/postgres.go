@@ -17,7 +17,7 @@ import (
 	"github.com/agentry/agentry/store/internal/sqlstore"
 )
 
-var dialect = sqlstore.Dialect{Name: "postgres", Numbered: true, ForUpdate: " FOR UPDATE",
+var dialect = sqlstore.Dialect{Name: "postgres", Numbered: true, ForUpdate: " FOR UPDATE", Snapshot: sql.LevelRepeatableRead,
 	// One key for every agentry schema: migrations are rare and short.
 	MigrationLock: `SELECT pg_advisory_xact_lock(7461636)`, SeqKey: "BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY",
 	Text: sqlstore.PostgresText}

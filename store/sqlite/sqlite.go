@@ -36,7 +36,7 @@ func Open(ctx context.Context, path string) (*sqlstore.DB, error) {
 		return nil, fmt.Errorf("store (sqlite): empty path")
 	}
 	if path != ":memory:" {
-		if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		if err := ownerOnly(path); err != nil {
 			return nil, fmt.Errorf("store (sqlite) %s: %w", path, err)
 		}
 	}
@@ -67,9 +67,31 @@ func Open(ctx context.Context, path string) (*sqlstore.DB, error) {
 		return nil, fmt.Errorf("%w (file %s)", err, path)
 	}
 	if path != ":memory:" {
-		os.Chmod(path, 0o600) // runs hold prompts and tool results: the owner's only
+		// Sidecars an older release left with the umask's mode.
+		for _, sfx := range []string{"-wal", "-shm"} {
+			if err := os.Chmod(path+sfx, 0o600); err != nil && !os.IsNotExist(err) {
+				s.Close()
+				return nil, fmt.Errorf("store (sqlite) %s: %w", path+sfx, err)
+			}
+		}
 	}
 	return s, nil
+}
+
+// ownerOnly makes the database file the owner's only (runs hold prompts
+// and tool results) before SQLite opens it: SQLite creates its -wal and
+// -shm files with the mode of the database file, and every record
+// passes through the WAL.
+func ownerOnly(path string) error {
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return err
+	}
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return err
+	}
+	f.Close()
+	return os.Chmod(path, 0o600)
 }
 
 func init() {

@@ -5,12 +5,10 @@ package storetest
 
 import (
 	"context"
-	"database/sql"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"strconv"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -42,6 +40,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"Audit", testAudit},
 		{"ConcurrentAudit", testConcurrentAudit},
 		{"AuditTampered", testAuditTampered},
+		{"VerifyWhileAppending", testVerifyWhileAppending},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -485,107 +484,6 @@ func testPrune(t *testing.T, s store.Store) {
 		if _, err := s.Records(ctx, id, 0); !kept && !errors.Is(err, store.ErrNotFound) {
 			t.Errorf("%s: its log outlived it (%v)", id, err)
 		}
-	}
-}
-
-func audit(run, rule, decision string) store.AuditRecord {
-	return store.AuditRecord{RunID: run, Agent: "adder", UserID: "u1", Rule: rule, Decision: decision, Target: "tool:shell", Reason: "denied by tools.deny"}
-}
-
-func testAudit(t *testing.T, s store.Store) {
-	ctx := context.Background()
-	if err := s.VerifyAudit(ctx); err != nil {
-		t.Errorf("an empty chain: %v", err)
-	}
-	var stored []store.AuditRecord
-	for i, run := range []string{"run_a", "run_b", "run_a"} {
-		r, err := s.AppendAudit(ctx, audit(run, "tools.deny", "block"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if r.Seq == 0 || r.Hash == "" || (i > 0 && r.Prev != stored[i-1].Hash) || (i == 0 && r.Prev != "") {
-			t.Fatalf("record %d = %+v: want a sequence number and a hash chained to the one before", i, r)
-		}
-		stored = append(stored, r)
-	}
-	all, err := s.AuditLog(ctx, "")
-	if err != nil || len(all) != 3 {
-		t.Fatalf("AuditLog = %d records, %v", len(all), err)
-	}
-	for i := range all {
-		if all[i] != stored[i] {
-			t.Errorf("record %d read back as %+v, written as %+v", i, all[i], stored[i])
-		}
-	}
-	mine, _ := s.AuditLog(ctx, "run_a")
-	if len(mine) != 2 || mine[0].RunID != "run_a" || mine[1].Seq <= mine[0].Seq {
-		t.Errorf("AuditLog(run_a) = %+v", mine)
-	}
-	if err := s.VerifyAudit(ctx); err != nil {
-		t.Errorf("VerifyAudit of an intact chain: %v", err)
-	}
-	if _, err := s.AppendAudit(ctx, store.AuditRecord{RunID: "run_a"}); err == nil {
-		t.Error("an audit record without a rule and a decision was accepted")
-	}
-}
-
-func testConcurrentAudit(t *testing.T, s store.Store) {
-	ctx := context.Background()
-	var wg sync.WaitGroup
-	for i := range 8 {
-		wg.Go(func() {
-			for range 5 {
-				if _, err := s.AppendAudit(ctx, audit(fmt.Sprintf("run_%d", i), "rate_limits.*", "wait")); err != nil {
-					t.Error(err)
-				}
-			}
-		})
-	}
-	wg.Wait()
-	all, err := s.AuditLog(ctx, "")
-	if err != nil || len(all) != 40 {
-		t.Fatalf("AuditLog = %d records, %v; want 40", len(all), err)
-	}
-	if err := s.VerifyAudit(ctx); err != nil {
-		t.Errorf("concurrent writers broke the chain: %v", err)
-	}
-}
-
-// testAuditTampered edits, deletes and cuts records behind the store's
-// back, in its SQL database, and expects VerifyAudit to name the record.
-func testAuditTampered(t *testing.T, s store.Store) {
-	db, ok := s.(interface{ SQL() *sql.DB })
-	if !ok {
-		return // a backend that is not SQL tampers its own way
-	}
-	ctx := context.Background()
-	for _, tc := range []struct {
-		name, sql, want string
-	}{
-		{"edited", `UPDATE agentry_audit SET decision = 'allow' WHERE seq = (SELECT MIN(seq) + 1 FROM agentry_audit)`, "was changed"},
-		{"deleted", `DELETE FROM agentry_audit WHERE seq = (SELECT MIN(seq) + 1 FROM agentry_audit)`, "removed or changed"},
-		{"cut", `DELETE FROM agentry_audit WHERE seq = (SELECT MAX(seq) FROM agentry_audit)`, "removed from the end"},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			if _, err := db.SQL().ExecContext(ctx, `DELETE FROM agentry_audit`); err != nil {
-				t.Fatal(err)
-			}
-			if _, err := db.SQL().ExecContext(ctx, `UPDATE agentry_audit_head SET seq = 0, hash = ''`); err != nil {
-				t.Fatal(err)
-			}
-			for range 3 {
-				if _, err := s.AppendAudit(ctx, audit("run_a", "approval.tools", "pause")); err != nil {
-					t.Fatal(err)
-				}
-			}
-			if _, err := db.SQL().ExecContext(ctx, tc.sql); err != nil {
-				t.Fatal(err)
-			}
-			err := s.VerifyAudit(ctx)
-			if !errors.Is(err, store.ErrAuditBroken) || !strings.Contains(err.Error(), tc.want) {
-				t.Errorf("VerifyAudit after the chain was %s = %v, want ErrAuditBroken saying %q", tc.name, err, tc.want)
-			}
-		})
 	}
 }
 

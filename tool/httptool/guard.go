@@ -17,7 +17,12 @@ var blocked = []netip.Prefix{
 	netip.MustParsePrefix("0.0.0.0/8"),     // "this network"
 	netip.MustParsePrefix("100.64.0.0/10"), // carrier-grade NAT, often a provider's internal network
 	netip.MustParsePrefix("198.18.0.0/15"), // benchmarking
+	netip.MustParsePrefix("240.0.0.0/4"),   // reserved, and the broadcast address
 	netip.MustParsePrefix("fc00::/7"),      // unique local (also IsPrivate)
+	netip.MustParsePrefix("fec0::/10"),     // site-local (deprecated, still routed inside some networks)
+	// NAT64's local-use prefix (RFC 8215) is a network's own translator:
+	// every address in it is internal, whatever IPv4 address it carries.
+	netip.MustParsePrefix("64:ff9b:1::/48"),
 }
 
 // embedding are the IPv6 forms that carry an IPv4 address, with where it
@@ -26,10 +31,9 @@ var embedding = []struct {
 	prefix netip.Prefix
 	at     int // byte offset of the IPv4 address
 }{
-	{netip.MustParsePrefix("64:ff9b::/96"), 12},   // NAT64, well-known prefix
-	{netip.MustParsePrefix("64:ff9b:1::/48"), 12}, // NAT64, local-use prefix
-	{netip.MustParsePrefix("2002::/16"), 2},       // 6to4
-	{netip.MustParsePrefix("::/96"), 12},          // IPv4-compatible (deprecated)
+	{netip.MustParsePrefix("64:ff9b::/96"), 12}, // NAT64, well-known prefix
+	{netip.MustParsePrefix("2002::/16"), 2},     // 6to4
+	{netip.MustParsePrefix("::/96"), 12},        // IPv4-compatible (deprecated)
 }
 
 // refused says why addr must not be reached, or "" when it may.

@@ -32,20 +32,33 @@ func TestGuardRanges(t *testing.T) {
 		{"[::1]:80", true},
 		{"[::]:80", true},
 		{"[fe80::1]:80", true},
-		{"[fd00::1]:80", true},              // unique local
-		{"[::ffff:10.0.0.1]:80", true},      // IPv4-mapped
-		{"[64:ff9b::a00:1]:80", true},       // NAT64 of 10.0.0.1
-		{"[64:ff9b::7f00:1]:80", true},      // NAT64 of 127.0.0.1
-		{"[64:ff9b:1::a9fe:a9fe]:80", true}, // local-use NAT64 of 169.254.169.254
-		{"[2002:a00:1::1]:80", true},        // 6to4 of 10.0.0.1
-		{"[2002:c0a8:101::]:80", true},      // 6to4 of 192.168.1.1
-		{"[::a00:1]:80", true},              // IPv4-compatible 10.0.0.1
+		{"[fd00::1]:80", true},               // unique local
+		{"[::ffff:10.0.0.1]:80", true},       // IPv4-mapped
+		{"[64:ff9b::a00:1]:80", true},        // NAT64 of 10.0.0.1
+		{"[64:ff9b::7f00:1]:80", true},       // NAT64 of 127.0.0.1
+		{"[64:ff9b:1::a9fe:a9fe]:80", true},  // local-use NAT64 of 169.254.169.254
+		{"[2002:a00:1::1]:80", true},         // 6to4 of 10.0.0.1
+		{"[2002:c0a8:101::]:80", true},       // 6to4 of 192.168.1.1
+		{"[::a00:1]:80", true},               // IPv4-compatible 10.0.0.1
+		{"[64:ff9b:1::5db8:d822]:443", true}, // local-use NAT64: internal whatever it carries
+		{"[64:ff9b:1:ffff::1]:443", true},
+		{"[fec0::1]:80", true}, // site-local
+		{"[feff:ffff::1]:80", true},
+		{"240.0.0.1:80", true}, // reserved
+		{"255.255.255.255:80", true},
+		{"[::ffff:240.1.2.3]:80", true},
+		{"[64:ff9b::f001:203]:80", true}, // NAT64 of 240.1.2.3
+		{"239.255.255.255:80", true},     // multicast, just below
+		{"[ff00::1]:80", true},           // multicast, just above fec0::/10
 		{"93.184.216.34:443", false},
 		{"100.63.255.255:443", false},
 		{"198.20.0.1:443", false},
 		{"[2606:4700::1111]:443", false},
 		{"[64:ff9b::5db8:d822]:443", false}, // NAT64 of a public address
 		{"[2002:5db8:d822::1]:443", false},  // 6to4 of a public address
+		{"[64:ff9b:2::1]:443", false},       // just past the local-use NAT64 prefix
+		{"[fe7f::1]:443", false},            // just below link-local (fe80::/10)
+		{"223.255.255.254:443", false},      // public, just below multicast and 240.0.0.0/4
 	} {
 		t.Run(tc.addr, func(t *testing.T) {
 			err := guard("tcp", tc.addr, nil)

@@ -17,7 +17,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/agentry/agentry/policy"
 	"github.com/agentry/agentry/tool"
 )
 
@@ -52,6 +51,10 @@ type Response struct {
 	// text ones.
 	Body      any  `json:"body"`
 	Truncated bool `json:"truncated,omitempty"`
+	// Location is where a redirect the tool did not follow points: one
+	// that would send a method other than GET or HEAD, with its body, to
+	// another origin.
+	Location string `json:"location,omitempty"`
 }
 
 // ErrBlockedAddress is wrapped by the error of a request to an address
@@ -88,13 +91,14 @@ func newClient(o Options) *client {
 	}
 	c := &http.Client{Transport: o.Transport, Timeout: o.Timeout}
 	out := &client{o: o, http: c}
+	c.CheckRedirect = out.redirect
 	switch {
 	case c.Transport == nil:
 		// Two transports, so that a connection made for an agent allowed
 		// private addresses is never reused for one that is not.
 		c.Transport = newTransport(!o.AllowPrivate)
 		if !o.AllowPrivate {
-			out.open = &http.Client{Transport: newTransport(false), Timeout: o.Timeout}
+			out.open = &http.Client{Transport: newTransport(false), Timeout: o.Timeout, CheckRedirect: out.redirect}
 		}
 	case !o.AllowPrivate:
 		// A transport of the caller's dials as it will: the guard checks
@@ -122,10 +126,8 @@ func (c *client) do(ctx context.Context, method, rawURL string, headers map[stri
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return nil, tool.NewErrorDetails("invalid_arguments", fmt.Sprintf("url %q is not an absolute http(s) URL", rawURL), true)
 	}
-	if n := policy.NetworkFrom(ctx); !n.AllowsHost(u.Hostname()) {
-		return nil, tool.NewErrorDetails("policy_violation",
-			fmt.Sprintf("host %s is not among the hosts the policy allows (policy.network.allow_hosts: %s)", u.Hostname(),
-				strings.Join(n.AllowHosts, ", ")), false)
+	if err := allowedHost(ctx, u, ""); err != nil {
+		return nil, err
 	}
 	req, err := http.NewRequestWithContext(ctx, method, u.String(), body)
 	if err != nil {
@@ -152,6 +154,10 @@ func (c *client) do(ctx context.Context, method, rawURL string, headers map[stri
 	}
 	resp, err := hc.Do(req)
 	if err != nil {
+		var d *tool.ErrorDetails
+		if errors.As(err, &d) { // a redirect refused
+			return nil, d
+		}
 		if errors.Is(err, ErrBlockedAddress) {
 			return nil, tool.NewErrorDetails("blocked", err.Error(), false)
 		}
@@ -165,7 +171,10 @@ func (c *client) do(ctx context.Context, method, rawURL string, headers map[stri
 	if err != nil {
 		return nil, tool.Transient(fmt.Errorf("reading body: %w", err))
 	}
-	out := &Response{URL: u.String(), Status: resp.StatusCode, ContentType: resp.Header.Get("Content-Type")}
+	out := &Response{URL: resp.Request.URL.String(), Status: resp.StatusCode, ContentType: resp.Header.Get("Content-Type")}
+	if resp.StatusCode >= 300 && resp.StatusCode < 400 {
+		out.Location = resp.Header.Get("Location")
+	}
 	if int64(len(data)) > o.MaxBytes {
 		data, out.Truncated = data[:o.MaxBytes], true
 	}

@@ -5,6 +5,7 @@ package shell
 import (
 	"bytes"
 	"context"
+	"crypto/rand"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -13,7 +14,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/agentry/agentry/internal/strictjson"
@@ -36,7 +36,17 @@ type Options struct {
 	// Env is the programs' environment beside PATH, HOME (the working
 	// directory) and LANG; nothing of agentry's own environment passes.
 	Env map[string]string
+	// AllowExec names the programs of Allow that may run other programs
+	// (sh, env, xargs, git, find with -exec, …): New refuses such a
+	// program in Allow unless it is named here too, and a call refuses
+	// find's -exec and the like unless find is.
+	AllowExec []string
 }
+
+// tokenVar carries a value of each call's own in the program's
+// environment, inherited by what it starts: at the end of the call,
+// every process that carries it is killed, wherever it has gone.
+const tokenVar = "AGENTRY_SHELL_CALL"
 
 // searchPath is where allowed programs are looked up.
 const searchPath = "/usr/local/bin:/usr/bin:/bin"
@@ -65,6 +75,9 @@ func New(o Options) (tool.Tool, error) {
 			return nil, fmt.Errorf("allow[%d] %q: a bare program name, looked up in %s", i, p, searchPath)
 		}
 	}
+	if err := checkAllow(o.Allow, o.AllowExec); err != nil {
+		return nil, err
+	}
 	if o.Dir == "" {
 		return nil, errors.New("dir: the working directory is required")
 	}
@@ -91,6 +104,9 @@ func run(ctx context.Context, o Options, a args) (*Result, error) {
 	if !slices.Contains(o.Allow, prog) {
 		return nil, tool.NewErrorDetails("policy_violation", fmt.Sprintf("program %q is not on the allowlist (%s)", prog, strings.Join(o.Allow, ", ")), true)
 	}
+	if err := checkArgs(a.Argv, o.AllowExec); err != nil {
+		return nil, tool.NewErrorDetails("policy_violation", err.Error(), true)
+	}
 	bin, err := lookPath(prog)
 	if err != nil {
 		return nil, tool.NewErrorDetails("not_found", err.Error(), false)
@@ -107,18 +123,21 @@ func run(ctx context.Context, o Options, a args) (*Result, error) {
 	}
 	ctx, cancel := context.WithTimeout(ctx, o.Timeout)
 	defer cancel()
+	token := rand.Text()
 	cmd := exec.CommandContext(ctx, bin, a.Argv[1:]...)
 	cmd.Dir = dir
-	cmd.Env = environment(o)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true} // its own group: the timeout kills every process it started
-	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+	cmd.Env = append(environment(o), tokenVar+"="+token)
+	cmd.SysProcAttr = procAttr()
+	tr := newTracker(token)
+	cmd.Cancel = func() error { tr.kill(); return nil }
 	cmd.WaitDelay = time.Second // a child that keeps the pipes open does not hold the call
 	stdout, stderr := &capped{max: o.MaxOutput}, &capped{max: o.MaxOutput}
 	cmd.Stdout, cmd.Stderr = stdout, stderr
-	err = cmd.Run()
-	if cmd.Process != nil {
-		syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) // what it left behind in its group
+	if err = cmd.Start(); err == nil {
+		tr.begin(cmd.Process.Pid)
+		err = cmd.Wait()
 	}
+	tr.close() // what it left behind, in its group or not
 	res := &Result{Stdout: stdout.String(), Stderr: stderr.String(), Truncated: stdout.cut || stderr.cut,
 		TimedOut: errors.Is(ctx.Err(), context.DeadlineExceeded)}
 	var ee *exec.ExitError
@@ -192,6 +211,7 @@ type config struct {
 	TimeoutMS int64             `json:"timeout_ms,omitempty"`
 	MaxOutput int               `json:"max_output_bytes,omitempty"`
 	Env       map[string]string `json:"env,omitempty"`
+	AllowExec []string          `json:"allow_exec,omitempty"`
 }
 
 func init() {
@@ -207,7 +227,8 @@ func init() {
 		if dir != "" && !filepath.IsAbs(dir) {
 			dir = filepath.Join(baseDir, dir)
 		}
-		t, err := New(Options{Allow: c.Allow, Dir: dir, Timeout: time.Duration(c.TimeoutMS) * time.Millisecond, MaxOutput: c.MaxOutput, Env: c.Env})
+		t, err := New(Options{Allow: c.Allow, Dir: dir, Timeout: time.Duration(c.TimeoutMS) * time.Millisecond, MaxOutput: c.MaxOutput, Env: c.Env,
+			AllowExec: c.AllowExec})
 		if err != nil {
 			return nil, nil, err
 		}

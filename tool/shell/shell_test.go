@@ -47,7 +47,8 @@ func run1(tl tool.Tool, args string) (*Result, error) {
 
 func TestShell(t *testing.T) {
 	t.Setenv("AGENTRY_CANARY_SECRET", "do-not-pass-me")
-	tl, _ := newTool(t, Options{Allow: []string{"echo", "cat", "pwd", "env", "sh", "ls"}, Timeout: 2 * time.Second, MaxOutput: 32})
+	tl, _ := newTool(t, Options{Allow: []string{"echo", "cat", "pwd", "env", "sh", "ls"}, AllowExec: []string{"env", "sh"},
+		Timeout: 2 * time.Second, MaxOutput: 32})
 	for _, tc := range []struct {
 		name, args, stdout, errType string
 	}{
@@ -95,7 +96,7 @@ func TestShell(t *testing.T) {
 // A program that starts children which outlive it (a small fork bomb) is
 // cut at the timeout with its whole process group.
 func TestTimeoutKillsTheGroup(t *testing.T) {
-	tl, _ := newTool(t, Options{Allow: []string{"sh"}, Timeout: 500 * time.Millisecond})
+	tl, _ := newTool(t, Options{Allow: []string{"sh"}, AllowExec: []string{"sh"}, Timeout: 500 * time.Millisecond})
 	marker := "61.4242"
 	start := time.Now()
 	r, err := run1(tl, `{"argv": ["sh", "-c", "for i in 1 2 3 4 5 6 7 8; do (sleep `+marker+` &); done; sleep `+marker+`"]}`)
@@ -144,6 +145,12 @@ func TestNewRefuses(t *testing.T) {
 		{"a path in the allowlist", Options{Allow: []string{"/bin/sh"}, Dir: dir}, "bare program name"},
 		{"no dir", Options{Allow: []string{"ls"}}, "dir:"},
 		{"missing dir", Options{Allow: []string{"ls"}, Dir: filepath.Join(dir, "nope")}, "not a directory"},
+		{"env", Options{Allow: []string{"ls", "env"}, Dir: dir}, `allow[1] "env" runs other programs`},
+		{"xargs", Options{Allow: []string{"xargs"}, Dir: dir}, `allow[0] "xargs" runs other programs`},
+		{"a shell", Options{Allow: []string{"sh"}, Dir: dir}, `"sh" runs other programs (a shell)`},
+		{"git", Options{Allow: []string{"git"}, Dir: dir}, "allow_exec"},
+		{"a versioned interpreter", Options{Allow: []string{"python3.12"}, Dir: dir}, "an interpreter"},
+		{"allow_exec outside allow", Options{Allow: []string{"ls"}, AllowExec: []string{"sh"}, Dir: dir}, `allow_exec[0] "sh": not in allow`},
 	} {
 		if _, err := New(tc.o); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s: %v, want %q", tc.name, err, tc.want)

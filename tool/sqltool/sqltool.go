@@ -2,9 +2,9 @@
 // when writes are allowed, over database/sql for SQLite (a file path) and
 // Postgres (a postgres:// URL). Statements are parameterized (the values
 // go in "params", never into the text), one statement a call; sql_query
-// runs read-only; rows and bytes are capped and each statement has a
-// timeout. It is off until a spec configures it ("connectors":
-// {"sql": {"dsn": ...}}).
+// runs only statements that read; rows and bytes are capped and each
+// statement has a timeout. It is off until a spec configures it
+// ("connectors": {"sql": {"dsn": ...}}).
 package sqltool
 
 import (
@@ -13,12 +13,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgconn"
 	_ "github.com/jackc/pgx/v5/stdlib" // "pgx"
-	_ "modernc.org/sqlite"             // "sqlite"
 
 	"github.com/agentry/agentry/internal/strictjson"
 	"github.com/agentry/agentry/tool"
@@ -39,7 +40,8 @@ type Options struct {
 }
 
 type conn struct {
-	db       *sql.DB
+	db       *sql.DB // sql_exec's, and on Postgres sql_query's too
+	ro       *sql.DB // sql_query's on SQLite: opened read-only
 	postgres bool
 	o        Options
 }
@@ -58,6 +60,16 @@ type Rows struct {
 
 // Tools returns sql_query, and sql_exec when o.Write, over o.DSN. The
 // database is opened now, and closed by close.
+//
+// sql_query runs only statements that read (SELECT, WITH … SELECT,
+// VALUES, EXPLAIN; SHOW and TABLE on Postgres), checked on the text as
+// the engine reads it. On SQLite it has a connection pool of its own,
+// opened read-only with query_only set and an authorizer that refuses
+// everything but reading (ATTACH and PRAGMA writes included); on
+// Postgres it runs in a READ ONLY transaction. Neither tool runs what
+// reaches outside the database (COPY, ATTACH, pg_read_file,
+// pg_reload_conf, lo_export, …). A Postgres role can still do what its
+// grants allow: give the connector a least-privilege role.
 func Tools(o Options) (tools []tool.Tool, close func() error, err error) {
 	if o.DSN == "" {
 		return nil, nil, errors.New("dsn: required (a SQLite file path or a postgres:// URL)")
@@ -72,17 +84,9 @@ func Tools(o Options) (tools []tool.Tool, close func() error, err error) {
 		o.Timeout = 5 * time.Second
 	}
 	c := &conn{o: o}
-	driver, dsn := "sqlite", "file:"+o.DSN+"?_pragma=busy_timeout(5000)"
-	if strings.HasPrefix(o.DSN, "postgres://") || strings.HasPrefix(o.DSN, "postgresql://") {
-		driver, dsn, c.postgres = "pgx", o.DSN, true
-	}
-	if c.db, err = sql.Open(driver, dsn); err != nil {
-		return nil, nil, err
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), o.Timeout)
-	defer cancel()
-	if err := c.db.PingContext(ctx); err != nil {
-		c.db.Close()
+	c.postgres = strings.HasPrefix(o.DSN, "postgres://") || strings.HasPrefix(o.DSN, "postgresql://")
+	if err := c.open(); err != nil {
+		c.close()
 		return nil, nil, fmt.Errorf("dsn: %w", err)
 	}
 	tools = []tool.Tool{tool.Must(tool.Func("sql_query", "Run one read-only SQL query with parameters; returns its rows.", c.query,
@@ -91,42 +95,80 @@ func Tools(o Options) (tools []tool.Tool, close func() error, err error) {
 		tools = append(tools, tool.Must(tool.Func("sql_exec", "Run one SQL statement that changes data, with parameters; returns the rows affected.",
 			c.exec, tool.WithIdempotency(tool.NonIdempotent))))
 	}
-	return tools, c.db.Close, nil
+	return tools, c.close, nil
 }
 
-// check refuses what is not one statement.
-func check(q string) error {
-	q = strings.TrimSpace(q)
-	if q == "" {
-		return tool.NewErrorDetails("invalid_arguments", "sql is empty", true)
+// open opens the pools the tools use and checks that they connect.
+func (c *conn) open() error {
+	ctx, cancel := context.WithTimeout(context.Background(), c.o.Timeout)
+	defer cancel()
+	if c.postgres {
+		var err error
+		if c.db, err = sql.Open("pgx", c.o.DSN); err != nil {
+			return err
+		}
+		return c.db.PingContext(ctx)
 	}
-	if i := strings.Index(q, ";"); i >= 0 && strings.TrimSpace(q[i+1:]) != "" {
-		return tool.NewErrorDetails("invalid_arguments", "one statement a call: the sql holds more than one (;)", true)
+	// The writer first: it creates a missing file, which a read-only
+	// connection cannot.
+	if c.o.Write {
+		c.db = openSQLite(writeDriver, fileURI(c.o.DSN, "_pragma=busy_timeout(5000)"))
+		if err := c.db.PingContext(ctx); err != nil {
+			return err
+		}
+	} else if _, err := os.Stat(c.o.DSN); err != nil {
+		return fmt.Errorf("sql_query opens the database read-only, and cannot create it (\"write\": true does): %w", err)
 	}
-	return nil
+	c.ro = openSQLite(readDriver, fileURI(c.o.DSN, "mode=ro&_pragma=query_only(1)&_pragma=busy_timeout(5000)"))
+	return c.ro.PingContext(ctx)
+}
+
+// fileURI is the file: URI of a SQLite path with query; the path is
+// escaped, else a '#' or '?' in it would end it and open another file.
+func fileURI(path, query string) string {
+	return "file:" + strings.NewReplacer("%", "%25", "?", "%3F", "#", "%23").Replace(path) + "?" + query
+}
+
+func (c *conn) close() error {
+	var errs []error
+	for _, db := range []*sql.DB{c.db, c.ro} {
+		if db != nil {
+			errs = append(errs, db.Close())
+		}
+	}
+	return errors.Join(errs...)
 }
 
 func (c *conn) query(ctx context.Context, a stmtArgs) (*Rows, error) {
-	if err := check(a.SQL); err != nil {
+	if err := checkStatement(a.SQL, c.postgres, true); err != nil {
 		return nil, err
 	}
 	ctx, cancel := context.WithTimeout(ctx, c.o.Timeout)
 	defer cancel()
-	cx, err := c.db.Conn(ctx)
-	if err != nil {
-		return nil, failure(ctx, err)
+	var q interface {
+		QueryContext(context.Context, string, ...any) (*sql.Rows, error)
+	} = c.ro
+	if c.postgres {
+		tx, err := c.db.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+		if err != nil {
+			return nil, failure(ctx, err)
+		}
+		defer tx.Rollback()
+		if _, err = tx.ExecContext(ctx, fmt.Sprintf("SET LOCAL statement_timeout = %d", c.o.Timeout.Milliseconds())); err != nil {
+			return nil, failure(ctx, err)
+		}
+		q = tx
 	}
-	defer cx.Close()
-	tx, err := c.readOnly(ctx, cx)
-	if err != nil {
-		return nil, failure(ctx, err)
-	}
-	defer c.endReadOnly(cx, tx)
-	rows, err := tx.QueryContext(ctx, a.SQL, a.Params...)
+	rows, err := q.QueryContext(ctx, a.SQL, a.Params...)
 	if err != nil {
 		return nil, failure(ctx, err)
 	}
 	defer rows.Close()
+	return c.collect(ctx, rows)
+}
+
+// collect reads rows within the caps.
+func (c *conn) collect(ctx context.Context, rows *sql.Rows) (*Rows, error) {
 	cols, err := rows.Columns()
 	if err != nil {
 		return nil, failure(ctx, err)
@@ -166,31 +208,8 @@ func (c *conn) query(ctx context.Context, a stmtArgs) (*Rows, error) {
 	return out, nil
 }
 
-// readOnly begins a transaction that cannot write: Postgres's READ ONLY,
-// SQLite's query_only on the connection.
-func (c *conn) readOnly(ctx context.Context, cx *sql.Conn) (*sql.Tx, error) {
-	if c.postgres {
-		tx, err := cx.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
-		if err == nil {
-			_, err = tx.ExecContext(ctx, fmt.Sprintf("SET LOCAL statement_timeout = %d", c.o.Timeout.Milliseconds()))
-		}
-		return tx, err
-	}
-	if _, err := cx.ExecContext(ctx, "PRAGMA query_only = ON"); err != nil {
-		return nil, err
-	}
-	return cx.BeginTx(ctx, nil)
-}
-
-func (c *conn) endReadOnly(cx *sql.Conn, tx *sql.Tx) {
-	tx.Rollback()
-	if !c.postgres {
-		cx.ExecContext(context.Background(), "PRAGMA query_only = OFF")
-	}
-}
-
 func (c *conn) exec(ctx context.Context, a stmtArgs) (map[string]any, error) {
-	if err := check(a.SQL); err != nil {
+	if err := checkStatement(a.SQL, c.postgres, false); err != nil {
 		return nil, err
 	}
 	ctx, cancel := context.WithTimeout(ctx, c.o.Timeout)
@@ -205,11 +224,15 @@ func (c *conn) exec(ctx context.Context, a stmtArgs) (map[string]any, error) {
 
 // failure is what the model is told of a failed statement.
 func failure(ctx context.Context, err error) error {
-	if ctx.Err() != nil {
+	// Postgres's own statement_timeout (57014) may end the statement just
+	// before the context does: both are the statement running out of time.
+	var pe *pgconn.PgError
+	if ctx.Err() != nil || errors.As(err, &pe) && pe.Code == "57014" {
 		return tool.NewErrorDetails("timeout", "the statement ran out of time: "+err.Error(), false)
 	}
 	msg := err.Error()
-	if strings.Contains(msg, "readonly") || strings.Contains(msg, "read-only") || strings.Contains(msg, "query_only") {
+	if strings.Contains(msg, "readonly") || strings.Contains(msg, "read-only") || strings.Contains(msg, "query_only") ||
+		strings.Contains(msg, "not authorized") {
 		return tool.NewErrorDetails("read_only", "sql_query cannot change data: "+msg, true)
 	}
 	return tool.NewErrorDetails("sql_error", msg, true)

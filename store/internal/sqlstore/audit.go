@@ -55,13 +55,23 @@ func (s *DB) appendAudit(ctx context.Context, tx *sql.Tx, r store.AuditRecord) (
 
 // AuditLog returns the records of a run, or all of them.
 func (s *DB) AuditLog(ctx context.Context, runID string) ([]store.AuditRecord, error) {
+	return s.auditLog(ctx, s.db, runID)
+}
+
+// querier is a *sql.DB or a *sql.Tx.
+type querier interface {
+	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+}
+
+func (s *DB) auditLog(ctx context.Context, q querier, runID string) ([]store.AuditRecord, error) {
 	query := `SELECT seq, at, run_id, agent, user_id, rule, decision, target, reason, prev, hash FROM agentry_audit`
 	var args []any
 	if runID != "" {
 		query += ` WHERE run_id = ?`
 		args = append(args, runID)
 	}
-	rows, err := s.db.QueryContext(ctx, s.q(query+` ORDER BY seq`), args...)
+	rows, err := q.QueryContext(ctx, s.q(query+` ORDER BY seq`), args...)
 	if err != nil {
 		return nil, fmt.Errorf("store: audit log: %w", err)
 	}
@@ -82,15 +92,22 @@ func (s *DB) AuditLog(ctx context.Context, runID string) ([]store.AuditRecord, e
 	return out, nil
 }
 
-// VerifyAudit checks the whole chain against its head.
+// VerifyAudit checks the whole chain against its head, both read in one
+// read-only transaction: one snapshot, so a record appended meanwhile is
+// either in both or in neither, never taken for tampering.
 func (s *DB) VerifyAudit(ctx context.Context) error {
-	recs, err := s.AuditLog(ctx, "")
+	tx, err := s.db.BeginTx(ctx, &sql.TxOptions{ReadOnly: true, Isolation: s.d.Snapshot})
+	if err != nil {
+		return fmt.Errorf("store: audit: %w", err)
+	}
+	defer tx.Rollback()
+	var head string
+	if err := tx.QueryRowContext(ctx, `SELECT hash FROM agentry_audit_head WHERE id = 1`).Scan(&head); err != nil {
+		return fmt.Errorf("store: audit: reading the head of the chain: %w", err)
+	}
+	recs, err := s.auditLog(ctx, tx, "")
 	if err != nil {
 		return err
-	}
-	var head string
-	if err := s.db.QueryRowContext(ctx, `SELECT hash FROM agentry_audit_head WHERE id = 1`).Scan(&head); err != nil {
-		return fmt.Errorf("store: audit: reading the head of the chain: %w", err)
 	}
 	return store.VerifyChain(recs, head)
 }

@@ -2,46 +2,72 @@ package sqlstore
 
 import (
 	"context"
-	"database/sql"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"strconv"
+	"slices"
 	"strings"
 
 	"github.com/agentry/agentry/prompt"
 	"github.com/agentry/agentry/store"
 )
 
-// Prompts returns the store's prompt templates (migration 4's table):
-// each Put is audited in the same transaction.
+// Prompts returns the store's prompt templates (the table of migrations
+// 4 and 5): each Put is audited in the same transaction.
 func (s *DB) Prompts() prompt.Store { return (*prompts)(s) }
 
 type prompts DB
 
-func (p *prompts) Get(ctx context.Context, id string, version int) (prompt.Template, error) {
+// versions are the versions of id, as stored.
+func (p *prompts) versions(ctx context.Context, q querier, id string) ([]string, error) {
 	s := (*DB)(p)
-	var data string
-	var err error
-	if version == 0 {
-		err = s.db.QueryRowContext(ctx, s.q(`SELECT data FROM agentry_prompts WHERE id = ? ORDER BY version DESC LIMIT 1`), id).Scan(&data)
-	} else {
-		err = s.db.QueryRowContext(ctx, s.q(`SELECT data FROM agentry_prompts WHERE id = ? AND version = ?`), id, version).Scan(&data)
-	}
-	ref := id
-	if version > 0 {
-		ref += "@" + strconv.Itoa(version)
-	}
-	if errors.Is(err, sql.ErrNoRows) {
-		return prompt.Template{}, fmt.Errorf("%w: %s", prompt.ErrNotFound, ref)
-	}
+	rows, err := q.QueryContext(ctx, s.q(`SELECT version FROM agentry_prompts WHERE id = ?`), id)
 	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var v string
+		if err := rows.Scan(&v); err != nil {
+			return nil, err
+		}
+		out = append(out, v)
+	}
+	return out, rows.Err()
+}
+
+func (p *prompts) Get(ctx context.Context, id string, version string) (prompt.Template, error) {
+	s := (*DB)(p)
+	ref := id
+	if version != "" {
+		ref += "@" + version
+	}
+	fail := func(err error) (prompt.Template, error) {
 		return prompt.Template{}, fmt.Errorf("prompt (%s): get %s: %w", s.d.Name, ref, err)
 	}
+	have, err := p.versions(ctx, s.db, id)
+	if err != nil {
+		return fail(err)
+	}
+	found, err := prompt.Pick(id, version, have)
+	if err != nil {
+		return prompt.Template{}, err
+	}
+	var data string
+	if err := s.db.QueryRowContext(ctx, s.q(`SELECT data FROM agentry_prompts WHERE id = ? AND version = ?`), id, found).Scan(&data); err != nil {
+		return fail(err)
+	}
+	return decodeTemplate(data, found, s.d.Name)
+}
+
+// decodeTemplate reads a stored template; the column is its version (a
+// row stored before versions were strings says 3 in its JSON).
+func decodeTemplate(data, version, backend string) (prompt.Template, error) {
 	var t prompt.Template
 	if err := json.Unmarshal([]byte(data), &t); err != nil {
-		return t, fmt.Errorf("prompt (%s): %s: %w", s.d.Name, ref, err)
+		return t, fmt.Errorf("prompt (%s): %s@%s: %w", backend, t.ID, version, err)
 	}
+	t.Version = version
 	return t, nil
 }
 
@@ -63,8 +89,17 @@ func (p *prompts) Put(ctx context.Context, t prompt.Template) (prompt.Template, 
 			return fail(err)
 		}
 	}
-	if err := tx.QueryRowContext(ctx, s.q(`SELECT COALESCE(MAX(version), 0) + 1 FROM agentry_prompts WHERE id = ?`), t.ID).Scan(&t.Version); err != nil {
+	have, err := p.versions(ctx, tx, t.ID)
+	if err != nil {
 		return fail(err)
+	}
+	switch {
+	case t.Version == "":
+		if t.Version, err = prompt.NextVersion(t.ID, have); err != nil {
+			return t, err
+		}
+	case slices.Contains(have, t.Version):
+		return t, fmt.Errorf("%w: %s exists, and a version never changes: put it under a new version", prompt.ErrInvalid, t.Ref())
 	}
 	t.CreatedAt = fromMicros(micros(s.now()))
 	data, err := json.Marshal(t)
@@ -85,38 +120,34 @@ func (p *prompts) Put(ctx context.Context, t prompt.Template) (prompt.Template, 
 	return t, nil
 }
 
+// List reads the templates f selects and keeps the latest of each id
+// unless f.AllVersions: versions are ordered by prompt.CompareVersions,
+// which SQL cannot do.
 func (p *prompts) List(ctx context.Context, f prompt.Filter) ([]prompt.Template, error) {
 	s := (*DB)(p)
-	query := `SELECT data FROM agentry_prompts`
-	var where []string
-	var args []any
+	query, args := `SELECT version, data FROM agentry_prompts`, []any{}
 	if f.ID != "" {
-		where, args = append(where, "id = ?"), append(args, f.ID)
+		query, args = query+" WHERE id = ?", append(args, f.ID)
 	}
-	if !f.AllVersions {
-		where = append(where, "version = (SELECT MAX(version) FROM agentry_prompts p2 WHERE p2.id = agentry_prompts.id)")
-	}
-	if len(where) > 0 {
-		query += " WHERE " + strings.Join(where, " AND ")
-	}
-	rows, err := s.db.QueryContext(ctx, s.q(query+" ORDER BY id, version"), args...)
+	rows, err := s.db.QueryContext(ctx, s.q(query), args...)
 	if err != nil {
 		return nil, fmt.Errorf("prompt (%s): list: %w", s.d.Name, err)
 	}
 	defer rows.Close()
-	var out []prompt.Template
+	var all []prompt.Template
 	for rows.Next() {
-		var data string
-		var t prompt.Template
-		if err := rows.Scan(&data); err != nil {
+		var version, data string
+		if err := rows.Scan(&version, &data); err != nil {
 			return nil, fmt.Errorf("prompt (%s): list: %w", s.d.Name, err)
 		}
-		if err := json.Unmarshal([]byte(data), &t); err != nil {
-			return nil, fmt.Errorf("prompt (%s): list: %w", s.d.Name, err)
+		t, err := decodeTemplate(data, version, s.d.Name)
+		if err != nil {
+			return nil, err
 		}
-		if f.Matches(&t) {
-			out = append(out, t)
-		}
+		all = append(all, t)
 	}
-	return out, rows.Err()
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("prompt (%s): list: %w", s.d.Name, err)
+	}
+	return prompt.Select(all, f), nil
 }

@@ -30,6 +30,11 @@ type Dialect struct {
 	// MigrationLock, when set, runs first in the migration transaction so
 	// that two processes opening one database migrate it once.
 	MigrationLock string
+	// Snapshot is the isolation level under which a read-only
+	// transaction sees one snapshot for all its statements (Postgres's
+	// REPEATABLE READ; SQLite's default, a read transaction on a WAL
+	// database, already does).
+	Snapshot sql.IsolationLevel
 	// SeqKey declares a log's sequence column: an auto-incrementing
 	// integer primary key.
 	SeqKey string
@@ -125,6 +130,19 @@ var migrations = []string{
 		created_at BIGINT NOT NULL,
 		PRIMARY KEY (id, version)
 	);`,
+	// 5: prompt versions are strings, as agents' are ("v1", "1.2.0"):
+	// the table again with a text version, the rows kept ("3").
+	`CREATE TABLE agentry_prompts_v5 (
+		id TEXT NOT NULL,
+		version TEXT NOT NULL,
+		data TEXT NOT NULL,
+		created_at BIGINT NOT NULL,
+		PRIMARY KEY (id, version)
+	);
+	INSERT INTO agentry_prompts_v5 (id, version, data, created_at)
+		SELECT id, CAST(version AS TEXT), data, created_at FROM agentry_prompts;
+	DROP TABLE agentry_prompts;
+	ALTER TABLE agentry_prompts_v5 RENAME TO agentry_prompts;`,
 }
 
 // schema is the migrations in the dialect's words.
