@@ -2,7 +2,13 @@ package agent
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"os"
 	"path/filepath"
+	"sync"
 	"strings"
 	"testing"
 
@@ -10,6 +16,7 @@ import (
 	"github.com/agentry/agentry/spec"
 	"github.com/agentry/agentry/store"
 	"github.com/agentry/agentry/tool"
+	"github.com/agentry/agentry/tool/httptool"
 )
 
 // scenarioEnv names the agent the crash helper runs: the payer (empty),
@@ -25,6 +32,9 @@ func crashScenario(name string, st store.Store, reg *tool.Registry, h *hooks) (*
 		return a, payerInput, err
 	case "subagent":
 		a, err := FromDir("testdata/agents", "boss", WithTools(hookedEcho(h)))
+		return a, nil, err
+	case "http":
+		a, err := FromFile(os.Getenv("AGENTRY_CRASH_SPEC"), WithTools(hookedHTTP(h)))
 		return a, nil, err
 	}
 	a, err := FromFile(payerSpec, WithTools(reg), WithProviderMiddleware(modelHooks(h)))
@@ -82,6 +92,33 @@ func hookedEcho(h *hooks) *tool.Registry {
 	}, tool.WithIdempotency(tool.Safe)))
 	r, _ := tool.NewRegistry(echo)
 	return r
+}
+
+// hookedHTTP is http_request (private addresses allowed: the test's
+// server is on loopback) with the kill point "sent:http_request" after
+// the request got its answer, before its result is on record.
+func hookedHTTP(h *hooks) *tool.Registry {
+	r, _ := tool.NewRegistry(sentHook{httptool.NewRequest(httptool.Options{AllowPrivate: true}).(requestTool), h})
+	return r
+}
+
+// requestTool is what http_request is: a tool whose class and
+// deduplication depend on the call.
+type requestTool interface {
+	tool.Tool
+	tool.Classifier
+	tool.Deduplicator
+}
+
+type sentHook struct {
+	requestTool
+	h *hooks
+}
+
+func (t sentHook) Call(ctx context.Context, args json.RawMessage) (json.RawMessage, error) {
+	out, err := t.requestTool.Call(ctx, args)
+	t.h.at("sent:http_request")
+	return out, err
 }
 
 // crashRun is killedRun for a scenario: the id of the top run it left.
@@ -158,5 +195,83 @@ func TestKillInASubAgent(t *testing.T) {
 				t.Errorf("sub-runs after the resume: %+v; want the one, completed", subs)
 			}
 		})
+	}
+}
+
+// A POST killed after it reached the server, before its result was on
+// record: a resume sends it again, with the same Idempotency-Key, only
+// to a host the spec names as keeping one effect per key; to any other
+// it pauses for approval, and sends it again only once approved.
+func TestKillAfterAnHTTPRequest(t *testing.T) {
+	ctx := context.Background()
+	for _, tc := range []struct {
+		name, keyHosts string
+		dedup          bool
+	}{
+		{"a host that ignores the key", `[]`, false},
+		{"a host named in idempotency_key_hosts", `["127.0.0.1"]`, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var mu sync.Mutex
+			var keys []string
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				mu.Lock()
+				keys = append(keys, r.Header.Get("Idempotency-Key"))
+				mu.Unlock()
+				w.Header().Set("Content-Type", "application/json")
+				w.Write([]byte(`{"charged": true}`))
+			}))
+			defer srv.Close()
+			sent := func() []string {
+				mu.Lock()
+				defer mu.Unlock()
+				return append([]string(nil), keys...)
+			}
+			dir := t.TempDir()
+			writeFile(t, filepath.Join(dir, "turns.json"), `{"turns": [
+				{"tool_calls": [{"name": "http_request", "arguments": {"method": "POST", "url": "`+srv.URL+`/charge", "json": {"amount": 5}}}]},
+				{"content": "Charged."}]}`)
+			specPath := filepath.Join(dir, "charger.json")
+			writeFile(t, specPath, `{"agent_name": "charger", "version": "v1", "model_name": "scripted:turns.json",
+				"system_text": "Charge.", "tools": ["http_request"],
+				"policy": {"network": {"allow_private": true, "idempotency_key_hosts": `+tc.keyHosts+`}}}`)
+			t.Setenv("AGENTRY_CRASH_SPEC", specPath)
+			st := openStore(t, filepathJoin(t, "runs.db"))
+			id := crashRun(t, st, "http", "sent:http_request#1")
+			if got := sent(); len(got) != 1 || got[0] != id+":1:0" {
+				t.Fatalf("before the resume the server saw %v", got)
+			}
+			a, err := Stored(ctx, st, id, WithTools(hookedHTTP(nil)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			sess, err := a.Resume(ctx, st, id)
+			if err != nil {
+				t.Fatal(err)
+			}
+			res, err := sess.Run(ctx)
+			if !tc.dedup {
+				if !errors.Is(err, ErrAwaitingApproval) || len(sent()) != 1 {
+					t.Fatalf("resume: %v, the server saw %v; want a pause and no second request", err, sent())
+				}
+				if sess, err = a.Resume(ctx, st, id, Approve(id+":1:0")); err != nil {
+					t.Fatal(err)
+				}
+				res, err = sess.Run(ctx)
+			}
+			if err != nil || !res.Success {
+				t.Fatalf("the resumed run: %v", err)
+			}
+			if got := sent(); len(got) != 2 || got[1] != id+":1:0" {
+				t.Errorf("the server saw %v; want the request again with its key", got)
+			}
+		})
+	}
+}
+
+func writeFile(t *testing.T, path, data string) {
+	t.Helper()
+	if err := os.WriteFile(path, []byte(data), 0o600); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -270,7 +270,7 @@ func (j *journal) tool(ctx context.Context, call *tool.Call, next tool.Handler) 
 		}
 	}
 	if class == tool.NonIdempotent && !intent && j.w != nil {
-		in := runlog.Intent{CallID: call.ID, Tool: call.Name, Arguments: string(call.Arguments), Idempotency: class, Deduplicates: call.Info.Deduplicates}
+		in := runlog.Intent{CallID: call.ID, Tool: call.Name, Arguments: string(call.Arguments), Idempotency: class, Deduplicates: call.Deduplicates(ctx)}
 		if err := j.commit(ctx, runlog.Record(store.KindToolIntent, call.Turn, key, in)); err != nil {
 			return tool.Output{}, err // not run: it could not be made safe to run
 		}

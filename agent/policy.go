@@ -31,7 +31,7 @@ func policyTools(p *policy.Policy, rules []hostRule) tool.Middleware {
 	}
 	limits := newLimiters(p.RateLimits)
 	filters := filtersOn(p, policy.ToolInput)
-	network := len(p.Network.AllowHosts) > 0 || p.Network.AllowPrivate
+	network := len(p.Network.AllowHosts) > 0 || p.Network.AllowPrivate || len(p.Network.IdempotencyKeyHosts) > 0
 	return func(next tool.Handler) tool.Handler {
 		return func(ctx context.Context, call *tool.Call) (tool.Output, error) {
 			r := runOf(ctx)

@@ -80,9 +80,14 @@ type ContentFilter struct {
 
 // Network limits the HTTP tools: the hosts they may reach (globs; none
 // given: any public host) and whether private addresses are allowed.
+// IdempotencyKeyHosts (globs) are the hosts known to keep one effect per
+// Idempotency-Key: a request of unknown outcome to one of them is sent
+// again with its key after a crash; to any other host it waits for a
+// person's approval.
 type Network struct {
-	AllowHosts   []string `json:"allow_hosts,omitempty"`
-	AllowPrivate bool     `json:"allow_private,omitempty"`
+	AllowHosts          []string `json:"allow_hosts,omitempty"`
+	AllowPrivate        bool     `json:"allow_private,omitempty"`
+	IdempotencyKeyHosts []string `json:"idempotency_key_hosts,omitempty"`
 }
 
 // Error lists the problems of a policy, each naming its field.
@@ -124,6 +129,7 @@ func (p *Policy) Check() []string {
 	globs("tools.deny", p.Tools.Deny)
 	globs("approval.tools", p.Approval.Tools)
 	globs("network.allow_hosts", p.Network.AllowHosts)
+	globs("network.idempotency_key_hosts", p.Network.IdempotencyKeyHosts)
 	for _, name := range slices.Sorted(maps.Keys(p.RateLimits)) {
 		r := p.RateLimits[name]
 		f := "rate_limits." + name
@@ -190,6 +196,7 @@ func (p *Policy) Clone() *Policy {
 		cp.ContentFilters = nil
 	}
 	cp.Network.AllowHosts = slices.Clone(p.Network.AllowHosts)
+	cp.Network.IdempotencyKeyHosts = slices.Clone(p.Network.IdempotencyKeyHosts)
 	return &cp
 }
 
@@ -215,6 +222,12 @@ func WithNetwork(ctx context.Context, n *Network) context.Context {
 func NetworkFrom(ctx context.Context) *Network {
 	n, _ := ctx.Value(networkKey{}).(*Network)
 	return n
+}
+
+// KeepsIdempotencyKeys reports whether host is one the rules name as
+// keeping one effect per Idempotency-Key: none unless named.
+func (n *Network) KeepsIdempotencyKeys(host string) bool {
+	return n != nil && Matches(n.IdempotencyKeyHosts, strings.ToLower(host))
 }
 
 // AllowsHost reports whether the rules let a tool reach host: any host

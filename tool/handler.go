@@ -60,6 +60,18 @@ func (c *Call) Class() Idempotency {
 	return class
 }
 
+// Deduplicates reports whether repeating the call with its key is
+// harmless: the tool's answer for this call when it is a Deduplicator
+// (an HTTP tool, by the host it is sent to), else its Info's. A resumed
+// run sends again a non-idempotent call of unknown outcome only when it
+// deduplicates.
+func (c *Call) Deduplicates(ctx context.Context) bool {
+	if d, ok := c.Tool.(Deduplicator); ok {
+		return d.Deduplicates(ctx, c.Arguments)
+	}
+	return c.Info.Deduplicates
+}
+
 // Run is what a tool may know of the run calling it (Noema's Context).
 // It is shared by every call of the run and must not be changed.
 type Run struct {

@@ -53,6 +53,14 @@ type Info struct {
 	Deduplicates bool
 }
 
+// Deduplicator is implemented by tools that deduplicate some calls and
+// not others (an HTTP tool: only for hosts known to keep one effect per
+// Idempotency-Key). Its answer replaces Info.Deduplicates for that call;
+// ctx is the call's.
+type Deduplicator interface {
+	Deduplicates(ctx context.Context, args json.RawMessage) bool
+}
+
 // Classifier is implemented by tools whose calls differ in class by
 // their arguments (an HTTP tool: GET is safe, POST is not). Its answer
 // replaces Info.Idempotency for that call.

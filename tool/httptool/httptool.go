@@ -35,6 +35,12 @@ type Options struct {
 	Transport http.RoundTripper
 	// UserAgent is sent with each request; default "agentry".
 	UserAgent string
+	// IdempotencyKeyHosts (globs) are the hosts known to keep one effect
+	// per Idempotency-Key (as the spec's policy.network field of that
+	// name): a request of unknown outcome to one of them is sent again
+	// with its key after a crash. To any other host it is not: most
+	// servers ignore the header.
+	IdempotencyKeyHosts []string
 }
 
 type getArgs struct {

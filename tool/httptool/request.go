@@ -7,8 +7,10 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"strings"
 
+	"github.com/agentry/agentry/policy"
 	"github.com/agentry/agentry/tool"
 )
 
@@ -32,21 +34,44 @@ var classes = map[string]tool.Idempotency{
 // the private-network guard of http_get. Each call's class follows its
 // method: GET and HEAD are safe, PUT and DELETE idempotent, POST and
 // PATCH non-idempotent. The other methods send the call's idempotency
-// key as the Idempotency-Key header, and the tool declares that it
-// deduplicates by key, so a resumed run sends a request whose outcome
-// is unknown again with the same key.
+// key as the Idempotency-Key header. Only a request to a host known to
+// honour it (Options.IdempotencyKeyHosts, the policy's
+// network.idempotency_key_hosts) deduplicates: a resumed run sends such
+// a request of unknown outcome again with its key, and pauses for
+// approval on any other.
 func NewRequest(o Options) tool.Tool {
 	c := newClient(o)
 	t := tool.Must(tool.Func("http_request",
 		"Send an HTTP request (GET, HEAD, POST, PUT, PATCH or DELETE) with optional headers and a JSON or text body; "+
 			"returns the status and the body (JSON or text).",
 		func(ctx context.Context, a requestArgs) (*Response, error) { return c.request(ctx, a) },
-		tool.WithIdempotency(tool.NonIdempotent), tool.WithDeduplication(), tool.WithTimeout(c.o.Timeout)))
-	return requestTool{t}
+		tool.WithIdempotency(tool.NonIdempotent), tool.WithTimeout(c.o.Timeout)))
+	return requestTool{Tool: t, keyHosts: o.IdempotencyKeyHosts}
 }
 
-// requestTool is http_request with its class per method.
-type requestTool struct{ tool.Tool }
+// requestTool is http_request with its class per method, and its
+// deduplication per host.
+type requestTool struct {
+	tool.Tool
+	keyHosts []string
+}
+
+// Deduplicates reports whether the call goes to a host known to keep one
+// effect per Idempotency-Key: one the options or the run's policy name.
+func (t requestTool) Deduplicates(ctx context.Context, args json.RawMessage) bool {
+	var a struct {
+		URL string `json:"url"`
+	}
+	if json.Unmarshal(args, &a) != nil {
+		return false
+	}
+	u, err := url.Parse(a.URL)
+	if err != nil || u.Hostname() == "" {
+		return false
+	}
+	host := strings.ToLower(u.Hostname())
+	return policy.Matches(t.keyHosts, host) || policy.NetworkFrom(ctx).KeepsIdempotencyKeys(host)
+}
 
 // Idempotency is the class of the call's method; NonIdempotent when the
 // arguments cannot be read.

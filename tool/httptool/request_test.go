@@ -11,6 +11,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/agentry/agentry/policy"
 	"github.com/agentry/agentry/tool"
 )
 
@@ -86,8 +87,40 @@ func TestRequest(t *testing.T) {
 		})
 	}
 	info := tl.Info()
-	if !info.Deduplicates || info.Idempotency != tool.NonIdempotent || info.Name != "http_request" {
-		t.Errorf("info = %+v; want http_request, non-idempotent by default, deduplicating", info)
+	if info.Deduplicates || info.Idempotency != tool.NonIdempotent || info.Name != "http_request" {
+		t.Errorf("info = %+v; want http_request, non-idempotent by default, not deduplicating", info)
+	}
+}
+
+// http_request deduplicates only a request to a host named as keeping
+// one effect per Idempotency-Key, by its options or by the run's policy:
+// most servers ignore the header, so claiming it would have a resumed run
+// send a POST twice.
+func TestRequestDeduplicatesOnlyNamedHosts(t *testing.T) {
+	tl := NewRequest(Options{IdempotencyKeyHosts: []string{"api.stripe.com", "*.payments.example"}})
+	withPolicy := policy.WithNetwork(context.Background(), &policy.Network{IdempotencyKeyHosts: []string{"ledger.example.org"}})
+	for _, tc := range []struct {
+		name string
+		ctx  context.Context
+		url  string
+		want bool
+	}{
+		{"a host the options name", context.Background(), "https://api.stripe.com/v1/charges", true},
+		{"a glob of the options", context.Background(), "https://eu.payments.example/pay", true},
+		{"case does not matter", context.Background(), "https://API.Stripe.com/v1/charges", true},
+		{"a host nobody names", context.Background(), "https://shop.example.com/order", false},
+		{"a look-alike host", context.Background(), "https://api.stripe.com.evil.example/v1", false},
+		{"a host the policy names", withPolicy, "https://ledger.example.org/entries", true},
+		{"a host the policy does not name", withPolicy, "https://shop.example.com/order", false},
+		{"no URL", context.Background(), "", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := &tool.Call{Name: "http_request", Tool: tl, Info: tl.Info(),
+				Arguments: json.RawMessage(`{"method": "POST", "url": "` + tc.url + `"}`)}
+			if got := c.Deduplicates(tc.ctx); got != tc.want {
+				t.Errorf("Deduplicates = %v, want %v", got, tc.want)
+			}
+		})
 	}
 }
 
