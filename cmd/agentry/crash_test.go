@@ -59,10 +59,10 @@ func (p *payments) sent() []string {
 }
 
 // payerDir writes an agent whose second turn calls payTool on the
-// payment service.
-func payerDir(t *testing.T, payTool, payArgs string) string {
+// payment service; extra are more fields of its spec.
+func payerDir(t *testing.T, payTool, payArgs, extra string) string {
 	dir := t.TempDir()
-	spec := `{"agent_name": "payer", "version": "1.0.0", "model_name": "scripted:turns.json",
+	spec := `{"agent_name": "payer", "version": "1.0.0", "model_name": "scripted:turns.json", ` + extra + `
 		"system_text": "You pay invoices.", "tools": ["kv_set", "` + payTool + `"], "limits": {"max_turns": 5}}`
 	turns := `{"model": "gpt-4.1-mini", "turns": [
 		{"tool_calls": [{"name": "kv_set", "arguments": {"key": "invoice", "value": 5}}], "usage": {"prompt_tokens": 40, "completion_tokens": 9}},
@@ -173,8 +173,10 @@ type tracedRun struct {
 }
 
 // TestCrashThroughTheBinary kills agentry while its POST is in flight and
-// resumes it: the request is sent again with its key, the service takes
-// the payment once, and the run completes with every turn traced once.
+// resumes it: the service is one the spec names as keeping one effect
+// per Idempotency-Key, so the request is sent again with its key, the
+// service takes the payment once, and the run completes with every turn
+// traced once.
 func TestCrashThroughTheBinary(t *testing.T) {
 	for _, backend := range []struct {
 		name string
@@ -183,7 +185,8 @@ func TestCrashThroughTheBinary(t *testing.T) {
 		t.Run(backend.name, func(t *testing.T) {
 			p := newPayments(t)
 			db := backend.db(t)
-			spec := payerDir(t, "http_request", `{"method": "POST", "url": "`+p.srv.URL+`/pay", "json": {"amount": 5}}`)
+			spec := payerDir(t, "http_request", `{"method": "POST", "url": "`+p.srv.URL+`/pay", "json": {"amount": 5}}`,
+				`"policy": {"network": {"idempotency_key_hosts": ["127.0.0.1"]}},`)
 			id := runUntilKilled(t, p, spec, db)
 
 			code, out, errs := runCLI(t, "resume", id, "--db", db, "--allow-private-network", "--json")
@@ -224,13 +227,31 @@ func TestCrashThroughTheBinary(t *testing.T) {
 	}
 }
 
+// A POST in flight to a service the spec does not name as keeping one
+// effect per Idempotency-Key is not sent again by the resume: the run
+// pauses naming it, and --approve with its key sends it again.
+func TestCrashHTTPToAServiceThatIgnoresTheKey(t *testing.T) {
+	p := newPayments(t)
+	db := testdb.SQLite(t)
+	spec := payerDir(t, "http_request", `{"method": "POST", "url": "`+p.srv.URL+`/pay", "json": {"amount": 5}}`, "")
+	id := runUntilKilled(t, p, spec, db)
+	code, _, errs := runCLI(t, "resume", id, "--db", db, "--allow-private-network")
+	if code != 1 || !strings.Contains(errs, "awaiting_approval") || len(p.sent()) != 1 {
+		t.Fatalf("resume: exit %d, the service saw %v\n%s", code, p.sent(), errs)
+	}
+	code, _, errs = runCLI(t, "resume", id, "--db", db, "--allow-private-network", "--approve", id+":2:0")
+	if keys := p.sent(); code != 0 || len(keys) != 2 || keys[1] != id+":2:0" {
+		t.Errorf("approved: exit %d, the service saw %v\n%s", code, keys, errs)
+	}
+}
+
 // TestCrashWithoutDeduplication: a payment tool that does not deduplicate
 // is never sent twice blindly. The resumed run pauses naming the call,
 // and --deny lets it finish with the outcome unknown.
 func TestCrashWithoutDeduplication(t *testing.T) {
 	p := newPayments(t)
 	db := testdb.SQLite(t)
-	spec := payerDir(t, "charge", `{"url": "`+p.srv.URL+`/pay", "amount": 5}`)
+	spec := payerDir(t, "charge", `{"url": "`+p.srv.URL+`/pay", "amount": 5}`, "")
 	id := runUntilKilled(t, p, spec, db)
 
 	code, out, errs := runCLI(t, "resume", id, "--db", db, "--allow-private-network")
