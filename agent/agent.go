@@ -52,7 +52,7 @@ type Agent struct {
 	metrics      *metrics
 	candidateMW  []llm.Middleware // what wraps each model: retry, timeout, transport, recover
 	policyMW     tool.Middleware  // the spec's policy, shared by its tools
-	outFilters   []filter         // the policy's content filters on the output
+	outFilters   *policy.Filters  // the policy's content filters on the output
 	redact       *policy.Redactor // what leaves a run (events, logs, the Result, the run log) goes through it
 	sizes        *sizes           // shared by the agent's copies (handoffs, sub-agents build their own)
 	o            options          // for sub-agents and handoffs built later
@@ -90,7 +90,7 @@ type options struct {
 	planner     Planner
 	service     WorkFunc
 	meters      metric.MeterProvider
-	rules       []hostRule
+	rules       []policy.NamedRule
 	memory      memory.Backend
 	memoryKey   []byte
 	prompts     prompt.Store
@@ -162,7 +162,7 @@ func WithToolMiddleware(mws ...tool.Middleware) Option {
 // events and audit records ("rules.NAME"). Sub-agents the agent builds
 // have the rule too.
 func WithRule(name string, r policy.Rule) Option {
-	return func(o *options) { o.rules = append(slices.Clip(o.rules), hostRule{name: name, r: r}) }
+	return func(o *options) { o.rules = append(slices.Clip(o.rules), policy.NamedRule{Name: name, Rule: r}) }
 }
 
 // WithPlanner makes the agent plan with p instead of its mode's planner.
@@ -283,7 +283,7 @@ func build(in *spec.Spec, o options) (*Agent, error) {
 	problems = append(problems, a.bindTools(o)...)
 	problems = append(problems, a.bindHandoffs(o)...)
 	problems = append(problems, a.checkPolicy()...)
-	a.outFilters = filtersOn(sp.Policy, policy.Output)
+	a.outFilters = sp.Policy.Filters(policy.Output)
 	if err := a.choosePlanner(o); err != nil {
 		problems = append(problems, err.Error())
 	}

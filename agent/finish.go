@@ -13,7 +13,7 @@ import (
 
 // finish builds the Result of every ending and emits run_end.
 func (r *run) finish(final *Final, err error) (*Result, error) {
-	if final != nil && err == nil && len(r.a.outFilters) > 0 {
+	if final != nil && err == nil && r.a.outFilters != nil {
 		final, err = r.filterOutput(final) // the policy's filters on the output
 	}
 	if final != nil && err == nil {

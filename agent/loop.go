@@ -110,7 +110,7 @@ func (s *Session) Run(ctx context.Context) (*Result, error) {
 	r.setRequest(a)
 	s.setRunInfo(&r.runInfo)
 	r.info = &r.runInfo
-	ctx = withLink(ctx, &r.link)
+	ctx = withRun(ctx, r)
 	ctx = llm.WithTrace(ctx, &llm.Trace{Retry: r.onRetry, Fallback: r.onFallback})
 	r.ctx = ctx
 	r.logger = newRunLogger(s.logger, r)
@@ -412,7 +412,7 @@ func (r *run) callModel(ctx context.Context) (*llm.Response, error) {
 func (r *run) generate(ctx context.Context) (*llm.Response, error) {
 	// An agent whose policy filters its output does not stream: the text
 	// would reach subscribers before the filter sees the answer.
-	if sp, ok := r.s.provider.(llm.Streamer); ok && r.s.bus.Wants(event.ContentChunk) && len(r.a.outFilters) == 0 {
+	if sp, ok := r.s.provider.(llm.Streamer); ok && r.s.bus.Wants(event.ContentChunk) && r.a.outFilters == nil {
 		if r.onChunk == nil {
 			r.onChunk = r.chunk // once a run, not once a call
 		}

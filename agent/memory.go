@@ -59,7 +59,7 @@ type agentMemory struct {
 	b       *memory.SealedBackend
 	spec    *spec.Memory
 	keep    memory.Retention
-	filters []filter
+	filters *policy.Filters
 }
 
 // openMemory opens the backend of the spec's memory field.
@@ -69,7 +69,7 @@ func (a *Agent) openMemory(o options) []string {
 		return nil
 	}
 	ttl, _ := spec.ParseTTL(m.TTL) // checked with the spec
-	am := &agentMemory{spec: m, keep: memory.Retention{MaxEntries: m.MaxEntries, TTL: ttl}, filters: filtersOn(a.spec.Policy, policy.MemoryWrite)}
+	am := &agentMemory{spec: m, keep: memory.Retention{MaxEntries: m.MaxEntries, TTL: ttl}, filters: a.spec.Policy.Filters(policy.MemoryWrite)}
 	var b memory.Backend
 	switch {
 	case m.Backend != "":
@@ -234,31 +234,24 @@ func (r *run) addToSystem(text string) {
 // policy's memory_write filters and the default redaction. A JSON text
 // (a document's value) stays valid JSON.
 func (r *run) filterWrite(ctx context.Context, target, text string, isJSON bool) (string, error) {
-	redact := func(rd *policy.Redactor, s string) string {
-		if isJSON {
-			return string(rd.Bytes([]byte(s)))
-		}
-		return rd.String(s)
-	}
-	for _, f := range r.mem.am.filters {
-		redacted := redact(f.r, text) // text itself when the filter finds nothing
-		if redacted == text {
-			continue
-		}
-		rule := "content_filters." + f.name
-		if f.action == policy.Block {
-			reason := fmt.Sprintf("the content filter %s found what it blocks in a write to %s", f.name, target)
+	text, applied := r.mem.am.filters.Apply(text, isJSON)
+	for _, f := range applied {
+		rule := "content_filters." + f.Filter
+		if f.Action == policy.Block {
+			reason := fmt.Sprintf("the content filter %s found what it blocks in a write to %s", f.Filter, target)
 			if err := r.report(ctx, target, "", rule, "block", reason); err != nil {
 				return "", err
 			}
 			return "", &tool.ErrorDetails{Type: CodePolicyViolation, Message: reason, Recoverable: true, Details: map[string]any{"rule": rule}}
 		}
-		text = redacted
 		if err := r.report(ctx, target, "", rule, "redact", "redacted in a write to "+target); err != nil {
 			return "", err
 		}
 	}
-	return redact(r.a.redact, text), nil
+	if isJSON {
+		return string(r.a.redact.Bytes([]byte(text))), nil
+	}
+	return r.a.redact.String(text), nil
 }
 
 // remember appends an entry to the run's stream, filtered, and notes the

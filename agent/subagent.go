@@ -13,6 +13,7 @@ import (
 
 	"github.com/agentry/agentry/event"
 	"github.com/agentry/agentry/llm"
+	"github.com/agentry/agentry/policy"
 	"github.com/agentry/agentry/runlog"
 	"github.com/agentry/agentry/store"
 	"github.com/agentry/agentry/tool"
@@ -33,15 +34,17 @@ type link struct {
 	run      *run     // the run this is the link of
 }
 
-type linkKey struct{}
-
-func withLink(ctx context.Context, l *link) context.Context {
-	return context.WithValue(ctx, linkKey{}, l)
+// withRun puts r in ctx, once: as the policy's Host (policy.WithHost),
+// which is also how the run's tools and middleware find its link.
+func withRun(ctx context.Context, r *run) context.Context {
+	return policy.WithHost(ctx, r)
 }
 
 func linkFrom(ctx context.Context) *link {
-	l, _ := ctx.Value(linkKey{}).(*link)
-	return l
+	if r, ok := policy.HostFrom(ctx).(*run); ok {
+		return &r.link
+	}
+	return nil
 }
 
 // add records a finished sub-run.

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/agentry/agentry/llm"
+	"github.com/agentry/agentry/policy"
 	"github.com/agentry/agentry/spec"
 	"github.com/agentry/agentry/tool"
 )
@@ -123,7 +124,7 @@ func (a *Agent) toolChain(info tool.Info) tool.Handler {
 	mws = append(mws, a.o.toolMW...)
 	if a.spec.Policy != nil || len(a.o.rules) > 0 {
 		if a.policyMW == nil {
-			a.policyMW = policyTools(a.spec.Policy, a.o.rules) // one for all tools: "*" limits them together
+			a.policyMW = policy.Tools(a.spec.Policy, a.o.rules...) // one for all tools: "*" limits them together
 		}
 		mws = append(mws, a.policyMW)
 	}

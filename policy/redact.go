@@ -6,7 +6,6 @@ import (
 	"math"
 	"os"
 	"regexp"
-	"slices"
 	"sort"
 	"strings"
 
@@ -503,28 +502,11 @@ func Blocked(applied []Applied) (filter string, ok bool) {
 	return "", false
 }
 
-// Apply runs the content filters on target over text, in order: it
-// returns the text with what redacting filters found replaced, and the
-// filters that found something. A blocking filter that finds something
-// ends it: it is the last of applied, and out is the text it saw.
+// Apply runs the content filters on target over text, in order (see
+// Filters.Apply): it returns the text with what redacting filters found
+// replaced, and the filters that found something. It compiles the
+// filters on each call: an enforcement point that runs often compiles
+// them once, with Filters.
 func (p *Policy) Apply(target Target, text string) (out string, applied []Applied) {
-	if p == nil {
-		return text, nil
-	}
-	for i := range p.ContentFilters {
-		f := &p.ContentFilters[i]
-		if !slices.Contains(f.On, target) {
-			continue
-		}
-		r, err := f.Redactor()
-		if err != nil || !r.Found(text) {
-			continue
-		}
-		applied = append(applied, Applied{Filter: f.Name, Action: f.Action})
-		if f.Action == Block {
-			return text, applied
-		}
-		text = r.String(text)
-	}
-	return text, applied
+	return p.Filters(target).Apply(text, false)
 }
