@@ -131,6 +131,7 @@ func (s *Session) Run(ctx context.Context) (*Result, error) {
 	if err := r.recall(ctx); err != nil {
 		return r.finish(nil, err)
 	}
+	ctx = r.ctx // with the memory tools' scope, when the agent has memory
 	j, err := s.openJournal(ctx, r)
 	if err != nil {
 		return r.finish(nil, err)

@@ -14,6 +14,7 @@ import (
 
 	"github.com/agentry/agentry/llm"
 	"github.com/agentry/agentry/memory"
+	"github.com/agentry/agentry/memory/memtool"
 	"github.com/agentry/agentry/policy"
 	"github.com/agentry/agentry/prompt"
 	"github.com/agentry/agentry/runlog"
@@ -99,13 +100,14 @@ func (a *Agent) openMemory(o options) []string {
 	return nil
 }
 
-// runMemory is a run's view of its agent's memory: the stream and
-// collections its input names, and what it wrote.
+// runMemory is a run's view of its agent's memory: the scope of its
+// memory tools (the stream and collections its input names), and what
+// it wrote.
 type runMemory struct {
-	am          *agentMemory
-	stream      string
-	collections []string
-	block       string // what recall put into the prompt
+	am     *agentMemory
+	scope  memtool.Scope
+	stream string
+	block  string // what recall put into the prompt
 
 	mu     sync.Mutex
 	deltas []MemoryDelta
@@ -139,8 +141,16 @@ func (r *run) recall(ctx context.Context) error {
 		if err != nil {
 			return fmt.Errorf("%w: %v", ErrInvalidInput, err)
 		}
-		rm.collections = append(rm.collections, name)
+		rm.scope.Collections = append(rm.scope.Collections, name)
 	}
+	rm.scope.Backend, rm.scope.Stream, rm.scope.Keep = am.b, rm.stream, am.keep
+	rm.scope.RunID, rm.scope.Agent, rm.scope.UserID = r.st.RunID, r.a.spec.AgentName, r.info.UserID
+	rm.scope.Filter = r.filterWrite
+	rm.scope.Appended = func(e memory.Entry) {
+		rm.note(MemoryDelta{Stream: e.Stream, ID: e.ID, Kind: e.Kind, Text: e.Text})
+	}
+	rm.scope.Wrote = func(d memory.Doc) { rm.note(MemoryDelta{Collection: d.Collection, Key: d.Key}) }
+	r.ctx = memtool.WithScope(r.ctx, &rm.scope) // the memory tools read it
 	r.mem = rm
 	if rc := r.s.cfg.resume; rc != nil {
 		// What recall loaded, as the first process kept it (sealed when
@@ -254,40 +264,17 @@ func (r *run) filterWrite(ctx context.Context, target, text string, isJSON bool)
 	return r.a.redact.String(text), nil
 }
 
-// remember appends an entry to the run's stream, filtered, and notes the
-// delta.
-func (r *run) remember(ctx context.Context, kind, text string) (memory.Entry, error) {
-	rm := r.mem
-	text, err := r.filterWrite(ctx, "memory:"+rm.stream, text, false)
-	if err != nil {
-		return memory.Entry{}, err
-	}
-	return r.appendEntry(ctx, kind, text)
-}
-
-// appendEntry appends text, filtered already, to the run's stream.
-func (r *run) appendEntry(ctx context.Context, kind, text string) (memory.Entry, error) {
-	rm := r.mem
-	e, err := rm.am.b.Memory().Append(ctx, memory.Entry{Stream: rm.stream, Kind: kind, Text: text,
-		RunID: r.st.RunID, Agent: r.a.spec.AgentName, UserID: r.info.UserID}, rm.am.keep)
-	if err != nil {
-		return e, err
-	}
-	rm.note(MemoryDelta{Stream: e.Stream, ID: e.ID, Kind: kind, Text: text})
-	return e, nil
-}
-
 // rememberOnce is remember as a step of the run log under key: done
 // once, whatever crashes and resumes. A resumed run that finds the step
 // on record, or finds the entry in the stream (written by this run
 // before a crash cut the record), does not write it again.
 func (r *run) rememberOnce(ctx context.Context, key, kind, text string) error {
 	j := r.link.journal
+	rm := r.mem
 	if j == nil {
-		_, err := r.remember(ctx, kind, text)
+		_, err := rm.scope.Append(ctx, kind, text)
 		return err
 	}
-	rm := r.mem
 	if j.log != nil {
 		if rec, ok := j.log.Results[key]; ok && rec.Output != nil {
 			var d MemoryDelta
@@ -311,7 +298,7 @@ func (r *run) rememberOnce(ctx context.Context, key, kind, text string) error {
 			return j.commit(ctx, runlog.Record(store.KindToolResult, r.st.Turn, key, memoryStep(key, d)))
 		}
 	}
-	e, err := r.appendEntry(ctx, kind, text)
+	e, err := rm.scope.AppendFiltered(ctx, kind, text)
 	if err != nil {
 		return err
 	}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/agentry/agentry/llm"
+	"github.com/agentry/agentry/memory/memtool"
 	"github.com/agentry/agentry/policy"
 	"github.com/agentry/agentry/spec"
 	"github.com/agentry/agentry/tool"
@@ -19,10 +20,13 @@ func (a *Agent) bindTools(o options) []string {
 	a.tools = make(map[string]*binding, len(a.spec.Tools))
 	conn, cprobs := a.connectorTools(o)
 	problems = append(problems, cprobs...)
-	mem := a.memoryTools()
+	var mem map[string]tool.Tool
+	if a.mem != nil {
+		mem = memtool.Tools()
+	}
 	if a.mem == nil {
 		for i, name := range a.spec.Tools {
-			if slices.Contains(dbToolNames, name) || slices.Contains(memoryToolNames, name) {
+			if slices.Contains(memtool.DBNames, name) || slices.Contains(memtool.MemoryNames, name) {
 				problems = append(problems, fmt.Sprintf("tools[%d] %q: a memory tool needs the spec's memory field", i, name))
 			}
 		}
@@ -61,7 +65,7 @@ func (a *Agent) bindTools(o options) []string {
 		}
 	}
 	if a.mem != nil && a.mem.spec.Tools {
-		for _, name := range memoryToolNames {
+		for _, name := range memtool.MemoryNames {
 			if _, bound := a.tools[name]; !bound {
 				if err := a.addBinding(&binding{tool: mem[name]}); err != nil {
 					problems = append(problems, fmt.Sprintf("memory.tools: %v", err))
