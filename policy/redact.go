@@ -32,19 +32,32 @@ var secretShapes = regexp.MustCompile(`sk-ant-[A-Za-z0-9_-]{16,}` +
 // word is left to the expression.
 var secretMarks = []string{"sk-", "AIza", "gh", "github_pat_", "xox", "sk_", "rk_", "AKIA", "ASIA", "earer", "EARER", "eyJ", "-----BEGIN"}
 
-func maySecret(s string) bool {
+// markStarts holds, for each byte, the marks that begin with it: one
+// pass over a text finds whether any mark is in it.
+var markStarts = func() (t [256][]string) {
 	for _, m := range secretMarks {
-		if strings.Contains(s, m) {
-			return true
+		t[m[0]] = append(t[m[0]], m)
+	}
+	return t
+}()
+
+func maySecret(s string) bool {
+	for i := 0; i < len(s); i++ {
+		for _, m := range markStarts[s[i]] {
+			if strings.HasPrefix(s[i:], m) {
+				return true
+			}
 		}
 	}
 	return false
 }
 
 func maySecretBytes(b []byte) bool {
-	for _, m := range secretMarks {
-		if bytes.Contains(b, []byte(m)) {
-			return true
+	for i := 0; i < len(b); i++ {
+		for _, m := range markStarts[b[i]] {
+			if len(b)-i >= len(m) && string(b[i:i+len(m)]) == m {
+				return true
+			}
 		}
 	}
 	return false
