@@ -14,7 +14,7 @@ import (
 
 	"github.com/agentry/agentry/memory"
 	"github.com/agentry/agentry/store"
-	"github.com/agentry/agentry/store/internal/sqlstore"
+	"github.com/agentry/agentry/store/sqlstore"
 )
 
 var dialect = sqlstore.Dialect{Name: "postgres", Numbered: true, ForUpdate: " FOR UPDATE", Snapshot: sql.LevelRepeatableRead,

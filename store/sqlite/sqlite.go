@@ -20,7 +20,7 @@ import (
 
 	"github.com/agentry/agentry/memory"
 	"github.com/agentry/agentry/store"
-	"github.com/agentry/agentry/store/internal/sqlstore"
+	"github.com/agentry/agentry/store/sqlstore"
 )
 
 // SQLite's rowid is the sequence when declared exactly so.
