@@ -160,7 +160,7 @@ func TestMemoryBuildErrors(t *testing.T) {
 		{"db tool without memory", func(sp *spec.Spec) { sp.Memory = nil; sp.Tools = []string{"db_read"} }, nil,
 			`tools[0] "db_read": a memory tool needs the spec's memory field`},
 		{"no backend", func(*spec.Spec) {}, nil, "memory.backend: none given"},
-		{"backend not registered", func(sp *spec.Spec) { sp.Memory.Backend = "redis://127.0.0.1:1/0" }, nil, "memory.backend: memory: no redis backend is registered (import github.com/agentry/agentry/store/redis"},
+		{"backend not registered", func(sp *spec.Spec) { sp.Memory.Backend = "redis://127.0.0.1:1/0" }, nil, "memory.backend: memory: no redis backend is registered (import github.com/agentry/agentry/memory/redis"},
 		{"backend down", func(sp *spec.Spec) { sp.Memory.Backend = "postgres://agentry@127.0.0.1:1/x?connect_timeout=2" }, nil, "memory.backend: store (postgres)"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -7,7 +7,7 @@
 //	mem:                    in the process (the tests' default)
 //	path/to/agentry.db      SQLite, in the run store's file (store/sqlite)
 //	postgres://…            Postgres (store/postgres)
-//	redis://…               Redis (store/redis)
+//	redis://…               Redis (memory/redis)
 //
 // Every entry and document carries who wrote it (run, agent, user) and
 // when. Retention (a stream's maximum number of entries, an entry's time
@@ -209,6 +209,14 @@ func Register(name string, o Opener) {
 // Backends returns the names of the registered backends.
 func Backends() []string { return backends.Names() }
 
+// backendPackages names the package that registers each backend Open
+// knows by its data source name.
+var backendPackages = map[string]string{
+	"sqlite":   "store/sqlite",
+	"postgres": "store/postgres",
+	"redis":    "memory/redis",
+}
+
 // Open opens the backend dsn names: "mem:" (in the process), a
 // postgres:// or redis:// URL, or else a SQLite file path.
 func Open(ctx context.Context, dsn string) (Backend, error) {
@@ -225,8 +233,8 @@ func Open(ctx context.Context, dsn string) (Backend, error) {
 	}
 	o, ok := backends.Get(name)
 	if !ok {
-		return nil, fmt.Errorf("memory: no %s backend is registered (import github.com/agentry/agentry/store/%s; registered: %s)",
-			name, name, strings.Join(Backends(), ", "))
+		return nil, fmt.Errorf("memory: no %s backend is registered (import github.com/agentry/agentry/%s; registered: %s)",
+			name, backendPackages[name], strings.Join(Backends(), ", "))
 	}
 	return o(ctx, dsn)
 }

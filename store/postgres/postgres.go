@@ -1,6 +1,7 @@
 // Package postgres is the server run store: Postgres through
-// github.com/jackc/pgx/v5. Importing it registers the "postgres" backend
-// with store.Open, which takes postgres:// and postgresql:// URLs. The
+// github.com/jackc/pgx/v5, holding runs, memory and prompts. Importing
+// it registers the "postgres" backend with store.Open and memory.Open,
+// which take postgres:// and postgresql:// URLs. The
 // tables are created in the connection's schema (set search_path in the
 // URL to keep them apart), prefixed agentry_.
 package postgres
@@ -14,7 +15,7 @@ import (
 
 	"github.com/agentry/agentry/memory"
 	"github.com/agentry/agentry/store"
-	"github.com/agentry/agentry/store/internal/sqlstore"
+	"github.com/agentry/agentry/store/sqlstore"
 )
 
 var dialect = sqlstore.Dialect{Name: "postgres", Numbered: true, ForUpdate: " FOR UPDATE", Snapshot: sql.LevelRepeatableRead,
@@ -23,7 +24,9 @@ var dialect = sqlstore.Dialect{Name: "postgres", Numbered: true, ForUpdate: " FO
 	Text: sqlstore.PostgresText}
 
 // Open connects to the Postgres database url names and brings its schema
-// up to date.
+// up to date. The *sqlstore.DB it returns is the run store (a
+// store.Store), a memory backend (a memory.Backend) and a prompt store
+// (its Prompts method) in that database; Close it when done.
 func Open(ctx context.Context, url string) (*sqlstore.DB, error) {
 	db, err := sql.Open("pgx", url)
 	if err != nil {

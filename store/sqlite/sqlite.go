@@ -1,7 +1,8 @@
 // Package sqlite is the embedded run store: one SQLite file through the
-// pure-Go modernc.org/sqlite driver (no cgo), in WAL mode. Importing it
-// registers the "sqlite" backend with store.Open, which takes any data
-// source name that is not a postgres:// URL as a file path.
+// pure-Go modernc.org/sqlite driver (no cgo), in WAL mode, holding runs,
+// memory and prompts. Importing it registers the "sqlite" backend with
+// store.Open, which takes any data source name that is not a postgres://
+// URL as a file path, and with memory.Open, which takes a file path.
 //
 // Commits are synchronous=NORMAL in WAL mode: a committed write survives
 // the process being killed; a power loss may lose the last commits.
@@ -20,7 +21,7 @@ import (
 
 	"github.com/agentry/agentry/memory"
 	"github.com/agentry/agentry/store"
-	"github.com/agentry/agentry/store/internal/sqlstore"
+	"github.com/agentry/agentry/store/sqlstore"
 )
 
 // SQLite's rowid is the sequence when declared exactly so.
@@ -30,7 +31,10 @@ var dialect = sqlstore.Dialect{Name: "sqlite", SeqKey: "INTEGER PRIMARY KEY", Te
 var uriPath = strings.NewReplacer("%", "%25", "?", "%3F", "#", "%23")
 
 // Open opens (creating it and its directory when missing) the SQLite
-// store at path and brings its schema up to date.
+// store at path and brings its schema up to date. The *sqlstore.DB it
+// returns is the run store (a store.Store), a memory backend (a
+// memory.Backend) and a prompt store (its Prompts method) over that
+// file; Close it when done. ":memory:" opens a database in the process.
 func Open(ctx context.Context, path string) (*sqlstore.DB, error) {
 	if path == "" {
 		return nil, fmt.Errorf("store (sqlite): empty path")

@@ -31,7 +31,7 @@ func (m *streams) Append(ctx context.Context, e memory.Entry, keep memory.Retent
 		return memory.Entry{}, s.memErr("append", err)
 	}
 	defer tx.Rollback()
-	if l := s.d.Text.StreamLock; l != "" {
+	if l := s.d.Text.streamLock; l != "" {
 		if _, err := tx.ExecContext(ctx, s.q(l), e.Stream); err != nil {
 			return memory.Entry{}, s.memErr("append", err)
 		}

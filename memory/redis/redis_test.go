@@ -10,7 +10,7 @@ import (
 	"github.com/agentry/agentry/internal/testdb"
 	"github.com/agentry/agentry/memory"
 	"github.com/agentry/agentry/memory/memorytest"
-	"github.com/agentry/agentry/store/redis"
+	"github.com/agentry/agentry/memory/redis"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }

@@ -1,7 +1,11 @@
-// Package sqlstore is the store.Store both SQL backends share: the same
-// tables and statements over database/sql, with what differs between
-// SQLite and Postgres (placeholders, row locks, the DDL of migrations)
-// in a Dialect.
+// Package sqlstore is the run store, memory backend and prompt store
+// that agentry's SQL backends share: the same tables, migrations and
+// statements over database/sql, with what differs between databases
+// (placeholders, row locks, the DDL of migrations, text search) in a
+// Dialect. It is for authors of SQL backends, as database/sql is for
+// drivers: store/sqlite and store/postgres open a *sql.DB, call Open
+// with their Dialect and return the *DB, which users hold as a
+// store.Store and a memory.Backend, with a prompt.Store from Prompts.
 package sqlstore
 
 import (
@@ -14,14 +18,16 @@ import (
 	"sync"
 	"time"
 
+	"github.com/agentry/agentry/memory"
 	"github.com/agentry/agentry/store"
 )
 
-// Dialect is what differs between the SQL backends.
+// Dialect is what differs between the SQL backends. A backend declares
+// one and passes it to Open.
 type Dialect struct {
 	// Name is the backend's name, for errors.
 	Name string
-	// Numbered placeholders ($1, $2) instead of ?.
+	// Numbered makes placeholders numbered ($1, $2) instead of ?.
 	Numbered bool
 	// ForUpdate is appended to the SELECT that reads a run before a write
 	// (" FOR UPDATE" where rows can be locked; SQLite locks the database
@@ -39,7 +45,7 @@ type Dialect struct {
 	// integer primary key.
 	SeqKey string
 	// Text is how the backend stores JSON, searches text and filters
-	// JSON fields, for memory and documents.
+	// JSON fields, for memory and documents: SQLiteText or PostgresText.
 	Text TextDialect
 }
 
@@ -149,12 +155,15 @@ var migrations = []string{
 func (d *Dialect) schema() []string {
 	out := make([]string, len(migrations))
 	for i, m := range migrations {
-		out[i] = strings.NewReplacer("SEQ_KEY", d.SeqKey, "JSON_TYPE", d.Text.JSONType, "SEARCH_DDL", d.Text.SearchDDL).Replace(m)
+		out[i] = strings.NewReplacer("SEQ_KEY", d.SeqKey, "JSON_TYPE", d.Text.jsonType, "SEARCH_DDL", d.Text.searchDDL).Replace(m)
 	}
 	return out
 }
 
-// DB is a store over a *sql.DB.
+// DB is agentry's store over one *sql.DB: a run store (store.Store:
+// runs, their logs and leases, the audit chain), a memory backend
+// (memory.Backend: Memory and DB) and a prompt store (Prompts), all in
+// the same database. It is safe for concurrent use. Open makes one.
 type DB struct {
 	db      *sql.DB
 	d       Dialect
@@ -163,8 +172,15 @@ type DB struct {
 	inserts sync.Map // number of records → prepared INSERT
 }
 
-// Open wraps db, runs the migrations it has not seen, and returns the
-// store. It takes ownership of db: Close closes it.
+// What DB promises to be.
+var (
+	_ store.Store    = (*DB)(nil)
+	_ memory.Backend = (*DB)(nil)
+)
+
+// Open wraps db, runs the migrations it has not seen under the dialect
+// d, and returns the store. It takes ownership of db: Close closes it,
+// and so does Open when it fails.
 func Open(ctx context.Context, db *sql.DB, d Dialect) (*DB, error) {
 	s := &DB{db: db, d: d, now: time.Now}
 	if err := s.migrate(ctx); err != nil {
@@ -174,7 +190,7 @@ func Open(ctx context.Context, db *sql.DB, d Dialect) (*DB, error) {
 	return s, nil
 }
 
-// Close closes the database.
+// Close closes the database and the statements prepared on it.
 func (s *DB) Close() error {
 	s.inserts.Range(func(_, v any) bool {
 		v.(*sql.Stmt).Close()
@@ -183,7 +199,8 @@ func (s *DB) Close() error {
 	return s.db.Close()
 }
 
-// SQL returns the database, for a backend's own tests and tools.
+// SQL returns the database the store wraps, for a backend's own tests
+// and tools. Statements run on it bypass the store's checks.
 func (s *DB) SQL() *sql.DB { return s.db }
 
 // q turns a query written with ? into the dialect's placeholders, once.

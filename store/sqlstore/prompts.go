@@ -84,7 +84,7 @@ func (p *prompts) Put(ctx context.Context, t prompt.Template) (prompt.Template, 
 		return fail(err)
 	}
 	defer tx.Rollback()
-	if l := s.d.Text.StreamLock; l != "" {
+	if l := s.d.Text.streamLock; l != "" {
 		if _, err := tx.ExecContext(ctx, s.q(l), "prompt:"+t.ID); err != nil {
 			return fail(err)
 		}

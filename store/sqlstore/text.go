@@ -9,16 +9,15 @@ import (
 
 // TextDialect is what differs between the backends for memory and
 // documents: the JSON column, the text index, the search queries and the
-// filters on JSON fields.
+// filters on JSON fields. Its contents are this package's: a Dialect
+// takes SQLiteText or PostgresText.
 type TextDialect struct {
-	// JSONType is the type of the documents' value column.
-	JSONType string
-	// SearchDDL creates the text indexes, in migration 3.
-	SearchDDL string
-	// StreamLock, when set, runs first in an append's transaction with
+	jsonType  string // the type of the documents' value column
+	searchDDL string // creates the text indexes, in migration 3
+	// streamLock, when set, runs first in an append's transaction with
 	// the stream as argument, so that appends to one stream (and their
 	// retention) happen one at a time.
-	StreamLock string
+	streamLock string
 
 	searchEntries string // arguments: match, stream, now, limit
 	searchDocs    string // arguments: match, collection, limit
@@ -38,11 +37,18 @@ func desc(d bool) string {
 	return ""
 }
 
-// SQLiteText is SQLite's: JSON as text, FTS5 tables kept by triggers,
-// ranked by bm25.
-var SQLiteText = TextDialect{
-	JSONType: "TEXT",
-	SearchDDL: `CREATE VIRTUAL TABLE agentry_memory_fts USING fts5(text, content='agentry_memory', content_rowid='id', tokenize='porter unicode61');
+// SQLiteText is SQLite's text dialect: JSON as text, FTS5 tables kept
+// by triggers, ranked by bm25.
+var SQLiteText = sqliteText
+
+// PostgresText is Postgres's text dialect: JSONB, tsvector columns with
+// GIN indexes, ranked by ts_rank; strings compare byte by byte
+// (COLLATE "C"), as Go compares them.
+var PostgresText = postgresText
+
+var sqliteText = TextDialect{
+	jsonType: "TEXT",
+	searchDDL: `CREATE VIRTUAL TABLE agentry_memory_fts USING fts5(text, content='agentry_memory', content_rowid='id', tokenize='porter unicode61');
 	CREATE TRIGGER agentry_memory_ai AFTER INSERT ON agentry_memory BEGIN
 		INSERT INTO agentry_memory_fts (rowid, text) VALUES (new.id, new.text);
 	END;
@@ -94,16 +100,13 @@ var SQLiteText = TextDialect{
 	},
 }
 
-// PostgresText is Postgres's: JSONB, tsvector columns with GIN indexes,
-// ranked by ts_rank; strings compare byte by byte (COLLATE "C"), as Go
-// compares them.
-var PostgresText = TextDialect{
-	JSONType: "JSONB",
-	SearchDDL: `ALTER TABLE agentry_memory ADD COLUMN tsv tsvector GENERATED ALWAYS AS (to_tsvector('english', text)) STORED;
+var postgresText = TextDialect{
+	jsonType: "JSONB",
+	searchDDL: `ALTER TABLE agentry_memory ADD COLUMN tsv tsvector GENERATED ALWAYS AS (to_tsvector('english', text)) STORED;
 	CREATE INDEX agentry_memory_tsv ON agentry_memory USING GIN (tsv);
 	ALTER TABLE agentry_docs ADD COLUMN tsv tsvector GENERATED ALWAYS AS (to_tsvector('english', text)) STORED;
 	CREATE INDEX agentry_docs_tsv ON agentry_docs USING GIN (tsv);`,
-	StreamLock: `SELECT pg_advisory_xact_lock(hashtext(?))`,
+	streamLock: `SELECT pg_advisory_xact_lock(hashtext(?))`,
 	searchEntries: `SELECT id, stream, kind, text, run_id, agent, user_id, at, expires, ts_rank(tsv, q) AS score
 		FROM agentry_memory, to_tsquery('english', ?) q
 		WHERE tsv @@ q AND stream = ? AND (expires = 0 OR expires > ?)
