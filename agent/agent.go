@@ -44,6 +44,7 @@ type Agent struct {
 	tools        map[string]*binding
 	toolSpecs    []llm.ToolSpec
 	inputSchema  *schema.Schema
+	inputLabels  map[string]string // "input:KEY" for the spec's input keys, made once
 	prompt       *prompt.AgentPrompt // set when the spec has an output schema
 	limits       spec.Limits
 	retry        spec.RetryBudgets
@@ -70,6 +71,7 @@ type binding struct {
 	info    tool.Info
 	tool    tool.Tool
 	handler tool.Handler
+	label   string   // "tool:NAME", the Result's context_used, made once
 	sub     *Agent   // set for agent:NAME tools
 	handoff *handoff // set for transfer_to_NAME tools
 }
@@ -244,7 +246,7 @@ func build(in *spec.Spec, o options) (*Agent, error) {
 		}
 	}
 	a := &Agent{spec: &sp, logger: o.logger, redact: policy.Secrets(), limits: sp.Limits.WithDefaults(), retry: sp.Retry.WithDefaults(),
-		metrics: newMetrics(o.meters), sizes: &sizes{}, inputSchema: schemas.Input, o: o}
+		metrics: newMetrics(o.meters), sizes: &sizes{}, inputSchema: schemas.Input, o: o, inputLabels: inputLabels(&sp)}
 	a.pricing = o.pricing
 	if a.pricing == nil {
 		a.pricing = llm.DefaultPricing()
@@ -292,6 +294,17 @@ func build(in *spec.Spec, o options) (*Agent, error) {
 		return nil, &spec.Error{Source: source, Problems: problems}
 	}
 	return a, nil
+}
+
+// inputLabels are the context_used labels of the input keys a spec
+// names or its texts use, made once for every run.
+func inputLabels(sp *spec.Spec) map[string]string {
+	out := map[string]string{}
+	keys := slices.Concat(sp.InputKeys, prompt.Vars(sp.SystemText), prompt.Vars(sp.PurposeText), prompt.Vars(sp.UserText))
+	for _, k := range keys {
+		out[k] = "input:" + k
+	}
+	return out
 }
 
 // Close releases what the agent's connectors hold open (a SQL

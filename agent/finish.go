@@ -33,8 +33,8 @@ func (r *run) finish(final *Final, err error) (*Result, error) {
 			ToolLatencyMS: st.ToolLatencyMS, ToolCalls: st.ToolCalls, ToolErrors: st.ToolErrors},
 	}
 	if !r.unpriced {
-		cost := st.CostUSD
-		res.EstimatedCost = &cost
+		res.cost = st.CostUSD
+		res.EstimatedCost = &res.cost // in the Result itself: no allocation of its own
 	}
 	if st.Model != "" {
 		res.Model = st.Model
@@ -85,7 +85,7 @@ func (r *run) finish(final *Final, err error) (*Result, error) {
 	if a.sysTpl != nil {
 		res.PromptTemplate = a.sysTpl.Ref() // the provenance of the system prompt
 	}
-	res.ContextUsed = contextUsed(st)
+	res.ContextUsed = a.contextUsed(st)
 	res.Handoffs = st.Handoffs
 	res.MemoryDeltas = r.mem.result()
 	res.Confidence = confidence(res, rs)
@@ -144,17 +144,25 @@ func confidence(res *Result, rs *reasoning) float64 {
 
 // contextUsed lists what the run had to go on: the input's keys and the
 // tools whose results it saw.
-func contextUsed(st *State) []string {
+func (a *Agent) contextUsed(st *State) []string {
 	if len(st.Input)+len(st.ToolsUsed) == 0 {
 		return nil
 	}
 	out := make([]string, 0, len(st.Input)+len(st.ToolsUsed))
 	for k := range st.Input {
-		out = append(out, "input:"+k)
+		label, ok := a.inputLabels[k]
+		if !ok {
+			label = "input:" + k
+		}
+		out = append(out, label)
 	}
 	slices.Sort(out) // as the keys sort: the prefix is the same
 	for _, t := range st.ToolsUsed {
-		out = append(out, "tool:"+t)
+		if b := a.tools[t]; b != nil && b.label != "" {
+			out = append(out, b.label)
+		} else {
+			out = append(out, "tool:"+t)
+		}
 	}
 	return out
 }

@@ -111,7 +111,7 @@ func (s *Session) Run(ctx context.Context) (*Result, error) {
 	s.setRunInfo(&r.runInfo)
 	r.info = &r.runInfo
 	ctx = withRun(ctx, r)
-	ctx = llm.WithTrace(ctx, &llm.Trace{Retry: r.onRetry, Fallback: r.onFallback})
+	ctx = llm.WithTrace(ctx, r) // a run is its model calls' Trace: retries and fall-overs become events
 	r.ctx = ctx
 	r.logger = newRunLogger(s.logger, r)
 	r.runStart = time.Now()
@@ -352,7 +352,9 @@ func (r *run) failure(err error) error {
 	return err
 }
 
-func (r *run) onRetry(info llm.RetryInfo) {
+// Retry reports a retry of a model call as a retry event and a log
+// record; a run is its model calls' llm.Trace.
+func (r *run) Retry(info llm.RetryInfo) {
 	r.attempts++
 	r.logger.retry(info.Attempt, info.Wait, info.Err)
 	if r.s.bus.Active() {
@@ -361,8 +363,8 @@ func (r *run) onRetry(info llm.RetryInfo) {
 	}
 }
 
-// onFallback reports a fall-over to the next model as a retry event.
-func (r *run) onFallback(info llm.FallbackInfo) {
+// Fallback reports a fall-over to the next model as a retry event.
+func (r *run) Fallback(info llm.FallbackInfo) {
 	r.attempts++
 	r.logger.fallback(info)
 	if r.s.bus.Active() {

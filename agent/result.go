@@ -122,6 +122,7 @@ type Result struct {
 	// EstimatedCost is the cost from the pricing table; nil (JSON null)
 	// when a model of the run has no price.
 	EstimatedCost *float64    `json:"estimated_cost_usd"`
+	cost          float64     // what EstimatedCost points to
 	Model         string      `json:"model"`
 	Provider      string      `json:"provider"`
 	ModelCalls    []ModelCall `json:"model_calls"`

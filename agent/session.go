@@ -196,11 +196,13 @@ func (a *Agent) NewSession(input map[string]any, opts ...RunOption) (*Session, e
 	for _, l := range c.onEvent {
 		s.unsubs = append(s.unsubs, s.bus.Subscribe(l.fn, l.opts...))
 	}
-	id := c.sessionID
-	if id == "" {
-		id = ids.New("ses")
+	var id, runID string
+	if id = c.sessionID; id == "" {
+		id, runID = ids.Two("ses", "run")
+	} else {
+		runID = ids.New("run")
 	}
-	s.state = State{SessionID: id, RunID: ids.New("run"),
+	s.state = State{SessionID: id, RunID: runID,
 		AgentName: a.spec.AgentName, AgentVersion: a.spec.Version, Input: input, Messages: msgs}
 	if c.parent != nil {
 		s.state.ParentRunID = c.parent.runID

@@ -108,6 +108,7 @@ func (a *Agent) connectorTools(o options) (map[string]tool.Tool, []string) {
 // addBinding gives b its handler chain and offers it to the model.
 func (a *Agent) addBinding(b *binding) error {
 	b.info = b.tool.Info()
+	b.label = "tool:" + b.info.Name
 	if _, dup := a.tools[b.info.Name]; dup {
 		return fmt.Errorf("two tools are named %q", b.info.Name)
 	}

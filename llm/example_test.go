@@ -45,7 +45,7 @@ func ExampleRetry() {
 		{"error": {"status": 429, "message": "slow down", "retry_after_ms": 1}},
 		{"content": "done"}]}`))
 	p := llm.Chain(script.Model(), llm.Retry(retry.Policy{Attempts: 3, InitialBackoff: time.Millisecond}))
-	ctx := llm.WithTrace(context.Background(), &llm.Trace{Retry: func(i llm.RetryInfo) {
+	ctx := llm.WithTrace(context.Background(), &llm.TraceFuncs{OnRetry: func(i llm.RetryInfo) {
 		fmt.Println("retry after attempt", i.Attempt, "waiting", i.Wait, "because", i.Err)
 	}})
 	resp, err := p.Generate(ctx, &llm.Request{Messages: []llm.Message{{Role: llm.RoleUser, Content: "hi"}}})

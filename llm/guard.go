@@ -96,7 +96,7 @@ func (g *guard) again(ctx context.Context, n int, err error) bool {
 	if dl, ok := ctx.Deadline(); ok && time.Until(dl) < d {
 		return false
 	}
-	if t := TraceFrom(ctx); t != nil && t.Retry != nil {
+	if t := TraceFrom(ctx); t != nil {
 		t.Retry(RetryInfo{Attempt: n, Err: err, Wait: d})
 	}
 	return retry.Sleep(ctx, d)

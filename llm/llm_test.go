@@ -98,7 +98,7 @@ func TestRetry(t *testing.T) {
 			f := &flaky{errs: tt.errs}
 			p := Retry(retry.Policy{Attempts: tt.attempts, InitialBackoff: time.Millisecond, MaxBackoff: 2 * time.Millisecond, Jitter: 0.5})(f)
 			var retries []RetryInfo
-			ctx := WithTrace(context.Background(), &Trace{Retry: func(i RetryInfo) { retries = append(retries, i) }})
+			ctx := WithTrace(context.Background(), &TraceFuncs{OnRetry: func(i RetryInfo) { retries = append(retries, i) }})
 			_, err := p.Generate(ctx, &Request{})
 			if got := f.calls.Load(); got != tt.wantCalls {
 				t.Errorf("calls = %d, want %d", got, tt.wantCalls)
@@ -125,7 +125,7 @@ func TestRetryHonoursRetryAfterAndDeadline(t *testing.T) {
 	f := &flaky{errs: []error{&APIError{Kind: KindRateLimited, RetryAfter: time.Hour}}}
 	p := Retry(retry.Policy{Attempts: 3, InitialBackoff: time.Millisecond})(f)
 	var waits []time.Duration
-	ctx := WithTrace(context.Background(), &Trace{Retry: func(i RetryInfo) { waits = append(waits, i.Wait) }})
+	ctx := WithTrace(context.Background(), &TraceFuncs{OnRetry: func(i RetryInfo) { waits = append(waits, i.Wait) }})
 	ctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
 	_, err := p.Generate(ctx, &Request{})
@@ -138,7 +138,7 @@ func TestRetryHonoursRetryAfterAndDeadline(t *testing.T) {
 
 	f = &flaky{errs: []error{&APIError{Kind: KindRateLimited, RetryAfter: 3 * time.Millisecond}}}
 	p = Retry(retry.Policy{Attempts: 2, InitialBackoff: time.Hour})(f)
-	ctx = WithTrace(context.Background(), &Trace{Retry: func(i RetryInfo) { waits = append(waits, i.Wait) }})
+	ctx = WithTrace(context.Background(), &TraceFuncs{OnRetry: func(i RetryInfo) { waits = append(waits, i.Wait) }})
 	if _, err := p.Generate(ctx, &Request{}); err != nil {
 		t.Fatal(err)
 	}

@@ -46,24 +46,45 @@ type RetryInfo struct {
 }
 
 // Trace receives notice of what happens inside a model call, in the style
-// of net/http/httptrace. Any field may be nil.
-type Trace struct {
+// of net/http/httptrace: a run is one, and needs no allocation to be
+// told. TraceFuncs makes one of functions.
+type Trace interface {
 	// Retry is called before each wait for a retry.
-	Retry func(RetryInfo)
+	Retry(RetryInfo)
 	// Fallback is called when a Router gives up on a model for the next.
-	Fallback func(FallbackInfo)
+	Fallback(FallbackInfo)
+}
+
+// TraceFuncs is a Trace of functions; either may be nil.
+type TraceFuncs struct {
+	OnRetry    func(RetryInfo)
+	OnFallback func(FallbackInfo)
+}
+
+// Retry calls OnRetry, if set.
+func (t *TraceFuncs) Retry(i RetryInfo) {
+	if t.OnRetry != nil {
+		t.OnRetry(i)
+	}
+}
+
+// Fallback calls OnFallback, if set.
+func (t *TraceFuncs) Fallback(i FallbackInfo) {
+	if t.OnFallback != nil {
+		t.OnFallback(i)
+	}
 }
 
 type traceKey struct{}
 
 // WithTrace returns a context that carries t to the model calls made
 // with it.
-func WithTrace(ctx context.Context, t *Trace) context.Context {
+func WithTrace(ctx context.Context, t Trace) context.Context {
 	return context.WithValue(ctx, traceKey{}, t)
 }
 
 // TraceFrom returns the Trace carried by ctx, or nil.
-func TraceFrom(ctx context.Context) *Trace {
-	t, _ := ctx.Value(traceKey{}).(*Trace)
+func TraceFrom(ctx context.Context) Trace {
+	t, _ := ctx.Value(traceKey{}).(Trace)
 	return t
 }

@@ -223,7 +223,7 @@ func (r *Router) Stream(ctx context.Context, req *Request) iter.Seq2[Chunk, erro
 }
 
 func (r *Router) fallback(ctx context.Context, from Candidate, order []Candidate, i int, err error) {
-	if t := TraceFrom(ctx); t != nil && t.Fallback != nil && i+1 < len(order) {
+	if t := TraceFrom(ctx); t != nil && i+1 < len(order) {
 		t.Fallback(FallbackInfo{FromProvider: from.Name, FromModel: from.Model,
 			ToProvider: order[i+1].Name, ToModel: order[i+1].Model, Err: err})
 	}

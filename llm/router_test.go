@@ -48,7 +48,7 @@ func TestRouterFallsOver(t *testing.T) {
 	a := &fixed{name: "a", err: &APIError{Kind: KindOverloaded, Message: "busy"}}
 	b := &fixed{name: "b"}
 	var seen []FallbackInfo
-	ctx := WithTrace(context.Background(), &Trace{Fallback: func(i FallbackInfo) { seen = append(seen, i) }})
+	ctx := WithTrace(context.Background(), &TraceFuncs{OnFallback: func(i FallbackInfo) { seen = append(seen, i) }})
 	r := NewRouter([]Candidate{cand(a, "m1", all), cand(b, "m2", all)}, RouterOptions{})
 	resp, err := r.Generate(ctx, &Request{Model: "ignored"})
 	if err != nil || resp.Content != "b answered m2" || resp.Provider != "b" || resp.Model != "m2" {

@@ -7,7 +7,13 @@ import "math/rand/v2"
 // cryptographically seeded generator: unique across processes, and cheap.
 func New(prefix string) string {
 	var b [32]byte
-	n := copy(b[:], prefix)
+	return string(b[:fill(b[:], prefix)])
+}
+
+// fill writes prefix, '_' and 16 hex digits into b, and returns how many
+// bytes it wrote. b has room: prefixes are short.
+func fill(b []byte, prefix string) int {
+	n := copy(b, prefix)
 	b[n] = '_'
 	n++
 	x := rand.Uint64()
@@ -16,5 +22,5 @@ func New(prefix string) string {
 		b[n+i] = digits[x&0xf]
 		x >>= 4
 	}
-	return string(b[:n+16])
+	return n + 16
 }

@@ -16,3 +16,13 @@ func TestNew(t *testing.T) {
 		seen[id] = true
 	}
 }
+
+func TestTwo(t *testing.T) {
+	a, b := Two("ses", "run")
+	if !regexp.MustCompile(`^ses_[0-9a-f]{16}$`).MatchString(a) || !regexp.MustCompile(`^run_[0-9a-f]{16}$`).MatchString(b) || a[4:] == b[4:] {
+		t.Errorf("Two = %q, %q", a, b)
+	}
+	if n := testing.AllocsPerRun(100, func() { Two("ses", "run") }); n != 1 {
+		t.Errorf("Two makes %v allocations; want 1", n)
+	}
+}

@@ -58,7 +58,7 @@ func TestRetryWrapperSeesNextTurn(t *testing.T) {
 		t.Fatal(err)
 	}
 	retries := 0
-	ctx = llm.WithTrace(ctx, &llm.Trace{Retry: func(llm.RetryInfo) { retries++ }})
+	ctx = llm.WithTrace(ctx, &llm.TraceFuncs{OnRetry: func(llm.RetryInfo) { retries++ }})
 	r, err := p.Generate(ctx, &llm.Request{})
 	if err != nil || r.Content != "The answer is 3." || retries != 1 {
 		t.Fatalf("after the 429: %+v, %v, %d retries", r, err, retries)
