@@ -34,6 +34,25 @@ type Call struct {
 	// budgets when the call started.
 	Run    *Run
 	Budget Budget
+
+	// The first attempt's context and deadline live in the call, so that
+	// handing them over allocates nothing; later attempts make their own
+	// (a tool may still hold an earlier attempt's).
+	ctx     callContext
+	timeout lazyctx.Ctx
+}
+
+// callContext is a call's context: the caller's, carrying the call.
+type callContext struct {
+	context.Context
+	call *Call
+}
+
+func (c *callContext) Value(key any) any {
+	if _, ok := key.(callKey); ok {
+		return c.call
+	}
+	return c.Context.Value(key)
 }
 
 // Key returns the call's idempotency key, RUN_ID:TURN:INDEX: stable
@@ -141,7 +160,14 @@ func Handle(ctx context.Context, call *Call) (Output, error) {
 	if call.Tool == nil {
 		return Output{}, &ErrorDetails{Type: "unknown_tool", Message: fmt.Sprintf("there is no tool %q", call.Name), Recoverable: true}
 	}
-	out, err := call.Tool.Call(context.WithValue(ctx, callKey{}, call), call.Arguments)
+	var cctx context.Context
+	if call.Attempt <= 1 && call.ctx.call == nil {
+		call.ctx = callContext{ctx, call}
+		cctx = &call.ctx
+	} else {
+		cctx = &callContext{ctx, call}
+	}
+	out, err := call.Tool.Call(cctx, call.Arguments)
 	if err != nil {
 		return Output{}, err
 	}
@@ -163,7 +189,12 @@ func Timeout(d time.Duration) Middleware {
 			return next
 		}
 		return func(ctx context.Context, call *Call) (Output, error) {
-			cctx := lazyctx.WithTimeout(ctx, d, nil)
+			cctx := &call.timeout
+			if call.Attempt <= 1 && cctx.Unused() {
+				cctx.Init(ctx, d, nil)
+			} else {
+				cctx = lazyctx.WithTimeout(ctx, d, nil)
+			}
 			defer cctx.Release()
 			out, err := next(cctx, call)
 			if err == nil || !cctx.Expired() {

@@ -38,6 +38,16 @@ func WithTimeout(parent context.Context, d time.Duration, cause error) *Ctx {
 	return &Ctx{parent: parent, d: time.Now().Add(d), cause: cause}
 }
 
+// Unused reports whether c is a zero Ctx, never initialised.
+func (c *Ctx) Unused() bool { return c.parent == nil }
+
+// Init makes the zero Ctx c what WithTimeout returns, in place: for a Ctx
+// kept in a struct that is allocated anyway. A Ctx is used once: Init
+// must not be called again on one that was handed out.
+func (c *Ctx) Init(parent context.Context, d time.Duration, cause error) {
+	c.parent, c.d, c.cause = parent, time.Now().Add(d), cause
+}
+
 func (c *Ctx) ctx() context.Context {
 	if p := c.real.Load(); p != nil {
 		return *p
