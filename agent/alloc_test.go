@@ -10,11 +10,11 @@ import (
 // covers the call's bookkeeping, its deadline, its output and the step
 // it records; lower it when a change saves an allocation, never raise it
 // without saying why in docs/performance.md.
-const perTurnAllocs = 8
+const perTurnAllocs = 5
 
 // oneTurnAllocs is the budget of a whole one-turn run: the session, its
 // contexts, the prompt, the model call and the Result.
-const oneTurnAllocs = 28
+const oneTurnAllocs = 21
 
 // TestAllocationsPerTurn holds the loop to its budget: the allocations of
 // a ten-turn run less those of a one-turn run, per added turn. An

@@ -89,8 +89,8 @@ func (r *run) finish(final *Final, err error) (*Result, error) {
 	res.Handoffs = st.Handoffs
 	res.MemoryDeltas = r.mem.result()
 	res.Confidence = confidence(res, rs)
-	res.Decision = decision(res)
 	redactResult(res, a.redact)
+	res.Decision = decision(res) // of redacted parts: it needs no redaction of its own
 	a.metrics.record(res)
 	r.s.agent.sizes.learn(st, len(r.actions))
 	r.logger.runEnd(res)
@@ -128,7 +128,14 @@ func confidence(res *Result, rs *reasoning) float64 {
 	c -= min(0.1*float64(res.Metrics.ParseErrors), 0.3)
 	c -= 0.1 * float64(rs.contradictions)
 	c -= min(0.05*float64(len(rs.risks)), 0.2)
-	c += map[string]float64{"high": 0.05, "unknown": -0.05, "low": -0.15}[rs.sourceQuality]
+	switch rs.sourceQuality {
+	case "high":
+		c += 0.05
+	case "unknown":
+		c -= 0.05
+	case "low":
+		c -= 0.15
+	}
 	if out, ok := res.Result.(map[string]any); ok {
 		if v, ok := out["confidence"]; ok {
 			if f, err := strconv.ParseFloat(fmt.Sprint(v), 64); err == nil && f >= 0 && f <= 1 {

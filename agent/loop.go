@@ -20,15 +20,17 @@ import (
 // run is the state of one Session.Run that is not part of State: the
 // context, the reusable request, the planner's view and the price cache.
 type run struct {
-	s       *Session
-	a       *Agent // the agent whose turn it is (a handoff changes it)
-	planner Planner
-	st      *State
-	ctx     context.Context
-	req     llm.Request
-	turn    Turn
-	logger  runLogger
-	limits  budget // the spec's limits, tightened by the run's budget
+	s        *Session
+	a        *Agent // the agent whose turn it is (a handoff changes it)
+	planner  Planner
+	st       *State
+	ctx      context.Context
+	deadline lazyctx.Ctx // the run's timeout, when it has one
+	final    Final       // the answer, when a planner gives a plain one
+	req      llm.Request
+	turn     Turn
+	logger   runLogger
+	limits   budget // the spec's limits, tightened by the run's budget
 
 	attempts int // attempts of the model call in flight
 	quiet    int // a resumed run emits no events of turns before this one
@@ -102,10 +104,10 @@ func (s *Session) Run(ctx context.Context) (*Result, error) {
 	r.limits = s.cfg.tighten(a.limits)
 	if d := r.limits.timeout; d > 0 {
 		// No timer until something waits on the run's context: a run that
-		// only polls it (most do) never arms one.
-		lc := lazyctx.WithTimeout(ctx, d, ErrTimeout)
-		defer lc.Release()
-		ctx = lc
+		// only polls it (most do) never arms one. It lives in the run.
+		r.deadline.Init(ctx, d, ErrTimeout)
+		defer r.deadline.Release()
+		ctx = &r.deadline
 	}
 	r.setRequest(a)
 	s.setRunInfo(&r.runInfo)

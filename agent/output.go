@@ -29,7 +29,8 @@ func (a *Agent) checkOutput(content string) (map[string]any, []string) {
 // retry.output_attempts last, then final with ErrValidation.
 func (r *run) answer(content string) Decision {
 	if r.a.prompt == nil {
-		return Answer(content)
+		r.final = Final{Text: content} // in the run: no allocation of its own
+		return Decision{Final: &r.final}
 	}
 	obj, probs := r.a.checkOutput(content)
 	if len(probs) == 0 {

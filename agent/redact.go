@@ -21,11 +21,17 @@ func raw(red *policy.Redactor, b json.RawMessage) json.RawMessage {
 // the transcript, the trace and the error. The run is over: its state
 // may be changed.
 func redactResult(res *Result, red *policy.Redactor) {
-	res.RawContent = red.String(res.RawContent)
-	res.Decision = red.String(res.Decision)
+	// The answer is in the Result three times over (raw_content, result,
+	// the last reply): it is looked at once.
+	answer := res.RawContent
+	res.RawContent = red.String(answer)
 	switch v := res.Result.(type) {
 	case string:
-		if clean := red.String(v); clean != v { // a string put in an any is an allocation
+		if v == answer {
+			if res.RawContent != answer {
+				res.Result = res.RawContent
+			}
+		} else if clean := red.String(v); clean != v { // a string put in an any is an allocation
 			res.Result = clean
 		}
 	case map[string]any:
@@ -42,7 +48,12 @@ func redactResult(res *Result, red *policy.Redactor) {
 		res.Error.Message = red.String(res.Error.Message)
 	}
 	for i := range res.Messages {
-		redactMessage(&res.Messages[i], red)
+		m := &res.Messages[i]
+		if m.Content == answer && len(m.ToolCalls) == 0 {
+			m.Content = res.RawContent
+			continue
+		}
+		redactMessage(m, red)
 	}
 	for i := range res.Steps {
 		s := &res.Steps[i]

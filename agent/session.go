@@ -153,6 +153,7 @@ var ErrSessionUsed = errors.New("agent: session has already run")
 type Session struct {
 	agent    *Agent
 	bus      *event.Bus
+	busValue event.Bus
 	provider llm.Provider
 	planner  Planner
 	parent   *link
@@ -189,7 +190,8 @@ func (a *Agent) NewSession(input map[string]any, opts ...RunOption) (*Session, e
 	if err != nil {
 		return nil, err
 	}
-	s.bus, s.parent = event.NewBus(c.bus), c.parent
+	s.busValue.Init(c.bus) // in the session: no allocation of its own
+	s.bus, s.parent = &s.busValue, c.parent
 	if c.provider != nil {
 		s.provider = a.sessionChain(c.provider, c.store != nil)
 	}

@@ -38,6 +38,11 @@ type Bus struct {
 // may be nil): a session's bus forwards to its service's.
 func NewBus(parent *Bus) *Bus { return &Bus{parent: parent} }
 
+// Init makes the zero Bus b one that forwards to parent, in place: for a
+// bus kept in a struct that is allocated anyway. It must not be called
+// on a bus in use.
+func (b *Bus) Init(parent *Bus) { b.parent = parent }
+
 // Option configures a subscription.
 type Option func(*subscriber)
 
