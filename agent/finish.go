@@ -72,19 +72,7 @@ func (r *run) finish(final *Final, err error) (*Result, error) {
 	rs := &r.reasoning
 	res.SourceQuality, res.AssumptionsMade, res.Alternatives = rs.sourceQuality, rs.assumptions, rs.alternatives
 	res.Metrics.ParseErrors = st.ParseErrors
-	if _, ok := r.planner.(reactPlanner); ok {
-		v := a.spec.ReActTemplate
-		if v == "" {
-			v = react.TemplateVersion
-		}
-		res.PromptTemplate = "react/" + v
-		if a.reactTpl != nil {
-			res.PromptTemplate = a.reactTpl.Ref()
-		}
-	}
-	if a.sysTpl != nil {
-		res.PromptTemplate = a.sysTpl.Ref() // the provenance of the system prompt
-	}
+	res.PromptTemplate = r.promptTemplate()
 	res.ContextUsed = a.contextUsed(st)
 	res.Handoffs = st.Handoffs
 	res.MemoryDeltas = r.mem.result()
@@ -104,6 +92,27 @@ func (r *run) finish(final *Final, err error) (*Result, error) {
 		r.emit(e)
 	}
 	return res, err
+}
+
+// promptTemplate names the versioned template the run's prompt came
+// from: the system prompt's (prompt_ref), or the ReAct one.
+func (r *run) promptTemplate() string {
+	a := r.a
+	var ref string
+	if _, ok := r.planner.(reactPlanner); ok {
+		v := a.spec.ReActTemplate
+		if v == "" {
+			v = react.TemplateVersion
+		}
+		ref = "react/" + v
+		if a.reactTpl != nil {
+			ref = a.reactTpl.Ref()
+		}
+	}
+	if a.sysTpl != nil {
+		ref = a.sysTpl.Ref() // the provenance of the system prompt
+	}
+	return ref
 }
 
 // confidence scores a run from 0 to 1 (docs/react.md): a completed run

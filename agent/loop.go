@@ -109,27 +109,7 @@ func (s *Session) Run(ctx context.Context) (*Result, error) {
 		defer r.deadline.Release()
 		ctx = &r.deadline
 	}
-	r.setRequest(a)
-	s.setRunInfo(&r.runInfo)
-	r.info = &r.runInfo
-	ctx = withRun(ctx, r)
-	ctx = llm.WithTrace(ctx, r) // a run is its model calls' Trace: retries and fall-overs become events
-	r.ctx = ctx
-	r.logger = newRunLogger(s.logger, r)
-	r.runStart = time.Now()
-	r.st.StartedAt = Timestamp{r.runStart}
-	r.st.ToolLatencyMS = map[string]float64{}
-	// Room for a run as long as the agent's recent ones, so the trace does
-	// not grow turn by turn.
-	if n := hint(&a.sizes.calls); n > 0 && r.st.ModelCalls == nil {
-		r.st.ModelCalls = make([]ModelCall, 0, n)
-	}
-	if n := hint(&a.sizes.steps); n > 0 && r.st.Steps == nil {
-		r.st.Steps = make([]Step, 0, n)
-	}
-	if n := hint(&a.sizes.actions); n > 0 {
-		r.actions = make([]Action, 0, n)
-	}
+	ctx = r.prepare(ctx)
 	if err := r.recall(ctx); err != nil {
 		return r.finish(nil, err)
 	}
@@ -151,6 +131,35 @@ func (s *Session) Run(ctx context.Context) (*Result, error) {
 		}
 	}
 	return res, err
+}
+
+// prepare readies the run: its request, what tools see of it, its
+// context (the run in it, as the policy's Host and the model calls'
+// Trace), its logger, its clock, and room for its trace.
+func (r *run) prepare(ctx context.Context) context.Context {
+	s, a := r.s, r.a
+	r.setRequest(a)
+	s.setRunInfo(&r.runInfo)
+	r.info = &r.runInfo
+	ctx = withRun(ctx, r)
+	ctx = llm.WithTrace(ctx, r) // a run is its model calls' Trace: retries and fall-overs become events
+	r.ctx = ctx
+	r.logger = newRunLogger(s.logger, r)
+	r.runStart = time.Now()
+	r.st.StartedAt = Timestamp{r.runStart}
+	r.st.ToolLatencyMS = map[string]float64{}
+	// Room for a run as long as the agent's recent ones, so the trace does
+	// not grow turn by turn.
+	if n := hint(&a.sizes.calls); n > 0 && r.st.ModelCalls == nil {
+		r.st.ModelCalls = make([]ModelCall, 0, n)
+	}
+	if n := hint(&a.sizes.steps); n > 0 && r.st.Steps == nil {
+		r.st.Steps = make([]Step, 0, n)
+	}
+	if n := hint(&a.sizes.actions); n > 0 {
+		r.actions = make([]Action, 0, n)
+	}
+	return ctx
 }
 
 // setRequest prepares the request the model is called with; a handoff
