@@ -44,7 +44,7 @@ type Agent struct {
 	tools        map[string]*binding
 	toolSpecs    []llm.ToolSpec
 	inputSchema  *schema.Schema
-	inputLabels  map[string]string // "input:KEY" for the spec's input keys, made once
+	inputLabels  map[string]string   // "input:KEY" for the spec's input keys, made once
 	prompt       *prompt.AgentPrompt // set when the spec has an output schema
 	limits       spec.Limits
 	retry        spec.RetryBudgets
