@@ -33,7 +33,9 @@ func newResumeCmd(stdout, stderr io.Writer) *cobra.Command {
 		Long: `Continue a stored run from its last durable point: an interrupted run (its process
 died), a run awaiting approval (--approve or --deny each call it names: a call of
 unknown outcome, or one the policy's approval rule holds back; --reason says why
-they are denied), or a paused pipeline (--answer). Recorded model turns are not asked again and recorded
+they are denied), or a paused pipeline (--answer). A call is named by its
+idempotency key (RUN_ID:TURN:INDEX), or by the model's call id when that names
+exactly one waiting call. Recorded model turns are not asked again and recorded
 tool results are not run again. Without --model the run's own model goes on (a
 scripted model plays on from the turn after the last recorded call); --model
 gives the rest of the run another model (a scripted file from its first turn).
@@ -46,8 +48,8 @@ Exit codes as for run.`,
 	fl := cmd.Flags()
 	dbFlag(cmd, &f.db)
 	fl.StringVar(&f.model, "model", "", "the model for the rest of the run (PROVIDER:MODEL)")
-	fl.StringArrayVar(&f.approve, "approve", nil, "send again a call whose outcome is unknown, with its same idempotency key (CALL_ID; repeatable)")
-	fl.StringArrayVar(&f.deny, "deny", nil, "do not send again a call whose outcome is unknown; the model is told so (CALL_ID; repeatable)")
+	fl.StringArrayVar(&f.approve, "approve", nil, "let a waiting call go on: one held for approval runs, one of unknown outcome is sent again with its key (KEY or CALL_ID; repeatable)")
+	fl.StringArrayVar(&f.deny, "deny", nil, "answer a waiting call without running it; the model is told so (KEY or CALL_ID; repeatable)")
 	fl.StringVar(&f.reason, "reason", "", "why the calls --deny names are denied (the model is told, the audit log keeps it)")
 	fl.StringVar(&f.answer, "answer", "", "the answer a paused pipeline waits for")
 	outputFlags(cmd, &f.runFlags)
