@@ -109,8 +109,9 @@ type runMemory struct {
 	stream string
 	block  string // what recall put into the prompt
 
-	mu     sync.Mutex
-	deltas []MemoryDelta
+	mu      sync.Mutex
+	deltas  []MemoryDelta
+	claimed map[int64]bool // entries a resume found written before its crash
 }
 
 // recall opens the run's memory and, at kickoff, puts the stream's last
@@ -312,16 +313,23 @@ func memoryStep(key string, d MemoryDelta) runlog.ToolResult {
 	return runlog.ToolResult{CallID: key, Tool: "memory.write", Arguments: "{}", Output: &out, StartedAt: time.Now()}
 }
 
-// writtenBefore finds, among the stream's newest entries, the one this
+// writtenBefore finds the entry this
 // run wrote of kind with text (filtered as it was written).
+//
+// Only entries appended since the run began are looked at, oldest first,
+// and each is claimed once: two writes of the same text are two entries.
 func (r *run) writtenBefore(ctx context.Context, kind, text string) (MemoryDelta, bool, error) {
 	rm := r.mem
-	entries, err := rm.am.b.Memory().Read(ctx, rm.stream, memory.ReadOptions{Limit: 100, Order: memory.Newest})
+	entries, err := rm.am.b.Memory().Read(ctx, rm.stream, memory.ReadOptions{Order: memory.Oldest, Since: r.st.StartedAt.Time})
 	if err != nil {
 		return MemoryDelta{}, false, err
 	}
 	for _, e := range entries {
-		if e.RunID == r.st.RunID && e.Kind == kind && e.Text == text {
+		if e.RunID == r.st.RunID && e.Kind == kind && e.Text == text && !rm.claimed[e.ID] {
+			if rm.claimed == nil {
+				rm.claimed = map[int64]bool{}
+			}
+			rm.claimed[e.ID] = true
 			return MemoryDelta{Stream: e.Stream, ID: e.ID, Kind: kind, Text: e.Text}, true, nil
 		}
 	}

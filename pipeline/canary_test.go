@@ -86,6 +86,11 @@ func TestCanarySecretsInPipelines(t *testing.T) {
 		recs, _ := st.Records(ctx, r.ID, 0)
 		for _, rec := range recs {
 			stored.Write(rec.Data)
+			stored.WriteString(decodeAll(t, rec.Data)) // JSON kept in strings (a tool's output) decoded too
+		}
+		audit, _ := st.AuditLog(ctx, r.ID)
+		for _, a := range audit {
+			stored.WriteString(a.Reason + a.Target + a.Rule)
 		}
 	}
 	var memText strings.Builder

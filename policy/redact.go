@@ -122,25 +122,40 @@ func Secrets() *Redactor {
 }
 
 // secretLike reports whether an environment variable's value can be a
-// secret worth finding everywhere: twelve characters or more without
-// spaces, holding letters and digits or as varied as a random token (3.5
-// bits a character). A short or common value ("postgres", "true",
-// "user_id_token") would be "found" in specs, prompts and answers that
-// merely contain the word, and rewrite them.
+// secret worth finding everywhere: eight characters or more without
+// spaces, and not a plain word: two kinds of characters at least (lower
+// case, upper case, digits, others), or as varied as a random string (3
+// bits a character). A plain word ("postgres", "changeme", "password")
+// would be "found" in specs, prompts and answers that merely contain
+// it, and rewrite them.
 func secretLike(v string) bool {
-	if len(v) < 12 || strings.ContainsAny(v, " \t\r\n") {
+	if len(v) < 8 || strings.ContainsAny(v, " \t\r\n") {
 		return false
 	}
-	var letters, digits bool
+	var lower, upper, digits, others bool
 	counts := map[rune]int{}
 	n := 0
 	for _, c := range v {
-		letters = letters || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z'
-		digits = digits || c >= '0' && c <= '9'
+		switch {
+		case c >= 'a' && c <= 'z':
+			lower = true
+		case c >= 'A' && c <= 'Z':
+			upper = true
+		case c >= '0' && c <= '9':
+			digits = true
+		default:
+			others = true
+		}
 		counts[c]++
 		n++
 	}
-	if letters && digits {
+	kinds := 0
+	for _, k := range []bool{lower, upper, digits, others} {
+		if k {
+			kinds++
+		}
+	}
+	if kinds >= 2 {
 		return true
 	}
 	bits := 0.0
@@ -148,7 +163,7 @@ func secretLike(v string) bool {
 		p := float64(k) / float64(n)
 		bits -= p * math.Log2(p)
 	}
-	return bits >= 3.5
+	return bits >= 3
 }
 
 // PII returns a redactor of personal data alone (see WithPII).
@@ -235,8 +250,10 @@ func (r *Redactor) Bytes(b []byte) []byte {
 // unescapeASCII rewrites the JSON escapes of printable ASCII characters
 // (\u0073 for s) as the characters themselves, which JSON allows in a
 // string as they are: the text means the same, and a secret spelt in
-// escapes can be seen. The quote and the backslash stay escaped. ok is
-// false when there was nothing to rewrite.
+// escapes can be seen. An escape inside JSON kept as a string in JSON
+// (\\u0073: a tool's output inside a run's record) is rewritten too,
+// one level down. The quote and the backslash stay escaped. ok is false
+// when there was nothing to rewrite.
 func unescapeASCII(s string) (string, bool) {
 	i := strings.Index(s, `\u`)
 	if i < 0 {
@@ -246,18 +263,24 @@ func unescapeASCII(s string) (string, bool) {
 	last, changed := 0, false
 	for ; i >= 0 && i+6 <= len(s); i = strings.Index(s[last:], `\u`) {
 		i += last
-		// An escaped backslash before the u makes it text, not an escape.
+		// An odd number of backslashes before the escape's own makes it
+		// an escaped backslash and a u: an escape of the JSON kept in this
+		// string, which the pair of backslashes and the u spell.
 		bs := 0
 		for j := i - 1; j >= 0 && s[j] == '\\'; j-- {
 			bs++
 		}
 		c, ok := hexByte(s[i+2 : i+6])
-		if bs%2 == 1 || !ok || c < 0x20 || c > 0x7e || c == '"' || c == '\\' {
+		if !ok || c < 0x20 || c > 0x7e || c == '"' || c == '\\' {
 			b.WriteString(s[last : i+2])
 			last = i + 2
 			continue
 		}
-		b.WriteString(s[last:i])
+		start := i
+		if bs%2 == 1 {
+			start-- // the escaped backslash goes with it
+		}
+		b.WriteString(s[last:start])
 		b.WriteByte(c)
 		last, changed = i+6, true
 	}

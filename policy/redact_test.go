@@ -12,8 +12,9 @@ func TestSecrets(t *testing.T) {
 	t.Setenv("DB_PASSWORD", `pa"ss\word-1234`)
 	t.Setenv("SHORT_TOKEN", "abc") // too short to be told from ordinary text
 	t.Setenv("HOME_DIR", "/home/someone-long")
-	t.Setenv("APP_TOKEN", "user_id_token") // long, but one kind of character: a word, not a secret
+	t.Setenv("APP_TOKEN", "changeme") // a plain word, not a secret
 	t.Setenv("PG_PASSWORD", "postgres")
+	t.Setenv("SHORT_PASSWORD", "s3cretpw") // short, but not a word: a secret
 	r := Secrets()
 	for _, tc := range []struct{ name, in, want string }{
 		{"openai", "key sk-proj-abcdefghijklmnopqrstuvwx01 here", "key [REDACTED:secret] here"},
@@ -31,10 +32,12 @@ func TestSecrets(t *testing.T) {
 		{"short env value kept", "abc", "abc"},
 		{"other env kept", "/home/someone-long", "/home/someone-long"},
 		{"plain text kept", "The answer is 42.", "The answer is 42."},
-		{"a common env value kept", "connect as postgres with ${user_id_token}", "connect as postgres with ${user_id_token}"},
+		{"a common env value kept", "connect as postgres; ${changeme} stays", "connect as postgres; ${changeme} stays"},
+		{"a short env secret", "the password is s3cretpw.", "the password is [REDACTED:secret]."},
 		{"JSON-escaped shape", `{"out": "\u0073k-proj-abcdefghijklmnopqrstuvwx01"}`, `{"out": "[REDACTED:secret]"}`},
 		{"JSON-escaped env value", `"acme-7Hq2-value-of-the-k\u0065y"`, `"[REDACTED:secret]"`},
-		{"an escaped backslash is text", `"\\u0073k-proj-abcdefghijklmnopqrstuvwx01"`, `"\\u0073k-proj-abcdefghijklmnopqrstuvwx01"`},
+		{"an escape in JSON kept as a string", `{"output": "{\"key\": \"\\u0073k-proj-abcdefghijklmnopqrstuvwx01\"}"}`,
+			`{"output": "{\"key\": \"[REDACTED:secret]\"}"}`},
 		{"escapes with nothing to find kept", `"caf\u00e9 \u0041BC"`, `"caf\u00e9 \u0041BC"`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

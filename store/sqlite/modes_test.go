@@ -11,15 +11,12 @@ import (
 )
 
 // The store and its WAL sidecars are the owner's only, whatever the
-// umask, also where an older release left them readable.
+// umask, also where an older release left the sidecars readable; a store
+// its user made readable to a group keeps the mode they gave it.
 func TestFileModes(t *testing.T) {
 	ctx := context.Background()
-	for _, tc := range []struct {
-		name  string
-		setup func(path string)
-	}{
-		{"a new store", func(string) {}},
-		{"an existing store with readable sidecars", func(path string) {
+	loosen := func(store, sidecars os.FileMode) func(path string) {
+		return func(path string) {
 			s, err := sqlite.Open(ctx, path)
 			if err != nil {
 				t.Fatal(err)
@@ -28,10 +25,19 @@ func TestFileModes(t *testing.T) {
 			// loosened and the store is opened again.
 			t.Cleanup(func() { s.Close() })
 			writeRun(t, s, "run_old")
-			for _, p := range []string{path, path + "-wal", path + "-shm"} {
-				os.Chmod(p, 0o644)
-			}
-		}},
+			os.Chmod(path, store)
+			os.Chmod(path+"-wal", sidecars)
+			os.Chmod(path+"-shm", sidecars)
+		}
+	}
+	for _, tc := range []struct {
+		name  string
+		setup func(path string)
+		want  os.FileMode
+	}{
+		{"a new store", func(string) {}, 0o600},
+		{"an owner-only store with readable sidecars", loosen(0o600, 0o644), 0o600},
+		{"a store its user shares with a group", loosen(0o640, 0o640), 0o640},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			path := filepath.Join(t.TempDir(), "runs.db")
@@ -47,8 +53,8 @@ func TestFileModes(t *testing.T) {
 				if err != nil {
 					t.Fatalf("after a write: %v", err)
 				}
-				if m := st.Mode().Perm(); m != 0o600 {
-					t.Errorf("%s is %o, want 600", filepath.Base(p), m)
+				if m := st.Mode().Perm(); m != tc.want {
+					t.Errorf("%s is %o, want %o", filepath.Base(p), m, tc.want)
 				}
 			}
 		})

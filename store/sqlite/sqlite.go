@@ -11,7 +11,9 @@ package sqlite
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
+	"io/fs"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -71,15 +73,23 @@ func Open(ctx context.Context, path string) (*sqlstore.DB, error) {
 		return nil, fmt.Errorf("%w (file %s)", err, path)
 	}
 	if path != ":memory:" {
-		// Sidecars an older release left with the umask's mode.
-		for _, sfx := range []string{"-wal", "-shm"} {
-			if err := os.Chmod(path+sfx, 0o600); err != nil && !os.IsNotExist(err) {
-				s.Close()
-				return nil, fmt.Errorf("store (sqlite) %s: %w", path+sfx, err)
-			}
-		}
+		tightenSidecars(path)
 	}
 	return s, nil
+}
+
+// tightenSidecars gives the -wal and -shm files of an owner-only store
+// its mode, where an older release left them with the umask's. A store
+// its user made readable to others (0640, say) is theirs to decide: its
+// sidecars are left alone, and so is a file this process may not chmod.
+func tightenSidecars(path string) {
+	fi, err := os.Stat(path)
+	if err != nil || fi.Mode().Perm()&0o077 != 0 {
+		return
+	}
+	for _, sfx := range []string{"-wal", "-shm"} {
+		os.Chmod(path+sfx, 0o600) // best effort: a sidecar of another owner stays as it is
+	}
 }
 
 // ownerOnly makes the database file the owner's only (runs hold prompts
@@ -90,12 +100,15 @@ func ownerOnly(path string) error {
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return err
 	}
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
-	if err != nil {
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
+	switch {
+	case errors.Is(err, fs.ErrExist):
+		return nil // a store that exists keeps the mode its user gave it
+	case err != nil:
 		return err
 	}
 	f.Close()
-	return os.Chmod(path, 0o600)
+	return os.Chmod(path, 0o600) // whatever the umask
 }
 
 func init() {
