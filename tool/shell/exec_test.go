@@ -17,7 +17,7 @@ import (
 // Programs that run other programs are refused unless the spec names
 // them in allow_exec; find is allowed without its -exec and the like.
 func TestExecCapablePrograms(t *testing.T) {
-	plain, _ := newTool(t, Options{Allow: []string{"find", "echo"}})
+	plain, _ := newTool(t, Options{Allow: []string{"find", "echo", "split", "sort", "date"}})
 	marked, _ := newTool(t, Options{Allow: []string{"find", "env", "sh"}, AllowExec: []string{"find", "env", "sh"}})
 	for _, tc := range []struct {
 		name    string
@@ -31,6 +31,13 @@ func TestExecCapablePrograms(t *testing.T) {
 		{"find -ok", plain, `{"argv": ["find", ".", "-ok", "id", ";"]}`, "policy_violation"},
 		{"find -delete", plain, `{"argv": ["find", "sub", "-delete"]}`, "policy_violation"},
 		{"env sh -c, not allowed", plain, `{"argv": ["env", "sh", "-c", "id"]}`, "policy_violation"},
+		// Contained programs whose options run a shell, in every spelling.
+		{"split --filter", plain, `{"argv": ["split", "--filter=id > pwned", "in"]}`, "policy_violation"},
+		{"split --filter, apart", plain, `{"argv": ["split", "--filter", "id > pwned", "in"]}`, "policy_violation"},
+		{"split --filter, abbreviated", plain, `{"argv": ["split", "--fil=id", "in"]}`, "policy_violation"},
+		{"sort --compress-program", plain, `{"argv": ["sort", "--compress-program=sh", "in"]}`, "policy_violation"},
+		{"sort --compress-program, abbreviated", plain, `{"argv": ["sort", "--compress-prog=sh", "in"]}`, "policy_violation"},
+		{"date --set", plain, `{"argv": ["date", "--set=2000-01-01"]}`, "policy_violation"},
 		{"find -exec, marked", marked, `{"argv": ["find", "sub", "-name", "f.txt", "-exec", "echo", "found", ";"]}`, ""},
 		{"env sh -c, marked", marked, `{"argv": ["env", "sh", "-c", "echo ran"]}`, ""},
 	} {
@@ -80,11 +87,14 @@ func TestEscapedChildrenAreKilled(t *testing.T) {
 		// setsid -f forks and returns at once: the child is orphaned
 		// before the call could see it; it still carries the call's token.
 		{"after the program exits", "61.5253", "setsid -f sleep 61.5253 >/dev/null 2>&1; exit 0", false},
-		// A child that drops its environment is found by its parentage,
-		// recorded while its parent lived.
-		{"without the call's environment", "61.5354", "setsid env -i /bin/sleep 61.5354 >/dev/null 2>&1 & sleep 0.3; exit 0", false},
+		// A child that leaves the group, drops its environment and is
+		// orphaned at once: only the PID namespace holds it.
+		{"without the call's environment", "61.5354", "setsid -f env -i /bin/sleep 61.5354 >/dev/null 2>&1; exit 0", false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			if tc.name == "without the call's environment" && !Contained() {
+				t.Skip("this system gives programs no PID namespace of their own: the tracker may miss such a child (docs/tools.md)")
+			}
 			r, err := run1(tl, `{"argv": ["sh", "-c", "`+tc.script+`"]}`)
 			if err != nil || r.TimedOut != tc.timedOut {
 				t.Fatalf("result %+v, %v; want timed out %v", r, err, tc.timedOut)

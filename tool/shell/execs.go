@@ -6,48 +6,41 @@ import (
 	"strings"
 )
 
-// runsOthers are programs that run other programs, whatever their
-// arguments, with why: allowing one allows anything, so New refuses it
-// unless the configuration names it in AllowExec too. The list is of
-// programs commonly installed; a program it does not know is taken as
-// it is.
-var runsOthers = map[string]string{}
+// contained are the programs the shell tool knows to run no other
+// program, whatever their arguments but those execFlags names: a
+// program of allow not on this list may run others (a shell, env, an
+// interpreter, split --filter, sort --compress-program, git's hooks, a
+// database client's shell escape…), so New refuses it unless the
+// configuration names it in allow_exec too, as its explicit acceptance.
+// An allowlist of programs known to be contained, not a denylist of
+// those known not to be: a program nobody thought of is refused.
+var contained = map[string]bool{}
 
 func init() {
-	for reason, names := range map[string]string{
-		"a shell": "sh bash dash zsh ksh mksh csh tcsh fish busybox toybox",
-		"it runs the program its arguments name": "env xargs nice nohup timeout time stdbuf setsid sudo su doas runuser " +
-			"chroot unshare nsenter ionice taskset chrt flock watch strace ltrace gdb script parallel systemd-run",
-		"an interpreter: its arguments are a program": "python perl ruby node nodejs deno bun php lua luajit tclsh wish " +
-			"expect Rscript julia awk gawk mawk nawk sed ed ex vi vim nvim emacs",
-		"a pager or viewer whose commands run a shell":                                         "less more man",
-		"it runs a Makefile's recipes":                                                         "make gmake",
-		"it runs programs its config, aliases and hooks name, and those of -c and --exec-path": "git",
-		"it runs commands on other hosts, or a program given with -e or -S":                    "ssh scp sftp rsync",
-		"it runs programs through --to-command, -I and checkpoint actions":                     "tar",
-		"it runs containers, or commands in them":                                              "docker podman kubectl",
-		"it runs install and build scripts":                                                    "npm npx pip go cargo",
-	} {
-		for _, n := range strings.Fields(names) {
-			runsOthers[n] = reason
-		}
+	for _, n := range strings.Fields(`
+		ls cat head tail wc grep egrep fgrep echo printf pwd date basename dirname realpath readlink
+		stat file du df cut tr uniq nl od hexdump base64 base32 md5sum sha1sum sha224sum sha256sum
+		sha384sum sha512sum b2sum cksum sum comm join paste fold fmt expand unexpand rev tac column
+		true false seq sleep tree diff cmp jq sort split find cp mv rm mkdir rmdir touch ln chmod
+		tee truncate shuf numfmt factor expr test id whoami uname nproc arch tty`) {
+		contained[n] = true
 	}
 }
 
-// execFlags are, for programs useful without them, the arguments that
-// make them run other programs or delete and write files; a call with
-// one is refused unless AllowExec names the program.
+// execFlags are, for contained programs, the options that make them run
+// other programs, or delete and write files beyond their arguments; a
+// call with one is refused unless allow_exec names the program. A long
+// option is refused also abbreviated (--compress-prog) or with its value
+// (--filter=CMD), as GNU programs take it.
 var execFlags = map[string][]string{
-	"find": {"-exec", "-execdir", "-ok", "-okdir", "-delete", "-fprint", "-fprint0", "-fprintf", "-fls"},
-}
-
-// baseName is prog without a version suffix: python3.12 is python.
-func baseName(prog string) string {
-	return strings.TrimRight(prog, "0123456789.")
+	"find":  {"-exec", "-execdir", "-ok", "-okdir", "-delete", "-fprint", "-fprint0", "-fprintf", "-fls"},
+	"sort":  {"--compress-program"},
+	"split": {"--filter"},
+	"date":  {"-s", "--set"},
 }
 
 // checkAllow refuses an allowlist that lets a model run anything: a
-// program that runs others, unless allowExec names it too.
+// program not known to be contained, unless allowExec names it too.
 func checkAllow(allow, allowExec []string) error {
 	for i, p := range allowExec {
 		if !slices.Contains(allow, p) {
@@ -55,15 +48,16 @@ func checkAllow(allow, allowExec []string) error {
 		}
 	}
 	for i, p := range allow {
-		if why, ok := runsOthers[baseName(p)]; ok && !slices.Contains(allowExec, p) {
-			return fmt.Errorf("allow[%d] %q runs other programs (%s), which the shell tool cannot contain; "+
-				"name it in allow_exec too to accept that", i, p, why)
+		if !contained[p] && !slices.Contains(allowExec, p) {
+			return fmt.Errorf("allow[%d] %q is not among the programs the shell tool knows to run no other program, "+
+				"so it may run anything (a shell, an interpreter, a program's own escape to one); "+
+				"name it in allow_exec too to accept that", i, p)
 		}
 	}
 	return nil
 }
 
-// checkArgs refuses the arguments that make an allowed program run
+// checkArgs refuses the options that make a contained program run
 // others, unless allowExec names it.
 func checkArgs(argv, allowExec []string) error {
 	prog := argv[0]
@@ -72,9 +66,25 @@ func checkArgs(argv, allowExec []string) error {
 		return nil
 	}
 	for _, a := range argv[1:] {
-		if slices.Contains(flags, a) {
-			return fmt.Errorf("%s %s runs other programs or changes files; the connector's allow_exec does not name %s", prog, a, prog)
+		if a == "--" {
+			return nil // what follows are operands
+		}
+		for _, f := range flags {
+			if matchesFlag(a, f) {
+				return fmt.Errorf("%s %s runs other programs or changes files; the connector's allow_exec does not name %s", prog, a, prog)
+			}
 		}
 	}
 	return nil
+}
+
+// matchesFlag reports whether the argument a is the option f: itself,
+// with a value (--f=V), or, for a long option, abbreviated to a prefix
+// of four characters or more (--fil for --filter).
+func matchesFlag(a, f string) bool {
+	name, _, _ := strings.Cut(a, "=")
+	if name == f {
+		return true
+	}
+	return strings.HasPrefix(f, "--") && len(name) >= 4 && strings.HasPrefix(name, "--") && strings.HasPrefix(f, name)
 }

@@ -12,11 +12,53 @@ import (
 	"time"
 )
 
-// procAttr puts the program in a process group of its own, and has the
-// kernel kill it if agentry's thread that started it dies.
+// procAttr puts the program in a process group of its own, has the
+// kernel kill it if agentry's thread that started it dies and, where
+// the system allows it, makes it the first process of a PID namespace of
+// its own: when it ends, or is killed, the kernel kills every process
+// in the namespace, whatever they did to leave (setsid, a double fork,
+// a scrubbed environment). Elsewhere the tracker finds them.
 func procAttr() *syscall.SysProcAttr {
-	return &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	a := &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	if Contained() {
+		namespace(a)
+	}
+	return a
 }
+
+// namespace gives a a PID namespace, and a user namespace that maps the
+// process's own ids when it is not root (which may make a PID namespace
+// without one).
+func namespace(a *syscall.SysProcAttr) {
+	a.Cloneflags = syscall.CLONE_NEWPID
+	if uid := os.Getuid(); uid != 0 {
+		a.Cloneflags |= syscall.CLONE_NEWUSER
+		a.UidMappings = []syscall.SysProcIDMap{{ContainerID: uid, HostID: uid, Size: 1}}
+		gid := os.Getgid()
+		a.GidMappings = []syscall.SysProcIDMap{{ContainerID: gid, HostID: gid, Size: 1}}
+	}
+}
+
+// Contained reports whether programs run in a PID namespace of their
+// own here, so that nothing they start outlives them; found once, by
+// starting true in one. Without (no user namespaces for this user, or a
+// sandbox that forbids them), descendants are tracked through /proc, and
+// one that leaves its process group and drops its environment before
+// the tracker sees it escapes.
+var Contained = sync.OnceValue(func() bool {
+	bin, err := lookPath("true")
+	if err != nil {
+		return false
+	}
+	a := &syscall.SysProcAttr{}
+	namespace(a)
+	p, err := os.StartProcess(bin, []string{"true"}, &os.ProcAttr{Sys: a})
+	if err != nil {
+		return false
+	}
+	st, err := p.Wait()
+	return err == nil && st.Success()
+})
 
 // pollEvery is how often a running program's descendants are recorded.
 const pollEvery = 50 * time.Millisecond

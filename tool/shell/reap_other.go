@@ -10,6 +10,10 @@ import (
 // procAttr puts the program in a process group of its own.
 func procAttr() *syscall.SysProcAttr { return &syscall.SysProcAttr{Setpgid: true} }
 
+// Contained reports whether programs run in a PID namespace of their
+// own: never here, where only the process group is killed.
+func Contained() bool { return false }
+
 // tracker kills the program's process group: without /proc, a process
 // that left the group (setsid) is not found.
 type tracker struct {
