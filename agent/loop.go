@@ -206,10 +206,7 @@ func (r *run) loop() (*Final, error) {
 		case d.Message != nil:
 			st.Messages = append(st.Messages, *d.Message)
 		}
-		r.endTurn()
-		if r.ctx.Err() != nil {
-			return nil, r.contextEnd()
-		}
+		r.endTurn() // the next turn's budgets see whether the run's context ended
 	}
 }
 
