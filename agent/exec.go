@@ -45,7 +45,8 @@ func (r *run) runTools(d *Decision) {
 	switch {
 	case len(calls) == 1 || d.Sequential:
 		for i := range calls {
-			r.exec(i, base, &calls[i], &results[i], i == transfer)
+			// act checked the run's context just before the first call.
+			r.exec(i, base, &calls[i], &results[i], i == transfer, i == 0)
 		}
 	default:
 		r.runParallel(calls, results, base, transfer)
@@ -87,15 +88,16 @@ func (r *run) runParallel(calls []llm.ToolCall, results []ToolResult, base, tran
 				// exec sees the ended context and records a cancelled
 				// call, with its start and end events.
 			}
-			r.exec(i, base, &calls[i], &results[i], i == transfer)
+			r.exec(i, base, &calls[i], &results[i], i == transfer, false)
 		}()
 	}
 	wg.Wait()
 }
 
 // exec runs one call through its tool's handler chain and always emits one
-// start and one end event.
-func (r *run) exec(index, base int, call *llm.ToolCall, res *ToolResult, transfer bool) {
+// start and one end event. checked says the run's context was checked
+// just before (each check reads the clock).
+func (r *run) exec(index, base int, call *llm.ToolCall, res *ToolResult, transfer, checked bool) {
 	end := r.callStarted(call)
 	res.Call = *call
 	start := time.Now()
@@ -103,7 +105,7 @@ func (r *run) exec(index, base int, call *llm.ToolCall, res *ToolResult, transfe
 	b := r.a.tools[call.Name]
 	attempts := 0
 	switch {
-	case r.ctx.Err() != nil:
+	case !checked && r.ctx.Err() != nil:
 		res.Err = &tool.ErrorDetails{Type: "cancelled", Message: "the run ended before the call started", Recoverable: false}
 	case b == nil:
 		res.Err = &tool.ErrorDetails{Type: "unknown_tool", Recoverable: true,
@@ -117,7 +119,7 @@ func (r *run) exec(index, base int, call *llm.ToolCall, res *ToolResult, transfe
 	case r.fromCache(call, res):
 	default:
 		c := &tool.Call{ID: call.ID, Name: call.Name, Arguments: call.Arguments, Tool: b.tool, Info: b.info,
-			Turn: r.st.Turn, Index: index,
+			Turn: r.st.Turn, Index: index, Started: start,
 			Run: r.info, Budget: r.remaining(index + 1)}
 		out, err := b.handler(r.ctx, c)
 		attempts = c.Attempt

@@ -30,6 +30,9 @@ type Call struct {
 	Turn, Index int
 	// Attempt is the attempt in progress, from 1; Retry counts it.
 	Attempt int
+	// Started is when the call started, if its caller says: the first
+	// attempt's deadline counts from it.
+	Started time.Time
 	// Run is the run that makes the call, and Budget what remained of its
 	// budgets when the call started.
 	Run    *Run
@@ -191,7 +194,11 @@ func Timeout(d time.Duration) Middleware {
 		return func(ctx context.Context, call *Call) (Output, error) {
 			cctx := &call.timeout
 			if call.Attempt <= 1 && cctx.Unused() {
-				cctx.Init(ctx, d, nil)
+				from := call.Started
+				if from.IsZero() {
+					from = time.Now()
+				}
+				cctx.InitAt(ctx, from.Add(d), nil)
 			} else {
 				cctx = lazyctx.WithTimeout(ctx, d, nil)
 			}

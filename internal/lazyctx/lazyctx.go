@@ -45,7 +45,13 @@ func (c *Ctx) Unused() bool { return c.parent == nil }
 // kept in a struct that is allocated anyway. A Ctx is used once: Init
 // must not be called again on one that was handed out.
 func (c *Ctx) Init(parent context.Context, d time.Duration, cause error) {
-	c.parent, c.d, c.cause = parent, time.Now().Add(d), cause
+	c.InitAt(parent, time.Now().Add(d), cause)
+}
+
+// InitAt is Init with the deadline given: for a caller that read the
+// clock already.
+func (c *Ctx) InitAt(parent context.Context, deadline time.Time, cause error) {
+	c.parent, c.d, c.cause = parent, deadline, cause
 }
 
 func (c *Ctx) ctx() context.Context {
