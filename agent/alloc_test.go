@@ -2,6 +2,7 @@ package agent
 
 import (
 	"context"
+	"reflect"
 	"testing"
 )
 
@@ -40,5 +41,14 @@ func TestAllocationsPerTurn(t *testing.T) {
 	}
 	if one > oneTurnAllocs+raceAllocSlack {
 		t.Errorf("a one-turn run makes %.0f allocations, the budget is %d", one, oneTurnAllocs)
+	}
+}
+
+// TestSessionSize keeps a Session, the largest object a paused run
+// holds, in the allocator's 1,792-byte size class: one field more and
+// every paused session costs 256 bytes more.
+func TestSessionSize(t *testing.T) {
+	if n := reflect.TypeOf(Session{}).Size(); n > 1792 {
+		t.Errorf("a Session is %d bytes; the budget is 1,792 (docs/performance.md)", n)
 	}
 }

@@ -37,7 +37,10 @@ func limitsOf(l spec.Limits) budget {
 func (c *runConfig) tighten(l spec.Limits) budget {
 	b := limitsOf(l)
 	// The caller's limits: zero fields add nothing.
-	u := c.limits
+	var u spec.Limits
+	if c.limits != nil {
+		u = *c.limits
+	}
 	capPositive(&b.maxTurns, u.MaxTurns)
 	capPositive(&b.maxTokens, u.MaxTotalTokens)
 	capPositive(&b.maxToolCalls, u.MaxToolCalls)

@@ -63,16 +63,16 @@ type runConfig struct {
 	parent        *link
 	parentRunID   string
 	parentBudget  *tool.Budget
-	limits        spec.Limits
+	limits        *spec.Limits // WithLimits; a pointer keeps the session small
 	store         store.Store
 	resume        *resumeConfig
 	decisions     map[string]bool // Approve (true) and Deny (false), by key once Resume bound them
 	denyReason    string          // why the denied calls were denied (WithDenyReason)
-	liveTools     bool            // a replay runs safe and idempotent tools again
 	userID        string
 	correlationID string
 	traceParent   string
 	metadata      map[string]string
+	liveTools     bool // a replay runs safe and idempotent tools again
 }
 
 // listener is a subscription WithEvents asked for.
@@ -130,7 +130,7 @@ func WithStore(st store.Store) RunOption { return func(c *runConfig) { c.store =
 // MaxToolCalls each replace the spec's when lower; zero fields add
 // nothing. The other limits (per-call timeouts, parallelism,
 // observation size) are the agent's, set by its spec.
-func WithLimits(l spec.Limits) RunOption { return func(c *runConfig) { c.limits = l } }
+func WithLimits(l spec.Limits) RunOption { return func(c *runConfig) { c.limits = &l } }
 
 // InputError reports input that does not fit the agent.
 type InputError struct {
@@ -156,7 +156,6 @@ type Session struct {
 	busValue event.Bus
 	provider llm.Provider
 	planner  Planner
-	parent   *link
 	cfg      runConfig
 	logger   *slog.Logger
 	svc      *Service // the service that created it, if any
@@ -191,7 +190,7 @@ func (a *Agent) NewSession(input map[string]any, opts ...RunOption) (*Session, e
 		return nil, err
 	}
 	s.busValue.Init(c.bus) // in the session: no allocation of its own
-	s.bus, s.parent = &s.busValue, c.parent
+	s.bus = &s.busValue
 	if c.provider != nil {
 		s.provider = a.sessionChain(c.provider, c.store != nil)
 	}
