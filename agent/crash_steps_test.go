@@ -178,15 +178,8 @@ func TestKillInASubAgent(t *testing.T) {
 			if len(subs) != 1 {
 				t.Fatalf("%d sub-runs before the resume; want the killed one", len(subs))
 			}
-			a, err := Stored(ctx, st, id, WithTools(hookedEcho(nil)))
-			if err != nil {
-				t.Fatal(err)
-			}
-			sess, err := a.Resume(ctx, st, id)
-			if err != nil {
-				t.Fatal(err)
-			}
-			res, err := sess.Run(ctx)
+			a := storedAgent(t, st, id, WithTools(hookedEcho(nil)))
+			res, err := resumeRun(t, a, st, id)
 			if err != nil || !res.Success || !strings.Contains(res.RawContent, "a small helper") {
 				t.Fatalf("resume: %v %+v", err, res)
 			}
@@ -203,7 +196,6 @@ func TestKillInASubAgent(t *testing.T) {
 // to a host the spec names as keeping one effect per key; to any other
 // it pauses for approval, and sends it again only once approved.
 func TestKillAfterAnHTTPRequest(t *testing.T) {
-	ctx := context.Background()
 	for _, tc := range []struct {
 		name, keyHosts string
 		dedup          bool
@@ -241,23 +233,13 @@ func TestKillAfterAnHTTPRequest(t *testing.T) {
 			if got := sent(); len(got) != 1 || got[0] != id+":1:0" {
 				t.Fatalf("before the resume the server saw %v", got)
 			}
-			a, err := Stored(ctx, st, id, WithTools(hookedHTTP(nil)))
-			if err != nil {
-				t.Fatal(err)
-			}
-			sess, err := a.Resume(ctx, st, id)
-			if err != nil {
-				t.Fatal(err)
-			}
-			res, err := sess.Run(ctx)
+			a := storedAgent(t, st, id, WithTools(hookedHTTP(nil)))
+			res, err := resumeRun(t, a, st, id)
 			if !tc.dedup {
 				if !errors.Is(err, ErrAwaitingApproval) || len(sent()) != 1 {
 					t.Fatalf("resume: %v, the server saw %v; want a pause and no second request", err, sent())
 				}
-				if sess, err = a.Resume(ctx, st, id, Approve(id+":1:0")); err != nil {
-					t.Fatal(err)
-				}
-				res, err = sess.Run(ctx)
+				res, err = resumeRun(t, a, st, id, Approve(id+":1:0"))
 			}
 			if err != nil || !res.Success {
 				t.Fatalf("the resumed run: %v", err)

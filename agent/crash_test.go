@@ -109,15 +109,8 @@ func TestKillAtEveryPoint(t *testing.T) {
 					if err != nil || len(interrupted) != 1 || interrupted[0].ID != id {
 						t.Fatalf("Interrupted = %v, %v; want the killed run %s", interrupted, err, id)
 					}
-					a, err := Stored(ctx, st, id, WithTools(durableTools(t, l, true, nil)))
-					if err != nil {
-						t.Fatal(err)
-					}
-					sess, err := a.Resume(ctx, st, id)
-					if err != nil {
-						t.Fatal(err)
-					}
-					got, err := sess.Run(ctx)
+					a := storedAgent(t, st, id, WithTools(durableTools(t, l, true, nil)))
+					got, err := resumeRun(t, a, st, id)
 					if err != nil {
 						t.Fatalf("resumed run: %v", err)
 					}
@@ -156,15 +149,8 @@ func TestUnknownOutcomeAwaitsApproval(t *testing.T) {
 					st := openStore(t, b.dsn(t))
 					l := ledger{filepath.Join(t.TempDir(), "ledger")}
 					id := killedRun(t, st, "tool_end:pay#1", false, l)
-					a, err := Stored(ctx, st, id, WithTools(durableTools(t, l, false, nil)))
-					if err != nil {
-						t.Fatal(err)
-					}
-					sess, err := a.Resume(ctx, st, id)
-					if err != nil {
-						t.Fatal(err)
-					}
-					res, err := sess.Run(ctx)
+					a := storedAgent(t, st, id, WithTools(durableTools(t, l, false, nil)))
+					res, err := resumeRun(t, a, st, id)
 					if !errors.Is(err, ErrAwaitingApproval) || res.TerminateReason != ReasonAwaitingApproval || res.Outcome != OutcomeConfirm {
 						t.Fatalf("resume = %v (%s, %s); want it to await approval", err, res.TerminateReason, res.Outcome)
 					}
@@ -185,11 +171,7 @@ func TestUnknownOutcomeAwaitsApproval(t *testing.T) {
 					if decide == "approve" {
 						opt = Approve("call_2_1")
 					}
-					sess, err = a.Resume(ctx, st, id, opt)
-					if err != nil {
-						t.Fatal(err)
-					}
-					res, err = sess.Run(ctx)
+					res, err = resumeRun(t, a, st, id, opt)
 					if err != nil || !res.Success {
 						t.Fatalf("after %s: %v", decide, err)
 					}

@@ -24,10 +24,8 @@ var ErrNotResumable = runlog.ErrNotResumable
 type resumeConfig struct {
 	log       *runlog.Log
 	holder    string // the lease Resume took
-	approve   map[string]bool
-	deny      map[string]bool
-	replay    bool // nothing is written; calls the log lacks are differences
-	liveTools bool // a replay runs safe and idempotent tools again
+	replay    bool   // nothing is written; calls the log lacks are differences
+	liveTools bool   // a replay runs safe and idempotent tools again
 }
 
 // Approve lets a resumed run go on with the calls it paused on: a call
@@ -227,26 +225,19 @@ var ErrNoSuchCall = errors.New("agent: no call waits for a decision by that id")
 // id, or a call id that names several waiting calls, is refused.
 func bindDecisions(l *runlog.Log, decisions map[string]bool) (map[string]bool, error) {
 	w := l.Waiting()
-	byID := map[string][]string{}
-	for key, id := range w {
-		byID[id] = append(byID[id], key)
-	}
 	bound := make(map[string]bool, len(decisions))
 	for given, ok := range decisions {
 		key := given
-		if _, isKey := w[given]; !isKey {
-			switch keys := byID[given]; {
-			case len(keys) == 1:
-				key = keys[0]
-			case len(keys) > 1:
-				sort.Strings(keys)
-				return nil, fmt.Errorf("%w: %q in run %s names %d waiting calls; give one of their keys (%s)",
-					ErrNoSuchCall, given, l.Start.RunID, len(keys), strings.Join(keys, ", "))
-			default:
-				if _, before := l.Decided[given]; !before {
-					return nil, fmt.Errorf("%w: %q in run %s (calls waiting for a decision: %s)",
-						ErrNoSuchCall, given, l.Start.RunID, describeWaiting(w))
-				}
+		switch keys := runlog.Named(w, given); {
+		case len(keys) == 1:
+			key = keys[0]
+		case len(keys) > 1:
+			return nil, fmt.Errorf("%w: %q in run %s names %d waiting calls; give one of their keys (%s)",
+				ErrNoSuchCall, given, l.Start.RunID, len(keys), strings.Join(keys, ", "))
+		default:
+			if _, before := l.Decided[given]; !before {
+				return nil, fmt.Errorf("%w: %q in run %s (calls waiting for a decision: %s)",
+					ErrNoSuchCall, given, l.Start.RunID, describeWaiting(w))
 			}
 		}
 		if prev, twice := bound[key]; twice && prev != ok {

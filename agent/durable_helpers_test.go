@@ -215,3 +215,25 @@ func storedResult(t testing.TB, st store.Store, runID string) json.RawMessage {
 }
 
 var jsonMarshal = json.Marshal
+
+// storedAgent is Stored, failing the test on an error.
+func storedAgent(t testing.TB, st store.Store, runID string, opts ...Option) *Agent {
+	t.Helper()
+	a, err := Stored(context.Background(), st, runID, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return a
+}
+
+// resumeRun resumes the stored run runID with a, failing the test when
+// the resume is refused, and runs it to its end.
+func resumeRun(t testing.TB, a *Agent, st store.Store, runID string, opts ...RunOption) (*Result, error) {
+	t.Helper()
+	ctx := context.Background()
+	sess, err := a.Resume(ctx, st, runID, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sess.Run(ctx)
+}

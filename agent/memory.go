@@ -156,9 +156,8 @@ func (r *run) recall(ctx context.Context) error {
 	if rc := r.s.cfg.resume; rc != nil {
 		// What recall loaded, as the first process kept it (sealed when
 		// the memory is).
-		if kept := rc.log.Start.Memory; kept == "" {
-			rm.block = ""
-		} else if rm.block, err = am.b.OpenText(kept, startBind(rc.log.Start.RunID), "the recalled memory of run "+rc.log.Start.RunID); err != nil {
+		start := &rc.log.Start
+		if rm.block, err = am.b.OpenText(start.Memory, startBind(start.RunID), "the recalled memory of run "+start.RunID); err != nil {
 			return fmt.Errorf("%w: %w", ErrMemory, err)
 		}
 	} else if n := am.spec.LoadLast; n > 0 {
@@ -182,9 +181,6 @@ func startBind(runID string) string { return "start\x00" + runID }
 // startRecord is the recalled memory as a run's start record keeps it:
 // sealed when the memory is.
 func (rm *runMemory) startRecord(runID string) string {
-	if rm.block == "" {
-		return ""
-	}
 	return rm.am.b.SealText(rm.block, startBind(runID))
 }
 

@@ -16,8 +16,9 @@ import (
 
 const memorySpec = "testdata/memory/agent.json"
 
-// memoryRun runs the concierge for user with the script, over b.
-func memoryRun(t *testing.T, b memory.Backend, user, script string, edit func(*spec.Spec)) *Result {
+// memoryAgent is the concierge playing the script, over b, its spec
+// edited by edit (when not nil); it is closed when the test ends.
+func memoryAgent(t *testing.T, b memory.Backend, script string, edit func(*spec.Spec), opts ...Option) *Agent {
 	t.Helper()
 	sp, err := spec.Load(memorySpec)
 	if err != nil {
@@ -30,11 +31,18 @@ func memoryRun(t *testing.T, b memory.Backend, user, script string, edit func(*s
 	if err != nil {
 		t.Fatal(err)
 	}
-	a, err := New(sp, WithProvider(s.Model(), "scripted"), WithMemory(b), WithBaseDir("testdata/memory"))
+	a, err := New(sp, append([]Option{WithProvider(s.Model(), "scripted"), WithMemory(b), WithBaseDir("testdata/memory")}, opts...)...)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer a.Close()
+	t.Cleanup(func() { a.Close() })
+	return a
+}
+
+// memoryRun runs the concierge for user with the script, over b.
+func memoryRun(t *testing.T, b memory.Backend, user, script string, edit func(*spec.Spec)) *Result {
+	t.Helper()
+	a := memoryAgent(t, b, script, edit)
 	res, err := a.Run(context.Background(), map[string]any{"task": "help"}, WithUser(user))
 	if err != nil {
 		t.Fatalf("run for %s: %v", user, err)
@@ -224,12 +232,7 @@ func TestMemoryReplay(t *testing.T) {
 	st := openStore(t, testdb.SQLite(t))
 	b := memory.NewInMemory()
 	memoryRun(t, b, "ada", "remember.json", nil)
-	sp, _ := spec.Load(memorySpec)
-	s, _ := scripted.Load("testdata/memory/recall.json")
-	a, err := New(sp, WithProvider(s.Model(), "scripted"), WithMemory(b), WithBaseDir("testdata/memory"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	a := memoryAgent(t, b, "recall.json", nil)
 	res, err := a.Run(ctx, map[string]any{"task": "help", "user_id": "ada"}, WithStore(st), WithUser("ada"))
 	if err != nil || !strings.Contains(res.Messages[0].Content, "window seats") {
 		t.Fatalf("the recorded run: %v\n%s", err, res.Messages[0].Content)
@@ -288,13 +291,7 @@ func TestDBWriteRedactsAsJSON(t *testing.T) {
 func TestMemoryIsolation(t *testing.T) {
 	b := memory.NewInMemory()
 	memoryRun(t, b, "ada", "remember.json", nil)
-	sp, _ := spec.Load(memorySpec)
-	s, _ := scripted.Load("testdata/memory/recall.json")
-	a, err := New(sp, WithProvider(s.Model(), "scripted"), WithMemory(b), WithBaseDir("testdata/memory"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer a.Close()
+	a := memoryAgent(t, b, "recall.json", nil)
 	for _, tc := range []struct {
 		name  string
 		input map[string]any
@@ -334,20 +331,10 @@ func TestMemorySealedStartRecord(t *testing.T) {
 	st := openStore(t, testdb.SQLite(t))
 	key := []byte("0123456789abcdef0123456789abcdef")
 	b := memory.NewInMemory()
-	sp, _ := spec.Load(memorySpec)
-	first, _ := scripted.Load("testdata/memory/remember.json")
-	a, err := New(sp, WithProvider(first.Model(), "scripted"), WithMemory(b), WithEncryptionKey(key), WithBaseDir("testdata/memory"))
-	if err != nil {
+	if _, err := memoryAgent(t, b, "remember.json", nil, WithEncryptionKey(key)).Run(ctx, map[string]any{"task": "help"}, WithUser("ada")); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := a.Run(ctx, map[string]any{"task": "help"}, WithUser("ada")); err != nil {
-		t.Fatal(err)
-	}
-	second, _ := scripted.Load("testdata/memory/recall.json")
-	a, err = New(sp, WithProvider(second.Model(), "scripted"), WithMemory(b), WithEncryptionKey(key), WithBaseDir("testdata/memory"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	a := memoryAgent(t, b, "recall.json", nil, WithEncryptionKey(key))
 	res, err := a.Run(ctx, map[string]any{"task": "help"}, WithStore(st), WithUser("ada"))
 	if err != nil || !strings.Contains(res.Messages[0].Content, "window seats") {
 		t.Fatalf("the recalling run: %v", err)
@@ -362,8 +349,7 @@ func TestMemorySealedStartRecord(t *testing.T) {
 	if rep, err := a.Replay(ctx, st, res.ID); err != nil || !rep.Identical() {
 		t.Errorf("replay: %v %+v", err, rep.Differences)
 	}
-	other, _ := New(sp, WithProvider(second.Model(), "scripted"), WithMemory(b),
-		WithEncryptionKey([]byte("fedcba9876543210fedcba9876543210")), WithBaseDir("testdata/memory"))
+	other := memoryAgent(t, b, "recall.json", nil, WithEncryptionKey([]byte("fedcba9876543210fedcba9876543210")))
 	if rep, err := other.Replay(ctx, st, res.ID); err != nil || rep.Identical() {
 		t.Errorf("a replay with another key: %v; want it to differ (the memory does not open)", err)
 	}

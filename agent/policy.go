@@ -82,14 +82,6 @@ func (a *Agent) checkPolicy() []string {
 	return probs
 }
 
-// runOf returns the run whose context ctx is, or nil outside a run.
-func runOf(ctx context.Context) *run {
-	if l := linkFrom(ctx); l != nil {
-		return l.run
-	}
-	return nil
-}
-
 // report emits a policy decision on target and audits it.
 func (r *run) report(ctx context.Context, target, callID, rule, decision, reason string) error {
 	if r.s.bus.Active() {

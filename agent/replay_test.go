@@ -14,7 +14,6 @@ import (
 
 	"github.com/agentry/agentry/event"
 	"github.com/agentry/agentry/internal/testdb"
-	"github.com/agentry/agentry/llm/scripted"
 	"github.com/agentry/agentry/memory"
 	"github.com/agentry/agentry/spec"
 	"github.com/agentry/agentry/store"
@@ -164,15 +163,8 @@ func TestResumeWithAnotherModel(t *testing.T) {
 	if err := os.WriteFile(other, []byte(`{"turns": [{"content": "Done, said the other model."}]}`), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	a, err := Stored(ctx, st, id, WithTools(durableTools(t, l, true, nil)), WithModel("scripted:"+other))
-	if err != nil {
-		t.Fatal(err)
-	}
-	sess, err := a.Resume(ctx, st, id)
-	if err != nil {
-		t.Fatal(err)
-	}
-	res, err := sess.Run(ctx)
+	a := storedAgent(t, st, id, WithTools(durableTools(t, l, true, nil)), WithModel("scripted:"+other))
+	res, err := resumeRun(t, a, st, id)
 	if err != nil || res.Result != "Done, said the other model." || res.Iterations != 3 {
 		t.Fatalf("resumed with another model: %v, %v after %d turns", err, res.Result, res.Iterations)
 	}
@@ -239,25 +231,16 @@ func TestReplayEndedBeforeItsLogOpened(t *testing.T) {
 	ctx := context.Background()
 	st := openStore(t, testdb.SQLite(t))
 	b := memory.NewInMemory()
-	sp, _ := spec.Load(memorySpec)
-	s, _ := scripted.Load("testdata/memory/recall.json")
-	a, err := New(sp, WithProvider(s.Model(), "scripted"), WithMemory(b), WithBaseDir("testdata/memory"))
+	res, err := memoryAgent(t, b, "recall.json", nil).Run(ctx, map[string]any{"task": "help", "user_id": "ada"}, WithStore(st), WithUser("ada"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, err := a.Run(ctx, map[string]any{"task": "help", "user_id": "ada"}, WithStore(st), WithUser("ada"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	changed, _ := spec.Load(memorySpec)
-	changed.Memory.Stream = "team:${team}"
-	changed.InputKeys = nil // team is optional: the recorded input lacks it
-	changed.InputSchema = json.RawMessage(`{"type": "object", "required": ["task"],
-		"properties": {"task": {"type": "string"}, "user_id": {"type": "string"}, "team": {"type": "string"}}}`)
-	a2, err := New(changed, WithProvider(s.Model(), "scripted"), WithMemory(b), WithBaseDir("testdata/memory"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	a2 := memoryAgent(t, b, "recall.json", func(changed *spec.Spec) {
+		changed.Memory.Stream = "team:${team}"
+		changed.InputKeys = nil // team is optional: the recorded input lacks it
+		changed.InputSchema = json.RawMessage(`{"type": "object", "required": ["task"],
+			"properties": {"task": {"type": "string"}, "user_id": {"type": "string"}, "team": {"type": "string"}}}`)
+	})
 	rep, err := a2.Replay(ctx, st, res.ID)
 	if err != nil {
 		t.Fatal(err)

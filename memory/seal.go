@@ -90,17 +90,21 @@ func (s *SealedBackend) DB() DB { return (*sealedDocs)(s) }
 func (s *SealedBackend) Close() error { return s.b.Close() }
 
 // SealText seals text bound to bind (what names it: a text opens only
-// with the same bind). Without a key it returns text as it is.
+// with the same bind). Without a key, or empty, it returns text as it is.
 func (s *SealedBackend) SealText(text, bind string) string {
-	if s.aead == nil {
+	if s.aead == nil || text == "" {
 		return text
 	}
 	return s.seal(text, bind)
 }
 
 // OpenText opens what SealText sealed with the same bind; what names the
-// text in errors. With a key, a text that is not sealed is refused.
+// text in errors. With a key, a text that is not sealed is refused; an
+// empty text, which SealText leaves empty, is empty.
 func (s *SealedBackend) OpenText(text, bind, what string) (string, error) {
+	if text == "" {
+		return "", nil
+	}
 	return s.open(text, bind, what)
 }
 

@@ -154,16 +154,28 @@ func (l *Log) resume(rec *store.Record) error {
 // bindOne returns the key of the one waiting call id names (a key, or a
 // call id).
 func bindOne(w map[string]string, id string) (string, bool) {
-	if _, ok := w[id]; ok {
-		return id, true
+	if keys := Named(w, id); len(keys) == 1 {
+		return keys[0], true
 	}
-	key, n := "", 0
-	for k, cid := range w {
+	return "", false
+}
+
+// Named returns the keys of the waiting calls (as Waiting returns them)
+// that id names: id itself when it is a key, else the keys of the calls
+// whose model's call id it is, sorted. Call ids repeat across turns, so
+// a call id may name several.
+func Named(waiting map[string]string, id string) []string {
+	if _, ok := waiting[id]; ok {
+		return []string{id}
+	}
+	var keys []string
+	for k, cid := range waiting {
 		if cid == id {
-			key, n = k, n+1
+			keys = append(keys, k)
 		}
 	}
-	return key, n == 1
+	sort.Strings(keys)
+	return keys
 }
 
 // place notes where a tool call first appears in the log.
