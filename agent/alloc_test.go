@@ -45,10 +45,12 @@ func TestAllocationsPerTurn(t *testing.T) {
 }
 
 // TestSessionSize keeps a Session, the largest object a paused run
-// holds, in the allocator's 1,792-byte size class: one field more and
-// every paused session costs 256 bytes more.
+// holds, in the allocator's 1,792-byte size class. An object with
+// pointers above 512 bytes carries an 8-byte header of its type, so the
+// budget is 1,784 bytes: one field more and every paused session costs
+// 256 bytes more.
 func TestSessionSize(t *testing.T) {
-	if n := reflect.TypeOf(Session{}).Size(); n > 1792 {
-		t.Errorf("a Session is %d bytes; the budget is 1,792 (docs/performance.md)", n)
+	if n := reflect.TypeOf(Session{}).Size(); n > 1792-8 {
+		t.Errorf("a Session is %d bytes; the budget is 1,784 (docs/performance.md)", n)
 	}
 }

@@ -99,7 +99,7 @@ func (s *Session) Run(ctx context.Context) (*Result, error) {
 	a := s.agent
 	r := &s.run // a session runs once: its run is part of it, not another allocation
 	r.s, r.a, r.planner, r.st = s, a, s.planner, &s.state
-	r.link.runID, r.link.bus, r.link.run = s.state.RunID, s.bus, r
+	r.link.runID, r.link.bus, r.link.run = s.state.RunID, &s.bus, r
 	r.turn.r = r
 	r.limits = s.cfg.tighten(a.limits)
 	if d := r.limits.timeout; d > 0 {

@@ -152,8 +152,7 @@ var ErrSessionUsed = errors.New("agent: session has already run")
 // may be called from any goroutine.
 type Session struct {
 	agent    *Agent
-	bus      *event.Bus
-	busValue event.Bus
+	bus      event.Bus // in the session: no allocation of its own
 	provider llm.Provider
 	planner  Planner
 	cfg      runConfig
@@ -189,8 +188,7 @@ func (a *Agent) NewSession(input map[string]any, opts ...RunOption) (*Session, e
 	if err != nil {
 		return nil, err
 	}
-	s.busValue.Init(c.bus) // in the session: no allocation of its own
-	s.bus = &s.busValue
+	s.bus.Init(c.bus)
 	if c.provider != nil {
 		s.provider = a.sessionChain(c.provider, c.store != nil)
 	}
