@@ -49,6 +49,7 @@ type Agent struct {
 	limits       spec.Limits
 	retry        spec.RetryBudgets
 	pricing      *llm.Pricing
+	ownPrice     modelPrice // of the agent's model, looked up once
 	logger       *slog.Logger
 	metrics      *metrics
 	candidateMW  []llm.Middleware // what wraps each model: retry, timeout, transport, recover
@@ -262,6 +263,8 @@ func build(in *spec.Spec, o options) (*Agent, error) {
 		problems = append(problems, err.Error())
 	}
 	problems = append(problems, a.checkPriced()...)
+	a.ownPrice.model = a.model
+	a.ownPrice.price, a.ownPrice.ok = a.pricing.Lookup(a.model)
 	if probs := a.resolvePrompts(o); len(probs) > 0 {
 		return nil, &spec.Error{Source: source, Problems: probs}
 	}

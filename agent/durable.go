@@ -92,7 +92,6 @@ func (s *Session) openJournal(ctx context.Context, r *run) (*journal, error) {
 		r.st.StartedAt = Timestamp{rc.log.Start.StartedAt}
 		if write {
 			j.quiet = max(rc.log.LastTurn, 1)
-			r.quiet = j.quiet
 		}
 	}
 	if write {
@@ -103,7 +102,7 @@ func (s *Session) openJournal(ctx context.Context, r *run) (*journal, error) {
 		// holds every event before it. Whole replies are on record in the
 		// model calls: their pieces would only grow the log, and make the
 		// run stream.
-		s.unsubs = append(s.unsubs, s.bus.Subscribe(j.w.Event, event.Inline(), event.Except(event.ContentChunk)))
+		j.unsub = s.bus.Subscribe(j.w.Event, event.Inline(), event.Except(event.ContentChunk))
 	}
 	r.link.journal = j
 	return j, nil

@@ -4,7 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"slices"
+	"math"
 	"sort"
 	"strconv"
 	"sync"
@@ -52,7 +52,7 @@ func (r *run) runTools(d *Decision) {
 		r.runParallel(calls, results, base, transfer)
 	}
 	for i := range calls {
-		r.record(d.Thought, &results[i])
+		r.record(d.Thought, &calls[i], &results[i])
 	}
 	if transfer >= 0 && results[transfer].Err == nil {
 		r.takeHandoff(&calls[transfer])
@@ -101,7 +101,7 @@ func (r *run) exec(index, base int, call *llm.ToolCall, res *ToolResult, transfe
 	end := r.callStarted(call)
 	res.Call = *call
 	start := time.Now()
-	res.start = start
+	res.at = start.Sub(r.runStart)
 	b := r.a.tools[call.Name]
 	attempts := 0
 	switch {
@@ -212,33 +212,36 @@ func (r *run) keepHints(call *llm.ToolCall, res *ToolResult) {
 	r.cache[call.Name+"\x00"+string(call.Arguments)] = cacheEntry{out: res.Output, hints: h, expires: time.Now().Add(time.Duration(h.ValidityPeriod))}
 }
 
-// record adds a finished call to the trace.
-func (r *run) record(thought string, res *ToolResult) {
+// record adds a finished call to the trace. call is the call as the
+// model asked for it (res.Call is a copy): the trace points to it.
+func (r *run) record(thought string, call *llm.ToolCall, res *ToolResult) {
 	st := r.st
 	st.ToolCalls++
-	// Actions are allocated in chunks: a step points into r.actions, whose
-	// old arrays stay valid (and unchanged) when it grows.
-	r.actions = append(r.actions, Action{Tool: res.Call.Name, CallID: res.Call.ID, Input: res.Call.Arguments,
-		DurationMS: ms(res.Duration), Attempts: res.Attempts, Cached: res.Cached})
-	act := &r.actions[len(r.actions)-1]
-	if res.Err != nil {
-		st.ToolErrors++
-		act.Error = res.Err.Error()
-	} else {
-		act.Output = res.Output
-	}
-	if _, known := r.a.tools[res.Call.Name]; known {
-		st.ToolLatencyMS[res.Call.Name] += act.DurationMS
-		if !slices.Contains(st.ToolsUsed, res.Call.Name) {
-			st.ToolsUsed = append(st.ToolsUsed, res.Call.Name)
+	var more *stepMore
+	if res.Err != nil || res.Hints != nil || res.Cached {
+		more = &stepMore{hints: res.Hints, cached: res.Cached}
+		if res.Err != nil {
+			st.ToolErrors++
+			more.err = res.Err.Error()
 		}
 	}
+	rec := r.trace.step(res.at, r.st.Turn, thought, call, more)
+	rec.dur, rec.attempts, rec.obs = res.Duration, int16(min(res.Attempts, math.MaxInt16)), res.Observation
+	switch {
+	case res.Err != nil || len(res.Output) == 0:
+	case string(res.Output) == res.Observation:
+		rec.outIsObs = true
+	default: // a cut observation
+		if more == nil {
+			more = &stepMore{}
+			rec.more = more
+		}
+		more.out = res.Output
+	}
+	_, rec.known = r.a.tools[res.Call.Name]
 	if res.Hints != nil {
-		act.Hints = res.Hints
 		r.noteHints(res.Hints)
 	}
-	st.Steps = append(st.Steps, Step{Step: len(st.Steps) + 1, Turn: st.Turn, Thought: thought, Action: act,
-		Observation: res.Observation, Timestamp: Timestamp{res.start}})
 }
 
 // errorObservation is what the model sees of a failed call: the

@@ -20,6 +20,7 @@ func (r *run) finish(final *Final, err error) (*Result, error) {
 		err = r.memorize(final)
 	}
 	r.link.merge(r)
+	r.trace.build(r.st, r.s.agent, r.runStart)
 	st, a := r.st, r.a
 	end := endingOf(err)
 	now := time.Now()
@@ -69,7 +70,10 @@ func (r *run) finish(final *Final, err error) (*Result, error) {
 	if err != nil {
 		res.Error = &ErrorInfo{Code: end.code, Message: err.Error(), Details: detailsOf(err), Recoverable: end.recoverable}
 	}
-	rs := &r.reasoning
+	rs := r.reasoning
+	if rs == nil {
+		rs = &noReasoning
+	}
 	res.SourceQuality, res.AssumptionsMade, res.Alternatives = rs.sourceQuality, rs.assumptions, rs.alternatives
 	res.Metrics.ParseErrors = st.ParseErrors
 	res.PromptTemplate = r.promptTemplate()
@@ -80,7 +84,7 @@ func (r *run) finish(final *Final, err error) (*Result, error) {
 	redactResult(res, a.redact)
 	res.Decision = decision(res) // of redacted parts: it needs no redaction of its own
 	a.metrics.record(res)
-	r.s.agent.sizes.learn(st, len(r.actions))
+	r.s.agent.sizes.learn(st)
 	r.logger.runEnd(res)
 	if r.s.bus.Active() {
 		e := event.Event{Type: event.RunEnd, Content: st.LastContent, Data: map[string]any{
@@ -123,6 +127,8 @@ func (r *run) promptTemplate() string {
 // (unknown) or -0.15 (low); a numeric "confidence" in the output is
 // averaged in. A run that did not complete is capped at 0.3; one that
 // failed is 0.
+var noReasoning reasoning // what a run without ReAct or hints reads
+
 func confidence(res *Result, rs *reasoning) float64 {
 	if res.Outcome == OutcomeError {
 		return 0

@@ -39,8 +39,9 @@ const commitEvery = 50 * time.Millisecond
 // committed before each model call; a non-idempotent call's intent is
 // committed before it runs, its result when it returns.
 type journal struct {
-	w *runlog.Writer // nil in a replay: nothing is written
-	r *run
+	w     *runlog.Writer // nil in a replay: nothing is written
+	r     *run
+	unsub func() // the writer's subscription to the run's events
 
 	// What the log holds, when the run is resumed or replayed.
 	log      *runlog.Log
@@ -129,8 +130,8 @@ func (j *journal) begin(ctx context.Context, s *Session) error {
 	if j.log == nil {
 		a := s.agent
 		start := &runlog.Start{Kind: "agent", RunID: r.st.RunID, SessionID: r.st.SessionID, ParentRunID: r.st.ParentRunID,
-			Spec: runlog.JSON(a.spec), BaseDir: runlog.AbsDir(a.o.baseDir), Model: a.o.model, Input: r.st.Input, UserID: s.cfg.userID,
-			CorrelationID: s.cfg.correlationID, TraceParent: s.cfg.traceParent, Metadata: s.cfg.metadata, StartedAt: r.st.StartedAt.Time}
+			Spec: runlog.JSON(a.spec), BaseDir: runlog.AbsDir(a.o.baseDir), Model: a.o.model, Input: r.st.Input, UserID: s.cfg.info.UserID,
+			CorrelationID: s.cfg.info.CorrelationID, TraceParent: s.cfg.info.TraceParent, Metadata: s.cfg.info.Metadata, StartedAt: r.st.StartedAt.Time}
 		if r.mem != nil {
 			start.Memory = r.mem.startRecord(r.st.RunID)
 		}

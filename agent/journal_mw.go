@@ -127,7 +127,7 @@ func (j *journal) beforeModel(ctx context.Context, req *llm.Request) (n int, dig
 				}
 			}
 			resp, err = replayModel(rec)
-			j.servedCalls = append(j.servedCalls, servedCall{index: len(j.r.st.ModelCalls), rec: rec})
+			j.servedCalls = append(j.servedCalls, servedCall{index: len(j.r.trace.calls), rec: rec})
 			return n, digest, resp, err, true
 		}
 		if j.w == nil {

@@ -15,24 +15,16 @@ import (
 // record carries the agent, its version, the run, user, correlation and
 // trace ids and the turn. Nothing is built when the level is off.
 type runLogger struct {
-	l    *slog.Logger
-	r    *run
+	r    *run // its logger is the session's agent's
 	base []slog.Attr
 }
 
 var discard = slog.New(slog.DiscardHandler)
 
-func newRunLogger(l *slog.Logger, r *run) runLogger {
-	if l == nil {
-		l = discard
-	}
-	return runLogger{l: l, r: r}
-}
-
-func (g *runLogger) on(level slog.Level) bool { return g.l.Enabled(g.r.ctx, level) }
+func (g *runLogger) on(level slog.Level) bool { return g.r.s.agent.logger.Enabled(g.r.ctx, level) }
 
 func (g *runLogger) emit(level slog.Level, msg string, attrs ...slog.Attr) {
-	if g.r.st.Turn < g.r.quiet {
+	if g.r.st.Turn < g.r.quiet() {
 		return // a resumed run replays these turns: they were logged when they ran
 	}
 	if g.base == nil {
@@ -54,7 +46,7 @@ func (g *runLogger) emit(level slog.Level, msg string, attrs ...slog.Attr) {
 	all = append(all, g.base...)
 	all = append(all, slog.Int("turn", g.r.st.Turn))
 	// The run's context carries the caller's values: a handler reads its trace ids.
-	g.l.LogAttrs(g.r.ctx, level, msg, append(all, attrs...)...)
+	g.r.s.agent.logger.LogAttrs(g.r.ctx, level, msg, append(all, attrs...)...)
 }
 
 func (g *runLogger) runStart() {

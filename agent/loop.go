@@ -33,33 +33,28 @@ type run struct {
 	limits   budget // the spec's limits, tightened by the run's budget
 
 	attempts int // attempts of the model call in flight
-	quiet    int // a resumed run emits no events of turns before this one
 	runStart time.Time
-	turnAt   time.Time
+	turnAt   time.Duration   // since runStart, when someone listens; 0 before
 	onChunk  func(llm.Chunk) // r.chunk, made once a run
 
-	priceModel string
-	price      llm.Price
-	priced     bool
-	unpriced   bool // a model answered that the pricing table does not know
+	price *modelPrice // of the model that answered last
 
-	link    link      // sub-agent usage to roll up into this run
-	info    *tool.Run // what tools see of the run: &runInfo
-	runInfo tool.Run
+	link    link         // sub-agent usage to roll up into this run
+	info    *tool.Run    // what tools see of the run: the session's
 	results []ToolResult // the last turn's tool results
 
-	actions []Action // backing store of the steps' actions
+	trace trace // the steps and model calls so far, compact
 
-	outputRetries int  // corrections asked for so far
-	validated     bool // the final answer matched the output schema
+	outputRetries int32 // corrections asked for so far
+	unpriced      bool  // a model answered that the pricing table does not know
+	validated     bool  // the final answer matched the output schema
 
 	cacheMu sync.Mutex
 	cache   map[string]cacheEntry // tool results still valid (from hints)
 
 	mem *runMemory // the run's memory; nil without
 
-	reasoning reasoning // what ReAct and tool hints add to the result
-	notes     []string  // what the ReAct parser forgave in the last reply
+	reasoning *reasoning // what ReAct and tool hints add to the result; nil until they do
 }
 
 // Run runs the session to its end and returns the complete Result. The
@@ -91,15 +86,18 @@ func (s *Session) Run(ctx context.Context) (*Result, error) {
 	defer cancel(nil)
 	defer func() {
 		s.bus.Flush() // the session's listeners have seen the whole run when Run returns
-		for _, u := range s.unsubs {
-			u()
+		for _, l := range s.cfg.onEvent {
+			l.unsub()
+		}
+		if j := s.run.link.journal; j != nil && j.unsub != nil {
+			j.unsub()
 		}
 	}()
 
 	a := s.agent
 	r := &s.run // a session runs once: its run is part of it, not another allocation
 	r.s, r.a, r.planner, r.st = s, a, s.planner, &s.state
-	r.link.runID, r.link.bus, r.link.run = s.state.RunID, &s.bus, r
+	r.link.run = r
 	r.turn.r = r
 	r.limits = s.cfg.tighten(a.limits)
 	if d := r.limits.timeout; d > 0 {
@@ -139,26 +137,15 @@ func (s *Session) Run(ctx context.Context) (*Result, error) {
 func (r *run) prepare(ctx context.Context) context.Context {
 	s, a := r.s, r.a
 	r.setRequest(a)
-	s.setRunInfo(&r.runInfo)
-	r.info = &r.runInfo
+	s.setRunInfo()
+	r.info = &s.cfg.info
 	ctx = withRun(ctx, r)
 	ctx = llm.WithTrace(ctx, r) // a run is its model calls' Trace: retries and fall-overs become events
 	r.ctx = ctx
-	r.logger = newRunLogger(s.logger, r)
+	r.logger = runLogger{r: r}
 	r.runStart = time.Now()
 	r.st.StartedAt = Timestamp{r.runStart}
-	r.st.ToolLatencyMS = map[string]float64{}
-	// Room for a run as long as the agent's recent ones, so the trace does
-	// not grow turn by turn.
-	if n := hint(&a.sizes.calls); n > 0 && r.st.ModelCalls == nil {
-		r.st.ModelCalls = make([]ModelCall, 0, n)
-	}
-	if n := hint(&a.sizes.steps); n > 0 && r.st.Steps == nil {
-		r.st.Steps = make([]Step, 0, n)
-	}
-	if n := hint(&a.sizes.actions); n > 0 {
-		r.actions = make([]Action, 0, n)
-	}
+	r.trace.reserve(a.sizes)
 	return ctx
 }
 
@@ -173,7 +160,7 @@ func (r *run) setRequest(a *Agent) {
 		// writes an observation itself.
 		r.req.Tools, r.req.ResponseSchema, r.req.Stop = nil, nil, reactStop
 	}
-	r.priced = false
+	r.price = nil
 }
 
 // loop is plan → act → observe until an ending. It knows nothing of
@@ -289,16 +276,17 @@ func (r *run) skip(calls []llm.ToolCall, why error) {
 func (r *run) startTurn() {
 	r.logger.turnStart()
 	if r.s.bus.Active() {
-		r.turnAt = r.now()
-		r.emit(event.Event{Type: event.TurnStart, Time: r.turnAt})
+		now := r.now()
+		r.turnAt = max(now.Sub(r.runStart), 1)
+		r.emit(event.Event{Type: event.TurnStart, Time: now})
 	}
 }
 
 func (r *run) endTurn() {
 	if r.s.bus.Active() {
 		d := 0.0
-		if !r.turnAt.IsZero() { // a listener may have subscribed mid-turn
-			d = ms(time.Since(r.turnAt))
+		if r.turnAt > 0 { // a listener may have subscribed mid-turn
+			d = ms(time.Since(r.runStart) - r.turnAt)
 		}
 		r.emit(event.Event{Type: event.TurnEnd, DurationMS: d, TotalTokens: r.st.Usage.TotalTokens})
 	}
@@ -407,12 +395,12 @@ func (r *run) callModel(ctx context.Context) (*llm.Response, error) {
 			r.account(resp, &mc)
 			mc.Partial = resp.Content
 		}
-		st.ModelCalls = append(st.ModelCalls, mc)
+		r.trace.call(&mc, d, r.s.agent)
 		r.logger.modelCall(&mc, err)
 		return nil, err
 	}
 	r.account(resp, &mc)
-	st.ModelCalls = append(st.ModelCalls, mc)
+	r.trace.call(&mc, d, r.s.agent)
 	r.logger.modelCall(&mc, nil)
 	return resp, nil
 }
@@ -452,16 +440,14 @@ func (r *run) account(resp *llm.Response, mc *ModelCall) {
 		mc.Model = model
 		r.st.Model = model
 	}
-	if !r.priced || model != r.priceModel {
-		var ok bool
-		r.price, ok = r.a.pricing.Lookup(model)
-		r.priceModel, r.priced = model, true
-		if !ok {
-			r.unpriced = true
-		}
+	if r.price == nil || model != r.price.model {
+		r.price = r.a.priceOf(model)
+	}
+	if !r.price.ok {
+		r.unpriced = true
 	}
 	mc.PromptTokens, mc.CompletionTokens = resp.Usage.PromptTokens, resp.Usage.CompletionTokens
-	mc.CostUSD = r.price.Cost(resp.Usage)
+	mc.CostUSD = r.price.price.Cost(resp.Usage)
 	r.st.Usage.Add(resp.Usage)
 	r.st.CostUSD += mc.CostUSD
 }
@@ -471,7 +457,7 @@ func (r *run) emit(e event.Event) {
 	e.AgentName = r.st.AgentName
 	e.ParentRunID = r.st.ParentRunID
 	e.Turn = r.st.Turn
-	if e.Turn < r.quiet {
+	if e.Turn < r.quiet() {
 		return // a resumed run replays these turns: their events are on record
 	}
 	if e.Time.IsZero() {
@@ -487,6 +473,33 @@ func (r *run) emit(e event.Event) {
 // wall clock is set.
 func (r *run) now() time.Time {
 	return r.runStart.Add(time.Since(r.runStart))
+}
+
+// modelPrice is a model's price as the pricing table has it.
+type modelPrice struct {
+	model string
+	price llm.Price
+	ok    bool
+}
+
+// priceOf is model's price: the agent's own, looked up when it was made,
+// or another (a router's or fallback's model), looked up now.
+func (a *Agent) priceOf(model string) *modelPrice {
+	if model == a.ownPrice.model {
+		return &a.ownPrice
+	}
+	p := &modelPrice{model: model}
+	p.price, p.ok = a.pricing.Lookup(model)
+	return p
+}
+
+// quiet is the turn before which a resumed run emits no events and
+// writes no log records: those turns did so when they ran.
+func (r *run) quiet() int {
+	if j := r.link.journal; j != nil {
+		return j.quiet
+	}
+	return 0
 }
 
 func ms(d time.Duration) float64 { return runlog.Millis(d) }

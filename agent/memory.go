@@ -362,9 +362,9 @@ func (r *run) memorize(final *Final) error {
 			}
 			texts = append(texts, text)
 		case "tool_results":
-			for _, s := range r.st.Steps {
-				if s.Action.Tool != "" && s.Action.Error == "" {
-					texts = append(texts, s.Action.Tool+": "+truncate(s.Observation, 4<<10))
+			for i := range r.trace.steps {
+				if s := &r.trace.steps[i]; s.call != nil && (s.more == nil || s.more.err == "") {
+					texts = append(texts, s.call.Name+": "+truncate(s.obs, 4<<10))
 				}
 			}
 		}

@@ -40,7 +40,7 @@ func (r *run) answer(content string) Decision {
 	if r.s.bus.Active() {
 		r.emit(event.Event{Type: event.Error, Error: &event.ErrorInfo{Code: CodeValidation, Message: strings.Join(probs, "; ")}})
 	}
-	if r.outputRetries < r.a.retry.OutputAttempts {
+	if int(r.outputRetries) < r.a.retry.OutputAttempts {
 		r.outputRetries++
 		return Decision{Message: &llm.Message{Role: llm.RoleUser, Content: correction(probs)}}
 	}

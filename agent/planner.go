@@ -81,7 +81,7 @@ type ToolResult struct {
 	Cached      bool
 	Attempts    int
 	Duration    time.Duration
-	start       time.Time
+	at          time.Duration // the call's start, since the run's
 }
 
 // Turn is a planner's view of the run at one turn. It is valid during the

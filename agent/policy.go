@@ -53,14 +53,14 @@ func (r *run) Hold(ctx context.Context, call *tool.Call, rule, why string) (ok b
 // from its log: the policy let it through when it ran.
 func (r *run) Replayed(call *tool.Call) bool {
 	j := r.link.journal
-	return call.Turn < r.quiet || j != nil && j.w == nil
+	return call.Turn < r.quiet() || j != nil && j.w == nil
 }
 
 // Decided reports a policy decision on a tool call other than a plain
 // allow: a policy_decision event and, in a stored run, an audit record.
 // A call a resumed run replays was reported when it ran.
 func (r *run) Decided(ctx context.Context, call *tool.Call, rule, decision, reason string) error {
-	if call.Turn < r.quiet {
+	if call.Turn < r.quiet() {
 		return nil
 	}
 	return r.report(ctx, "tool:"+call.Name, call.ID, rule, decision, reason)

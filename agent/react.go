@@ -23,24 +23,35 @@ type reasoning struct {
 	assumptions    []string
 	contradictions int
 	seen           map[string]string // ReAct: tool call -> output, to spot contradictions
+	notes          []string          // what the ReAct parser forgave in the last reply
+}
+
+// why is the run's reasoning, made when something first adds to it: most
+// runs have none, and a paused session keeps only what it has.
+func (r *run) why() *reasoning {
+	if r.reasoning == nil {
+		r.reasoning = &reasoning{}
+	}
+	return r.reasoning
 }
 
 var qualityRank = map[string]int{"high": 3, "medium": 2, "unknown": 1, "low": 0}
 
 // noteHints folds a tool's hints into the run's reasoning.
 func (r *run) noteHints(h *tool.Hints) {
+	rs := r.why()
 	q := strings.ToLower(h.SourceQuality)
 	if _, ok := qualityRank[q]; ok {
-		if cur := r.reasoning.sourceQuality; cur == "" || qualityRank[q] < qualityRank[cur] {
-			r.reasoning.sourceQuality = q
+		if cur := rs.sourceQuality; cur == "" || qualityRank[q] < qualityRank[cur] {
+			rs.sourceQuality = q
 		}
 	}
 	for _, risk := range h.RiskFactors {
-		if !slices.Contains(r.reasoning.risks, risk) {
-			r.reasoning.risks = append(r.reasoning.risks, risk)
+		if !slices.Contains(rs.risks, risk) {
+			rs.risks = append(rs.risks, risk)
 		}
 	}
-	r.reasoning.alternatives = append(r.reasoning.alternatives, h.Alternatives...)
+	rs.alternatives = append(rs.alternatives, h.Alternatives...)
 }
 
 // reactMessages renders the Noema system prompt for input.
@@ -154,8 +165,7 @@ func (reactPlanner) Next(ctx context.Context, t *Turn) (Decision, error) {
 		problem := perr.(*react.ParseError).Problem
 		st.ParseErrors++
 		obs := react.ParseErrorObservation(problem)
-		st.Steps = append(st.Steps, Step{Step: len(st.Steps) + 1, Turn: st.Turn, Thought: reply.Thought,
-			ParseError: problem, Observation: obs, Timestamp: Timestamp{time.Now()}})
+		r.trace.step(time.Since(r.runStart), st.Turn, reply.Thought, nil, &stepMore{parseError: problem}).obs = obs
 		if r.s.bus.Active() {
 			r.emit(event.Event{Type: event.Error, Error: &event.ErrorInfo{Code: CodeParseError, Message: problem}})
 		}
@@ -165,8 +175,7 @@ func (reactPlanner) Next(ctx context.Context, t *Turn) (Decision, error) {
 		if reply.Thought != "" && r.s.bus.Active() {
 			r.emit(event.Event{Type: event.Thinking, Content: reply.Thought})
 		}
-		st.Steps = append(st.Steps, Step{Step: len(st.Steps) + 1, Turn: st.Turn, Thought: reply.Thought,
-			FinalAnswer: reply.Answer, Timestamp: Timestamp{time.Now()}})
+		r.trace.step(time.Since(r.runStart), st.Turn, reply.Thought, nil, &stepMore{finalAnswer: reply.Answer})
 		st.LastContent = reply.Answer
 		d := t.Answer(reply.Answer)
 		if d.Message != nil {
@@ -175,7 +184,9 @@ func (reactPlanner) Next(ctx context.Context, t *Turn) (Decision, error) {
 		}
 		return d, nil
 	}
-	r.notes = reply.Notes
+	if len(reply.Notes) > 0 || r.reasoning != nil {
+		r.why().notes = reply.Notes
+	}
 	call := llm.ToolCall{ID: "react_" + strconv.Itoa(st.Turn), Name: reply.Action, Arguments: reply.Input}
 	return CallTools(reply.Thought, call), nil
 }
@@ -184,13 +195,14 @@ func (reactPlanner) Next(ctx context.Context, t *Turn) (Decision, error) {
 // tool's hints and what the parser forgave.
 func (reactPlanner) Observe(t *Turn, results []ToolResult) {
 	r := t.r
+	rs := r.why()
 	for i := range results {
 		res := &results[i]
-		r.checkContradiction(res)
+		r.checkContradiction(rs, res)
 		r.st.Messages = append(r.st.Messages, llm.Message{Role: llm.RoleUser,
-			Content: "Observation: " + reactObservation(res.Observation, res.Hints, r.notes)})
+			Content: "Observation: " + reactObservation(res.Observation, res.Hints, rs.notes)})
 	}
-	r.notes = nil
+	rs.notes = nil
 }
 
 // reactObservation is what the model sees of a call: its output, then the
@@ -212,31 +224,35 @@ func reactObservation(obs string, h *tool.Hints, notes []string) string {
 }
 
 // checkContradiction counts a tool that answered the same call two ways.
-func (r *run) checkContradiction(res *ToolResult) {
+func (r *run) checkContradiction(rs *reasoning, res *ToolResult) {
 	if res.Err != nil || res.Cached {
 		return
 	}
-	if r.reasoning.seen == nil {
-		r.reasoning.seen = map[string]string{}
+	if rs.seen == nil {
+		rs.seen = map[string]string{}
 	}
 	key := res.Call.Name + "\x00" + string(res.Call.Arguments)
 	out := string(res.Output)
-	if prev, ok := r.reasoning.seen[key]; ok && prev != out {
-		r.reasoning.contradictions++
+	if prev, ok := rs.seen[key]; ok && prev != out {
+		rs.contradictions++
 	}
-	r.reasoning.seen[key] = out
+	rs.seen[key] = out
 }
 
 // noteAssumptions keeps the sentences of a thought that state an
 // assumption.
 func (r *run) noteAssumptions(thought string) {
+	var rs *reasoning
 	for _, line := range strings.Split(thought, "\n") {
 		for _, sentence := range strings.SplitAfter(line, ". ") {
 			s := strings.TrimSpace(sentence)
 			l := strings.ToLower(s)
 			if strings.HasPrefix(l, "assum") || strings.Contains(l, "i assume") || strings.HasPrefix(l, "presumably") {
-				if !slices.Contains(r.reasoning.assumptions, s) {
-					r.reasoning.assumptions = append(r.reasoning.assumptions, s)
+				if rs == nil {
+					rs = r.why()
+				}
+				if !slices.Contains(rs.assumptions, s) {
+					rs.assumptions = append(rs.assumptions, s)
 				}
 			}
 		}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 	"slices"
 	"strings"
 	"sync"
@@ -56,29 +55,27 @@ type State struct {
 type RunOption func(*runConfig)
 
 type runConfig struct {
-	sessionID     string
-	onEvent       []listener
-	bus           *event.Bus
-	provider      llm.Provider
-	parent        *link
-	parentRunID   string
-	parentBudget  *tool.Budget
-	limits        *spec.Limits // WithLimits; a pointer keeps the session small
-	store         store.Store
-	resume        *resumeConfig
-	decisions     map[string]bool // Approve (true) and Deny (false), by key once Resume bound them
-	denyReason    string          // why the denied calls were denied (WithDenyReason)
-	userID        string
-	correlationID string
-	traceParent   string
-	metadata      map[string]string
-	liveTools     bool // a replay runs safe and idempotent tools again
+	onEvent      []listener
+	bus          *event.Bus
+	provider     llm.Provider
+	parent       *link
+	parentBudget *tool.Budget
+	limits       *spec.Limits // WithLimits; a pointer keeps the session small
+	store        store.Store
+	resume       *resumeConfig
+	decisions    map[string]bool // Approve (true) and Deny (false), by key once Resume bound them
+	denyReason   string          // why the denied calls were denied (WithDenyReason)
+	// info is what tools see of the run: the options set who runs it,
+	// Run the rest (setRunInfo).
+	info      tool.Run
+	liveTools bool // a replay runs safe and idempotent tools again
 }
 
 // listener is a subscription WithEvents asked for.
 type listener struct {
-	fn   func(event.Event)
-	opts []event.Option
+	fn    func(event.Event)
+	opts  []event.Option
+	unsub func() // once the session subscribed it
 }
 
 // WithEvents calls fn with each event of the session, in order, on a
@@ -87,7 +84,7 @@ type listener struct {
 // with event.Block the run waits for it). Run returns after fn has seen
 // every event of the run.
 func WithEvents(fn func(event.Event), opts ...event.Option) RunOption {
-	return func(c *runConfig) { c.onEvent = append(c.onEvent, listener{fn, opts}) }
+	return func(c *runConfig) { c.onEvent = append(c.onEvent, listener{fn: fn, opts: opts}) }
 }
 
 // WithEventBus forwards the session's events to b (a service's bus, say).
@@ -95,10 +92,10 @@ func WithEventBus(b *event.Bus) RunOption { return func(c *runConfig) { c.bus = 
 
 // WithParentRunID marks the session's run, and its events, as part of a
 // larger run (a pipeline's).
-func WithParentRunID(id string) RunOption { return func(c *runConfig) { c.parentRunID = id } }
+func WithParentRunID(id string) RunOption { return func(c *runConfig) { c.info.ParentRunID = id } }
 
 // WithSessionID sets the session's id instead of a random one.
-func WithSessionID(id string) RunOption { return func(c *runConfig) { c.sessionID = id } }
+func WithSessionID(id string) RunOption { return func(c *runConfig) { c.info.SessionID = id } }
 
 // WithSessionProvider makes this session call p instead of the agent's
 // model (wrapped with the agent's retry policy and middleware).
@@ -106,17 +103,17 @@ func WithSessionProvider(p llm.Provider) RunOption { return func(c *runConfig) {
 
 // WithUser sets the id of the user the run acts for: tools read it from
 // their call (tool.CallFrom) and logs carry it.
-func WithUser(id string) RunOption { return func(c *runConfig) { c.userID = id } }
+func WithUser(id string) RunOption { return func(c *runConfig) { c.info.UserID = id } }
 
 // WithCorrelationID sets the id that ties the run to the caller's request.
-func WithCorrelationID(id string) RunOption { return func(c *runConfig) { c.correlationID = id } }
+func WithCorrelationID(id string) RunOption { return func(c *runConfig) { c.info.CorrelationID = id } }
 
 // WithTraceParent sets the W3C trace context ("00-TRACEID-SPANID-FLAGS")
 // the run belongs to.
-func WithTraceParent(tp string) RunOption { return func(c *runConfig) { c.traceParent = tp } }
+func WithTraceParent(tp string) RunOption { return func(c *runConfig) { c.info.TraceParent = tp } }
 
 // WithMetadata gives tools the caller's metadata (tool.CallFrom).
-func WithMetadata(md map[string]string) RunOption { return func(c *runConfig) { c.metadata = md } }
+func WithMetadata(md map[string]string) RunOption { return func(c *runConfig) { c.info.Metadata = md } }
 
 // WithStore writes the session's run to st as it happens (DESIGN.md
 // 3.7): the spec and input, every model call and tool call, every event
@@ -156,7 +153,6 @@ type Session struct {
 	provider llm.Provider
 	planner  Planner
 	cfg      runConfig
-	logger   *slog.Logger
 	svc      *Service // the service that created it, if any
 
 	mu      sync.Mutex
@@ -164,7 +160,6 @@ type Session struct {
 	started bool
 	aborted bool
 	cancel  context.CancelCauseFunc
-	unsubs  []func()
 
 	run run // the state of Run beyond State
 }
@@ -192,11 +187,12 @@ func (a *Agent) NewSession(input map[string]any, opts ...RunOption) (*Session, e
 	if c.provider != nil {
 		s.provider = a.sessionChain(c.provider, c.store != nil)
 	}
-	for _, l := range c.onEvent {
-		s.unsubs = append(s.unsubs, s.bus.Subscribe(l.fn, l.opts...))
+	for i := range c.onEvent {
+		l := &c.onEvent[i]
+		l.unsub = s.bus.Subscribe(l.fn, l.opts...)
 	}
 	var id, runID string
-	if id = c.sessionID; id == "" {
+	if id = c.info.SessionID; id == "" {
 		id, runID = ids.Two("ses", "run")
 	} else {
 		runID = ids.New("run")
@@ -204,22 +200,20 @@ func (a *Agent) NewSession(input map[string]any, opts ...RunOption) (*Session, e
 	s.state = State{SessionID: id, RunID: runID,
 		AgentName: a.spec.AgentName, AgentVersion: a.spec.Version, Input: input, Messages: msgs}
 	if c.parent != nil {
-		s.state.ParentRunID = c.parent.runID
-	} else if c.parentRunID != "" {
-		s.state.ParentRunID = c.parentRunID
+		s.state.ParentRunID = c.parent.run.st.RunID
+	} else if c.info.ParentRunID != "" {
+		s.state.ParentRunID = c.info.ParentRunID
 	}
-	s.logger = a.logger
 	return s, nil
 }
 
 // setRunInfo fills in what tools see of the run.
-func (s *Session) setRunInfo(ri *tool.Run) {
-	c := &s.cfg
-	*ri = tool.Run{RunID: s.state.RunID, SessionID: s.state.SessionID, ParentRunID: s.state.ParentRunID,
-		AgentName: s.state.AgentName, AgentVersion: s.state.AgentVersion, UserID: c.userID,
-		CorrelationID: c.correlationID, TraceParent: c.traceParent, Metadata: c.metadata}
-	if strings.Count(c.traceParent, "-") == 3 { // version-traceid-spanid-flags
-		_, rest, _ := strings.Cut(c.traceParent, "-")
+func (s *Session) setRunInfo() {
+	ri := &s.cfg.info
+	ri.RunID, ri.SessionID, ri.ParentRunID = s.state.RunID, s.state.SessionID, s.state.ParentRunID
+	ri.AgentName, ri.AgentVersion = s.state.AgentName, s.state.AgentVersion
+	if tp := ri.TraceParent; strings.Count(tp, "-") == 3 { // version-traceid-spanid-flags
+		_, rest, _ := strings.Cut(tp, "-")
 		if id, _, _ := strings.Cut(rest, "-"); len(id) == 32 {
 			ri.TraceID = id
 		}

@@ -11,7 +11,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/agentry/agentry/event"
 	"github.com/agentry/agentry/llm"
 	"github.com/agentry/agentry/policy"
 	"github.com/agentry/agentry/runlog"
@@ -22,16 +21,19 @@ import (
 // link ties a run to the sub-agent runs its tools start: their events go
 // to its bus and their usage, cost and model calls roll up into it.
 type link struct {
-	runID    string
-	bus      *event.Bus
-	pending  atomic.Bool
-	mu       sync.Mutex
+	pending atomic.Bool
+	mu      sync.Mutex
+	sub     *rollup  // what sub-runs reported since the last merge
+	journal *journal // set when the run is durable (or replayed)
+	run     *run     // the run this is the link of
+}
+
+// rollup is what finished sub-runs add to their parent run.
+type rollup struct {
 	usage    llm.Usage
 	cost     float64
 	unpriced bool // a sub-run's model had no price
 	calls    []ModelCall
-	journal  *journal // set when the run is durable (or replayed)
-	run      *run     // the run this is the link of
 }
 
 // withRun puts r in ctx, once: as the policy's Host (policy.WithHost),
@@ -51,17 +53,21 @@ func linkFrom(ctx context.Context) *link {
 func (l *link) add(res *Result) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	l.usage.Add(res.TokenUsage)
+	if l.sub == nil {
+		l.sub = &rollup{}
+	}
+	u := l.sub
+	u.usage.Add(res.TokenUsage)
 	if res.EstimatedCost != nil {
-		l.cost += *res.EstimatedCost
+		u.cost += *res.EstimatedCost
 	} else {
-		l.unpriced = true
+		u.unpriced = true
 	}
 	for _, c := range res.ModelCalls {
 		if c.Agent == "" {
 			c.Agent = res.AgentName
 		}
-		l.calls = append(l.calls, c)
+		u.calls = append(u.calls, c)
 	}
 	l.pending.Store(true)
 }
@@ -73,12 +79,15 @@ func (l *link) merge(r *run) {
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	r.st.Usage.Add(l.usage)
-	r.st.CostUSD += l.cost
-	r.unpriced = r.unpriced || l.unpriced
-	r.st.ModelCalls = append(r.st.ModelCalls, l.calls...)
-	l.usage, l.cost, l.calls = llm.Usage{}, 0, nil
+	u := l.sub
+	l.sub = nil
 	l.pending.Store(false)
+	r.st.Usage.Add(u.usage)
+	r.st.CostUSD += u.cost
+	r.unpriced = r.unpriced || u.unpriced
+	for i := range u.calls {
+		r.trace.calls = append(r.trace.calls, callRec{full: &u.calls[i]})
+	}
 }
 
 // subTool makes an agent callable as a tool of another.
@@ -115,7 +124,7 @@ func (t subTool) Call(ctx context.Context, args json.RawMessage) (json.RawMessag
 	}
 	var opts []RunOption
 	if l := linkFrom(ctx); l != nil {
-		opts = append(opts, WithEventBus(l.bus), func(c *runConfig) { c.parent = l })
+		opts = append(opts, WithEventBus(&l.run.s.bus), func(c *runConfig) { c.parent = l })
 	}
 	if c := tool.CallFrom(ctx); c != nil {
 		b := c.Budget
