@@ -365,6 +365,19 @@ func TestInputErrors(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "who:") {
 		t.Errorf("schema: %v", err)
 	}
+	// Run returns a Result for bad input too (DESIGN.md 3.2).
+	res, err := a.Run(context.Background(), map[string]any{"x": 1})
+	if !errors.Is(err, ErrInvalidInput) || res == nil {
+		t.Fatalf("Run of bad input: %v, %v", res, err)
+	}
+	if res.Success || res.Outcome != OutcomeError || res.TerminateReason != ReasonError || res.Error == nil ||
+		res.Error.Code != CodeValidation || res.Error.Recoverable || !strings.Contains(res.Error.Message, `missing input key "who"`) ||
+		res.ID == "" || res.AgentName != "calc" || res.Steps == nil || res.Messages == nil || res.FinishedAt.IsZero() {
+		t.Errorf("result of bad input: %+v", res)
+	}
+	if probs, _ := res.Error.Details["problems"].([]string); len(probs) != 3 {
+		t.Errorf("problems %v", res.Error.Details["problems"])
+	}
 }
 
 func TestSubAgents(t *testing.T) {

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/agentry/agentry/event"
 	"github.com/agentry/agentry/internal/ids"
@@ -221,13 +222,36 @@ func (s *Session) setRunInfo() {
 }
 
 // Run runs the agent with input in a new session: NewSession then
-// Session.Run.
+// Session.Run. Input that does not fit the agent returns a Result too
+// (success false, error code validation_error naming each problem)
+// with the *InputError.
 func (a *Agent) Run(ctx context.Context, input map[string]any, opts ...RunOption) (*Result, error) {
 	s, err := a.NewSession(input, opts...)
 	if err != nil {
+		if ie := (*InputError)(nil); errors.As(err, &ie) {
+			return a.refused(ie), err
+		}
 		return nil, err
 	}
 	return s.Run(ctx)
+}
+
+// refused is the Result of a run its input kept from starting: every
+// run returns a Result (DESIGN.md 3.2), a complete one with empty lists.
+func (a *Agent) refused(ie *InputError) *Result {
+	sessionID, runID := ids.Two("ses", "run")
+	now := Timestamp{time.Now()}
+	end := endingOf(ie)
+	res := &Result{ID: runID, SessionID: sessionID, AgentName: a.spec.AgentName, AgentVersion: a.spec.Version,
+		Outcome: end.outcome, TerminateReason: end.reason, StartedAt: now, FinishedAt: now,
+		Steps: []Step{}, Messages: []llm.Message{}, ToolsUsed: []string{}, ModelCalls: []ModelCall{},
+		Model: a.model, Provider: a.providerName, Metrics: Metrics{ToolLatencyMS: map[string]float64{}},
+		Error: &ErrorInfo{Code: end.code, Message: ie.Error(), Recoverable: end.recoverable,
+			Details: map[string]any{"problems": ie.Problems}}}
+	res.EstimatedCost = &res.cost
+	redactResult(res, a.redact)
+	res.Decision = decision(res)
+	return res
 }
 
 // ID returns the session's id.

@@ -265,7 +265,8 @@ func outcomeOf(out map[string]any) agent.Outcome {
 
 // route picks the next stage: replan and loop_back go back; otherwise the
 // first routing rule whose output field equals its value, else
-// default_next. A rule on a field the output lacks is an error.
+// default_next. A rule on a field the output lacks does not match
+// (DESIGN.md 3.5): the next rule is tried.
 func (r *runState) route(st *stage, out map[string]any, outcome agent.Outcome) (string, error) {
 	switch outcome {
 	case agent.OutcomeReplan:
@@ -287,12 +288,8 @@ func (r *runState) route(st *stage, out map[string]any, outcome agent.Outcome) (
 		}
 		return "", fmt.Errorf("%w: stage %s: loop_back with no earlier stage and no loop_target", ErrRouting, st.def.Name)
 	}
-	for i, rule := range st.def.RoutingRules {
-		v, ok := lookup(out, rule.Condition)
-		if !ok {
-			return "", fmt.Errorf("%w: stage %s: routing_rules[%d] tests field %q, which the output does not have", ErrRouting, st.def.Name, i, rule.Condition)
-		}
-		if equal(v, rule.Value) {
+	for _, rule := range st.def.RoutingRules {
+		if v, ok := lookup(out, rule.Condition); ok && equal(v, rule.Value) {
 			return rule.Target, nil
 		}
 	}

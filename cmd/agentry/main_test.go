@@ -189,6 +189,27 @@ func TestFailedRunPrintsResult(t *testing.T) {
 	}
 }
 
+// TestBadInputPrintsResult: bad input is a Result with --json too, and
+// still exits 2.
+func TestBadInputPrintsResult(t *testing.T) {
+	code, out, stderr := run(t, "run", quickstart, "--input", "city=Lisbon", "--json", "-q")
+	var res struct {
+		Success bool   `json:"success"`
+		ID      string `json:"id"`
+		Error   struct {
+			Code        string `json:"code"`
+			Message     string `json:"message"`
+			Recoverable bool   `json:"recoverable"`
+		} `json:"error"`
+	}
+	if err := json.Unmarshal([]byte(out), &res); err != nil || code != 2 {
+		t.Fatalf("exit %d: %v\n%s\n%s", code, err, out, stderr)
+	}
+	if res.Success || res.ID == "" || res.Error.Code != "validation_error" || res.Error.Recoverable || !strings.Contains(res.Error.Message, `missing input key "days"`) {
+		t.Errorf("%+v", res)
+	}
+}
+
 func TestValidateAgentsDir(t *testing.T) {
 	code, out, errs := run(t, "validate", "testdata/agents")
 	if code != 2 {

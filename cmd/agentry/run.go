@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -120,6 +121,11 @@ func runAgent(ctx context.Context, target string, f runFlags, stdout, stderr io.
 	}
 	defer a.Close()
 	sess, err := a.NewSession(su.input, runOpts...)
+	if ie := (*agent.InputError)(nil); errors.As(err, &ie) && f.json {
+		// Bad input is a run's Result too, printed like any other.
+		res, runErr := a.Run(ctx, su.input, runOpts...)
+		return su.finish(f, stdout, res, func() {}, runErr)
+	}
 	if err != nil {
 		return usageErr(err)
 	}
