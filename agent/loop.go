@@ -263,12 +263,18 @@ func (r *run) stopFor(results []ToolResult) error {
 	return first
 }
 
-// skip answers calls that will not run, in the transcript only.
+// skip answers calls that will not run: in the transcript, and with a
+// start and an end event each (status "skipped", the reason as error),
+// so that the events match the transcript.
 func (r *run) skip(calls []llm.ToolCall, why error) {
 	results := make([]ToolResult, len(calls))
 	for i, c := range calls {
 		d := &tool.ErrorDetails{Type: "not_run", Message: "the call was not run: " + why.Error(), Recoverable: false}
 		results[i] = ToolResult{Call: c, Err: d, Observation: errorObservation(d)}
+		if end := r.callStarted(&calls[i]); end != nil {
+			*end = event.ToolCall{ID: c.ID, Name: c.Name, Arguments: c.Arguments, Status: "skipped", Error: d.Message}
+			r.emit(event.Event{Type: event.ToolCallEnd, Tool: end})
+		}
 	}
 	r.observe(results)
 }

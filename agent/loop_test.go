@@ -224,6 +224,18 @@ func TestEndings(t *testing.T) {
 					}
 				}))
 			}
+			var starts, ends, skipped int
+			opts = append(opts, WithEvents(func(e event.Event) {
+				switch e.Type {
+				case event.ToolCallStart:
+					starts++
+				case event.ToolCallEnd:
+					ends++
+					if e.Tool.Status == "skipped" && strings.Contains(e.Tool.Error, "was not run") {
+						skipped++
+					}
+				}
+			}, event.Block()))
 			sess, err = a.NewSession(map[string]any{"who": "x"}, opts...)
 			if err != nil {
 				t.Fatal(err)
@@ -237,6 +249,17 @@ func TestEndings(t *testing.T) {
 			}
 			if res.Iterations != tt.wantTurns || res.Metrics.ToolCalls != tt.wantCalls || len(res.Steps) != tt.wantCalls {
 				t.Errorf("turns %d tool calls %d, want %d and %d", res.Iterations, res.Metrics.ToolCalls, tt.wantTurns, tt.wantCalls)
+			}
+			// The events match the transcript: every answered call, a
+			// skipped one included, has its start and its end.
+			answered := 0
+			for _, m := range res.Messages {
+				if m.Role == llm.RoleTool {
+					answered++
+				}
+			}
+			if starts != answered || ends != answered || skipped != answered-tt.wantCalls {
+				t.Errorf("%d starts, %d ends (%d skipped) for %d answered calls, %d run", starts, ends, skipped, answered, tt.wantCalls)
 			}
 			wantOutcome := OutcomePartial
 			if tt.wantReason == ReasonError {

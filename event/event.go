@@ -71,8 +71,9 @@ type ToolCall struct {
 	ID        string          `json:"id"`
 	Name      string          `json:"name"`
 	Arguments json.RawMessage `json:"arguments,omitempty"`
-	// Output, Status ("success" or "error"), Error and DurationMS are set
-	// on tool_call_end.
+	// Output, Status ("success", "error", or "skipped" for a call a
+	// budget kept from running), Error (for "skipped", the reason) and
+	// DurationMS are set on tool_call_end.
 	Output     json.RawMessage `json:"output,omitempty"`
 	Status     string          `json:"status,omitempty"`
 	Error      string          `json:"error,omitempty"`
