@@ -97,3 +97,26 @@ func TestCanarySecrets(t *testing.T) {
 		t.Error("the JSON result shows no redaction at all")
 	}
 }
+
+// TestCanaryInTheErrorLine: a model error that quotes a secret is
+// redacted in the error line the binary prints last, as everywhere else.
+func TestCanaryInTheErrorLine(t *testing.T) {
+	const canary = "sk-proj-CANARYerrorline0000000000006"
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "agent.json"), []byte(`{"agent_name": "leaky", "version": "v1",
+		"model_name": "scripted:turns.json", "system_text": "Answer.", "retry": {"attempts": 1}}`), 0o600)
+	os.WriteFile(filepath.Join(dir, "turns.json"), []byte(`{"turns": [
+		{"error": {"status": 401, "message": "invalid key `+canary+`"}}]}`), 0o600)
+	code, out, errs := runCLI(t, "run", filepath.Join(dir, "agent.json"), "--no-store", "--json")
+	if code != 1 {
+		t.Fatalf("exit %d\n%s", code, errs)
+	}
+	lines := strings.Split(strings.TrimSpace(errs), "\n")
+	last := lines[len(lines)-1]
+	if !strings.HasPrefix(last, "agentry:") || !strings.Contains(last, "[REDACTED") {
+		t.Errorf("the error line %q does not say the error, redacted", last)
+	}
+	if strings.Contains(errs, canary) || strings.Contains(out, canary) {
+		t.Errorf("the secret is printed:\n%s\n%s", errs, out)
+	}
+}

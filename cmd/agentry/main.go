@@ -22,6 +22,7 @@ import (
 	"io"
 	"os"
 
+	"github.com/agentry/agentry/policy"
 	"github.com/spf13/cobra"
 
 	_ "github.com/agentry/agentry/llm/anthropic"
@@ -58,15 +59,18 @@ func execute(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if err == nil {
 		return 0
 	}
+	// An error may quote what a model, a tool or a store said: it is
+	// redacted as the Result, events and logs are.
+	red := policy.Secrets()
 	var ee *exitError
 	if errors.As(err, &ee) {
 		if ee.err != nil {
-			fmt.Fprintln(stderr, "agentry:", ee.err)
+			fmt.Fprintln(stderr, "agentry:", red.String(ee.err.Error()))
 		}
 		return ee.code
 	}
 	// cobra's own errors: unknown command or flag, wrong arguments.
-	fmt.Fprintln(stderr, "agentry:", err)
+	fmt.Fprintln(stderr, "agentry:", red.String(err.Error()))
 	return 2
 }
 
