@@ -8,6 +8,7 @@ import (
 	"github.com/agentry/agentry/event"
 	"github.com/agentry/agentry/llm"
 	"github.com/agentry/agentry/prompt"
+	"github.com/agentry/agentry/schema"
 )
 
 // checkOutput turns a final answer into the validated output, or says
@@ -26,10 +27,11 @@ func (a *Agent) checkOutput(content string) (map[string]any, []string) {
 
 // answer validates a final answer when the agent has an output schema: a
 // valid one is final; an invalid one is sent back for correction while
-// retry.output_attempts last, then final with ErrValidation.
+// retry.output_attempts last, then final with ErrValidation. Without a
+// schema, an answer that is one JSON object is the object.
 func (r *run) answer(content string) Decision {
 	if r.a.prompt == nil {
-		r.final = Final{Text: content} // in the run: no allocation of its own
+		r.final = Final{Text: content, Output: jsonAnswer(content)} // in the run: no allocation of its own
 		return Decision{Final: &r.final}
 	}
 	obj, probs := r.a.checkOutput(content)
@@ -47,6 +49,31 @@ func (r *run) answer(content string) Decision {
 	err := withDetails(fmt.Errorf("%w after %d attempts: %s", ErrValidation, r.outputRetries+1, strings.Join(probs, "; ")),
 		map[string]any{"problems": probs, "attempts": r.outputRetries + 1})
 	return Decision{Final: &Final{Text: content, Err: err}}
+}
+
+// jsonAnswer is the object a schema-less answer is when the whole answer,
+// trimmed or inside one ``` fence, is one JSON object; nil otherwise.
+// Prose that quotes an object, and JSON that is not an object (a number,
+// a list), stay text.
+func jsonAnswer(content string) map[string]any {
+	s := strings.TrimSpace(content)
+	if rest, ok := strings.CutPrefix(s, "```"); ok {
+		_, body, found := strings.Cut(rest, "\n") // past the fence's language tag
+		body, closed := strings.CutSuffix(strings.TrimSpace(body), "```")
+		if !found || !closed {
+			return nil
+		}
+		s = strings.TrimSpace(body)
+	}
+	if len(s) < 2 || s[0] != '{' || s[len(s)-1] != '}' {
+		return nil
+	}
+	v, err := schema.Decode([]byte(s))
+	if err != nil {
+		return nil
+	}
+	obj, _ := v.(map[string]any)
+	return obj
 }
 
 func correction(probs []string) string {

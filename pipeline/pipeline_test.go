@@ -15,7 +15,7 @@ import (
 	"github.com/agentry/agentry/tool"
 	"github.com/agentry/agentry/tool/kv"
 
-	_ "github.com/agentry/agentry/llm/scripted"
+	"github.com/agentry/agentry/llm/scripted"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -452,5 +452,36 @@ func TestSessionOptions(t *testing.T) {
 	got := fmt.Sprint(results[0].(map[string]any)["data"].(map[string]any)["result"])
 	if want := "u-1/req-9/" + res.ID; got != want {
 		t.Errorf("the tool saw %q, want %q", got, want)
+	}
+}
+
+// TestLLMStageJSONReply: an LLM stage without an output schema whose
+// reply is a JSON object gives the object as its output, so routing
+// reads its fields.
+func TestLLMStageJSONReply(t *testing.T) {
+	script, err := scripted.Parse("json", []byte(`{"turns": [{"content": "{\"ready\": true, \"note\": \"go\"}"}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := Parse("json", []byte(`{"pipeline_name": "json", "version": "v1", "stages": [
+		{"name": "think", "output_key": "think", "agent": {"agent_name": "thinker", "version": "v1", "model_name": "x", "system_text": "Think."},
+		 "routing_rules": [{"condition": "ready", "value": true, "target": "act"}], "default_next": "end"},
+		{"name": "act", "agent": `+service("act")+`}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := New(d, ".", WithAgentOptions(agent.WithProvider(script.Model(), "scripted")),
+		WithHooks("act", Hooks{Work: func(context.Context, *Envelope) (map[string]any, error) { return map[string]any{"done": true}, nil }}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	res, err := p.Run(context.Background(), map[string]any{"task": "t"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := res.Envelope.Outputs["think"]
+	if got := stages(res); got != "think:success act:success" || out["ready"] != true || out["note"] != "go" {
+		t.Errorf("stages %q, think's output %#v", got, res.Envelope.Outputs["think"])
 	}
 }
