@@ -468,10 +468,10 @@ func (a *Agent) retryPolicy() retry.Policy {
 	}
 }
 
-// toolRetryPolicy is the model's policy with the tools' attempts.
-func (a *Agent) toolRetryPolicy() retry.Policy {
+// toolRetryPolicy is the model's policy with a tool's tries.
+func (a *Agent) toolRetryPolicy(name string) retry.Policy {
 	p := a.retryPolicy()
-	p.Attempts = a.retry.ToolAttempts
+	p.Attempts = a.retry.ToolTries(name)
 	return p
 }
 

@@ -238,6 +238,12 @@ func (r *run) stopFor(results []ToolResult) error {
 	var first error
 	for i := range results {
 		err := results[i].Err
+		if err != nil && first == nil && r.a.retry.Fatal(results[i].Call.Name) && !ends(err) {
+			c := &results[i].Call
+			first = withDetails(fmt.Errorf("%w: %s (retry.tools.%s.fatal): %w", ErrTool, c.Name, c.Name, err),
+				map[string]any{"tool": c.Name, "call_id": c.ID, "fatal": true})
+			continue
+		}
 		if err == nil || !ends(err) {
 			continue
 		}

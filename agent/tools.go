@@ -78,6 +78,11 @@ func (a *Agent) bindTools(o options) []string {
 			problems = append(problems, fmt.Sprintf("limits.tool_timeouts_ms.%s: the agent has no tool %q", name, name))
 		}
 	}
+	for _, name := range slices.Sorted(maps.Keys(a.retry.Tools)) {
+		if _, ok := a.tools[name]; !ok {
+			problems = append(problems, fmt.Sprintf("retry.tools.%s: the agent has no tool %q", name, name))
+		}
+	}
 	return problems
 }
 
@@ -134,7 +139,7 @@ func (a *Agent) toolChain(info tool.Info) tool.Handler {
 		mws = append(mws, a.policyMW)
 	}
 	mws = append(mws, journalTools,
-		tool.Retry(a.toolRetryPolicy(), nil),
+		tool.Retry(a.toolRetryPolicy(info.Name), nil),
 		tool.Timeout(a.toolTimeout(info)),
 		tool.Recover(nil), // the run logs the panic, with its attributes and the stack
 		tool.Truncate(a.limits.MaxObservationBytes))

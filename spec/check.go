@@ -229,11 +229,22 @@ func (r Retry) check() []string {
 			neg(name, int64(*v))
 		}
 	}
+	negp("max_retries", r.MaxRetries)
 	negp("attempts", r.Attempts)
 	neg("initial_backoff_ms", r.InitialBackoffMS)
 	neg("max_backoff_ms", r.MaxBackoffMS)
+	negp("tool_max_retries", r.ToolMaxRetries)
 	negp("tool_attempts", r.ToolAttempts)
 	negp("output_attempts", r.OutputAttempts)
+	if r.MaxRetries != nil && r.Attempts != nil {
+		p = append(p, fmt.Sprintf("retry: give max_retries (retries after the first try) or attempts (tries in all), not both: max_retries %d is attempts %d", *r.MaxRetries, *r.MaxRetries+1))
+	}
+	if r.ToolMaxRetries != nil && r.ToolAttempts != nil {
+		p = append(p, "retry: give tool_max_retries (retries after the first try) or tool_attempts (tries in all), not both")
+	}
+	for name, t := range r.Tools {
+		negp("tools."+name+".max_retries", t.MaxRetries)
+	}
 	if r.MaxBackoffMS > 0 && r.InitialBackoffMS > r.MaxBackoffMS {
 		p = append(p, fmt.Sprintf("retry.initial_backoff_ms %d exceeds max_backoff_ms %d", r.InitialBackoffMS, r.MaxBackoffMS))
 	}

@@ -162,35 +162,76 @@ func setDefault[T int | int64](v *T, d T) {
 // only), and final answers that fail output validation. A field left out
 // (nil) takes its default; 0 means 0: one try, no correction.
 type Retry struct {
-	// Attempts is the number of tries of each model call (default 3; 0
-	// and 1 both mean one try, no retry).
+	// MaxRetries is how many times a model call that failed in transport
+	// is tried again (default 3: four tries at most; 0: no retry).
+	MaxRetries *int `json:"max_retries,omitempty"`
+	// Attempts is the older spelling of MaxRetries, counting tries: 3
+	// tries is max_retries 2. Give one or the other.
 	Attempts         *int  `json:"attempts,omitempty"`
 	InitialBackoffMS int64 `json:"initial_backoff_ms,omitempty"`
 	MaxBackoffMS     int64 `json:"max_backoff_ms,omitempty"`
-	// ToolAttempts is the number of tries of a failing safe or idempotent
-	// tool call (default 1: no retry).
+	// ToolMaxRetries is how many times a safe or idempotent tool call
+	// that failed transiently is tried again (default 0).
+	ToolMaxRetries *int `json:"tool_max_retries,omitempty"`
+	// ToolAttempts is the older spelling of ToolMaxRetries, counting
+	// tries.
 	ToolAttempts *int `json:"tool_attempts,omitempty"`
 	// OutputAttempts is how many times an invalid final answer is sent
 	// back for correction (default 2; 0: never).
 	OutputAttempts *int `json:"output_attempts,omitempty"`
+	// Tools sets a tool's retries and whether its failure ends the run,
+	// by tool name.
+	Tools map[string]ToolRetry `json:"tools,omitempty"`
+}
+
+// ToolRetry is how one tool's failures are handled.
+type ToolRetry struct {
+	// MaxRetries replaces tool_max_retries for this tool (still only for
+	// safe and idempotent tools, and transient failures).
+	MaxRetries *int `json:"max_retries,omitempty"`
+	// Fatal ends the run with the tool's error (tool_error) when a call
+	// fails after its retries, instead of showing the model the error.
+	Fatal bool `json:"fatal,omitempty"`
 }
 
 // RetryBudgets are the retry settings with every default applied.
 type RetryBudgets struct {
+	// Attempts and ToolAttempts count tries: retries plus one.
 	Attempts, ToolAttempts, OutputAttempts int
 	InitialBackoffMS, MaxBackoffMS         int64
+	// Tools are the per-tool settings, as the spec gives them.
+	Tools map[string]ToolRetry
 }
 
-// DefaultRetry is what a spec's retry fields default to.
-var DefaultRetry = RetryBudgets{Attempts: 3, InitialBackoffMS: 500, MaxBackoffMS: 20_000, ToolAttempts: 1, OutputAttempts: 2}
+// DefaultRetry is what a spec's retry fields default to: a model call is
+// retried 3 times (the beans seed), a tool call not at all.
+var DefaultRetry = RetryBudgets{Attempts: 4, InitialBackoffMS: 500, MaxBackoffMS: 20_000, ToolAttempts: 1, OutputAttempts: 2}
+
+// ToolTries is how many times a tool is tried at most.
+func (b RetryBudgets) ToolTries(name string) int {
+	if t, ok := b.Tools[name]; ok && t.MaxRetries != nil {
+		return max(*t.MaxRetries, 0) + 1
+	}
+	return b.ToolAttempts
+}
+
+// Fatal says a failed call of the tool ends the run.
+func (b RetryBudgets) Fatal(name string) bool { return b.Tools[name].Fatal }
 
 // WithDefaults returns the budgets r sets, DefaultRetry for the rest.
 func (r Retry) WithDefaults() RetryBudgets {
 	b := DefaultRetry
-	if r.Attempts != nil {
+	b.Tools = r.Tools
+	switch {
+	case r.MaxRetries != nil:
+		b.Attempts = max(*r.MaxRetries, 0) + 1
+	case r.Attempts != nil:
 		b.Attempts = max(*r.Attempts, 1)
 	}
-	if r.ToolAttempts != nil {
+	switch {
+	case r.ToolMaxRetries != nil:
+		b.ToolAttempts = max(*r.ToolMaxRetries, 0) + 1
+	case r.ToolAttempts != nil:
 		b.ToolAttempts = max(*r.ToolAttempts, 1)
 	}
 	if r.OutputAttempts != nil {
