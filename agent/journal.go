@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/agentry/agentry/runlog"
+	"github.com/agentry/agentry/spec"
 	"github.com/agentry/agentry/store"
 )
 
@@ -129,6 +130,9 @@ func (j *journal) begin(ctx context.Context, s *Session) error {
 	var err error
 	if j.log == nil {
 		a := s.agent
+		if err := a.pin(ctx, s.cfg.store); err != nil {
+			return err
+		}
 		start := &runlog.Start{Kind: "agent", RunID: r.st.RunID, SessionID: r.st.SessionID, ParentRunID: r.st.ParentRunID,
 			Spec: runlog.JSON(a.spec), BaseDir: runlog.AbsDir(a.o.baseDir), Model: a.o.model, Input: r.st.Input, UserID: s.cfg.info.UserID,
 			CorrelationID: s.cfg.info.CorrelationID, TraceParent: s.cfg.info.TraceParent, Metadata: s.cfg.info.Metadata, StartedAt: r.st.StartedAt.Time}
@@ -211,4 +215,29 @@ func (j *journal) diverged(d Difference) error {
 	j.diffs = append(j.diffs, d)
 	j.mu.Unlock()
 	return fmt.Errorf("%w: %s", ErrDiverged, d)
+}
+
+// ErrVersionChanged is matched by the error of a run refused because its
+// agent's output schema differs from the one the store pinned for the
+// same NAME@VERSION.
+var ErrVersionChanged = errors.New("agent version changed in place")
+
+// pin checks, on a store that pins versions (store.Pins), that the agent's
+// output schema is the one the first stored run of its NAME@VERSION had:
+// a changed schema needs a new version (DESIGN.md 3.1).
+func (a *Agent) pin(ctx context.Context, st store.Store) error {
+	p, ok := st.(store.Pins)
+	if !ok {
+		return nil
+	}
+	digest := spec.SchemaHash(a.spec)
+	pinned, err := p.Pin(ctx, a.spec.AgentName, a.spec.Version, digest)
+	if err != nil {
+		return err
+	}
+	if pinned != digest {
+		return fmt.Errorf("%w: %w: agent %s version %s: its output_schema (%s) differs from the one its stored runs have (%s); give the changed schema a new version",
+			ErrConfig, ErrVersionChanged, a.spec.AgentName, a.spec.Version, digest, pinned)
+	}
+	return nil
 }

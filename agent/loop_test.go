@@ -373,7 +373,7 @@ func TestStreamingChunksReachSubscribers(t *testing.T) {
 }
 
 func TestInputErrors(t *testing.T) {
-	a := newTestAgent(t, `{`+base+`, "purpose_text": "Use ${tone}.", "input_schema": {"type": "object", "properties": {"who": {"type": "string", "minLength": 2}, "tone": {"type": "string"}}}}`,
+	a := newTestAgent(t, `{`+base+`, "mode": "tools", "purpose_text": "Use ${tone}.", "input_schema": {"type": "object", "properties": {"who": {"type": "string", "minLength": 2}, "tone": {"type": "string"}}}}`,
 		&recorder{})
 	_, err := a.NewSession(map[string]any{"x": 1})
 	if !errors.Is(err, ErrInvalidInput) {
@@ -598,7 +598,7 @@ func TestStateIsSerialisable(t *testing.T) {
 // cannot name is a validation_error, a host planner's own error an
 // internal_error; neither is reported as the model's.
 func TestErrorCodesOutsideTheModel(t *testing.T) {
-	mem := mustSpec(t, `{"agent_name": "m", "version": "v1", "model_name": "x", "purpose_text": "${task}",
+	mem := mustSpec(t, `{"agent_name": "m", "version": "v1", "model_name": "x", "mode": "tools", "purpose_text": "${task}",
 		"input_schema": {"type": "object", "properties": {"task": {"type": "string"}, "team": {"type": "string"}}},
 		"memory": {"stream": "team:${team}", "load_last": 5}}`)
 	plain := mustSpec(t, `{"agent_name": "p", "version": "v1", "model_name": "x"}`)

@@ -49,7 +49,7 @@ func TestCanarySecretsInPipelines(t *testing.T) {
 	mem := memory.NewInMemory()
 	d, err := Parse("canary", []byte(`{"pipeline_name": "canary", "version": "v1", "start": "look",
 		"stages": [{"name": "look", "output_key": "look", "default_next": "end", "agent": {
-			"agent_name": "looker", "version": "v1", "model_name": "x", "system_text": "Look.", "purpose_text": "${task}",
+			"agent_name": "looker", "version": "v1", "model_name": "x", "mode": "tools", "system_text": "Look.", "purpose_text": "${task}",
 			"input_keys": ["task"], "tools": ["peek"], "output_schema": {"type": "object", "properties": {"summary": {"type": "string"}}},
 			"memory": {"stream": "vault", "write": ["final_answer", "input"]}}}]}`))
 	if err != nil {

@@ -3,6 +3,7 @@ package spec
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 
@@ -124,6 +125,18 @@ func (s *Spec) checkModel(c *checker) {
 }
 
 func (s *Spec) checkMode(c *checker) {
+	if s.Mode == "" {
+		var stack []string
+		if s.PurposeText != "" {
+			stack = append(stack, "purpose_text")
+		}
+		if len(s.Enums) > 0 {
+			stack = append(stack, "enums")
+		}
+		if len(stack) > 0 {
+			c.bad("mode is required with %s (the Agent Stack's fields): chooser, writer or extractor for one structured call, or tools or react for an agent that uses tools", strings.Join(stack, " and "))
+		}
+	}
 	mode := s.mode()
 	if !slices.Contains(Modes, mode) {
 		c.bad("mode %q is not one of tools, react, chooser, writer, extractor, plan, service", mode)
@@ -132,6 +145,12 @@ func (s *Spec) checkMode(c *checker) {
 	case ModeChooser, ModeWriter, ModeExtractor:
 		if len(s.OutputSchema) == 0 {
 			c.bad("mode %s needs an output_schema", mode)
+		}
+		if s.SystemText == "" && s.PromptRef == "" {
+			c.bad("mode %s needs system_text (or a prompt_ref)", mode)
+		}
+		if s.PurposeText == "" {
+			c.bad("mode %s needs purpose_text", mode)
 		}
 		if len(s.Tools) > 0 {
 			c.bad("tools: mode %s makes one model call and uses no tools", mode)
@@ -300,26 +319,53 @@ func (s *Spec) checkEnums() []string {
 			}
 		}
 	}
-	for f := range s.Defaults {
-		if len(s.OutputSchema) > 0 && sch.Properties != nil {
-			if _, ok := sch.Properties[f]; !ok {
-				p = append(p, fmt.Sprintf("defaults.%s: output_schema has no property %q", f, f))
+	for _, f := range slices.Sorted(maps.Keys(s.Defaults)) {
+		if len(s.OutputSchema) == 0 || sch.Properties == nil {
+			continue
+		}
+		prop, ok := sch.Properties[f]
+		if !ok {
+			p = append(p, fmt.Sprintf("defaults.%s: output_schema has no property %q", f, f))
+			continue
+		}
+		allowed := prop.Enum
+		if e, listed := s.Enums[f]; listed {
+			allowed = make([]any, len(e))
+			for i, v := range e {
+				allowed[i] = v
 			}
+		}
+		if allowed != nil && !slices.ContainsFunc(allowed, func(v any) bool { return sameJSON(v, s.Defaults[f]) }) {
+			p = append(p, fmt.Sprintf("defaults.%s %v is not one of its enum %v", f, s.Defaults[f], allowed))
 		}
 	}
 	return p
 }
 
+// sameValues says an enums list and a schema's enum hold the same values,
+// in any order (a set: the order of choices means nothing).
 func sameValues(a []string, b []any) bool {
 	if len(a) != len(b) {
 		return false
 	}
-	for i := range a {
-		if s, ok := b[i].(string); !ok || s != a[i] {
+	for _, v := range b {
+		if s, ok := v.(string); !ok || !slices.Contains(a, s) {
 			return false
 		}
 	}
+	for i, v := range a {
+		if slices.Index(a, v) != i {
+			return false // a repeated choice
+		}
+	}
 	return true
+}
+
+// sameJSON says two values are equal as JSON.
+func sameJSON(a, b any) bool {
+	x, err1 := json.Marshal(a)
+	y, err2 := json.Marshal(b)
+	return err1 == nil && err2 == nil && string(x) == string(y)
 }
 
 // checkVars reports a ${var} of the prompts that no declared input

@@ -276,15 +276,15 @@ func Parse(source string, data []byte) (*Spec, error) {
 	if err := strictjson.Decode(data, &s); err != nil {
 		return nil, &Error{Source: source, Problems: []string{err.Error()}}
 	}
-	if s.Mode == "" {
-		s.Mode = ModeTools
-	}
-	if err := s.Check(); err != nil {
+	if err := s.Check(); err != nil { // before the mode's default: mode is required with some fields
 		var se *Error
 		if errors.As(err, &se) {
 			se.Source = source
 		}
 		return nil, err
+	}
+	if s.Mode == "" {
+		s.Mode = ModeTools
 	}
 	return &s, nil
 }

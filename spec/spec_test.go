@@ -84,7 +84,7 @@ func TestSpecErrors(t *testing.T) {
 func TestModeIsCaseInsensitive(t *testing.T) {
 	for _, m := range []string{"Chooser", "CHOOSER", "chooser"} {
 		s := mustSpec(t, `{"agent_name": "a", "version": "v1", "model_name": "m", "mode": "`+m+`",
-			"output_schema": {"type": "object", "properties": {"x": {"enum": ["a"]}}}}`)
+			"system_text": "Choose.", "purpose_text": "Pick x.", "output_schema": {"type": "object", "properties": {"x": {"enum": ["a"]}}}}`)
 		if s.Mode != ModeChooser {
 			t.Errorf("%s -> %s", m, s.Mode)
 		}

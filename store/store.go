@@ -206,6 +206,17 @@ type Store interface {
 	io.Closer
 }
 
+// Pins is what a store that remembers agent versions can do: the first
+// run of NAME@VERSION pins the digest of what defines the version (its
+// output schema), and a later run with another digest is refused, so
+// that a version changed in place is caught with no lock file. The SQL
+// backends have it; a store without it pins nothing.
+type Pins interface {
+	// Pin records digest for name at version unless one is recorded, and
+	// returns the digest recorded (digest itself the first time).
+	Pin(ctx context.Context, name, version, digest string) (string, error)
+}
+
 // Errors of the store, matched with errors.Is.
 var (
 	ErrNotFound  = errors.New("store: run not found")

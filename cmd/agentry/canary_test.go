@@ -38,7 +38,7 @@ func TestCanarySecrets(t *testing.T) {
 	defer srv.Close()
 	dir := t.TempDir()
 	os.WriteFile(filepath.Join(dir, "agent.json"), []byte(`{"agent_name": "canary", "version": "v1", "model_name": "scripted:turns.json",
-		"system_text": "Fetch the session.", "purpose_text": "${note}", "input_keys": ["note"], "tools": ["http_get", "kv_delete"],
+		"mode": "tools", "system_text": "Fetch the session.", "purpose_text": "${note}", "input_keys": ["note"], "tools": ["http_get", "kv_delete"],
 		"policy": {"tools": {"deny": ["kv_delete"]}}}`), 0o600)
 	os.WriteFile(filepath.Join(dir, "turns.json"), []byte(`{"turns": [
 		{"content": "Fetching.", "tool_calls": [{"name": "http_get", "arguments": {"url": "`+srv.URL+`/s?key=`+inArgs+`"}},

@@ -117,7 +117,7 @@ func TestValidateLock(t *testing.T) {
 	os.WriteFile(filepath.Join(dir, "reply.json"), []byte(`{"turns": [{"content": "{}"}]}`), 0o600)
 	spec := func(version, schema string) {
 		os.WriteFile(filepath.Join(dir, "labels", version+".json"), []byte(`{"agent_name": "labels", "version": "`+version+`",
-			"mode": "writer", "model_name": "scripted:../reply.json", "output_schema": `+schema+`}`), 0o600)
+			"mode": "writer", "model_name": "scripted:../reply.json", "system_text": "Label.", "purpose_text": "Label it.", "output_schema": `+schema+`}`), 0o600)
 	}
 	spec("v1", `{"type": "object", "properties": {"a": {"type": "string"}}}`)
 	if code, out, errs := run(t, "validate", "--lock", dir); code != 0 || !strings.Contains(out, "locked") {
@@ -151,5 +151,37 @@ func TestValidateLock(t *testing.T) {
 	data, _ := os.ReadFile(filepath.Join(dir, "agentry.lock"))
 	if !strings.Contains(string(data), `"v2": "sha256:`) {
 		t.Errorf("lock %s", data)
+	}
+}
+
+// TestStoreRefusesAVersionChangedInPlace: with no lock file, the run store
+// remembers the output schema of each NAME@VERSION it ran and refuses a
+// run whose schema differs, naming the version; a new version runs.
+func TestStoreRefusesAVersionChangedInPlace(t *testing.T) {
+	dir := t.TempDir()
+	os.MkdirAll(filepath.Join(dir, "labels"), 0o755)
+	os.WriteFile(filepath.Join(dir, "reply.json"), []byte(`{"turns": [{"content": "{\"a\": \"x\"}"}]}`), 0o600)
+	spec := func(version, schema string) {
+		os.WriteFile(filepath.Join(dir, "labels", version+".json"), []byte(`{"agent_name": "labels", "version": "`+version+`",
+			"mode": "writer", "model_name": "scripted:../reply.json", "system_text": "Label.", "purpose_text": "Label it.", "output_schema": `+schema+`}`), 0o600)
+	}
+	db := filepath.Join(dir, "runs.db")
+	spec("v1", `{"type": "object", "properties": {"a": {"type": "string"}}}`)
+	if code, _, errs := run(t, "run", "labels@v1", "--agents", dir, "--db", db, "-q"); code != 0 {
+		t.Fatalf("first run: exit %d\n%s", code, errs)
+	}
+	// Reformatted, the same schema: the same version.
+	spec("v1", `{"properties": {"a": {"type": "string"}},  "type": "object"}`)
+	if code, _, errs := run(t, "run", "labels@v1", "--agents", dir, "--db", db, "-q"); code != 0 {
+		t.Fatalf("the same schema reformatted: exit %d\n%s", code, errs)
+	}
+	spec("v1", `{"type": "object", "properties": {"a": {"type": "string"}, "b": {"type": "integer"}}}`)
+	code, _, errs := run(t, "run", "labels@v1", "--agents", dir, "--db", db, "-q")
+	if code != 2 || !strings.Contains(errs, "agent labels version v1: its output_schema") || !strings.Contains(errs, "new version") {
+		t.Errorf("a schema changed in place: exit %d\n%s", code, errs)
+	}
+	spec("v2", `{"type": "object", "properties": {"a": {"type": "string"}, "b": {"type": "integer"}}}`)
+	if code, _, errs := run(t, "run", "labels@v2", "--agents", dir, "--db", db, "-q"); code != 0 {
+		t.Errorf("the new version: exit %d\n%s", code, errs)
 	}
 }

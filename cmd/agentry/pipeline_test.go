@@ -146,7 +146,7 @@ func TestStoredPipelineConfirm(t *testing.T) {
 	os.WriteFile(filepath.Join(dir, "p.json"), []byte(`{"pipeline_name": "deploy", "version": "v1",
 	 "stages": [
 	   {"name": "check", "agent": {"agent_name": "checker", "version": "v1", "mode": "writer", "model_name": "scripted:replies.json",
-	      "output_schema": {"type": "object", "properties": {"outcome": {"type": "string"}, "question": {"type": "string"}, "go": {"type": "boolean"}}}},
+	      "system_text": "You check a deploy.", "purpose_text": "Check it.", "output_schema": {"type": "object", "properties": {"outcome": {"type": "string"}, "question": {"type": "string"}, "go": {"type": "boolean"}}}},
 	    "output_key": "check"},
 	   {"name": "ship", "agent": {"agent_name": "ship", "version": "v1", "mode": "service"}}
 	 ]}`), 0o600)

@@ -149,6 +149,28 @@ var migrations = []string{
 		SELECT id, CAST(version AS TEXT), data, created_at FROM agentry_prompts;
 	DROP TABLE agentry_prompts;
 	ALTER TABLE agentry_prompts_v5 RENAME TO agentry_prompts;`,
+	// 6: the digest that defines each agent version (store.Pins).
+	`CREATE TABLE agentry_pins (
+		name TEXT NOT NULL,
+		version TEXT NOT NULL,
+		digest TEXT NOT NULL,
+		created_at BIGINT NOT NULL,
+		PRIMARY KEY (name, version)
+	);`,
+}
+
+// Pin records digest for name@version unless one is, and returns the one
+// recorded (store.Pins).
+func (s *DB) Pin(ctx context.Context, name, version, digest string) (string, error) {
+	if _, err := s.db.ExecContext(ctx, s.q(`INSERT INTO agentry_pins (name, version, digest, created_at) VALUES (?, ?, ?, ?)
+		ON CONFLICT (name, version) DO NOTHING`), name, version, digest, s.now().UnixMicro()); err != nil {
+		return "", fmt.Errorf("store (%s): pin %s@%s: %w", s.d.Name, name, version, err)
+	}
+	var pinned string
+	if err := s.db.QueryRowContext(ctx, s.q(`SELECT digest FROM agentry_pins WHERE name = ? AND version = ?`), name, version).Scan(&pinned); err != nil {
+		return "", fmt.Errorf("store (%s): pin %s@%s: %w", s.d.Name, name, version, err)
+	}
+	return pinned, nil
 }
 
 // schema is the migrations in the dialect's words.

@@ -41,6 +41,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"ConcurrentAudit", testConcurrentAudit},
 		{"AuditTampered", testAuditTampered},
 		{"VerifyWhileAppending", testVerifyWhileAppending},
+		{"Pins", testPins},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -516,4 +517,26 @@ func testKeepLease(t *testing.T, s store.Store) {
 	}
 	stop()
 	stop() // twice is harmless
+}
+
+func testPins(t *testing.T, s store.Store) {
+	p, ok := s.(store.Pins)
+	if !ok {
+		t.Fatalf("%T does not pin agent versions (store.Pins)", s)
+	}
+	ctx := context.Background()
+	tests := []struct {
+		name, version, digest, want string
+	}{
+		{"adder", "v1", "sha256:aa", "sha256:aa"},
+		{"adder", "v1", "sha256:bb", "sha256:aa"}, // the first pin stays
+		{"adder", "v2", "sha256:bb", "sha256:bb"},
+		{"other", "v1", "sha256:cc", "sha256:cc"},
+	}
+	for _, tt := range tests {
+		got, err := p.Pin(ctx, tt.name, tt.version, tt.digest)
+		if err != nil || got != tt.want {
+			t.Errorf("Pin(%s@%s, %s) = %q, %v; want %q", tt.name, tt.version, tt.digest, got, err, tt.want)
+		}
+	}
 }
