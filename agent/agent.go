@@ -248,6 +248,13 @@ func build(in *spec.Spec, o options) (*Agent, error) {
 	}
 	a := &Agent{spec: &sp, logger: o.logger, redact: policy.Secrets(), limits: sp.Limits.WithDefaults(), retry: sp.Retry.WithDefaults(),
 		metrics: newMetrics(o.meters), sizes: &sizes{}, inputSchema: schemas.Input, o: o, inputLabels: inputLabels(&sp)}
+	switch sp.Mode {
+	case spec.ModeChooser, spec.ModeWriter, spec.ModeExtractor:
+		if sp.Temperature == nil { // one structured call: the same input, the same answer
+			zero := 0.0
+			sp.Temperature = &zero
+		}
+	}
 	a.pricing = o.pricing
 	if a.pricing == nil {
 		a.pricing = llm.DefaultPricing()

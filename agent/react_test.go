@@ -155,6 +155,9 @@ func TestStructuredModes(t *testing.T) {
 			if out["tone"] != "formal" || out["depth"] != "short" || res.Iterations != 1 || !*res.Validated {
 				t.Errorf("result %+v", res)
 			}
+			if tp := m.reqs[0].Temperature; tp == nil || *tp != 0 {
+				t.Errorf("temperature %v: the structured modes default to 0", tp)
+			}
 			p, _ := prompt.New(prompt.Config{AgentName: "labels", Version: "v3", Mode: mode, SystemText: "You label ${kind}.",
 				PurposeText: "Pick a tone.", OutputSchema: a.Spec().OutputSchema, Enums: a.Spec().Enums, InputKeys: []string{"kind", "text"}})
 			want, _, _ := p.Compose(input)

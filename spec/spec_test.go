@@ -58,6 +58,16 @@ func TestSpecErrors(t *testing.T) {
 		{"memory too much", `{` + ok + `, "memory": {"stream": "s", "load_last": 5000}}`, []string{"memory.load_last 5000 is outside 0..1000"}},
 		{"memory unknown field", `{` + ok + `, "memory": {"stream": "s", "load": 5}}`, []string{`"memory.load"`}},
 		{"writer without schema", `{` + ok + `, "mode": "writer"}`, []string{"mode writer needs an output_schema"}},
+		{"Agent Stack fields without mode", `{` + ok + `, "purpose_text": "Pick.", "enums": {"a": ["x"]}, "output_schema": {"type": "object", "properties": {"a": {"enum": ["x"]}}}}`,
+			[]string{"mode is required with purpose_text and enums", "chooser, writer or extractor"}},
+		{"extractor without its texts", `{` + ok + `, "mode": "extractor", "output_schema": {"type": "object"}}`,
+			[]string{"mode extractor needs system_text (or a prompt_ref)", "mode extractor needs purpose_text"}},
+		{"default outside its enum", `{` + ok + `, "mode": "chooser", "system_text": "s", "purpose_text": "p",
+			"output_schema": {"type": "object", "properties": {"a": {"enum": ["x", "y"]}}}, "defaults": {"a": "z"}}`,
+			[]string{"defaults.a z is not one of its enum [x y]"}},
+		{"repeated enum choice", `{` + ok + `, "mode": "chooser", "system_text": "s", "purpose_text": "p",
+			"output_schema": {"type": "object", "properties": {"a": {"enum": ["x", "y"]}}}, "enums": {"a": ["x", "x"]}}`,
+			[]string{"enums.a [x x] does not match"}},
 		{"chooser without enums", `{` + ok + `, "mode": "chooser", "output_schema": {"type": "object", "properties": {"a": {"type": "string"}}}}`,
 			[]string{"mode chooser needs enums"}},
 		{"extractor with tools", `{` + ok + `, "mode": "extractor", "output_schema": {"type": "object"}, "tools": ["x"]}`, []string{"uses no tools"}},
@@ -79,6 +89,13 @@ func TestSpecErrors(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestEnumsAreSets: enums and the schema's enum list the same choices in
+// another order, and a default among them: the spec loads.
+func TestEnumsAreSets(t *testing.T) {
+	mustSpec(t, `{"agent_name": "a", "version": "v1", "model_name": "m", "mode": "chooser", "system_text": "s", "purpose_text": "p",
+		"output_schema": {"type": "object", "properties": {"a": {"enum": ["x", "y"]}}}, "enums": {"a": ["y", "x"]}, "defaults": {"a": "y"}}`)
 }
 
 func TestModeIsCaseInsensitive(t *testing.T) {
