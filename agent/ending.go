@@ -104,6 +104,7 @@ var endings = []ending{
 	{ErrDiverged, ReasonError, CodeDiverged, OutcomeError, false},
 	{ErrPolicyViolation, ReasonError, CodePolicyViolation, OutcomeError, false},
 	{ErrInvalidInput, ReasonError, CodeValidation, OutcomeError, false},
+	{ErrLowQuality, ReasonCompleted, CodeValidation, OutcomePartial, true},
 	{spec.ErrInvalid, ReasonError, CodeConfigError, OutcomeError, false},
 	{ErrConfig, ReasonError, CodeConfigError, OutcomeError, false},
 	{ErrTool, ReasonError, CodeToolError, OutcomeError, false},

@@ -81,6 +81,10 @@ func (r *run) finish(final *Final, err error) (*Result, error) {
 	res.Handoffs = st.Handoffs
 	res.MemoryDeltas = r.mem.result()
 	res.Confidence = confidence(res, rs)
+	if _, ok := st.Input["constraints"]; ok && err == nil {
+		c, _ := constraintsOf(st.Input)
+		err = checkQuality(res, c.quality)
+	}
 	redactResult(res, a.redact)
 	res.Decision = decision(res) // of redacted parts: it needs no redaction of its own
 	a.metrics.record(res)

@@ -100,6 +100,10 @@ func (s *Session) Run(ctx context.Context) (*Result, error) {
 	r.link.run = r
 	r.turn.r = r
 	r.limits = s.cfg.tighten(a.limits)
+	if _, ok := s.state.Input["constraints"]; ok {
+		c, _ := constraintsOf(s.state.Input) // checked by NewSession
+		r.limits.constrain(c)
+	}
 	if d := r.limits.timeout; d > 0 {
 		// No timer until something waits on the run's context: a run that
 		// only polls it (most do) never arms one. It lives in the run.

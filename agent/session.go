@@ -313,6 +313,8 @@ func (a *Agent) initialMessages(input map[string]any) ([]llm.Message, error) {
 	}
 	msgs, more := modes[a.spec.Mode].messages(a, input)
 	probs = append(probs, more...)
+	_, cprobs := constraintsOf(input)
+	probs = append(probs, cprobs...)
 	if len(probs) > 0 {
 		return nil, &InputError{Agent: a.spec.AgentName, Problems: probs}
 	}
