@@ -2,9 +2,11 @@ package agent
 
 import (
 	"errors"
+	"maps"
 
 	"github.com/agentry/agentry/llm"
 	"github.com/agentry/agentry/spec"
+	"github.com/agentry/agentry/tool"
 )
 
 // Outcome is how a run ended, in the jeeves vocabulary.
@@ -159,11 +161,36 @@ func withDetails(err error, details map[string]any) error {
 
 // detailsOf returns the details attached to err, if any.
 func detailsOf(err error) map[string]any {
+	var details map[string]any
 	var e *endError
 	if errors.As(err, &e) {
-		return e.details
+		details = e.details
 	}
-	return nil
+	if stack := panicStack(err); stack != "" && details["stack"] == nil {
+		details = maps.Clone(details)
+		if details == nil {
+			details = map[string]any{}
+		}
+		details["stack"] = stack
+	}
+	return details
+}
+
+// panicStack is the stack of the panic behind err, when a provider or a
+// tool panicked: the Result's error details carry it (redacted), for the
+// person who reads why the run failed.
+func panicStack(err error) string {
+	var pe *llm.PanicError
+	if errors.As(err, &pe) {
+		return pe.Stack
+	}
+	var d *tool.ErrorDetails
+	if errors.As(err, &d) && d.Type == "panic" {
+		if s, ok := d.Details["stack"].(string); ok {
+			return s
+		}
+	}
+	return ""
 }
 
 // IsConfigError reports whether err comes from a bad spec or input rather

@@ -193,7 +193,9 @@ func (a *Agent) contextUsed(st *State) []string {
 	return out
 }
 
-// decision summarises the run in one readable line.
+// decision summarises the run in one readable line (Noema's decision):
+// what it called, the reasoning that led to the answer (its first and
+// last thoughts), what the last successful calls found, and how it ended.
 func decision(res *Result) string {
 	var b strings.Builder
 	b.Grow(256)
@@ -223,6 +225,7 @@ func decision(res *Result) string {
 	}
 	b.WriteString(strconv.Itoa(res.Iterations))
 	b.WriteString(" turns; ")
+	writeReasoning(&b, res.Steps)
 	if n := res.Metrics.ParseErrors; n > 0 {
 		b.WriteString(strconv.Itoa(n))
 		b.WriteString(" unusable replies; ")
@@ -240,6 +243,50 @@ func decision(res *Result) string {
 		}
 	}
 	return b.String()
+}
+
+// writeReasoning adds the key thoughts (the first and the last, when they
+// differ) and the findings of the last two successful calls.
+func writeReasoning(b *strings.Builder, steps []Step) {
+	first, last := "", ""
+	for i := range steps {
+		if t := steps[i].Thought; t != "" {
+			if first == "" {
+				first = t
+			}
+			last = t
+		}
+	}
+	if first != "" {
+		b.WriteString("reasoning: \"")
+		b.WriteString(truncate(first, 120))
+		if last != first {
+			b.WriteString("\" … \"")
+			b.WriteString(truncate(last, 120))
+		}
+		b.WriteString("\"; ")
+	}
+	var found [2]*Step
+	n := 0
+	for i := len(steps) - 1; i >= 0 && n < len(found); i-- {
+		if a := steps[i].Action; a != nil && a.Error == "" && steps[i].Observation != "" {
+			found[n] = &steps[i]
+			n++
+		}
+	}
+	if n == 0 {
+		return
+	}
+	b.WriteString("found: ")
+	for i := n - 1; i >= 0; i-- {
+		b.WriteString(found[i].Action.Tool)
+		b.WriteString(" → ")
+		b.WriteString(truncate(found[i].Observation, 80))
+		if i > 0 {
+			b.WriteString(", ")
+		}
+	}
+	b.WriteString("; ")
 }
 
 // truncate shortens s to about n bytes on one line.

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"runtime/debug"
 	"strings"
 	"sync"
 	"time"
@@ -206,8 +207,9 @@ func (r *run) loop() (*Final, error) {
 func (r *run) plan() (d Decision, err error) {
 	defer func() {
 		if p := recover(); p != nil {
-			r.logger.panicked("planner", p, nil)
-			d, err = Decision{}, fmt.Errorf("%w: planner panicked: %v", ErrConfig, p)
+			stack := string(debug.Stack())
+			r.logger.panicked("planner", p, stack)
+			d, err = Decision{}, withDetails(fmt.Errorf("%w: planner panicked: %v", ErrConfig, p), map[string]any{"stack": stack})
 		}
 	}()
 	return r.planner.Next(r.ctx, &r.turn)

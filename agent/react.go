@@ -87,10 +87,12 @@ func reactMessages(a *Agent, input map[string]any) ([]llm.Message, []string) {
 	for _, ts := range a.toolSpecs {
 		d.Tools = append(d.Tools, react.Tool{Name: ts.Name, Description: ts.Description, Parameters: compactSchema(ts.Parameters)})
 	}
-	for _, ex := range a.spec.FewShot {
-		d.Examples = append(d.Examples, fewShot(ex))
+	if on := a.spec.FewShotEnabled; on == nil || *on {
+		for _, ex := range a.spec.FewShot {
+			d.Examples = append(d.Examples, fewShot(ex))
+		}
+		d.Examples = append(d.Examples, a.reactExamples()...)
 	}
-	d.Examples = append(d.Examples, a.reactExamples()...)
 	if len(a.spec.OutputSchema) > 0 {
 		d.OutputSchema = compactSchema(a.spec.OutputSchema)
 	}
@@ -223,8 +225,20 @@ func reactObservation(obs string, h *tool.Hints, notes []string) string {
 	return b.String()
 }
 
-// checkContradiction counts a tool that answered the same call two ways.
+// checkContradiction counts a read that answered the same question two
+// ways with no write between: a call of a safe (read-only) tool whose
+// output differs from the same call's before. Any other call may change
+// what the reads see, so it forgets them (a get, set, get is no
+// contradiction).
 func (r *run) checkContradiction(rs *reasoning, res *ToolResult) {
+	b := r.a.tools[res.Call.Name]
+	if b == nil {
+		return // no such tool: nothing ran
+	}
+	if b.info.Idempotency != tool.Safe {
+		clear(rs.seen) // a write, or a call that may have been one
+		return
+	}
 	if res.Err != nil || res.Cached {
 		return
 	}

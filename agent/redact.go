@@ -46,6 +46,7 @@ func redactResult(res *Result, red *policy.Redactor) {
 	}
 	if res.Error != nil {
 		res.Error.Message = red.String(res.Error.Message)
+		res.Error.Details = redactDetails(res.Error.Details, red)
 	}
 	for i := range res.Messages {
 		m := &res.Messages[i]
@@ -127,4 +128,25 @@ func redactAll(red *policy.Redactor, ss []string) []string {
 		ss[i] = red.String(s)
 	}
 	return ss
+}
+
+// redactDetails returns an error's details redacted: a copy when anything
+// was found (a stack or a value may quote a secret).
+func redactDetails(d map[string]any, red *policy.Redactor) map[string]any {
+	if len(d) == 0 {
+		return d
+	}
+	b, err := json.Marshal(d)
+	if err != nil {
+		return d
+	}
+	out := red.Bytes(b)
+	if string(out) == string(b) {
+		return d
+	}
+	var m map[string]any
+	if json.Unmarshal(out, &m) != nil {
+		return d
+	}
+	return m
 }

@@ -119,7 +119,7 @@ func (a *Agent) addBinding(b *binding) error {
 	}
 	b.handler = a.toolChain(b.info)
 	a.tools[b.info.Name] = b
-	a.toolSpecs = append(a.toolSpecs, llm.ToolSpec{Name: b.info.Name, Description: b.info.Description, Parameters: b.info.Parameters})
+	a.toolSpecs = append(a.toolSpecs, llm.ToolSpec{Name: b.info.Name, Description: describe(b.info), Parameters: b.info.Parameters})
 	return nil
 }
 
@@ -181,4 +181,25 @@ func subjectSchema(s *spec.Spec) json.RawMessage {
 	}
 	b, _ := json.Marshal(map[string]any{"type": "object", "properties": props, "required": keys, "additionalProperties": false})
 	return b
+}
+
+// describe is a tool's description as models see it: with its examples.
+func describe(info tool.Info) string {
+	if len(info.Examples) == 0 {
+		return info.Description
+	}
+	var b strings.Builder
+	b.WriteString(info.Description)
+	for i, ex := range info.Examples {
+		if i == 0 {
+			if info.Description != "" {
+				b.WriteString("\n")
+			}
+			b.WriteString("Example arguments: ")
+		} else {
+			b.WriteString("; ")
+		}
+		b.Write(ex)
+	}
+	return b.String()
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"iter"
+	"runtime/debug"
 	"time"
 
 	"github.com/agentry/agentry/internal/lazyctx"
@@ -118,8 +119,18 @@ func (g *guard) classify(actx *lazyctx.Ctx, req *Request, err error) error {
 }
 
 func panicError(req *Request, p any) error {
-	return &APIError{Kind: KindUnknown, Model: req.Model, Message: fmt.Sprintf("provider panicked: %v", p)}
+	return &APIError{Kind: KindUnknown, Model: req.Model, Message: fmt.Sprintf("provider panicked: %v", p),
+		Err: &PanicError{Value: p, Stack: string(debug.Stack())}}
 }
+
+// PanicError is the Err of the APIError of a provider that panicked: what
+// it panicked with and where, for the run's error details and logs.
+type PanicError struct {
+	Value any
+	Stack string
+}
+
+func (e *PanicError) Error() string { return fmt.Sprintf("panic: %v", e.Value) }
 
 type streamGuard struct {
 	guard

@@ -86,6 +86,9 @@ type Spec struct {
 	// conversation and control to, through a transfer_to_NAME tool.
 	Handoffs []string          `json:"handoffs,omitempty"`
 	FewShot  []json.RawMessage `json:"few_shot,omitempty"`
+	// FewShotEnabled turns the few-shot examples (few_shot and a prompt
+	// template's) on or off; nil is on (Noema's fewShotExamples).
+	FewShotEnabled *bool `json:"few_shot_enabled,omitempty"`
 	// ReActTemplate picks the version of the ReAct system prompt template
 	// ("" for the newest).
 	ReActTemplate string `json:"react_template,omitempty"`

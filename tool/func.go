@@ -38,8 +38,9 @@ func (e *ArgumentError) Details() *ErrorDetails {
 type Option func(*funcConfig)
 
 type funcConfig struct {
-	info   Info
-	schema *jsonschema.Schema
+	info     Info
+	schema   *jsonschema.Schema
+	examples []any
 }
 
 // WithIdempotency sets the tool's idempotency class.
@@ -48,6 +49,13 @@ func WithIdempotency(c Idempotency) Option { return func(c2 *funcConfig) { c2.in
 // WithDeduplication declares that the tool deduplicates calls by their
 // idempotency key (Info.Deduplicates).
 func WithDeduplication() Option { return func(c *funcConfig) { c.info.Deduplicates = true } }
+
+// WithExamples gives arguments of good calls (Info.Examples), as values
+// that encode to JSON objects; each must be valid against the tool's
+// schema.
+func WithExamples(args ...any) Option {
+	return func(c *funcConfig) { c.examples = append(c.examples, args...) }
+}
 
 // WithTimeout bounds each call of the tool.
 func WithTimeout(d time.Duration) Option { return func(c *funcConfig) { c.info.Timeout = d } }
@@ -100,6 +108,16 @@ func Func[In, Out any](name, description string, fn func(ctx context.Context, in
 		return nil, fmt.Errorf("tool %s: %w", name, err)
 	}
 	c.info.Parameters = args.raw
+	for i, ex := range c.examples {
+		b, err := json.Marshal(ex)
+		if err != nil {
+			return nil, fmt.Errorf("tool %s: examples[%d]: %w", name, i, err)
+		}
+		if probs := args.validate(b); len(probs) > 0 {
+			return nil, fmt.Errorf("tool %s: examples[%d] %s does not fit the tool's schema: %s", name, i, b, strings.Join(probs, "; "))
+		}
+		c.info.Examples = append(c.info.Examples, b)
+	}
 	return &funcTool[In, Out]{
 		info:   c.info,
 		args:   args,

@@ -45,6 +45,9 @@ type Info struct {
 	Idempotency Idempotency
 	// Timeout bounds one call; 0 leaves it to the agent's limits.
 	Timeout time.Duration
+	// Examples are argument objects of good calls. Models see them with
+	// the description (native tool descriptions and the ReAct prompt).
+	Examples []json.RawMessage
 	// Deduplicates says that the tool makes repeating a call with the
 	// same idempotency key (Call.Key) harmless: it sends the key to a
 	// service that keeps each key's effect once. A resumed run sends a
