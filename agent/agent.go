@@ -83,6 +83,7 @@ type options struct {
 	registry    *tool.Registry
 	used        []tool.Tool
 	agents      *spec.Dir
+	peers       *Registry // WithRegistry: agents found by name
 	baseDir     string
 	pricing     *llm.Pricing
 	logger      *slog.Logger
@@ -482,19 +483,25 @@ func (a *Agent) toolRetryPolicy(name string) retry.Policy {
 	return p
 }
 
-func (a *Agent) buildSub(ref string, o options) (*Agent, error) {
+// buildSub is the sub-agent ref names: a registered one (not owned), or
+// one built from the agents directory (owned: closed with a).
+func (a *Agent) buildSub(ref string, o options) (sub *Agent, owned bool, err error) {
+	if r := o.lookup(ref); r != nil {
+		return r, false, nil
+	}
 	if o.agents == nil {
-		return nil, errors.New("no agents directory to resolve it in")
+		return nil, false, errors.New("no registered agent and no agents directory to resolve it in")
 	}
 	s, path, err := o.agents.Load(ref)
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	so := o
 	so.provider, so.model, so.planner, so.service = nil, "", nil, nil
 	so.baseDir = filepath.Dir(path)
 	so.building = append(append([]string(nil), o.building...), a.spec.AgentName)
-	return build(s, so)
+	sub, err = build(s, so)
+	return sub, err == nil, err
 }
 
 // Spec returns a copy of the agent's spec.

@@ -111,3 +111,31 @@ func ExampleSession_Abort() {
 	// Output:
 	// aborted partial run aborted
 }
+
+// Agents a program holds, found by name: a registry lets an agent built
+// in Go serve as another's sub-agent ("agent:NAME").
+func ExampleRegistry() {
+	translator, _ := scripted.New("translator", scripted.Turn{Content: "Bonjour"})
+	fr, _ := agent.New(&spec.Spec{AgentName: "french", Version: "v1", Description: "Translates into French.",
+		SystemText: "Translate into French."}, agent.WithProvider(translator.Model(), "scripted"))
+
+	agents := agent.NewRegistry()
+	if err := agents.Register(fr); err != nil {
+		fmt.Println(err)
+		return
+	}
+
+	boss, _ := scripted.New("boss",
+		scripted.Turn{ToolCalls: []scripted.ToolCall{{Name: "french", Arguments: map[string]any{"task": "Hello"}}}},
+		scripted.Turn{Content: "In French: Bonjour"})
+	a, err := agent.New(&spec.Spec{AgentName: "greeter", Version: "v1", SystemText: "Greet in French.", Tools: []string{"agent:french"}},
+		agent.WithProvider(boss.Model(), "scripted"), agent.WithRegistry(agents))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	res, _ := a.Run(context.Background(), nil)
+	got, _ := agents.Get("french@v1")
+	fmt.Println(res.Result, res.Steps[0].Observation, got.Name())
+	// Output: In French: Bonjour "Bonjour" french
+}

@@ -10,6 +10,7 @@ import (
 	"sync"
 
 	"github.com/agentry/agentry/llm"
+	"github.com/agentry/agentry/spec"
 	"github.com/agentry/agentry/tool"
 )
 
@@ -21,13 +22,14 @@ const handoffPrefix = "transfer_to_"
 // The target is built on first use, so that agents may hand off to each
 // other both ways.
 type handoff struct {
-	ref  string
-	name string
-	desc string
-	once sync.Once
-	a    *Agent
-	err  error
-	opts options
+	ref   string
+	name  string
+	desc  string
+	once  sync.Once
+	a     *Agent
+	owned bool // built here (closed with the agent), not registered
+	err   error
+	opts  options
 }
 
 // errClosed is the error of a handoff whose agent was closed.
@@ -37,11 +39,18 @@ var errClosed = errors.New("the agent was closed")
 // is not built after.
 func (h *handoff) close() *Agent {
 	h.once.Do(func() { h.err = errClosed })
+	if !h.owned {
+		return nil
+	}
 	return h.a
 }
 
 func (h *handoff) agent() (*Agent, error) {
 	h.once.Do(func() {
+		if r := h.opts.lookup(h.ref); r != nil {
+			h.a = r
+			return
+		}
 		s, path, err := h.opts.agents.Load(h.ref)
 		if err != nil {
 			h.err = err
@@ -51,6 +60,7 @@ func (h *handoff) agent() (*Agent, error) {
 		o.baseDir = filepath.Dir(path)
 		o.building = nil
 		h.a, h.err = build(s, o)
+		h.owned = h.err == nil
 	})
 	return h.a, h.err
 }
@@ -78,14 +88,19 @@ func (t handoffTool) Call(context.Context, json.RawMessage) (json.RawMessage, er
 func (a *Agent) bindHandoffs(o options) []string {
 	var problems []string
 	for i, ref := range a.spec.Handoffs {
-		if o.agents == nil {
-			problems = append(problems, fmt.Sprintf("handoffs[%d] %q: no agents directory to resolve it in", i, ref))
+		var s *spec.Spec
+		switch r := o.lookup(ref); {
+		case r != nil:
+			s = r.spec
+		case o.agents == nil:
+			problems = append(problems, fmt.Sprintf("handoffs[%d] %q: no registered agent and no agents directory to resolve it in", i, ref))
 			continue
-		}
-		s, _, err := o.agents.Load(ref)
-		if err != nil {
-			problems = append(problems, fmt.Sprintf("handoffs[%d] %q: %v", i, ref, err))
-			continue
+		default:
+			var err error
+			if s, _, err = o.agents.Load(ref); err != nil {
+				problems = append(problems, fmt.Sprintf("handoffs[%d] %q: %v", i, ref, err))
+				continue
+			}
 		}
 		h := &handoff{ref: ref, name: s.AgentName, desc: s.Description, opts: o}
 		a.handoffs = append(a.handoffs, h)

@@ -34,12 +34,14 @@ func (a *Agent) bindTools(o options) []string {
 	for i, name := range a.spec.Tools {
 		var b *binding
 		if ref, ok := strings.CutPrefix(name, "agent:"); ok {
-			sub, err := a.buildSub(ref, o)
+			sub, owned, err := a.buildSub(ref, o)
 			if err != nil {
 				problems = append(problems, fmt.Sprintf("tools[%d] %q: %v", i, name, err))
 				continue
 			}
-			a.closers = append(a.closers, sub.Close)
+			if owned {
+				a.closers = append(a.closers, sub.Close)
+			}
 			b = &binding{tool: subTool{sub}, sub: sub}
 		} else {
 			t := conn[name]

@@ -42,6 +42,7 @@ type options struct {
 	agentOpts []agent.Option
 	hooks     map[string]Hooks
 	useMock   bool
+	registry  *agent.Registry
 }
 
 // WithTools gives the registry that stage agents and plans use.
@@ -50,6 +51,13 @@ func WithTools(r *tool.Registry) Option { return func(o *options) { o.tools = r 
 // WithAgentsDir resolves agent references in dir (instead of the
 // definition's agents_dir).
 func WithAgentsDir(dir string) Option { return func(o *options) { o.agentsDir = dir } }
+
+// WithRegistry resolves a stage's agent reference ("NAME" or
+// "NAME@VERSION") in r first, then in the agents directory: an agent
+// built in Go serves as a stage, the same instance, which the pipeline
+// does not close. Stage agents find their sub-agents and handoff targets
+// in r too (agent.WithRegistry).
+func WithRegistry(r *agent.Registry) Option { return func(o *options) { o.registry = r } }
 
 // WithAgentOptions passes options to every stage agent (pricing, models).
 func WithAgentOptions(opts ...agent.Option) Option {
@@ -83,10 +91,11 @@ type Pipeline struct {
 }
 
 type stage struct {
-	def   *Stage
-	agent *agent.Agent
-	name  string // the agent's NAME@VERSION
-	hooks Hooks
+	def    *Stage
+	agent  *agent.Agent
+	shared bool   // a registered agent (WithRegistry): not the pipeline's to close
+	name   string // the agent's NAME@VERSION
+	hooks  Hooks
 }
 
 // FromFile loads and compiles the definition at path; relative paths in it
@@ -139,17 +148,30 @@ func New(d *Definition, baseDir string, opts ...Option) (*Pipeline, error) {
 func (p *Pipeline) Close() error {
 	var errs []error
 	for _, name := range slices.Sorted(maps.Keys(p.stages)) {
-		errs = append(errs, p.stages[name].agent.Close())
+		if st := p.stages[name]; !st.shared {
+			errs = append(errs, st.agent.Close())
+		}
 	}
 	return errors.Join(errs...)
 }
 
 func buildStage(sd *Stage, agentsDir, baseDir string, o options) (*stage, error) {
 	base := append([]agent.Option{agent.WithTools(o.tools), agent.WithAgents(spec.Dir{Path: agentsDir})}, o.agentOpts...)
+	if o.registry != nil {
+		base = append(base, agent.WithRegistry(o.registry))
+	}
 	var a *agent.Agent
 	var err error
+	shared := false
 	if ref, inline := sd.agentRef(); !inline {
-		a, err = agent.FromDir(agentsDir, ref, base...)
+		if o.registry != nil {
+			if r, rerr := o.registry.Get(ref); rerr == nil {
+				a, shared = r, true
+			}
+		}
+		if a == nil {
+			a, err = agent.FromDir(agentsDir, ref, base...)
+		}
 	} else {
 		var sp *spec.Spec
 		sp, err = sd.inlineSpec()
@@ -161,7 +183,7 @@ func buildStage(sd *Stage, agentsDir, baseDir string, o options) (*stage, error)
 		return nil, err
 	}
 	sp := a.Spec()
-	return &stage{def: sd, agent: a, name: sp.AgentName + "@" + sp.Version, hooks: o.hooks[sd.Name]}, nil
+	return &stage{def: sd, agent: a, shared: shared, name: sp.AgentName + "@" + sp.Version, hooks: o.hooks[sd.Name]}, nil
 }
 
 // Definition returns the pipeline's definition.

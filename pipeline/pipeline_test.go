@@ -16,6 +16,7 @@ import (
 	"github.com/agentry/agentry/tool/kv"
 
 	"github.com/agentry/agentry/llm/scripted"
+	"github.com/agentry/agentry/spec"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -483,5 +484,39 @@ func TestLLMStageJSONReply(t *testing.T) {
 	out := res.Envelope.Outputs["think"]
 	if got := stages(res); got != "think:success act:success" || out["ready"] != true || out["note"] != "go" {
 		t.Errorf("stages %q, think's output %#v", got, res.Envelope.Outputs["think"])
+	}
+}
+
+// TestRegisteredStage: a stage names an agent built in Go, found in the
+// registry the pipeline is given; the pipeline does not close it.
+func TestRegisteredStage(t *testing.T) {
+	script, err := scripted.New("greeter", scripted.Turn{Content: `{"greeting": "hello"}`})
+	if err != nil {
+		t.Fatal(err)
+	}
+	greeter, err := agent.New(&spec.Spec{AgentName: "greeter", Version: "v1", SystemText: "Greet."}, agent.WithProvider(script.Model(), "scripted"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg := agent.NewRegistry()
+	if err := reg.Register(greeter); err != nil {
+		t.Fatal(err)
+	}
+	d, err := Parse("greet", []byte(`{"pipeline_name": "greet", "version": "v1", "stages": [{"name": "hi", "agent": "greeter", "output_key": "hi"}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := New(d, t.TempDir(), WithRegistry(reg))
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := p.Run(context.Background(), map[string]any{"task": "t"})
+	if err != nil || res.Envelope.Outputs["hi"]["greeting"] != "hello" {
+		t.Fatalf("%v: outputs %v", err, res.Envelope.Outputs)
+	}
+	p.Close()
+	// The stage ran the registered instance: its one-turn script is spent.
+	if _, err := greeter.Run(context.Background(), nil); err == nil || !strings.Contains(err.Error(), "only 1 turns") {
+		t.Errorf("the stage did not run the registered agent: %v", err)
 	}
 }

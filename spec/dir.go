@@ -50,6 +50,22 @@ func (d Dir) Versions(name string) ([]string, error) {
 	return vs, nil
 }
 
+// Names returns the agents of the directory: its subdirectories with a
+// valid agent name, sorted.
+func (d Dir) Names() ([]string, error) {
+	entries, err := os.ReadDir(d.Path)
+	if err != nil {
+		return nil, err
+	}
+	var names []string
+	for _, e := range entries {
+		if e.IsDir() && ValidName(e.Name()) {
+			names = append(names, e.Name())
+		}
+	}
+	return names, nil
+}
+
 // Load reads the spec that ref ("NAME" or "NAME@VERSION") names; without a
 // version, the latest. A file whose agent_name or version differs from its
 // path is refused.

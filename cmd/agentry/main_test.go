@@ -353,3 +353,36 @@ func TestRunLogs(t *testing.T) {
 		t.Errorf("logs without --log-level: %q", errs)
 	}
 }
+
+func TestAgentsCommand(t *testing.T) {
+	code, out, errs := run(t, "agents", "--agents", "../../examples/agents", "--json")
+	var list []struct {
+		Name     string `json:"name"`
+		Versions []struct {
+			Version, Mode, Model string
+			Tools                []string
+		} `json:"versions"`
+	}
+	if err := json.Unmarshal([]byte(out), &list); err != nil || code != 0 {
+		t.Fatalf("exit %d: %v\n%s\n%s", code, err, out, errs)
+	}
+	found := false
+	for _, a := range list {
+		if a.Name == "librarian" && len(a.Versions) == 1 && a.Versions[0].Mode == "react" && len(a.Versions[0].Tools) == 2 {
+			found = true
+		}
+	}
+	if !found {
+		t.Errorf("librarian is not listed as it is: %s", out)
+	}
+	code, out, _ = run(t, "agents", "--agents", "../../examples/agents")
+	if code != 0 || !strings.Contains(out, "AGENT") || !strings.Contains(out, "librarian") {
+		t.Errorf("exit %d\n%s", code, out)
+	}
+	dir := t.TempDir()
+	os.MkdirAll(dir+"/broken", 0o755)
+	os.WriteFile(dir+"/broken/v1.json", []byte(`{"agent_name": "broken", "version": "v1", "tools": 3}`), 0o600)
+	if code, out, _ := run(t, "agents", "--agents", dir); code != 2 || !strings.Contains(out, "invalid") {
+		t.Errorf("an invalid version: exit %d\n%s", code, out)
+	}
+}
