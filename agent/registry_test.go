@@ -3,9 +3,9 @@ package agent
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
-	"fmt"
 	"strings"
 	"sync"
 	"testing"
