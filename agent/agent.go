@@ -14,6 +14,7 @@ import (
 	"fmt"
 	"log/slog"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"sync"
@@ -84,6 +85,7 @@ type options struct {
 	used        []tool.Tool
 	agents      *spec.Dir
 	peers       *Registry // WithRegistry: agents found by name
+	outputType  reflect.Type
 	baseDir     string
 	pricing     *llm.Pricing
 	logger      *slog.Logger
@@ -222,9 +224,14 @@ func build(in *spec.Spec, o options) (*Agent, error) {
 	if in == nil {
 		return nil, errors.New("agent: nil spec")
 	}
-	sp := *in
-	sp.Policy = in.Policy.Clone()
-	sp.Tools = slices.Clip(sp.Tools)
+	sp := *in.Clone() // the agent's own: changing the caller's spec later changes no run
+	if o.outputType != nil && len(sp.OutputSchema) == 0 {
+		schema, err := outputSchema(o.outputType)
+		if err != nil {
+			return nil, &spec.Error{Source: sp.AgentName + "@" + sp.Version, Problems: []string{err.Error()}}
+		}
+		sp.OutputSchema = schema
+	}
 	for i, t := range o.used {
 		if t == nil {
 			return nil, &spec.Error{Source: in.AgentName + "@" + in.Version, Problems: []string{fmt.Sprintf("Use: tool %d is nil", i)}}
@@ -233,12 +240,12 @@ func build(in *spec.Spec, o options) (*Agent, error) {
 			sp.Tools = append(sp.Tools, name) // the spec as it runs, and is stored, names it
 		}
 	}
-	if sp.Mode == "" {
-		sp.Mode = spec.ModeTools
-	}
-	schemas, err := sp.Compile()
+	schemas, err := sp.Compile() // before the mode's default: mode is required with some fields
 	if err != nil {
 		return nil, err
+	}
+	if sp.Mode == "" {
+		sp.Mode = spec.ModeTools
 	}
 	source := sp.AgentName + "@" + sp.Version
 	for _, n := range o.building {
@@ -504,8 +511,9 @@ func (a *Agent) buildSub(ref string, o options) (sub *Agent, owned bool, err err
 	return sub, err == nil, err
 }
 
-// Spec returns a copy of the agent's spec.
-func (a *Agent) Spec() spec.Spec { return *a.spec }
+// Spec returns a copy of the agent's spec: changing it changes nothing
+// in the agent.
+func (a *Agent) Spec() spec.Spec { return *a.spec.Clone() }
 
 // Name returns the agent's name.
 func (a *Agent) Name() string { return a.spec.AgentName }

@@ -147,7 +147,7 @@ func TestNewReportsUnknownToolsAndModels(t *testing.T) {
 	if !errors.Is(err, spec.ErrInvalid) {
 		t.Fatalf("err = %v", err)
 	}
-	for _, w := range []string{`unknown tool "ad" (known: add, boom, echo, slow)`, "nowhere.json", `tools[2] "agent:ghost": no agents directory`,
+	for _, w := range []string{`unknown tool "ad" (known: add, boom, echo, slow)`, "nowhere.json", `tools[2] "agent:ghost": no registered agent and no agents directory`,
 		"limits.tool_timeouts_ms.sub: the agent has no tool"} {
 		if !strings.Contains(err.Error(), w) {
 			t.Errorf("err %q lacks %q", err, w)

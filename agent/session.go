@@ -313,6 +313,11 @@ func (a *Agent) initialMessages(input map[string]any) ([]llm.Message, error) {
 	}
 	msgs, more := modes[a.spec.Mode].messages(a, input)
 	probs = append(probs, more...)
+	if len(a.spec.Messages) > 0 {
+		var hist []string
+		msgs, hist = a.withHistory(msgs, input)
+		probs = append(probs, hist...)
+	}
 	_, cprobs := constraintsOf(input)
 	probs = append(probs, cprobs...)
 	if len(probs) > 0 {
@@ -360,4 +365,27 @@ func toolsMessages(a *Agent, input map[string]any) ([]llm.Message, []string) {
 	}
 	msgs = append(msgs, a.examples()...)
 	return append(msgs, llm.Message{Role: llm.RoleUser, Content: user}), probs
+}
+
+// withHistory puts the spec's initial messages after the system prompt
+// and before the task, their ${var}s filled from the input.
+func (a *Agent) withHistory(msgs []llm.Message, input map[string]any) ([]llm.Message, []string) {
+	var probs []string
+	at := 0
+	for at < len(msgs) && msgs[at].Role == llm.RoleSystem {
+		at++
+	}
+	hist := make([]llm.Message, len(a.spec.Messages))
+	for i, m := range a.spec.Messages {
+		text, err := prompt.Render(fmt.Sprintf("messages[%d]", i), m.Content, input)
+		if err != nil {
+			probs = append(probs, err.Error())
+		}
+		m.Content = text
+		m.ToolCalls = slices.Clone(m.ToolCalls)
+		hist[i] = m
+	}
+	out := make([]llm.Message, 0, len(msgs)+len(hist))
+	out = append(append(append(out, msgs[:at]...), hist...), msgs[at:]...)
+	return out, probs
 }

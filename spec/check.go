@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/agentry/agentry/llm"
 	"github.com/agentry/agentry/prompt"
 	"github.com/agentry/agentry/schema"
 	"github.com/agentry/agentry/tool"
@@ -173,6 +174,16 @@ func (s *Spec) checkMode(c *checker) {
 }
 
 func (s *Spec) checkIO(c *checker, sc *Schemas) {
+	for i, m := range s.Messages {
+		switch {
+		case m.Role != llm.RoleUser && m.Role != llm.RoleAssistant:
+			c.bad("messages[%d].role %q: an initial message is user or assistant", i, m.Role)
+		case m.Content == "" && len(m.ToolCalls) == 0:
+			c.bad("messages[%d] has no content", i)
+		case len(m.ToolCalls) > 0:
+			c.bad("messages[%d]: an initial message carries no tool calls (their results would be missing)", i)
+		}
+	}
 	for i, k := range s.InputKeys {
 		if k == "" {
 			c.bad("input_keys[%d] is empty", i)
@@ -391,6 +402,9 @@ func (s *Spec) checkVars(c *checker, in *schema.Schema) {
 	}
 	fields := []struct{ name, text string }{
 		{"system_text", s.SystemText}, {"purpose_text", s.PurposeText}, {"user_text", s.UserText}}
+	for i, m := range s.Messages {
+		fields = append(fields, struct{ name, text string }{fmt.Sprintf("messages[%d]", i), m.Content})
+	}
 	if m := s.Memory; m != nil {
 		fields = append(fields, struct{ name, text string }{"memory.stream", m.Stream})
 		for i, c := range m.Collections {

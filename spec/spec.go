@@ -7,6 +7,7 @@ package spec
 import (
 	"encoding/json"
 	"errors"
+	"maps"
 	"os"
 	"strings"
 
@@ -86,6 +87,11 @@ type Spec struct {
 	// conversation and control to, through a transfer_to_NAME tool.
 	Handoffs []string          `json:"handoffs,omitempty"`
 	FewShot  []json.RawMessage `json:"few_shot,omitempty"`
+	// Messages are a conversation the agent starts from, in every mode:
+	// user and assistant messages put after the system prompt and before
+	// the task, their ${var}s filled from the input (the beans seed's
+	// initial messages).
+	Messages []llm.Message `json:"messages,omitempty"`
 	// FewShotEnabled turns the few-shot examples (few_shot and a prompt
 	// template's) on or off; nil is on (Noema's fewShotExamples).
 	FewShotEnabled *bool `json:"few_shot_enabled,omitempty"`
@@ -271,6 +277,25 @@ var ErrInvalid = errors.New("invalid agent spec")
 
 // Is makes errors.Is(err, ErrInvalid) true.
 func (e *Error) Is(target error) bool { return target == ErrInvalid }
+
+// Clone returns a deep copy of s: changing one changes nothing in the
+// other (maps, slices and schemas included).
+func (s *Spec) Clone() *Spec {
+	if s == nil {
+		return nil
+	}
+	b, err := json.Marshal(s)
+	var c Spec
+	if err == nil {
+		err = json.Unmarshal(b, &c)
+	}
+	if err != nil { // a value in Defaults that JSON cannot hold: copy what can be
+		c = *s
+		c.Enums, c.Defaults = maps.Clone(s.Enums), maps.Clone(s.Defaults)
+	}
+	c.Policy = s.Policy.Clone()
+	return &c
+}
 
 // Parse decodes and checks a spec; source names it in errors. An absent
 // mode becomes ModeTools.

@@ -1,0 +1,117 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/agentry/agentry/llm"
+	"github.com/agentry/agentry/llm/scripted"
+	"github.com/agentry/agentry/spec"
+)
+
+type tripPlan struct {
+	City string `json:"city"`
+	Days int    `json:"days"`
+}
+
+// TestRunAs: an agent given an output type gets its schema, validates
+// and corrects its answer as any schema's, and RunAs returns the answer
+// as the Go value.
+func TestRunAs(t *testing.T) {
+	s, _ := scripted.New("plan",
+		scripted.Turn{Content: `{"city": "Lisbon"}`}, // days missing: sent back
+		scripted.Turn{Content: `{"city": "Lisbon", "days": 3}`})
+	a, err := New(&spec.Spec{AgentName: "planner", Version: "v1", SystemText: "Plan."},
+		WithProvider(s.Model(), "scripted"), WithOutput[tripPlan]())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(a.Spec().OutputSchema), `"days"`) {
+		t.Errorf("output schema %s", a.Spec().OutputSchema)
+	}
+	plan, res, err := RunAs[tripPlan](context.Background(), a, nil)
+	if err != nil || plan != (tripPlan{City: "Lisbon", Days: 3}) || res.Iterations != 2 || res.Validated == nil || !*res.Validated {
+		t.Fatalf("%v: %+v, %+v", err, plan, res)
+	}
+	// A text answer is a string T; an answer that is not a T says so.
+	s2, _ := scripted.New("text", scripted.Turn{Content: "hello"}, scripted.Turn{Content: "hello"})
+	b, _ := New(&spec.Spec{AgentName: "t", Version: "v1", SystemText: "Say hello."}, WithProvider(s2.Model(), "scripted"))
+	if text, _, err := RunAs[string](context.Background(), b, nil); err != nil || text != "hello" {
+		t.Errorf("a string: %q, %v", text, err)
+	}
+	var oe *OutputError
+	if _, res, err := RunAs[tripPlan](context.Background(), b, nil); !errors.As(err, &oe) || res == nil || !strings.Contains(err.Error(), "tripPlan") {
+		t.Errorf("text as a struct: %v", err)
+	}
+	if _, err := New(&spec.Spec{AgentName: "n", Version: "v1"}, WithProvider(s.Model(), "scripted"), WithOutput[int]()); err == nil {
+		t.Error("WithOutput of a non-struct was accepted")
+	}
+}
+
+// TestAgentIsImmutable: changing a spec after New, or the copy an agent
+// hands out, changes no later run.
+func TestAgentIsImmutable(t *testing.T) {
+	sp := &spec.Spec{AgentName: "c", Version: "v1", Mode: spec.ModeChooser, SystemText: "Choose.", PurposeText: "Pick a tone.",
+		OutputSchema: []byte(`{"type": "object", "properties": {"tone": {"type": "string", "enum": ["a", "b"]}}}`),
+		Enums:        map[string][]string{"tone": {"a", "b"}}, Defaults: map[string]any{"tone": "a"}}
+	m := &recorder{replies: []reply{answer(`{}`), answer(`{}`)}}
+	a, err := New(sp, WithProvider(m, "test"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sp.Defaults["tone"] = "b"
+	sp.Enums["tone"][0] = "z"
+	sp.OutputSchema[len(sp.OutputSchema)-2] = ' '
+	got := a.Spec()
+	got.Defaults["tone"] = "b"
+	got.Enums["tone"] = nil
+	res, err := a.Run(context.Background(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out, _ := res.Result.(map[string]any); out["tone"] != "a" {
+		t.Errorf("the default changed under the agent: %v", res.Result)
+	}
+	if a.Spec().Enums["tone"][0] != "a" {
+		t.Errorf("the enums changed under the agent: %v", a.Spec().Enums)
+	}
+}
+
+// TestInitialMessages: a spec's messages are the conversation the agent
+// starts from, in every mode, after the system prompt and before the task.
+func TestInitialMessages(t *testing.T) {
+	history := `"messages": [{"role": "user", "content": "I am ${who}."}, {"role": "assistant", "content": "Hello."}]`
+	for _, mode := range []string{"tools", "react", "writer"} {
+		t.Run(mode, func(t *testing.T) {
+			extra := ""
+			last := "done"
+			switch mode {
+			case "react":
+				last = "Thought: ok.\nFinal Answer: done"
+			case "writer":
+				extra = `, "purpose_text": "Write.", "output_schema": {"type": "object"}`
+				last = "{}"
+			}
+			m := &recorder{replies: []reply{answer(last)}}
+			a := newTestAgent(t, `{"agent_name": "h", "version": "v1", "model_name": "m", "mode": "`+mode+`", "system_text": "S.",
+				"input_keys": ["who"], `+history+extra+`}`, m)
+			if _, err := a.Run(context.Background(), map[string]any{"who": "Ada"}); err != nil {
+				t.Fatal(err)
+			}
+			msgs := m.reqs[0].Messages
+			i := 0
+			for i < len(msgs) && msgs[i].Role == llm.RoleSystem {
+				i++
+			}
+			if i == 0 || len(msgs) < i+3 || msgs[i].Content != "I am Ada." || msgs[i+1].Role != llm.RoleAssistant || msgs[i+1].Content != "Hello." {
+				t.Errorf("messages %+v", msgs)
+			}
+		})
+	}
+	if _, err := spec.Parse("x", []byte(`{"agent_name": "h", "version": "v1", "messages": [{"role": "system", "content": "x"}, {"role": "user", "content": "${nope}"}], "input_keys": ["who"]}`)); err == nil ||
+		!strings.Contains(err.Error(), `messages[0].role "system"`) || !strings.Contains(err.Error(), "messages[1] uses ${nope}") {
+		t.Errorf("bad initial messages: %v", err)
+	}
+}
