@@ -139,3 +139,36 @@ func ExampleRegistry() {
 	fmt.Println(res.Result, res.Steps[0].Observation, got.Name())
 	// Output: In French: Bonjour "Bonjour" french
 }
+
+// The Agent Stack as parts: the prompt of a structured agent for one
+// input, composed for a model client of the caller's own, and the
+// client's raw reply parsed and validated (the seed's AgentFactory and
+// AgentPrompt).
+func ExampleAgent_Prompt() {
+	unused, _ := scripted.New("unused") // the caller calls its own model
+	a, err := agent.New(&spec.Spec{AgentName: "A2", Version: "v1", Mode: spec.ModeChooser,
+		SystemText: "You label requests.", PurposeText: "Pick the tone of ${text}.", InputKeys: []string{"text"},
+		OutputSchema: []byte(`{"type": "object", "required": ["tone"], "properties": {"tone": {"type": "string", "enum": ["direct", "formal"]}}}`),
+		Enums:        map[string][]string{"tone": {"direct", "formal"}}}, agent.WithProvider(unused.Model(), "scripted"))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	p, err := a.Prompt(map[string]any{"text": "Dear team"})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Println(len(p.Messages), p.Messages[0].Role, p.Messages[1].Role, len(p.ResponseFormat) > 0)
+
+	raw := "```json\n{\"tone\": \"formal\"}\n```" // what the caller's client got back
+	out, err := p.ParseAndValidate(raw)
+	fmt.Println(out["tone"], err)
+
+	_, err = a.Prompt(map[string]any{})
+	fmt.Println(err)
+	// Output:
+	// 2 system user true
+	// formal <nil>
+	// input for agent A2: missing input key "text"; purpose_text uses ${text} but the input has no "text"
+}

@@ -115,3 +115,10 @@ func TestInitialMessages(t *testing.T) {
 		t.Errorf("bad initial messages: %v", err)
 	}
 }
+
+func TestPromptOnlyForStructuredModes(t *testing.T) {
+	a := newTestAgent(t, `{"agent_name": "t", "version": "v1", "model_name": "m"}`, &recorder{})
+	if _, err := a.Prompt(nil); !errors.Is(err, ErrConfig) || !strings.Contains(err.Error(), "mode tools") {
+		t.Errorf("Prompt of a tools agent: %v", err)
+	}
+}
