@@ -198,6 +198,7 @@ type runConfig struct {
 	sessionOpts []agent.RunOption
 	store       store.Store
 	runID       string
+	oneStage    bool // ProcessStage: stop after the first stage
 }
 
 type listener struct {
@@ -248,6 +249,74 @@ func (p *Pipeline) Run(ctx context.Context, input map[string]any, opts ...RunOpt
 	env := &Envelope{Format: EnvelopeFormat, ID: ids.New("env"), Pipeline: p.def.PipelineName, RawInput: input,
 		Outputs: map[string]map[string]any{}, Metadata: map[string]any{}, History: []StageRecord{}, Current: p.def.Start}
 	return p.run(ctx, env, opts)
+}
+
+// Process runs the pipeline on an envelope the caller built (NewEnvelope,
+// or one a run returned), from its Current stage, or the start stage when
+// it names none, to the end or a pause. The envelope is the run's: its
+// outputs, history and hop count go on from what it holds.
+func (p *Pipeline) Process(ctx context.Context, env *Envelope, opts ...RunOption) (*Result, error) {
+	if err := p.adopt(env, p.def.Start); err != nil {
+		return nil, err
+	}
+	return p.run(ctx, env, opts)
+}
+
+// ProcessStage runs one stage on env, as a jeeves Agent processes an
+// envelope: its hooks, its work, its output stored under its output key,
+// and its routing decided (env.Current is the next stage), then stops.
+func (p *Pipeline) ProcessStage(ctx context.Context, stage string, env *Envelope, opts ...RunOption) (*Result, error) {
+	if _, ok := p.stages[stage]; !ok {
+		return nil, fmt.Errorf("%w: pipeline %s has no stage %q", ErrInvalid, p.def.PipelineName, stage)
+	}
+	if err := p.adopt(env, stage); err != nil {
+		return nil, err
+	}
+	env.Current = stage
+	return p.run(ctx, env, append(slices.Clip(opts), func(c *runConfig) { c.oneStage = true }))
+}
+
+// adopt readies a caller's envelope for this pipeline: what it lacks is
+// made, its raw input normalised to JSON values.
+func (p *Pipeline) adopt(env *Envelope, start string) error {
+	if env == nil {
+		return fmt.Errorf("%w: nil envelope (pipeline.NewEnvelope makes one)", ErrInvalid)
+	}
+	if env.Pipeline == "" {
+		env.Pipeline = p.def.PipelineName
+	} else if env.Pipeline != p.def.PipelineName {
+		return fmt.Errorf("%w: %q, not %q", ErrWrongPipeline, env.Pipeline, p.def.PipelineName)
+	}
+	if env.Pending != nil {
+		return fmt.Errorf("%w: it waits at stage %s for an answer: Resume it", ErrInvalid, env.Pending.Stage)
+	}
+	if env.Format == "" {
+		env.Format = EnvelopeFormat
+	}
+	if env.ID == "" {
+		env.ID = ids.New("env")
+	}
+	raw, err := jsonObject(env.RawInput)
+	if env.RawInput == nil {
+		raw, err = map[string]any{}, nil
+	}
+	if err != nil {
+		return fmt.Errorf("%w: raw input: %v", ErrInvalid, err)
+	}
+	env.RawInput = raw
+	if env.Outputs == nil {
+		env.Outputs = map[string]map[string]any{}
+	}
+	if env.Metadata == nil {
+		env.Metadata = map[string]any{}
+	}
+	if env.History == nil {
+		env.History = []StageRecord{}
+	}
+	if env.Current == "" || env.Current == End {
+		env.Current = start
+	}
+	return nil
 }
 
 // Resume continues a paused pipeline (outcome clarify or confirm) from the

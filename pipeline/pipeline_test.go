@@ -520,3 +520,66 @@ func TestRegisteredStage(t *testing.T) {
 		t.Errorf("the stage did not run the registered agent: %v", err)
 	}
 }
+
+type planStep struct {
+	Tool       string         `json:"tool"`
+	Parameters map[string]any `json:"parameters"`
+}
+
+// TestProcessEnvelopes: a pipeline runs on an envelope the caller built,
+// from text or a map, whole or one stage at a time; Go values a hook
+// returns (typed slices, structs, ints) are JSON values to routing and
+// plans.
+func TestProcessEnvelopes(t *testing.T) {
+	def := `{"pipeline_name": "p", "version": "v1", "stages": [
+		{"name": "planner", "agent": ` + service("planner") + `, "output_key": "plan",
+		 "routing_rules": [{"condition": "count", "value": 2, "target": "executor"}], "default_next": "end"},
+		{"name": "executor", "agent": {"agent_name": "executor", "version": "v1", "mode": "plan", "tools": ["kv_set", "kv_get"]}, "output_key": "execution"}]}`
+	var sawTask any
+	hooks := WithHooks("planner", Hooks{Work: func(_ context.Context, env *Envelope) (map[string]any, error) {
+		sawTask = env.RawInput["task"]
+		return map[string]any{"count": 2, "steps": []planStep{
+			{Tool: "kv_set", Parameters: map[string]any{"key": "k", "value": 1}},
+			{Tool: "kv_get", Parameters: map[string]any{"key": "k"}},
+		}}, nil
+	}})
+	d, err := Parse("p", []byte(def))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := New(d, ".", WithTools(kvTools(t)), hooks)
+	if err != nil {
+		t.Fatal(err)
+	}
+	env, err := NewEnvelope("store k")
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := p.Process(context.Background(), env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Envelope != env || sawTask != "store k" || stages(res) != "planner:success executor:success" || env.Outputs["execution"]["succeeded"] != 2 {
+		t.Fatalf("%s: %v", stages(res), env.Outputs)
+	}
+	// One stage at a time: the planner, then its routing is in the envelope.
+	env, _ = NewEnvelope(map[string]any{"task": "again"})
+	res, err = p.ProcessStage(context.Background(), "planner", env)
+	if err != nil || stages(res) != "planner:success" || env.Current != "executor" || env.Outputs["plan"]["count"] != float64(2) {
+		t.Fatalf("%v: %s current %q plan %v", err, stages(res), env.Current, env.Outputs["plan"])
+	}
+	res, err = p.Process(context.Background(), env) // goes on where it stopped
+	if err != nil || stages(res) != "planner:success executor:success" {
+		t.Fatalf("%v: %s", err, stages(res))
+	}
+	// Bad envelopes are named.
+	if _, err := NewEnvelope(42); err == nil {
+		t.Error("a number is not raw input")
+	}
+	if _, err := p.Process(context.Background(), &Envelope{Pipeline: "other"}); !errors.Is(err, ErrWrongPipeline) {
+		t.Errorf("another pipeline's envelope: %v", err)
+	}
+	if _, err := p.ProcessStage(context.Background(), "nope", env); !errors.Is(err, ErrInvalid) {
+		t.Errorf("an unknown stage: %v", err)
+	}
+}

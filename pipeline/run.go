@@ -78,6 +78,9 @@ func (p *Pipeline) run(ctx context.Context, env *Envelope, opts []RunOption) (*R
 		if done {
 			return res, err
 		}
+		if c.oneStage {
+			return r.finish(outcomeOf(r.last), agent.ReasonCompleted, "", "", nil)
+		}
 	}
 	return r.finish(outcomeOf(r.last), agent.ReasonCompleted, "", "", nil)
 }
@@ -189,6 +192,9 @@ func (r *runState) process(ctx context.Context, st *stage, rec *StageRecord) (ma
 	switch {
 	case r.p.mock && st.hooks.Mock != nil:
 		out, err := st.hooks.Mock(ctx, r.env)
+		if err == nil {
+			out, err = hookOutput(out)
+		}
 		if err != nil {
 			return nil, "", agent.CodeToolError, fmt.Errorf("%w: stage %s: mock: %v", ErrHook, st.def.Name, err)
 		}
@@ -204,6 +210,9 @@ func (r *runState) process(ctx context.Context, st *stage, rec *StageRecord) (ma
 			return map[string]any{}, agent.OutcomeSuccess, "", nil
 		}
 		out, err := st.hooks.Work(ctx, r.env)
+		if err == nil {
+			out, err = hookOutput(out)
+		}
 		if err != nil {
 			return nil, "", agent.CodeToolError, fmt.Errorf("%w: stage %s: service: %v", ErrHook, st.def.Name, err)
 		}
@@ -461,4 +470,18 @@ func costOf(c *float64) any {
 		return nil
 	}
 	return *c
+}
+
+// hookOutput is what a Go hook or mock returned, as JSON values: typed
+// slices, structs and numbers of any Go type become what routing rules
+// and plans read ([]any, map[string]any, float64).
+func hookOutput(out map[string]any) (map[string]any, error) {
+	if out == nil || plainJSON(out) {
+		return out, nil
+	}
+	m, err := jsonObject(out)
+	if err != nil {
+		return nil, fmt.Errorf("its output is not JSON: %v", err)
+	}
+	return m, nil
 }
