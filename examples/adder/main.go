@@ -30,6 +30,7 @@ func main() {
 	a, err := agent.New(&spec.Spec{
 		AgentName:   "adder",
 		Version:     "v1",
+		Mode:        spec.ModeTools,
 		SystemText:  "You add numbers with the add tool, then say the sum.",
 		PurposeText: "${task}",
 		InputKeys:   []string{"task"},
