@@ -56,6 +56,7 @@ type Agent struct {
 	candidateMW  []llm.Middleware // what wraps each model: retry, timeout, transport, recover
 	policyMW     tool.Middleware  // the spec's policy, shared by its tools
 	outFilters   *policy.Filters  // the policy's content filters on the output
+	inFilters    *policy.Filters  // on the run's input and its rendered prompt
 	redact       *policy.Redactor // what leaves a run (events, logs, the Result, the run log) goes through it
 	sizes        *sizes           // shared by the agent's copies (handoffs, sub-agents build their own)
 	o            options          // for sub-agents and handoffs built later
@@ -304,6 +305,7 @@ func build(in *spec.Spec, o options) (*Agent, error) {
 	problems = append(problems, a.bindHandoffs(o)...)
 	problems = append(problems, a.checkPolicy()...)
 	a.outFilters = sp.Policy.Filters(policy.Output)
+	a.inFilters = sp.Policy.Filters(policy.Input)
 	if err := a.choosePlanner(o); err != nil {
 		problems = append(problems, err.Error())
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/agentry/agentry/event"
 	"github.com/agentry/agentry/internal/lazyctx"
 	"github.com/agentry/agentry/llm"
+	"github.com/agentry/agentry/policy"
 	"github.com/agentry/agentry/runlog"
 	"github.com/agentry/agentry/tool"
 )
@@ -117,16 +118,29 @@ func (s *Session) Run(ctx context.Context) (*Result, error) {
 		return r.finish(nil, err)
 	}
 	ctx = r.ctx // with the memory tools' scope, when the agent has memory
+	var applied []policy.Applied
+	if a.inFilters != nil {
+		applied = r.filterInput() // before the log's start record: it keeps what passed
+	}
 	j, err := s.openJournal(ctx, r)
 	if err != nil {
 		return r.finish(nil, err)
+	}
+	var refused error
+	if len(applied) > 0 {
+		refused = r.reportInput(ctx, applied)
 	}
 	r.logger.runStart()
 	if s.bus.Active() {
 		r.emit(event.Event{Type: event.RunStart, Data: map[string]any{
 			"agent_version": a.spec.Version, "model": a.modelName, "provider": a.providerName, "session_id": s.state.SessionID}})
 	}
-	res, err := r.finish(r.loop())
+	var res *Result
+	if refused != nil {
+		res, err = r.finish(nil, refused)
+	} else {
+		res, err = r.finish(r.loop())
+	}
 	if j != nil {
 		s.bus.Flush() // run_end is on record before the Result
 		if jerr := j.end(ctx, res); jerr != nil && err == nil {

@@ -160,3 +160,72 @@ func (r *run) rewriteAnswer(fn func(string) string) {
 		}
 	}
 }
+
+// filterInput applies the policy's filters on the input to the run's
+// input and the messages rendered from it. A redacting filter replaces
+// what it finds; a blocking one withholds the input and the messages
+// (the run is refused once its log is open: reportInput). It returns
+// what applied.
+func (r *run) filterInput() []policy.Applied {
+	f := r.a.inFilters
+	st := r.st
+	var applied []policy.Applied
+	doc, err := json.Marshal(st.Input)
+	if err == nil {
+		out, got := f.Apply(string(doc), true)
+		applied = append(applied, got...)
+		if len(got) > 0 && got[len(got)-1].Action != policy.Block {
+			var in map[string]any
+			if json.Unmarshal([]byte(out), &in) == nil {
+				st.Input = in
+			}
+		}
+	}
+	for i := range st.Messages {
+		m := &st.Messages[i]
+		out, got := f.Apply(m.Content, false)
+		applied = append(applied, got...)
+		m.Content = out
+	}
+	if blockedBy(applied) != "" {
+		rule := "[BLOCKED:content_filters." + blockedBy(applied) + "]"
+		st.Input = map[string]any{"blocked": rule}
+		for i := range st.Messages {
+			st.Messages[i].Content = rule
+		}
+	}
+	return applied
+}
+
+// blockedBy is the name of the first blocking filter that applied.
+func blockedBy(applied []policy.Applied) string {
+	for _, a := range applied {
+		if a.Action == policy.Block {
+			return a.Filter
+		}
+	}
+	return ""
+}
+
+// reportInput audits what the input filters did, and refuses the run
+// when one blocked.
+func (r *run) reportInput(ctx context.Context, applied []policy.Applied) error {
+	if name := blockedBy(applied); name != "" {
+		rule := "content_filters." + name
+		reason := fmt.Sprintf("the content filter %s found what it blocks in the run's input", name)
+		if err := r.report(ctx, "input", "", rule, "block", reason); err != nil {
+			return err
+		}
+		return withDetails(fmt.Errorf("%w: %s", ErrPolicyViolation, reason), map[string]any{"rule": rule})
+	}
+	seen := map[string]bool{}
+	for _, a := range applied {
+		if !seen[a.Filter] {
+			seen[a.Filter] = true
+			if err := r.report(ctx, "input", "", "content_filters."+a.Filter, "redact", "redacted in the run's input"); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}

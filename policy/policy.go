@@ -56,6 +56,9 @@ const (
 	MemoryWrite Target = "memory_write"
 	Output      Target = "output"
 	Prompt      Target = "prompt"
+	// Input is a run's own input and the prompt rendered from it, before
+	// the first model call.
+	Input Target = "input"
 )
 
 // Action is what a content filter does with what it finds.
@@ -164,11 +167,11 @@ func (p *Policy) Check() []string {
 			}
 		}
 		if len(cf.On) == 0 {
-			bad("%s.on: name at least one of tool_input, memory_write, output, prompt", f)
+			bad("%s.on: name at least one of input, tool_input, memory_write, output, prompt", f)
 		}
 		for j, t := range cf.On {
-			if t != ToolInput && t != MemoryWrite && t != Output && t != Prompt {
-				bad("%s.on[%d] %q: want tool_input, memory_write, output or prompt", f, j, t)
+			if t != ToolInput && t != MemoryWrite && t != Output && t != Prompt && t != Input {
+				bad("%s.on[%d] %q: want input, tool_input, memory_write, output or prompt", f, j, t)
 			}
 		}
 		if cf.Action != Block && cf.Action != Redact {
