@@ -67,6 +67,9 @@ func (s *Session) openJournal(ctx context.Context, r *run) (*journal, error) {
 	if c.store == nil {
 		return nil, nil
 	}
+	if c.resume == nil && !s.agent.spec.Tracing.Records(s.traceKey()) {
+		return nil, nil // not sampled (spec tracing): the run is not recorded
+	}
 	j := &journal{r: r}
 	write := true
 	if rc := c.resume; rc != nil {
@@ -285,4 +288,12 @@ func (a *Agent) playOn(l *runlog.Log) llm.Provider {
 	}
 	sk.Skip(l.Attempts)
 	return m.Provider
+}
+
+// traceKey is what a run is sampled by: its trace id, else its run id.
+func (s *Session) traceKey() string {
+	if id := s.cfg.info.TraceID; id != "" {
+		return id
+	}
+	return s.state.RunID
 }

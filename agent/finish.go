@@ -77,6 +77,7 @@ func (r *run) finish(final *Final, err error) (*Result, error) {
 	res.SourceQuality, res.AssumptionsMade, res.Alternatives = rs.sourceQuality, rs.assumptions, rs.alternatives
 	res.Metrics.ParseErrors = st.ParseErrors
 	res.PromptTemplate = r.promptTemplate()
+	res.TraceID = r.info.TraceID
 	res.ContextUsed = a.contextUsed(st)
 	res.Handoffs = st.Handoffs
 	res.MemoryDeltas = r.mem.result()

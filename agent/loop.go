@@ -160,6 +160,9 @@ func (r *run) prepare(ctx context.Context) context.Context {
 	r.info = &s.cfg.info
 	ctx = withRun(ctx, r)
 	ctx = llm.WithTrace(ctx, r) // a run is its model calls' Trace: retries and fall-overs become events
+	if tp := r.info.TraceParent; tp != "" {
+		ctx = llm.WithTraceParent(ctx, tp) // model calls join the caller's trace
+	}
 	r.ctx = ctx
 	r.logger = runLogger{r: r}
 	r.runStart = time.Now()
@@ -488,6 +491,7 @@ func (r *run) emit(e event.Event) {
 	e.RunID = r.st.RunID
 	e.AgentName = r.st.AgentName
 	e.ParentRunID = r.st.ParentRunID
+	e.TraceID = r.info.TraceID
 	e.Turn = r.st.Turn
 	if e.Turn < r.quiet() {
 		return // a resumed run replays these turns: their events are on record

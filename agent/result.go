@@ -140,6 +140,9 @@ type Result struct {
 	// MemoryDeltas are what the run wrote to memory and collections, in
 	// order (the spec's memory.write and the memory tools).
 	MemoryDeltas []MemoryDelta `json:"memory_deltas,omitempty"`
+	// TraceID is the run's trace id, when it has one (WithTraceID,
+	// WithTraceParent).
+	TraceID string `json:"trace_id,omitempty"`
 	// PromptTemplate names the versioned template of the system prompt.
 	PromptTemplate string  `json:"prompt_template,omitempty"`
 	Metrics        Metrics `json:"metrics"`

@@ -2,6 +2,8 @@ package agent
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"slices"
@@ -113,6 +115,12 @@ func WithCorrelationID(id string) RunOption { return func(c *runConfig) { c.info
 // the run belongs to.
 func WithTraceParent(tp string) RunOption { return func(c *runConfig) { c.info.TraceParent = tp } }
 
+// WithTraceID sets the run's trace id (32 hex digits), for a caller that
+// has a trace id but no parent span: the run's traceparent is made from
+// it. On every event, in the Result and in log records; sent to model
+// providers and http_request as traceparent.
+func WithTraceID(id string) RunOption { return func(c *runConfig) { c.info.TraceID = id } }
+
 // WithMetadata gives tools the caller's metadata (tool.CallFrom).
 func WithMetadata(md map[string]string) RunOption { return func(c *runConfig) { c.info.Metadata = md } }
 
@@ -174,6 +182,15 @@ func (a *Agent) NewSession(input map[string]any, opts ...RunOption) (*Session, e
 	for _, o := range opts {
 		o(c)
 	}
+	if tp := c.info.TraceParent; tp != "" {
+		if _, err := traceIDOf(tp); err != nil {
+			return nil, fmt.Errorf("%w: %v", ErrConfig, err)
+		}
+	} else if id := c.info.TraceID; id != "" {
+		if err := checkTraceID(id); err != nil {
+			return nil, fmt.Errorf("%w: %v", ErrConfig, err)
+		}
+	}
 	if len(c.decisions) > 0 && c.resume == nil {
 		return nil, fmt.Errorf("%w: Approve and Deny decide the calls a stored run waits for; give them to Resume", ErrNoSuchCall)
 	}
@@ -213,12 +230,48 @@ func (s *Session) setRunInfo() {
 	ri := &s.cfg.info
 	ri.RunID, ri.SessionID, ri.ParentRunID = s.state.RunID, s.state.SessionID, s.state.ParentRunID
 	ri.AgentName, ri.AgentVersion = s.state.AgentName, s.state.AgentVersion
-	if tp := ri.TraceParent; strings.Count(tp, "-") == 3 { // version-traceid-spanid-flags
-		_, rest, _ := strings.Cut(tp, "-")
-		if id, _, _ := strings.Cut(rest, "-"); len(id) == 32 {
-			ri.TraceID = id
+	if ri.TraceParent != "" {
+		ri.TraceID, _ = traceIDOf(ri.TraceParent)
+	} else if ri.TraceID != "" {
+		ri.TraceParent = "00-" + ri.TraceID + "-" + spanID(s.state.RunID) + "-01"
+	}
+}
+
+// traceIDOf is the trace id of a W3C traceparent, checked.
+func traceIDOf(tp string) (string, error) {
+	parts := strings.Split(tp, "-")
+	if len(parts) != 4 || len(parts[0]) != 2 || len(parts[2]) != 16 || len(parts[3]) != 2 || !isHex(parts[0]+parts[2]+parts[3]) {
+		return "", fmt.Errorf("traceparent %q: want 00-TRACEID-SPANID-FLAGS (W3C trace context)", tp)
+	}
+	if err := checkTraceID(parts[1]); err != nil {
+		return "", err
+	}
+	return parts[1], nil
+}
+
+// checkTraceID refuses what is not a W3C trace id: 32 lowercase hex
+// digits, not all zero.
+func checkTraceID(id string) error {
+	if len(id) != 32 || !isHex(id) || strings.Trim(id, "0") == "" {
+		return fmt.Errorf("trace id %q: want 32 lowercase hex digits, not all zero", id)
+	}
+	return nil
+}
+
+func isHex(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; (c < '0' || c > '9') && (c < 'a' || c > 'f') {
+			return false
 		}
 	}
+	return true
+}
+
+// spanID is the run's span id in its trace: derived from the run id, so
+// that a replay or a resume of the run names the same span.
+func spanID(runID string) string {
+	sum := sha256.Sum256([]byte(runID))
+	return hex.EncodeToString(sum[:8])
 }
 
 // Run runs the agent with input in a new session: NewSession then

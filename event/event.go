@@ -41,6 +41,8 @@ type Event struct {
 	Seq uint64 `json:"seq"`
 	// ParentRunID is set on the events of a sub-agent's run.
 	ParentRunID string `json:"parent_run_id,omitempty"`
+	// TraceID is the run's trace id, when it has one.
+	TraceID string `json:"trace_id,omitempty"`
 	// Content is the text of thinking, content_chunk and run_end events.
 	Content string `json:"content,omitempty"`
 	// Tool is set on tool_call_start and tool_call_end.

@@ -61,6 +61,9 @@ func (s *Spec) Compile() (*Schemas, error) {
 	}
 	c.p = append(c.p, s.Limits.check()...)
 	c.p = append(c.p, s.Retry.check()...)
+	if t := s.Tracing; t != nil && t.SampleRate != nil && (*t.SampleRate < 0 || *t.SampleRate > 1) {
+		c.bad("tracing.sample_rate %v is outside 0..1", *t.SampleRate)
+	}
 	if len(c.p) > 0 {
 		return nil, &Error{Problems: c.p}
 	}

@@ -5,6 +5,8 @@
 package spec
 
 import (
+	"crypto/sha256"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"maps"
@@ -108,6 +110,10 @@ type Spec struct {
 	Policy *policy.Policy `json:"policy,omitempty"`
 	// Memory is what the agent remembers across runs (DESIGN.md 3.10).
 	Memory *Memory `json:"memory,omitempty"`
+	// Tracing says whether runs of the agent are recorded (Noema's
+	// tracing.enabled and sampleRate): the run store keeps a run only when
+	// tracing is on and the run is sampled.
+	Tracing *Tracing `json:"tracing,omitempty"`
 	// Connectors configure the connectors whose tools the agent may name
 	// in Tools (files, shell, sql): each is off until configured here.
 	Connectors map[string]json.RawMessage `json:"connectors,omitempty"`
@@ -201,6 +207,31 @@ type ToolRetry struct {
 	// Fatal ends the run with the tool's error (tool_error) when a call
 	// fails after its retries, instead of showing the model the error.
 	Fatal bool `json:"fatal,omitempty"`
+}
+
+// Tracing is whether and how often runs are recorded.
+type Tracing struct {
+	// Enabled false records no run (default true).
+	Enabled *bool `json:"enabled,omitempty"`
+	// SampleRate is the share of runs recorded, 0 to 1 (default 1). The
+	// choice is the run's trace id's (or run id's) hash: the same trace
+	// is recorded or not in every agent that samples at the same rate.
+	SampleRate *float64 `json:"sample_rate,omitempty"`
+}
+
+// Records says whether a run with that trace (or run) id is recorded.
+func (t *Tracing) Records(id string) bool {
+	if t == nil {
+		return true
+	}
+	if t.Enabled != nil && !*t.Enabled {
+		return false
+	}
+	if t.SampleRate == nil || *t.SampleRate >= 1 {
+		return true
+	}
+	sum := sha256.Sum256([]byte(id)) // well spread, even for ids one digit apart
+	return float64(binary.BigEndian.Uint64(sum[:8])>>11)/(1<<53) < *t.SampleRate
 }
 
 // RetryBudgets are the retry settings with every default applied.

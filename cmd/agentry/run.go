@@ -38,6 +38,8 @@ type runFlags struct {
 	agentsSet    bool
 	user         string
 	correlation  string
+	traceID      string
+	traceParent  string
 	logLevel     string
 	logFormat    string
 	db           string
@@ -83,6 +85,8 @@ spec or input.`,
 	fl.StringVar(&f.resume, "resume", "", "continue a paused pipeline from FILE (its --json result or envelope); --input values are the answer")
 	fl.StringVar(&f.user, "user", "", "the id of the user the run acts for (tools read it from their context)")
 	fl.StringVar(&f.correlation, "correlation-id", "", "an id that ties the run to the caller's request (in logs and the tools' context)")
+	fl.StringVar(&f.traceID, "trace-id", "", "the run's trace id (32 hex digits): on every event, in the Result and the logs, sent to models and http_request")
+	fl.StringVar(&f.traceParent, "traceparent", "", "the caller's W3C trace context (00-TRACEID-SPANID-FLAGS), instead of --trace-id")
 	dbFlag(cmd, &f.db)
 	fl.BoolVar(&f.noStore, "no-store", false, "do not store the run (it cannot be traced, replayed or resumed)")
 	return cmd
@@ -179,6 +183,15 @@ func prepare(ctx context.Context, f runFlags, stderr io.Writer) (*setup, error) 
 	var sessionOpts []agent.RunOption
 	if f.user != "" {
 		sessionOpts = append(sessionOpts, agent.WithUser(f.user))
+	}
+	if f.traceID != "" && f.traceParent != "" {
+		return nil, errors.New("--trace-id and --traceparent: give one (a traceparent carries its trace id)")
+	}
+	if f.traceID != "" {
+		sessionOpts = append(sessionOpts, agent.WithTraceID(f.traceID))
+	}
+	if f.traceParent != "" {
+		sessionOpts = append(sessionOpts, agent.WithTraceParent(f.traceParent))
 	}
 	if f.correlation != "" {
 		sessionOpts = append(sessionOpts, agent.WithCorrelationID(f.correlation))

@@ -47,7 +47,7 @@ type Provider struct {
 // New returns a provider; the SDK's own retries are off (llm.Retry
 // does them).
 func New(o Options) *Provider {
-	opts := []option.RequestOption{option.WithMaxRetries(0)}
+	opts := []option.RequestOption{option.WithMaxRetries(0), option.WithMiddleware(traceParent)}
 	key := o.APIKey
 	if key == "" {
 		key = os.Getenv("ANTHROPIC_API_KEY")
@@ -62,6 +62,14 @@ func New(o Options) *Provider {
 		opts = append(opts, option.WithHTTPClient(o.HTTPClient))
 	}
 	return &Provider{client: sdk.NewClient(opts...), hasKey: key != ""}
+}
+
+// traceParent sends the run's trace context (llm.WithTraceParent).
+func traceParent(r *http.Request, next option.MiddlewareNext) (*http.Response, error) {
+	if tp := llm.TraceParent(r.Context()); tp != "" && r.Header.Get("traceparent") == "" {
+		r.Header.Set("traceparent", tp)
+	}
+	return next(r)
 }
 
 func init() {

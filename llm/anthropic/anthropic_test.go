@@ -295,3 +295,16 @@ func TestNoKey(t *testing.T) {
 		t.Errorf("%v", err)
 	}
 }
+
+// TestTraceParent: a call made in a run with a trace context sends it.
+func TestTraceParent(t *testing.T) {
+	const tp = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+	s := wiretest.New(t, wiretest.Reply{Body: toolReply})
+	p := New(Options{APIKey: "sk-ant", BaseURL: s.URL})
+	if _, err := p.Generate(llm.WithTraceParent(context.Background(), tp), &llm.Request{Model: "claude-sonnet-4-5", Messages: transcript(), MaxOutputTokens: 10}); err != nil {
+		t.Fatal(err)
+	}
+	if got := s.Requests()[0].Header.Get("traceparent"); got != tp {
+		t.Errorf("traceparent %q, want %q", got, tp)
+	}
+}

@@ -51,7 +51,13 @@ func New(o Options) *Provider {
 	if key == "" {
 		return &Provider{err: errors.New("no API key: set GEMINI_API_KEY")}
 	}
-	cfg := &genai.ClientConfig{APIKey: key, Backend: genai.BackendGeminiAPI, HTTPClient: o.HTTPClient}
+	hc := &http.Client{}
+	if o.HTTPClient != nil {
+		c := *o.HTTPClient
+		hc = &c
+	}
+	hc.Transport = llm.TraceTransport(hc.Transport) // the run's trace context as traceparent
+	cfg := &genai.ClientConfig{APIKey: key, Backend: genai.BackendGeminiAPI, HTTPClient: hc}
 	if o.BaseURL != "" {
 		cfg.HTTPOptions.BaseURL = o.BaseURL
 	}

@@ -223,3 +223,16 @@ func TestNoKey(t *testing.T) {
 		t.Errorf("%v", err)
 	}
 }
+
+// TestTraceParent: a call made in a run with a trace context sends it.
+func TestTraceParent(t *testing.T) {
+	const tp = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+	s := wiretest.New(t, wiretest.Reply{Body: `{"candidates": [{"content": {"role": "model", "parts": [{"text": "ok"}]}, "finishReason": "STOP", "index": 0}],
+		"usageMetadata": {"promptTokenCount": 1, "candidatesTokenCount": 1, "totalTokenCount": 2}, "modelVersion": "gemini-2.5-flash"}`})
+	if _, err := New(Options{APIKey: "AIza", BaseURL: s.URL}).Generate(llm.WithTraceParent(context.Background(), tp), request()); err != nil {
+		t.Fatal(err)
+	}
+	if got := s.Requests()[0].Header.Get("traceparent"); got != tp {
+		t.Errorf("traceparent %q, want %q", got, tp)
+	}
+}

@@ -67,7 +67,7 @@ func New(o Options) *Provider {
 	if name == "" {
 		name = "openai"
 	}
-	opts := []option.RequestOption{option.WithMaxRetries(0)}
+	opts := []option.RequestOption{option.WithMaxRetries(0), option.WithMiddleware(traceParent)}
 	key := o.APIKey
 	if key == "" && o.AzureAPIVersion == "" {
 		key = os.Getenv("OPENAI_API_KEY")
@@ -101,6 +101,14 @@ func New(o Options) *Provider {
 
 // azureHeaders sends key as Azure's api-key header and drops OpenAI's
 // authorization, organization and project headers.
+// traceParent sends the run's trace context (llm.WithTraceParent).
+func traceParent(r *http.Request, next option.MiddlewareNext) (*http.Response, error) {
+	if tp := llm.TraceParent(r.Context()); tp != "" && r.Header.Get("traceparent") == "" {
+		r.Header.Set("traceparent", tp)
+	}
+	return next(r)
+}
+
 func azureHeaders(key string) option.Middleware {
 	return func(r *http.Request, next option.MiddlewareNext) (*http.Response, error) {
 		r.Header.Del("Authorization")

@@ -146,6 +146,9 @@ func (c *client) do(ctx context.Context, method, rawURL string, headers map[stri
 	for k, v := range headers {
 		req.Header.Set(k, v)
 	}
+	if call := tool.CallFrom(ctx); call != nil && call.Run != nil && call.Run.TraceParent != "" && req.Header.Get("traceparent") == "" {
+		req.Header.Set("traceparent", call.Run.TraceParent) // the request joins the run's trace
+	}
 	if method != http.MethodGet && method != http.MethodHead {
 		// The call's key, stable across retries and resumes, lets the
 		// server keep the effect of a request sent twice once. It is set

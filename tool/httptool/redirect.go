@@ -55,7 +55,11 @@ func (c *client) redirect(req *http.Request, via []*http.Request) error {
 	if req.Method != http.MethodGet && req.Method != http.MethodHead {
 		return http.ErrUseLastResponse
 	}
-	req.Header = http.Header{"User-Agent": {c.o.UserAgent}}
+	h := http.Header{"User-Agent": {c.o.UserAgent}}
+	if tp := via[0].Header.Get("traceparent"); tp != "" {
+		h.Set("traceparent", tp) // the trace context is no secret: it follows the request
+	}
+	req.Header = h
 	return nil
 }
 

@@ -154,3 +154,30 @@ func TestRequestRefuses(t *testing.T) {
 		t.Errorf("class of unreadable arguments = %s, want non_idempotent", c)
 	}
 }
+
+// TestTraceParentHeader: a run's trace context goes with its requests, a
+// model-written traceparent is kept, and none is sent without a trace.
+func TestTraceParentHeader(t *testing.T) {
+	const tp = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+	var mu sync.Mutex
+	var got []string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		got = append(got, r.Header.Get("traceparent"))
+		mu.Unlock()
+	}))
+	t.Cleanup(srv.Close)
+	tl := NewRequest(Options{AllowPrivate: true})
+	for _, run := range []*tool.Run{{RunID: "run_t", TraceParent: tp}, {RunID: "run_u"}} {
+		c := &tool.Call{ID: "c", Name: "http_request", Arguments: json.RawMessage(`{"method": "GET", "url": "` + srv.URL + `"}`),
+			Tool: tl, Info: tl.Info(), Run: run}
+		if _, err := tool.Handle(context.Background(), c); err != nil {
+			t.Fatal(err)
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(got) != 2 || got[0] != tp || got[1] != "" {
+		t.Errorf("traceparent headers %q", got)
+	}
+}

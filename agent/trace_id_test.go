@@ -1,0 +1,103 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/agentry/agentry/event"
+	"github.com/agentry/agentry/internal/testdb"
+	"github.com/agentry/agentry/llm"
+	"github.com/agentry/agentry/store"
+)
+
+// traceSeer records the trace context its calls were made in.
+type traceSeer struct{ seen []string }
+
+func (s *traceSeer) Generate(ctx context.Context, _ *llm.Request) (*llm.Response, error) {
+	s.seen = append(s.seen, llm.TraceParent(ctx))
+	return &llm.Response{Content: "ok"}, nil
+}
+
+// TestTraceIDs: a caller's trace id is on every event and in the Result,
+// and the model call carries it as a traceparent; a traceparent gives its
+// trace id; a malformed one is refused.
+func TestTraceIDs(t *testing.T) {
+	const id = "4bf92f3577b34da6a3ce929d0e0e4736"
+	for _, tt := range []struct {
+		name string
+		opt  RunOption
+	}{
+		{"trace id", WithTraceID(id)},
+		{"traceparent", WithTraceParent("00-" + id + "-00f067aa0ba902b7-01")},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			m := &traceSeer{}
+			a := newTestAgent(t, `{"agent_name": "t", "version": "v1", "model_name": "m"}`, m)
+			var events []event.Event
+			res, err := a.Run(context.Background(), nil, tt.opt, WithEvents(func(e event.Event) { events = append(events, e) }, event.Block()))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.TraceID != id || len(events) == 0 {
+				t.Fatalf("trace id %q, %d events", res.TraceID, len(events))
+			}
+			for _, e := range events {
+				if e.TraceID != id {
+					t.Errorf("%s event has trace id %q", e.Type, e.TraceID)
+				}
+			}
+			if len(m.seen) != 1 || !strings.HasPrefix(m.seen[0], "00-"+id+"-") || len(m.seen[0]) != 55 {
+				t.Errorf("the model call's traceparent %q", m.seen)
+			}
+		})
+	}
+	a := newTestAgent(t, `{"agent_name": "t", "version": "v1", "model_name": "m"}`, &traceSeer{})
+	for _, bad := range []RunOption{WithTraceID("xyz"), WithTraceID(strings.Repeat("0", 32)), WithTraceParent("00-abc-01")} {
+		if _, err := a.NewSession(nil, bad); !errors.Is(err, ErrConfig) {
+			t.Errorf("a malformed trace: %v", err)
+		}
+	}
+	// Without a trace, nothing is sent and nothing is set.
+	m := &traceSeer{}
+	res, _ := newTestAgent(t, `{"agent_name": "t", "version": "v1", "model_name": "m"}`, m).Run(context.Background(), nil)
+	if res.TraceID != "" || m.seen[0] != "" {
+		t.Errorf("a run without a trace: %q, %q", res.TraceID, m.seen)
+	}
+}
+
+// TestTracingSampling: a spec's tracing decides which runs the store
+// records.
+func TestTracingSampling(t *testing.T) {
+	for _, tt := range []struct {
+		tracing string
+		want    int // runs stored of 20
+	}{
+		{`{"enabled": false}`, 0},
+		{`{"sample_rate": 0}`, 0},
+		{`{"sample_rate": 1}`, 20},
+		{`{"sample_rate": 0.5}`, -1}, // some, not all
+	} {
+		t.Run(tt.tracing, func(t *testing.T) {
+			ctx := context.Background()
+			st := openStore(t, testdb.SQLite(t))
+			replies := make([]reply, 20)
+			for i := range replies {
+				replies[i] = answer("ok")
+			}
+			a := newTestAgent(t, `{"agent_name": "t", "version": "v1", "model_name": "m", "tracing": `+tt.tracing+`}`, &recorder{replies: replies})
+			for i := range 20 {
+				// Sampled by trace id: the same ids, the same choice, every time.
+				if _, err := a.Run(ctx, nil, WithStore(st), WithTraceID(fmt.Sprintf("%032x", i+1))); err != nil {
+					t.Fatal(err)
+				}
+			}
+			runs, _ := st.List(ctx, store.Filter{})
+			if tt.want >= 0 && len(runs) != tt.want || tt.want < 0 && (len(runs) == 0 || len(runs) == 20) {
+				t.Errorf("%d runs stored", len(runs))
+			}
+		})
+	}
+}
