@@ -242,6 +242,7 @@ func (r *run) record(thought string, call *llm.ToolCall, res *ToolResult) {
 	if res.Hints != nil {
 		r.noteHints(res.Hints)
 	}
+	r.logger.step(rec)
 }
 
 // errorObservation is what the model sees of a failed call: the

@@ -117,6 +117,38 @@ func (g *runLogger) toolCall(res *ToolResult, n int) {
 	g.emit(level, "tool call", attrs...)
 }
 
+// logCap is how much of a thought, an input or an observation a debug
+// record carries.
+const logCap = 1 << 10
+
+// step logs one step of the trace (debug): its thought, its action and
+// what it observed, redacted and capped, so that a person can follow the
+// reasoning in the logs alone.
+func (g *runLogger) step(rec *stepRec) {
+	if !g.on(slog.LevelDebug) {
+		return
+	}
+	attrs := make([]slog.Attr, 0, 5)
+	if rec.thought != "" {
+		attrs = append(attrs, slog.String("thought", g.clean(truncate(rec.thought, logCap))))
+	}
+	if rec.call != nil {
+		attrs = append(attrs, slog.String("action", rec.call.Name), slog.String("input", g.clean(truncate(string(rec.call.Arguments), logCap))))
+	}
+	if rec.obs != "" {
+		attrs = append(attrs, slog.String("observation", g.clean(truncate(rec.obs, logCap))))
+	}
+	if m := rec.more; m != nil {
+		switch {
+		case m.parseError != "":
+			attrs = append(attrs, slog.String("parse_error", g.clean(m.parseError)))
+		case m.finalAnswer != "":
+			attrs = append(attrs, slog.String("final_answer", g.clean(truncate(m.finalAnswer, logCap))))
+		}
+	}
+	g.emit(slog.LevelDebug, "step", attrs...)
+}
+
 func (g *runLogger) retry(attempt int, wait time.Duration, err error) {
 	if g.on(slog.LevelWarn) {
 		g.emit(slog.LevelWarn, "model call retry", slog.Int("attempt", attempt), slog.Duration("wait", wait), slog.String("error", g.clean(err.Error())))

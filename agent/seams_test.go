@@ -177,12 +177,14 @@ func TestPlannerFunc(t *testing.T) {
 func TestLogRecords(t *testing.T) {
 	var buf bytes.Buffer
 	l := slog.New(slog.NewJSONHandler(&buf, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	rec := &recorder{replies: []reply{calls(call("1", "add", `{"a":1,"b":2}`)), answer("3")}}
+	rec := &recorder{replies: []reply{{resp: &llm.Response{Content: "I add them; the key is sk-proj-CANARYlog000000000000000008.",
+		ToolCalls: []llm.ToolCall{call("1", "add", `{"a":1,"b":2}`)}}}, answer("3")}}
 	a, err := New(mustSpec(t, `{`+base+`, "tools": ["add"]}`), WithProvider(rec, "test"), WithTools(testTools(t)), WithLogger(l))
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, err := a.Run(context.Background(), map[string]any{"who": "x"}, WithUser("u-1"), WithCorrelationID("c-1"))
+	res, err := a.Run(context.Background(), map[string]any{"who": "x"}, WithUser("u-1"), WithCorrelationID("c-1"),
+		WithTraceID("4bf92f3577b34da6a3ce929d0e0e4736"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -192,12 +194,20 @@ func TestLogRecords(t *testing.T) {
 		if err := json.Unmarshal([]byte(line), &r); err != nil {
 			t.Fatalf("not JSON: %s", line)
 		}
-		if r["run_id"] != res.ID || r["agent"] != "calc" || r["agent_version"] != "v1" || r["user_id"] != "u-1" || r["correlation_id"] != "c-1" {
+		if r["run_id"] != res.ID || r["agent"] != "calc" || r["agent_version"] != "v1" || r["user_id"] != "u-1" || r["correlation_id"] != "c-1" ||
+			r["trace_id"] != "4bf92f3577b34da6a3ce929d0e0e4736" {
 			t.Errorf("record lacks the run's attributes: %s", line)
+		}
+		if r["msg"] == "step" && (!strings.HasPrefix(r["thought"].(string), "I add them") || r["action"] != "add" ||
+			r["input"] != `{"a":1,"b":2}` || r["observation"] != "3") {
+			t.Errorf("the step's record: %s", line)
 		}
 		msgs = append(msgs, r["level"].(string)+" "+r["msg"].(string))
 	}
-	want := "INFO run start|DEBUG turn start|DEBUG model call|DEBUG tool call|DEBUG turn start|DEBUG model call|INFO run end"
+	if strings.Contains(buf.String(), "CANARY") {
+		t.Error("a secret in a thought reached the logs")
+	}
+	want := "INFO run start|DEBUG turn start|DEBUG model call|DEBUG tool call|DEBUG step|DEBUG turn start|DEBUG model call|INFO run end"
 	if got := strings.Join(msgs, "|"); got != want {
 		t.Errorf("records\n%s\nwant\n%s", got, want)
 	}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"maps"
 	"path/filepath"
 	"reflect"
@@ -43,6 +44,7 @@ type options struct {
 	hooks     map[string]Hooks
 	useMock   bool
 	registry  *agent.Registry
+	logger    *slog.Logger
 }
 
 // WithTools gives the registry that stage agents and plans use.
@@ -58,6 +60,13 @@ func WithAgentsDir(dir string) Option { return func(o *options) { o.agentsDir = 
 // does not close. Stage agents find their sub-agents and handoff targets
 // in r too (agent.WithRegistry).
 func WithRegistry(r *agent.Registry) Option { return func(o *options) { o.registry = r } }
+
+// WithLogger gives the pipeline a logger: each run logs its start and
+// end (info), each stage's start and end and its routing decision
+// (debug; a failed stage at warn) and hook failures (warn), every record
+// with the pipeline, its version and the run id. Stage agents log through
+// their own (agent.WithLogger in WithAgentOptions).
+func WithLogger(l *slog.Logger) Option { return func(o *options) { o.logger = l } }
 
 // WithAgentOptions passes options to every stage agent (pricing, models).
 func WithAgentOptions(opts ...agent.Option) Option {
@@ -88,6 +97,7 @@ type Pipeline struct {
 	baseDir   string // what relative paths resolve against
 	agentsDir string // where stage agents were found
 	red       *policy.Redactor
+	logger    *slog.Logger // nil: no records
 }
 
 type stage struct {
@@ -125,7 +135,7 @@ func New(d *Definition, baseDir string, opts ...Option) (*Pipeline, error) {
 		dir = filepath.Join(baseDir, "agents")
 	}
 	p := &Pipeline{def: d, stages: map[string]*stage{}, tools: o.tools, mock: o.useMock, baseDir: baseDir, agentsDir: dir,
-		red: policy.Secrets()}
+		red: policy.Secrets(), logger: o.logger}
 	var probs []string
 	for i := range d.Stages {
 		sd := &d.Stages[i]

@@ -1,10 +1,12 @@
 package pipeline
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"strings"
 	"testing"
 
@@ -581,5 +583,44 @@ func TestProcessEnvelopes(t *testing.T) {
 	}
 	if _, err := p.ProcessStage(context.Background(), "nope", env); !errors.Is(err, ErrInvalid) {
 		t.Errorf("an unknown stage: %v", err)
+	}
+}
+
+// TestPipelineLogs: a pipeline with a logger logs its start and end, each
+// stage's start, end and routing decision, and a hook's failure.
+func TestPipelineLogs(t *testing.T) {
+	var buf bytes.Buffer
+	l := slog.New(slog.NewJSONHandler(&buf, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	d, err := Parse("p", []byte(abcDef()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := New(d, ".", WithLogger(l),
+		WithHooks("a", Hooks{Work: func(context.Context, *Envelope) (map[string]any, error) {
+			return map[string]any{"route": map[string]any{"to": "c"}}, nil
+		}}),
+		WithHooks("c", Hooks{PostProcess: func(context.Context, *Envelope, map[string]any) error { return errors.New("disk full") }}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, _ := p.Run(context.Background(), nil)
+	var lines []string
+	for _, line := range strings.Split(strings.TrimSpace(buf.String()), "\n") {
+		var r map[string]any
+		if err := json.Unmarshal([]byte(line), &r); err != nil {
+			t.Fatal(err)
+		}
+		if r["pipeline"] != "p" || r["run_id"] != res.ID {
+			t.Errorf("a record without the run: %s", line)
+		}
+		s := fmt.Sprint(r["level"], " ", r["msg"], " ", r["stage"])
+		if r["route"] != nil {
+			s += " " + r["route"].(string)
+		}
+		lines = append(lines, s)
+	}
+	want := "INFO pipeline start a|DEBUG stage start a|DEBUG stage end a routing_rules[0] (route.to)|DEBUG stage start c|ERROR stage failed c|ERROR pipeline end <nil>"
+	if got := strings.Join(lines, "|"); got != want {
+		t.Errorf("records\n%s\nwant\n%s", got, want)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"maps"
 	"slices"
 	"time"
@@ -33,6 +34,8 @@ type runState struct {
 	sessionOpts []agent.RunOption
 	store       *runlog.Writer // set with WithStore
 	unsub       func()
+	log         *slog.Logger    // the pipeline's, bound to the run; nil: none
+	ctx         context.Context // the caller's, for log records
 }
 
 func (p *Pipeline) run(ctx context.Context, env *Envelope, opts []RunOption) (*Result, error) {
@@ -43,6 +46,12 @@ func (p *Pipeline) run(ctx context.Context, env *Envelope, opts []RunOption) (*R
 	r := &runState{p: p, env: env, bus: event.NewBus(c.bus), runID: ids.New("run"), start: time.Now(), sessionOpts: c.sessionOpts}
 	if c.runID != "" {
 		r.runID = c.runID
+	}
+	r.ctx = ctx
+	if p.logger != nil {
+		r.log = p.logger.With(slog.String("pipeline", p.def.PipelineName), slog.String("pipeline_version", p.def.Version),
+			slog.String("run_id", r.runID))
+		r.logf(ctx, slog.LevelInfo, "pipeline start", slog.String("stage", env.Current))
 	}
 	for _, l := range c.onEvent {
 		defer r.bus.Subscribe(l.fn, l.opts...)()
@@ -92,8 +101,14 @@ func (r *runState) stage(ctx context.Context, st *stage) (bool, *Result, error) 
 	env := r.env
 	env.HopCount++
 	rec := StageRecord{Stage: st.def.Name, Agent: st.name, Hop: env.HopCount, StartedAt: agent.Timestamp{Time: time.Now()}}
+	r.logf(ctx, slog.LevelDebug, "stage start", slog.String("stage", st.def.Name), slog.String("agent", st.name), slog.Int("hop", env.HopCount))
 	r.emit(event.Event{Type: event.AgentStarted, Data: map[string]any{"stage": st.def.Name, "agent": st.name, "hop": env.HopCount}})
 	fail := func(code string, err error) (bool, *Result, error) {
+		level := slog.LevelWarn
+		if errors.Is(err, ErrHook) {
+			level = slog.LevelError
+		}
+		r.logf(ctx, level, "stage failed", slog.String("stage", st.def.Name), slog.String("code", code), slog.String("error", r.p.red.String(err.Error())))
 		rec.Outcome, rec.Error = agent.OutcomeError, err.Error()
 		rec.DurationMS = runlog.Millis(time.Since(rec.StartedAt.Time))
 		env.History = append(env.History, rec)
@@ -142,12 +157,14 @@ func (r *runState) stage(ctx context.Context, st *stage) (bool, *Result, error) 
 		return fail(agent.CodeToolError, fmt.Errorf("%w: stage %s reported outcome error: %s", ErrStageFailed, st.def.Name, msg))
 	}
 	rec.Outcome = outcome
-	next, err := r.route(st, output, outcome)
+	next, why, err := r.route(st, output, outcome)
 	if err != nil {
 		return fail(agent.CodeConfigError, err)
 	}
 	rec.Next = next
 	rec.DurationMS = runlog.Millis(time.Since(rec.StartedAt.Time))
+	r.logf(ctx, slog.LevelDebug, "stage end", slog.String("stage", st.def.Name), slog.String("outcome", string(outcome)),
+		slog.String("next", next), slog.String("route", why), slog.Float64("duration_ms", rec.DurationMS))
 	env.History = append(env.History, rec)
 	r.completed(rec)
 	switch outcome {
@@ -276,33 +293,33 @@ func outcomeOf(out map[string]any) agent.Outcome {
 // first routing rule whose output field equals its value, else
 // default_next. A rule on a field the output lacks does not match
 // (DESIGN.md 3.5): the next rule is tried.
-func (r *runState) route(st *stage, out map[string]any, outcome agent.Outcome) (string, error) {
+func (r *runState) route(st *stage, out map[string]any, outcome agent.Outcome) (next, why string, err error) {
 	switch outcome {
 	case agent.OutcomeReplan:
-		return r.p.def.ReplanStage, nil
+		return r.p.def.ReplanStage, "replan", nil
 	case agent.OutcomeLoopBack:
 		if t, ok := out["target"].(string); ok && t != "" {
 			if _, exists := r.p.stages[t]; !exists {
-				return "", fmt.Errorf("%w: stage %s: loop_back target %q does not exist", ErrRouting, st.def.Name, t)
+				return "", "", fmt.Errorf("%w: stage %s: loop_back target %q does not exist", ErrRouting, st.def.Name, t)
 			}
-			return t, nil
+			return t, "loop_back target", nil
 		}
 		if st.def.LoopTarget != "" {
-			return st.def.LoopTarget, nil
+			return st.def.LoopTarget, "loop_target", nil
 		}
 		for i := len(r.env.History) - 1; i >= 0; i-- {
 			if h := r.env.History[i].Stage; h != st.def.Name {
-				return h, nil
+				return h, "loop_back to the stage before", nil
 			}
 		}
-		return "", fmt.Errorf("%w: stage %s: loop_back with no earlier stage and no loop_target", ErrRouting, st.def.Name)
+		return "", "", fmt.Errorf("%w: stage %s: loop_back with no earlier stage and no loop_target", ErrRouting, st.def.Name)
 	}
-	for _, rule := range st.def.RoutingRules {
+	for i, rule := range st.def.RoutingRules {
 		if v, ok := lookup(out, rule.Condition); ok && equal(v, rule.Value) {
-			return rule.Target, nil
+			return rule.Target, fmt.Sprintf("routing_rules[%d] (%s)", i, rule.Condition), nil
 		}
 	}
-	return st.def.DefaultNext, nil
+	return st.def.DefaultNext, "default_next", nil
 }
 
 // absorb adds a stage agent's run to the pipeline's result.
@@ -354,6 +371,14 @@ func (r *runState) finish(outcome agent.Outcome, reason agent.TerminateReason, c
 	t.Metrics.DurationMS = runlog.Millis(now.Sub(r.start))
 	t.Iterations = r.env.HopCount
 	t.Outcome, t.TerminateReason = outcome, reason
+	if r.log != nil {
+		level := slog.LevelInfo
+		if err != nil {
+			level = slog.LevelError
+		}
+		r.logf(r.ctx, level, "pipeline end", slog.String("outcome", string(outcome)), slog.String("terminate_reason", string(reason)),
+			slog.Int("hops", r.env.HopCount), slog.Float64("duration_ms", t.Metrics.DurationMS))
+	}
 	t.Success = err == nil && (outcome.IsSuccess() || outcome == agent.OutcomeTerminate)
 	if r.last != nil {
 		t.Result = r.last
@@ -484,4 +509,11 @@ func hookOutput(out map[string]any) (map[string]any, error) {
 		return nil, fmt.Errorf("its output is not JSON: %v", err)
 	}
 	return m, nil
+}
+
+// logf writes a record of the run when the pipeline has a logger.
+func (r *runState) logf(ctx context.Context, level slog.Level, msg string, attrs ...slog.Attr) {
+	if r.log != nil && r.log.Enabled(ctx, level) {
+		r.log.LogAttrs(ctx, level, msg, attrs...)
+	}
 }

@@ -29,6 +29,9 @@ func runPipeline(ctx context.Context, path string, f runFlags, stdout, stderr io
 		runOpts = append(runOpts, pipeline.WithStore(su.store))
 	}
 	opts := []pipeline.Option{pipeline.WithTools(builtinTools(f.allowPrivate)), pipeline.WithAgentOptions(su.agentOpts...)}
+	if su.logger != nil {
+		opts = append(opts, pipeline.WithLogger(su.logger))
+	}
 	if f.agentsSet {
 		opts = append(opts, pipeline.WithAgentsDir(f.agents))
 	}

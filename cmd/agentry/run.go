@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -153,6 +154,7 @@ type setup struct {
 	agentOpts   []agent.Option
 	sessionOpts []agent.RunOption
 	rec         *scripted.Recorder
+	logger      *slog.Logger // nil without --log-level
 	listeners   []listener
 	close       func()
 }
@@ -217,7 +219,7 @@ func prepare(ctx context.Context, f runFlags, stderr io.Writer) (*setup, error) 
 		}
 		return nil, err
 	}
-	su := &setup{input: input, store: st, agentOpts: opts, sessionOpts: sessionOpts, rec: rec, listeners: listeners, close: closeFn}
+	su := &setup{input: input, store: st, agentOpts: opts, sessionOpts: sessionOpts, rec: rec, logger: logger, listeners: listeners, close: closeFn}
 	if st != nil {
 		su.close = func() { closeFn(); st.Close() }
 	}
