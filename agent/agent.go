@@ -51,6 +51,9 @@ type Agent struct {
 	retry        spec.RetryBudgets
 	pricing      *llm.Pricing
 	ownPrice     modelPrice // of the agent's model, looked up once
+	window       int        // the model's context window in tokens; 0: unknown
+	compaction   string     // spec.CompactDropOldest, CompactSummarize or CompactOff
+	keepTurns    int        // the last turns compaction keeps whole
 	logger       *slog.Logger
 	metrics      *metrics
 	candidateMW  []llm.Middleware // what wraps each model: retry, timeout, transport, recover
@@ -279,6 +282,18 @@ func build(in *spec.Spec, o options) (*Agent, error) {
 		problems = append(problems, err.Error())
 	}
 	problems = append(problems, a.checkPriced()...)
+	a.compaction, a.keepTurns = spec.CompactDropOldest, 2
+	if cx := sp.Context; cx != nil {
+		if cx.Compaction != "" {
+			a.compaction = cx.Compaction
+		}
+		if cx.Window > 0 {
+			a.window = cx.Window
+		}
+		if cx.KeepTurns > 0 {
+			a.keepTurns = cx.KeepTurns
+		}
+	}
 	a.ownPrice.model = a.model
 	a.ownPrice.price, a.ownPrice.ok = a.pricing.Lookup(a.model)
 	if probs := a.resolvePrompts(o); len(probs) > 0 {
@@ -399,6 +414,7 @@ func (a *Agent) openModel(o options) error {
 		return fmt.Errorf("model_name: %v", err)
 	}
 	a.providerName, a.model, a.priceModel = first.Name, first.Model, pricedModel
+	a.window = first.Caps.ContextWindow // a spec's context.window replaces it (New)
 	if len(fallbacks) == 0 {
 		a.provider = a.modelChain(o, first.Provider)
 		return nil

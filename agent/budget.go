@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"math"
 	"time"
 
 	"github.com/agentry/agentry/spec"
@@ -9,7 +10,11 @@ import (
 
 // budget is a run's effective limits; -1 means none.
 type budget struct {
-	maxTurns     int
+	maxTurns int32
+	// window is the context window the transcript must fit, in tokens:
+	// the agent's, or learned from a provider's context-length error; 0
+	// is unknown.
+	window       int32
 	timeout      time.Duration
 	maxTokens    int
 	maxCost      float64
@@ -18,7 +23,7 @@ type budget struct {
 
 // limitsOf turns a spec's limits (0 = none for budgets) into a budget.
 func limitsOf(l spec.Limits) budget {
-	b := budget{maxTurns: l.MaxTurns, timeout: time.Duration(l.TimeoutMS) * time.Millisecond,
+	b := budget{maxTurns: int32(min(l.MaxTurns, math.MaxInt32)), timeout: time.Duration(l.TimeoutMS) * time.Millisecond,
 		maxTokens: l.MaxTotalTokens, maxCost: l.MaxCostUSD, maxToolCalls: l.MaxToolCalls}
 	if b.maxTokens == 0 {
 		b.maxTokens = tool.Unlimited
@@ -41,7 +46,7 @@ func (c *runConfig) tighten(l spec.Limits) budget {
 	if c.limits != nil {
 		u = *c.limits
 	}
-	capPositive(&b.maxTurns, u.MaxTurns)
+	capPositive(&b.maxTurns, int32(min(u.MaxTurns, math.MaxInt32)))
 	capPositive(&b.maxTokens, u.MaxTotalTokens)
 	capPositive(&b.maxToolCalls, u.MaxToolCalls)
 	capPositive(&b.maxCost, u.MaxCostUSD)
@@ -60,14 +65,14 @@ func (c *runConfig) tighten(l spec.Limits) budget {
 
 // capAt lowers the limit *cur (negative: none) to v, unless v is
 // negative (none).
-func capAt[T int | float64](cur *T, v T) {
+func capAt[T int | int32 | float64](cur *T, v T) {
 	if v >= 0 && (*cur < 0 || v < *cur) {
 		*cur = v
 	}
 }
 
 // capPositive is capAt for limits where zero means none.
-func capPositive[T int | float64](cur *T, v T) {
+func capPositive[T int | int32 | float64](cur *T, v T) {
 	if v > 0 {
 		capAt(cur, v)
 	}

@@ -58,11 +58,14 @@ var (
 
 // Error codes of Result.Error.
 const (
-	CodeValidation     = "validation_error"
-	CodeTimeout        = "timeout"
-	CodeMaxTurns       = "max_turns"
-	CodeToolError      = "tool_error"
-	CodeLLMError       = "llm_error"
+	CodeValidation = "validation_error"
+	CodeTimeout    = "timeout"
+	CodeMaxTurns   = "max_turns"
+	CodeToolError  = "tool_error"
+	CodeLLMError   = "llm_error"
+	// CodeContextTooLong is the code of a run whose transcript did not fit
+	// the model's context window, compacted or not.
+	CodeContextTooLong = "context_too_long"
 	CodeParseError     = "parse_error"
 	CodeBudgetExceeded = "budget_exceeded"
 	// CodePolicyViolation is the code of a call the policy layer blocks;
@@ -110,6 +113,8 @@ var endings = []ending{
 	{spec.ErrInvalid, ReasonError, CodeConfigError, OutcomeError, false},
 	{ErrConfig, ReasonError, CodeConfigError, OutcomeError, false},
 	{ErrTool, ReasonError, CodeToolError, OutcomeError, false},
+	{ErrContextTooLong, ReasonError, CodeContextTooLong, OutcomeError, false},
+	{llm.ErrContextTooLong, ReasonError, CodeContextTooLong, OutcomeError, false},
 	{ErrModel, ReasonError, CodeLLMError, OutcomeError, false},
 }
 

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"runtime/debug"
 	"strings"
 	"sync"
@@ -16,6 +17,7 @@ import (
 	"github.com/agentry/agentry/llm"
 	"github.com/agentry/agentry/policy"
 	"github.com/agentry/agentry/runlog"
+	"github.com/agentry/agentry/spec"
 	"github.com/agentry/agentry/tool"
 )
 
@@ -102,6 +104,7 @@ func (s *Session) Run(ctx context.Context) (*Result, error) {
 	r.link.run = r
 	r.turn.r = r
 	r.limits = s.cfg.tighten(a.limits)
+	r.limits.window = int32(min(a.window, math.MaxInt32))
 	if _, ok := s.state.Input["constraints"]; ok {
 		c, _ := constraintsOf(s.state.Input) // checked by NewSession
 		r.limits.constrain(c)
@@ -193,7 +196,7 @@ func (r *run) loop() (*Final, error) {
 		if err := r.checkBudgets(true); err != nil {
 			return nil, err
 		}
-		if st.Turn >= r.limits.maxTurns {
+		if st.Turn >= int(r.limits.maxTurns) {
 			return nil, withDetails(fmt.Errorf("%w (%d)", ErrMaxTurns, r.limits.maxTurns), map[string]any{"max_turns": r.limits.maxTurns})
 		}
 		st.Turn++
@@ -411,10 +414,18 @@ func (r *run) callModel(ctx context.Context) (*llm.Response, error) {
 	if r.s.provider == nil {
 		return nil, fmt.Errorf("%w: agent %s has no model", ErrConfig, a.spec.AgentName)
 	}
+	if r.limits.window > 0 {
+		if err := r.fit(ctx, false); err != nil {
+			return nil, err
+		}
+	}
 	r.req.Messages = st.Messages
 	r.attempts = 1
 	start := time.Now()
 	resp, err := r.generate(ctx)
+	if err != nil && r.a.compaction != spec.CompactOff && errors.Is(err, llm.ErrContextTooLong) {
+		resp, err = r.refit(ctx, err) // the provider knows its window better than the table
+	}
 	d := time.Since(start)
 	mc := ModelCall{Turn: st.Turn, Provider: a.providerName, Model: a.model, DurationMS: ms(d), Attempts: r.attempts}
 	if a != r.s.agent {

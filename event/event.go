@@ -20,6 +20,10 @@ const (
 	ToolCallEnd    Type = "tool_call_end"
 	PolicyDecision Type = "policy_decision"
 	Retry          Type = "retry"
+	// Compaction: the transcript was shortened to fit the model's context
+	// window (Data: strategy, tokens_before, tokens_after, window,
+	// messages_changed).
+	Compaction Type = "compaction"
 	TurnEnd        Type = "turn_end"
 	Error          Type = "error"
 	RunEnd         Type = "run_end"

@@ -61,6 +61,19 @@ func (s *Spec) Compile() (*Schemas, error) {
 	}
 	c.p = append(c.p, s.Limits.check()...)
 	c.p = append(c.p, s.Retry.check()...)
+	if cx := s.Context; cx != nil {
+		switch cx.Compaction {
+		case "", CompactDropOldest, CompactSummarize, CompactOff:
+		default:
+			c.bad("context.compaction %q: want drop_oldest, summarize or off", cx.Compaction)
+		}
+		if cx.Window < 0 || cx.Window > 0 && cx.Window < 256 {
+			c.bad("context.window %d: want 0 (the model's) or at least 256 tokens", cx.Window)
+		}
+		if cx.KeepTurns < 0 {
+			c.bad("context.keep_turns %d is negative", cx.KeepTurns)
+		}
+	}
 	if t := s.Tracing; t != nil && t.SampleRate != nil && (*t.SampleRate < 0 || *t.SampleRate > 1) {
 		c.bad("tracing.sample_rate %v is outside 0..1", *t.SampleRate)
 	}

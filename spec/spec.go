@@ -110,6 +110,9 @@ type Spec struct {
 	Policy *policy.Policy `json:"policy,omitempty"`
 	// Memory is what the agent remembers across runs (DESIGN.md 3.10).
 	Memory *Memory `json:"memory,omitempty"`
+	// Context says how a transcript that nears the model's context window
+	// is compacted.
+	Context *Context `json:"context,omitempty"`
 	// Tracing says whether runs of the agent are recorded (Noema's
 	// tracing.enabled and sampleRate): the run store keeps a run only when
 	// tracing is on and the run is sampled.
@@ -207,6 +210,31 @@ type ToolRetry struct {
 	// Fatal ends the run with the tool's error (tool_error) when a call
 	// fails after its retries, instead of showing the model the error.
 	Fatal bool `json:"fatal,omitempty"`
+}
+
+// The compaction strategies of Context.
+const (
+	// CompactDropOldest replaces the oldest tool observations with a
+	// note, then drops the oldest whole turns: the default.
+	CompactDropOldest = "drop_oldest"
+	// CompactSummarize replaces the older turns with a summary the model
+	// writes.
+	CompactSummarize = "summarize"
+	// CompactOff never compacts: a transcript too long ends the run.
+	CompactOff = "off"
+)
+
+// Context is how a run keeps its transcript within the model's context
+// window.
+type Context struct {
+	// Compaction is drop_oldest (default), summarize or off.
+	Compaction string `json:"compaction,omitempty"`
+	// Window is the context window in tokens, for a model whose window
+	// agentry does not know (or to keep runs smaller); 0 takes the
+	// model's, or learns it from the provider's context-length error.
+	Window int `json:"window,omitempty"`
+	// KeepTurns is how many of the last turns stay whole (default 2).
+	KeepTurns int `json:"keep_turns,omitempty"`
 }
 
 // Tracing is whether and how often runs are recorded.
