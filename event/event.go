@@ -24,9 +24,9 @@ const (
 	// window (Data: strategy, tokens_before, tokens_after, window,
 	// messages_changed).
 	Compaction Type = "compaction"
-	TurnEnd        Type = "turn_end"
-	Error          Type = "error"
-	RunEnd         Type = "run_end"
+	TurnEnd    Type = "turn_end"
+	Error      Type = "error"
+	RunEnd     Type = "run_end"
 	// AgentStarted and AgentCompleted frame each stage of a pipeline;
 	// Data holds the stage, hop, status (outcome) and duration_ms.
 	AgentStarted   Type = "agent_started"
