@@ -201,7 +201,7 @@ func (r *run) summarize(ctx context.Context) (int, error) {
 	}}
 	start := time.Now()
 	resp, err := r.s.provider.Generate(ctx, req)
-	d := time.Since(start)
+	d := r.since(start, time.Now())
 	mc := ModelCall{Turn: r.st.Turn, Provider: r.a.providerName, Model: r.a.model, DurationMS: ms(d), Attempts: 1, Agent: "compaction"}
 	if err == nil && resp != nil {
 		r.account(resp, &mc)

@@ -47,7 +47,9 @@ func Deny(callIDs ...string) RunOption {
 
 // WithDenyReason says why the calls Deny names are denied: the model is
 // told, and the audit log keeps it.
-func WithDenyReason(reason string) RunOption { return func(c *runConfig) { c.denyReason = reason } }
+func WithDenyReason(reason string) RunOption {
+	return func(c *runConfig) { c.more().denyReason = reason }
+}
 
 func (c *runConfig) decide(ids []string, approve bool) {
 	if c.decisions == nil {
@@ -80,8 +82,8 @@ func (s *Session) openJournal(ctx context.Context, r *run) (*journal, error) {
 				c.decide([]string{key}, ok)
 			}
 		}
-		if c.denyReason == "" {
-			c.denyReason = rc.log.DenyReason
+		if c.denyReason() == "" && rc.log.DenyReason != "" {
+			c.more().denyReason = rc.log.DenyReason
 		}
 		j.log, write, j.liveMode = rc.log, !rc.replay, rc.liveTools
 		j.approve, j.deny = map[string]bool{}, map[string]bool{}

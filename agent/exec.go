@@ -43,7 +43,7 @@ func (r *run) runTools(d *Decision) {
 	}
 	base := r.st.ToolCalls
 	switch {
-	case len(calls) == 1 || d.Sequential:
+	case len(calls) == 1 || d.Sequential || r.fixed: // a fixed clock: the events in call order
 		for i := range calls {
 			// act checked the run's context just before the first call.
 			r.exec(i, base, &calls[i], &results[i], i == transfer, i == 0)
@@ -101,7 +101,7 @@ func (r *run) exec(index, base int, call *llm.ToolCall, res *ToolResult, transfe
 	end := r.callStarted(call)
 	res.Call = *call
 	start := time.Now()
-	res.at = start.Sub(r.runStart)
+	res.at = r.since(r.runStart, start)
 	b := r.a.tools[call.Name]
 	attempts := 0
 	switch {
@@ -119,7 +119,7 @@ func (r *run) exec(index, base int, call *llm.ToolCall, res *ToolResult, transfe
 	case r.fromCache(call, res):
 	default:
 		c := &tool.Call{ID: call.ID, Name: call.Name, Arguments: call.Arguments, Tool: b.tool, Info: b.info,
-			Turn: r.st.Turn, Index: index, Started: start,
+			Turn: r.st.Turn, Index: index, Started: start, Time: r.at(start),
 			Run: r.info, Budget: r.remaining(index + 1)}
 		out, err := b.handler(r.ctx, c)
 		attempts = c.Attempt
@@ -135,7 +135,7 @@ func (r *run) exec(index, base int, call *llm.ToolCall, res *ToolResult, transfe
 	} else if res.Observation == "" {
 		res.Observation = string(res.Output)
 	}
-	res.Duration = time.Since(start)
+	res.Duration = r.since(start, time.Now())
 	r.logger.toolCall(res, base+index+1)
 	if end != nil {
 		r.callEnded(end, res, attempts)

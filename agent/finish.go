@@ -5,7 +5,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/agentry/agentry/event"
 	"github.com/agentry/agentry/react"
@@ -23,7 +22,7 @@ func (r *run) finish(final *Final, err error) (*Result, error) {
 	r.trace.build(r.st, r.s.agent, r.runStart)
 	st, a := r.st, r.a
 	end := endingOf(err)
-	now := time.Now()
+	now := r.now()
 	res := &Result{
 		ID: st.RunID, SessionID: st.SessionID, AgentName: st.AgentName, AgentVersion: st.AgentVersion,
 		Success: err == nil, Outcome: end.outcome, TerminateReason: end.reason, RawContent: st.LastContent,
@@ -78,6 +77,10 @@ func (r *run) finish(final *Final, err error) (*Result, error) {
 	res.Metrics.ParseErrors = st.ParseErrors
 	res.PromptTemplate = r.promptTemplate()
 	res.TraceID = r.info.TraceID
+	if e := r.s.cfg.extra; e != nil && e.seeded {
+		seed := e.seed
+		res.Seed, res.Deterministic = &seed, r.fixed
+	}
 	res.ContextUsed = a.contextUsed(st)
 	res.Handoffs = st.Handoffs
 	res.MemoryDeltas = r.mem.result()

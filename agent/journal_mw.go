@@ -294,7 +294,7 @@ func (j *journal) unknownOutcome(call *tool.Call, start time.Time) (tool.Output,
 	d := &tool.ErrorDetails{Type: "unknown_outcome", Recoverable: false,
 		Message: fmt.Sprintf("the call %s (%s) was sent before the run stopped, and whether it took effect is unknown; "+
 			"it was not sent again", call.ID, call.Name)}
-	if reason := j.r.s.cfg.denyReason; reason != "" {
+	if reason := j.r.s.cfg.denyReason(); reason != "" {
 		d.Message += " (" + reason + ")"
 	}
 	rec := runlog.NewToolResult(call, tool.Output{}, d, start)

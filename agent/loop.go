@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"math/rand/v2"
 	"runtime/debug"
 	"strings"
 	"sync"
@@ -16,6 +17,7 @@ import (
 	"github.com/agentry/agentry/internal/lazyctx"
 	"github.com/agentry/agentry/llm"
 	"github.com/agentry/agentry/policy"
+	"github.com/agentry/agentry/retry"
 	"github.com/agentry/agentry/runlog"
 	"github.com/agentry/agentry/spec"
 	"github.com/agentry/agentry/tool"
@@ -51,6 +53,7 @@ type run struct {
 
 	outputRetries int32 // corrections asked for so far
 	unpriced      bool  // a model answered that the pricing table does not know
+	fixed         bool  // the run's clock does not move (WithNow)
 	validated     bool  // the final answer matched the output schema
 
 	cacheMu sync.Mutex
@@ -166,9 +169,16 @@ func (r *run) prepare(ctx context.Context) context.Context {
 	if tp := r.info.TraceParent; tp != "" {
 		ctx = llm.WithTraceParent(ctx, tp) // model calls join the caller's trace
 	}
+	if e := s.cfg.extra; e != nil && e.seeded {
+		// Retry jitter from the seed: a deterministic run waits alike.
+		ctx = retry.WithSource(ctx, rand.NewPCG(uint64(e.seed), 0x5eed))
+	}
 	r.ctx = ctx
 	r.logger = runLogger{r: r}
 	r.runStart = time.Now()
+	if e := s.cfg.extra; e != nil && !e.now.IsZero() {
+		r.runStart, r.fixed = e.now, true
+	}
 	r.st.StartedAt = Timestamp{r.runStart}
 	r.trace.reserve(a.sizes)
 	return ctx
@@ -324,7 +334,7 @@ func (r *run) endTurn() {
 	if r.s.bus.Active() {
 		d := 0.0
 		if r.turnAt > 0 { // a listener may have subscribed mid-turn
-			d = ms(time.Since(r.runStart) - r.turnAt)
+			d = ms(r.since(r.runStart, time.Now()) - r.turnAt)
 		}
 		r.emit(event.Event{Type: event.TurnEnd, DurationMS: d, TotalTokens: r.st.Usage.TotalTokens})
 	}
@@ -357,7 +367,11 @@ func (r *run) contextEnd() error {
 	cause := context.Cause(r.ctx)
 	switch {
 	case errors.Is(cause, ErrTimeout) || errors.Is(cause, context.DeadlineExceeded):
-		return withDetails(fmt.Errorf("%w after %s", ErrTimeout, time.Since(r.runStart).Round(time.Millisecond)),
+		took := r.limits.timeout // a fixed clock says nothing of how long it took
+		if !r.fixed {
+			took = time.Since(r.runStart).Round(time.Millisecond)
+		}
+		return withDetails(fmt.Errorf("%w after %s", ErrTimeout, took),
 			map[string]any{"timeout_ms": r.limits.timeout.Milliseconds()})
 	case ends(cause):
 		return cause // a seam stopped the run (a lost lease)
@@ -426,7 +440,7 @@ func (r *run) callModel(ctx context.Context) (*llm.Response, error) {
 	if err != nil && r.a.compaction != spec.CompactOff && errors.Is(err, llm.ErrContextTooLong) {
 		resp, err = r.refit(ctx, err) // the provider knows its window better than the table
 	}
-	d := time.Since(start)
+	d := r.since(start, time.Now())
 	mc := ModelCall{Turn: st.Turn, Provider: a.providerName, Model: a.model, DurationMS: ms(d), Attempts: r.attempts}
 	if a != r.s.agent {
 		mc.Agent = a.spec.AgentName // the conversation was handed off
@@ -519,7 +533,27 @@ func (r *run) emit(e event.Event) {
 // machine), and the times of a run's events never go backwards when the
 // wall clock is set.
 func (r *run) now() time.Time {
+	if r.fixed {
+		return r.runStart
+	}
 	return r.runStart.Add(time.Since(r.runStart))
+}
+
+// at is the run's time for the wall clock's t: t, or the fixed instant.
+func (r *run) at(t time.Time) time.Time {
+	if r.fixed {
+		return r.runStart
+	}
+	return t
+}
+
+// since is how long from start to end, by the run's clock: 0 when it
+// does not move.
+func (r *run) since(start, end time.Time) time.Duration {
+	if r.fixed {
+		return 0
+	}
+	return end.Sub(start)
 }
 
 // modelPrice is a model's price as the pricing table has it.

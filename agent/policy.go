@@ -33,7 +33,7 @@ func (r *run) Hold(ctx context.Context, call *tool.Call, rule, why string) (ok b
 		}
 		return true, tool.Output{}, nil
 	case decided:
-		out, err := policy.Denied(ctx, r, call, rule, r.s.cfg.denyReason)
+		out, err := policy.Denied(ctx, r, call, rule, r.s.cfg.denyReason())
 		return false, out, err
 	}
 	reason := "the call waits for a person's approval"

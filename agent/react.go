@@ -167,7 +167,7 @@ func (reactPlanner) Next(ctx context.Context, t *Turn) (Decision, error) {
 		problem := perr.(*react.ParseError).Problem
 		st.ParseErrors++
 		obs := react.ParseErrorObservation(problem)
-		rec := r.trace.step(time.Since(r.runStart), st.Turn, reply.Thought, nil, &stepMore{parseError: problem})
+		rec := r.trace.step(r.since(r.runStart, time.Now()), st.Turn, reply.Thought, nil, &stepMore{parseError: problem})
 		rec.obs = obs
 		r.logger.step(rec)
 		if r.s.bus.Active() {
@@ -179,7 +179,7 @@ func (reactPlanner) Next(ctx context.Context, t *Turn) (Decision, error) {
 		if reply.Thought != "" && r.s.bus.Active() {
 			r.emit(event.Event{Type: event.Thinking, Content: reply.Thought})
 		}
-		r.logger.step(r.trace.step(time.Since(r.runStart), st.Turn, reply.Thought, nil, &stepMore{finalAnswer: reply.Answer}))
+		r.logger.step(r.trace.step(r.since(r.runStart, time.Now()), st.Turn, reply.Thought, nil, &stepMore{finalAnswer: reply.Answer}))
 		st.LastContent = reply.Answer
 		d := t.Answer(reply.Answer)
 		if d.Message != nil {

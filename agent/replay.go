@@ -25,7 +25,7 @@ func (r *ReplayReport) Identical() bool { return len(r.Differences) == 0 }
 // LiveTools makes a replay run safe and idempotent tools again and
 // compare their results with the recorded ones; non-idempotent tools
 // keep their recorded results.
-func LiveTools() RunOption { return func(c *runConfig) { c.liveTools = true } }
+func LiveTools() RunOption { return func(c *runConfig) { c.more().liveTools = true } }
 
 // Replay runs the stored run runID again with a, against its log: every
 // model turn is the recorded one (no model is called) and every tool
@@ -42,7 +42,7 @@ func (a *Agent) Replay(ctx context.Context, st store.Store, runID string, opts .
 	if err != nil {
 		return nil, err
 	}
-	s.cfg.resume = &resumeConfig{log: l, replay: true, liveTools: s.cfg.liveTools}
+	s.cfg.resume = &resumeConfig{log: l, replay: true, liveTools: s.cfg.extra != nil && s.cfg.extra.liveTools}
 	s.state.RunID = l.Start.RunID
 	res, runErr := s.Run(ctx)
 	rep := &ReplayReport{RunID: runID, Result: res}

@@ -140,6 +140,11 @@ type Result struct {
 	// MemoryDeltas are what the run wrote to memory and collections, in
 	// order (the spec's memory.write and the memory tools).
 	MemoryDeltas []MemoryDelta `json:"memory_deltas,omitempty"`
+	// Seed is the seed the run's ids and randomness derived from, when it
+	// had one (WithSeed, the spec's seed); Deterministic says it had a
+	// fixed clock too (WithNow), so that it runs the same again.
+	Seed          *int64 `json:"seed,omitempty"`
+	Deterministic bool   `json:"deterministic"`
 	// TraceID is the run's trace id, when it has one (WithTraceID,
 	// WithTraceParent).
 	TraceID string `json:"trace_id,omitempty"`

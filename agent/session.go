@@ -67,11 +67,37 @@ type runConfig struct {
 	store        store.Store
 	resume       *resumeConfig
 	decisions    map[string]bool // Approve (true) and Deny (false), by key once Resume bound them
-	denyReason   string          // why the denied calls were denied (WithDenyReason)
 	// info is what tools see of the run: the options set who runs it,
 	// Run the rest (setRunInfo).
-	info      tool.Run
-	liveTools bool // a replay runs safe and idempotent tools again
+	info tool.Run
+	// extra holds what few runs are given: nil for most (a session's
+	// size is what a paused run costs).
+	extra *runExtra
+}
+
+// runExtra is the rarely given part of a session's options.
+type runExtra struct {
+	denyReason string    // why the denied calls were denied (WithDenyReason)
+	liveTools  bool      // a replay runs safe and idempotent tools again
+	seeded     bool      // WithSeed
+	seed       int64     // what ids and randomness derive from
+	now        time.Time // WithNow: the run's clock, which does not move
+}
+
+// more is c's extra options, made when an option first sets one.
+func (c *runConfig) more() *runExtra {
+	if c.extra == nil {
+		c.extra = &runExtra{}
+	}
+	return c.extra
+}
+
+// denyReason is why the calls Deny names are denied, or "".
+func (c *runConfig) denyReason() string {
+	if c.extra == nil {
+		return ""
+	}
+	return c.extra.denyReason
 }
 
 // listener is a subscription WithEvents asked for.
@@ -114,6 +140,20 @@ func WithCorrelationID(id string) RunOption { return func(c *runConfig) { c.info
 // WithTraceParent sets the W3C trace context ("00-TRACEID-SPANID-FLAGS")
 // the run belongs to.
 func WithTraceParent(tp string) RunOption { return func(c *runConfig) { c.info.TraceParent = tp } }
+
+// WithSeed makes the run's ids and randomness (retry jitter) derive from
+// seed instead of the runtime's generator, as a spec's seed does. With
+// WithNow too, two runs of a scripted agent give byte-identical Results
+// and events (the Result says deterministic). A seeded run's id is the
+// seed's: a store refuses a second run of one seed.
+func WithSeed(seed int64) RunOption {
+	return func(c *runConfig) { e := c.more(); e.seeded, e.seed = true, seed }
+}
+
+// WithNow sets the run's clock: it starts at t and does not move, so every
+// time the run reports is t and every duration 0 (the run's deadlines
+// still follow the wall clock). Tools see it as tool.Call.Time.
+func WithNow(t time.Time) RunOption { return func(c *runConfig) { c.more().now = t } }
 
 // WithTraceID sets the run's trace id (32 hex digits), for a caller that
 // has a trace id but no parent span: the run's traceparent is made from
@@ -209,11 +249,23 @@ func (a *Agent) NewSession(input map[string]any, opts ...RunOption) (*Session, e
 		l := &c.onEvent[i]
 		l.unsub = s.bus.Subscribe(l.fn, l.opts...)
 	}
+	if c.extra == nil || !c.extra.seeded {
+		if seed := a.spec.Seed; seed != nil {
+			e := c.more()
+			e.seeded, e.seed = true, *seed
+		}
+	}
 	var id, runID string
-	if id = c.info.SessionID; id == "" {
+	switch {
+	case c.extra != nil && c.extra.seeded:
+		id, runID = ids.Seeded("ses", c.extra.seed), ids.Seeded("run", c.extra.seed)
+		if c.info.SessionID != "" {
+			id = c.info.SessionID
+		}
+	case c.info.SessionID != "":
+		id, runID = c.info.SessionID, ids.New("run")
+	default:
 		id, runID = ids.Two("ses", "run")
-	} else {
-		runID = ids.New("run")
 	}
 	s.state = State{SessionID: id, RunID: runID,
 		AgentName: a.spec.AgentName, AgentVersion: a.spec.Version, Input: input, Messages: msgs}

@@ -93,7 +93,7 @@ func (g *guard) again(ctx context.Context, n int, err error) bool {
 	if n >= g.policy.Tries() || !shouldRetry(ctx, err) {
 		return false
 	}
-	d := g.policy.Delay(n, RetryAfterOf(err))
+	d := g.policy.Delay(ctx, n, RetryAfterOf(err))
 	if dl, ok := ctx.Deadline(); ok && time.Until(dl) < d {
 		return false
 	}

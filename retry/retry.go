@@ -6,6 +6,7 @@ package retry
 import (
 	"context"
 	"math/rand/v2"
+	"sync"
 	"time"
 )
 
@@ -49,8 +50,9 @@ func (p Policy) Backoff(n int) time.Duration {
 }
 
 // Delay returns how long to wait before retry n: retryAfter when the
-// server gave one, else the backoff with jitter applied.
-func (p Policy) Delay(n int, retryAfter time.Duration) time.Duration {
+// server gave one, else the backoff with jitter applied, drawn from the
+// source WithSource put in ctx, or the runtime's.
+func (p Policy) Delay(ctx context.Context, n int, retryAfter time.Duration) time.Duration {
 	if retryAfter > 0 {
 		return retryAfter
 	}
@@ -58,9 +60,45 @@ func (p Policy) Delay(n int, retryAfter time.Duration) time.Duration {
 	if p.Jitter > 0 && d > 0 {
 		j := min(p.Jitter, 1)
 		fixed := time.Duration(float64(d) * (1 - j))
-		d = fixed + rand.N(d-fixed+1)
+		span := uint64(d - fixed + 1)
+		var x uint64
+		if src := sourceFrom(ctx); src != nil {
+			x = src.Uint64() % span
+		} else {
+			x = rand.Uint64N(span)
+		}
+		d = fixed + time.Duration(x)
 	}
 	return d
+}
+
+type sourceKey struct{}
+
+// WithSource makes the retries of calls made with ctx draw their jitter
+// from src (a deterministic run's seeded source). A source is used by
+// one goroutine at a time: give each run its own.
+func WithSource(ctx context.Context, src rand.Source) context.Context {
+	return context.WithValue(ctx, sourceKey{}, &lockedSource{src: src})
+}
+
+func sourceFrom(ctx context.Context) *lockedSource {
+	if ctx == nil {
+		return nil
+	}
+	s, _ := ctx.Value(sourceKey{}).(*lockedSource)
+	return s
+}
+
+// lockedSource serialises a run's parallel tool calls' draws.
+type lockedSource struct {
+	mu  sync.Mutex
+	src rand.Source
+}
+
+func (l *lockedSource) Uint64() uint64 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.src.Uint64()
 }
 
 // Sleep waits d and reports whether to go on: false when ctx ends first,

@@ -2,6 +2,8 @@ package retry
 
 import (
 	"context"
+	"math/rand/v2"
+	"slices"
 	"testing"
 	"time"
 )
@@ -24,12 +26,12 @@ func TestBackoff(t *testing.T) {
 func TestDelay(t *testing.T) {
 	p := Policy{InitialBackoff: 100 * time.Millisecond, Jitter: 0.5}
 	for range 200 {
-		d := p.Delay(1, 0)
+		d := p.Delay(context.Background(), 1, 0)
 		if d < 50*time.Millisecond || d > 100*time.Millisecond {
 			t.Fatalf("jittered delay %s outside [50ms, 100ms]", d)
 		}
 	}
-	if d := p.Delay(3, 7*time.Second); d != 7*time.Second {
+	if d := p.Delay(context.Background(), 3, 7*time.Second); d != 7*time.Second {
 		t.Errorf("Retry-After not honoured: %s", d)
 	}
 	if (Policy{}).Tries() != 1 || (Policy{Attempts: 4}).Tries() != 4 {
@@ -50,5 +52,22 @@ func TestSleep(t *testing.T) {
 	stop()
 	if Sleep(done, 0) {
 		t.Error("ended context goes on")
+	}
+}
+
+// TestSeededJitter: waits drawn from a seeded source repeat with the seed.
+func TestSeededJitter(t *testing.T) {
+	p := Policy{Attempts: 5, InitialBackoff: time.Second, Jitter: 1}
+	draw := func(seed uint64) []time.Duration {
+		ctx := WithSource(context.Background(), rand.NewPCG(seed, seed))
+		var out []time.Duration
+		for n := 1; n <= 4; n++ {
+			out = append(out, p.Delay(ctx, n, 0))
+		}
+		return out
+	}
+	a, b, c := draw(7), draw(7), draw(8)
+	if !slices.Equal(a, b) || slices.Equal(a, c) {
+		t.Errorf("seeded waits %v, %v, another seed %v", a, b, c)
 	}
 }

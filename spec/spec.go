@@ -110,6 +110,9 @@ type Spec struct {
 	Policy *policy.Policy `json:"policy,omitempty"`
 	// Memory is what the agent remembers across runs (DESIGN.md 3.10).
 	Memory *Memory `json:"memory,omitempty"`
+	// Seed makes runs deterministic where they can be: ids and any
+	// randomness derive from it (agentry run --seed, agent.WithSeed).
+	Seed *int64 `json:"seed,omitempty"`
 	// Context says how a transcript that nears the model's context window
 	// is compacted.
 	Context *Context `json:"context,omitempty"`

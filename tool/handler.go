@@ -33,6 +33,10 @@ type Call struct {
 	// Started is when the call started, if its caller says: the first
 	// attempt's deadline counts from it.
 	Started time.Time
+	// Time is the run's time at the call (Noema's context timestamp): the
+	// wall clock, or the instant a deterministic run was given
+	// (agent.WithNow), which does not move.
+	Time time.Time
 	// Run is the run that makes the call, and Budget what remained of its
 	// budgets when the call started.
 	Run    *Run
@@ -232,7 +236,7 @@ func Retry(policy retry.Policy, onRetry func(call *Call, err error, wait time.Du
 				if err == nil || n >= tries || !IsTransient(err) || ctx.Err() != nil {
 					return out, err
 				}
-				wait := policy.Delay(n, 0)
+				wait := policy.Delay(ctx, n, 0)
 				if onRetry != nil {
 					onRetry(call, err, wait)
 				}

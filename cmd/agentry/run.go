@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -41,6 +42,9 @@ type runFlags struct {
 	correlation  string
 	traceID      string
 	traceParent  string
+	seed         int64
+	seedSet      bool
+	now          string
 	logLevel     string
 	logFormat    string
 	db           string
@@ -67,6 +71,7 @@ spec or input.`,
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
 			f.agentsSet = cmd.Flags().Changed("agents")
+			f.seedSet = cmd.Flags().Changed("seed")
 			if data, err := os.ReadFile(args[0]); err == nil && pipeline.IsPipeline(data) {
 				return runPipeline(cmd.Context(), args[0], f, stdout, stderr)
 			}
@@ -87,6 +92,8 @@ spec or input.`,
 	fl.StringVar(&f.user, "user", "", "the id of the user the run acts for (tools read it from their context)")
 	fl.StringVar(&f.correlation, "correlation-id", "", "an id that ties the run to the caller's request (in logs and the tools' context)")
 	fl.StringVar(&f.traceID, "trace-id", "", "the run's trace id (32 hex digits): on every event, in the Result and the logs, sent to models and http_request")
+	fl.Int64Var(&f.seed, "seed", 0, "make the run's ids and randomness derive from this seed (with --now: a deterministic run)")
+	fl.StringVar(&f.now, "now", "", "the run's clock, RFC 3339: every time it reports is this one and every duration 0 (with --seed: a deterministic run)")
 	fl.StringVar(&f.traceParent, "traceparent", "", "the caller's W3C trace context (00-TRACEID-SPANID-FLAGS), instead of --trace-id")
 	dbFlag(cmd, &f.db)
 	fl.BoolVar(&f.noStore, "no-store", false, "do not store the run (it cannot be traced, replayed or resumed)")
@@ -191,6 +198,16 @@ func prepare(ctx context.Context, f runFlags, stderr io.Writer) (*setup, error) 
 	}
 	if f.traceID != "" {
 		sessionOpts = append(sessionOpts, agent.WithTraceID(f.traceID))
+	}
+	if f.seedSet {
+		sessionOpts = append(sessionOpts, agent.WithSeed(f.seed))
+	}
+	if f.now != "" {
+		t, err := time.Parse(time.RFC3339Nano, f.now)
+		if err != nil {
+			return nil, fmt.Errorf("--now %q: want an RFC 3339 time (2026-01-02T15:04:05Z)", f.now)
+		}
+		sessionOpts = append(sessionOpts, agent.WithNow(t))
 	}
 	if f.traceParent != "" {
 		sessionOpts = append(sessionOpts, agent.WithTraceParent(f.traceParent))

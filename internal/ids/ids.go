@@ -24,3 +24,33 @@ func fill(b []byte, prefix string) int {
 	}
 	return n + 16
 }
+
+// Seeded returns prefix_ and 16 hex digits derived from seed: the same
+// seed and prefix give the same id, for deterministic runs.
+func Seeded(prefix string, seed int64) string {
+	var b [32]byte
+	n := copy(b[:], prefix)
+	b[n] = '_'
+	n++
+	x := uint64(seed) ^ hashPrefix(prefix)
+	// splitmix64: well spread from a counter-like seed.
+	x += 0x9e3779b97f4a7c15
+	x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9
+	x = (x ^ (x >> 27)) * 0x94d049bb133111eb
+	x ^= x >> 31
+	const digits = "0123456789abcdef"
+	for i := 15; i >= 0; i-- {
+		b[n+i] = digits[x&0xf]
+		x >>= 4
+	}
+	return string(b[:n+16])
+}
+
+func hashPrefix(s string) uint64 {
+	h := uint64(14695981039346656037) // FNV-1a
+	for i := 0; i < len(s); i++ {
+		h ^= uint64(s[i])
+		h *= 1099511628211
+	}
+	return h
+}

@@ -26,3 +26,13 @@ func TestTwo(t *testing.T) {
 		t.Errorf("Two makes %v allocations; want 1", n)
 	}
 }
+
+func TestSeeded(t *testing.T) {
+	a, b := Seeded("run", 42), Seeded("run", 42)
+	if a != b || !regexp.MustCompile(`^run_[0-9a-f]{16}$`).MatchString(a) {
+		t.Errorf("Seeded = %q, %q", a, b)
+	}
+	if Seeded("ses", 42)[4:] == a[4:] || Seeded("run", 43) == a {
+		t.Error("seeded ids repeat across prefixes or seeds")
+	}
+}
