@@ -88,6 +88,10 @@ func (r *run) fit(ctx context.Context, force bool) error {
 		return err
 	}
 	after := tokens(r.st.Messages, r.req.Tools)
+	if changed > 0 {
+		r.warn("the transcript was compacted (%s) to fit a window of %d tokens: %d messages changed, about %d tokens to %d",
+			r.a.compaction, r.limits.window, changed, before, after)
+	}
 	if changed > 0 && r.s.bus.Active() {
 		r.emit(event.Event{Type: event.Compaction, Data: map[string]any{"strategy": r.a.compaction,
 			"tokens_before": before, "tokens_after": after, "window": int(r.limits.window), "messages_changed": changed}})

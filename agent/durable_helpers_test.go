@@ -179,7 +179,7 @@ func openStore(t testing.TB, dsn string) *testStore {
 func comparable(t testing.TB, res *Result) string {
 	t.Helper()
 	cp := *res
-	cp.ID, cp.SessionID = "", ""
+	cp.ID, cp.SessionID, cp.TraceRef = "", "", ""
 	cp.StartedAt, cp.FinishedAt = Timestamp{}, Timestamp{}
 	cp.Metrics.DurationMS, cp.Metrics.ModelLatencyMS, cp.Metrics.ToolLatencyMS = 0, 0, nil
 	cp.Steps = make([]Step, len(res.Steps))

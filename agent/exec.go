@@ -123,6 +123,7 @@ func (r *run) exec(index, base int, call *llm.ToolCall, res *ToolResult, transfe
 			Run: r.info, Budget: r.remaining(index + 1)}
 		out, err := b.handler(r.ctx, c)
 		attempts = c.Attempt
+		res.attachments = c.Attachments()
 		res.Output, res.Observation, res.Err = out.JSON, out.Observation, err
 		if err == nil {
 			r.keepHints(call, res)
@@ -237,7 +238,9 @@ func (r *run) record(thought string, call *llm.ToolCall, res *ToolResult) {
 			rec.more = more
 		}
 		more.out = res.Output
+		r.warn("the result of %s (call %s) was cut from %d to %d bytes for the model", call.Name, call.ID, len(res.Output), len(res.Observation))
 	}
+	r.attach(res.attachments)
 	_, rec.known = r.a.tools[res.Call.Name]
 	if res.Hints != nil {
 		r.noteHints(res.Hints)

@@ -77,6 +77,10 @@ func (r *run) finish(final *Final, err error) (*Result, error) {
 	res.Metrics.ParseErrors = st.ParseErrors
 	res.PromptTemplate = r.promptTemplate()
 	res.TraceID = r.info.TraceID
+	r.addNotes(res)
+	if j := r.link.journal; j != nil && j.w != nil {
+		res.TraceRef = res.ID
+	}
 	if e := r.s.cfg.extra; e != nil && e.seeded {
 		seed := e.seed
 		res.Seed, res.Deterministic = &seed, r.fixed

@@ -62,6 +62,7 @@ type run struct {
 	mem *runMemory // the run's memory; nil without
 
 	reasoning *reasoning // what ReAct and tool hints add to the result; nil until they do
+	notes     *runNotes  // warnings, retries and attachments; nil until there are some
 }
 
 // Run runs the session to its end and returns the complete Result. The
@@ -404,6 +405,9 @@ func (r *run) failure(err error) error {
 // record; a run is its model calls' llm.Trace.
 func (r *run) Retry(info llm.RetryInfo) {
 	r.attempts++
+	n := r.note()
+	n.retries++
+	n.lastRetryError = info.Err.Error()
 	r.logger.retry(info.Attempt, info.Wait, info.Err)
 	if r.s.bus.Active() {
 		r.emit(event.Event{Type: event.Retry, Attempt: info.Attempt, WaitMS: info.Wait.Milliseconds(),

@@ -82,6 +82,7 @@ type ToolResult struct {
 	Attempts    int
 	Duration    time.Duration
 	at          time.Duration // the call's start, since the run's
+	attachments map[string]string
 }
 
 // Turn is a planner's view of the run at one turn. It is valid during the

@@ -48,6 +48,15 @@ func redactResult(res *Result, red *policy.Redactor) {
 		res.Error.Message = red.String(res.Error.Message)
 		res.Error.Details = redactDetails(res.Error.Details, red)
 	}
+	if d := res.Diagnostics; d != nil {
+		d.Warnings = redactAll(red, d.Warnings)
+	}
+	if ri := res.RetryInfo; ri != nil {
+		ri.LastError = red.String(ri.LastError)
+	}
+	for k, v := range res.Attachments {
+		res.Attachments[k] = red.String(v)
+	}
 	for i := range res.Messages {
 		m := &res.Messages[i]
 		if m.Content == answer && len(m.ToolCalls) == 0 {

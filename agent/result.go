@@ -140,6 +140,19 @@ type Result struct {
 	// MemoryDeltas are what the run wrote to memory and collections, in
 	// order (the spec's memory.write and the memory tools).
 	MemoryDeltas []MemoryDelta `json:"memory_deltas,omitempty"`
+	// Diagnostics are what a person reading the run should know that is
+	// not an error (a compacted transcript, a cut observation, a model
+	// without a price).
+	Diagnostics *Diagnostics `json:"diagnostics,omitempty"`
+	// RetryInfo counts the run's retried model calls, and the last error
+	// one was retried for.
+	RetryInfo *RetryInfo `json:"retry_info,omitempty"`
+	// Attachments are what the run's tools attached, by name: references
+	// (URLs, paths, keys), never the bytes (tool.Call.Attach).
+	Attachments map[string]string `json:"attachments,omitempty"`
+	// TraceRef is the run id its stored trace is kept under (agentry trace
+	// TRACE_REF), when the run was stored.
+	TraceRef string `json:"trace_ref,omitempty"`
 	// Seed is the seed the run's ids and randomness derived from, when it
 	// had one (WithSeed, the spec's seed); Deterministic says it had a
 	// fixed clock too (WithNow), so that it runs the same again.
@@ -151,6 +164,17 @@ type Result struct {
 	// PromptTemplate names the versioned template of the system prompt.
 	PromptTemplate string  `json:"prompt_template,omitempty"`
 	Metrics        Metrics `json:"metrics"`
+}
+
+// Diagnostics are a run's warnings.
+type Diagnostics struct {
+	Warnings []string `json:"warnings"`
+}
+
+// RetryInfo is how often a run's model calls were retried.
+type RetryInfo struct {
+	Attempts  int    `json:"attempts"`
+	LastError string `json:"last_error,omitempty"`
 }
 
 // StoreStatus is how a run that ended with r stands in a run store, and

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 	"sync"
 
 	"github.com/agentry/agentry/event"
@@ -173,14 +174,14 @@ func (s *Service) Abort(id string) error {
 	return nil
 }
 
-// Stop refuses new sessions, aborts the running ones and waits for them to
-// end, or for ctx. It starts no goroutine.
+// Stop refuses new sessions and drains the running ones: each may end on
+// its own (its last commit is a durable point) until ctx is done; those
+// still running then are aborted, and Stop waits for them to end (at most
+// a grace of 10 s, as a tool that ignores its context may not). It starts
+// no goroutine.
 func (s *Service) Stop(ctx context.Context) error {
 	s.mu.Lock()
 	s.stopped = true
-	for _, sess := range s.running {
-		sess.Abort()
-	}
 	if len(s.running) == 0 {
 		s.mu.Unlock()
 		return nil
@@ -194,6 +195,42 @@ func (s *Service) Stop(ctx context.Context) error {
 	case <-drained:
 		return nil
 	case <-ctx.Done():
-		return ctx.Err()
 	}
+	s.mu.Lock()
+	for _, sess := range s.running {
+		sess.Abort()
+	}
+	s.mu.Unlock()
+	grace := time.NewTimer(stopGrace)
+	defer grace.Stop()
+	select {
+	case <-drained:
+		return ctx.Err()
+	case <-grace.C:
+		s.mu.Lock()
+		n := len(s.running)
+		s.mu.Unlock()
+		return fmt.Errorf("agent: service stopped with %d sessions still running after their abort: %w", n, ctx.Err())
+	}
+}
+
+// stopGrace is how long Stop waits for aborted sessions to end.
+var stopGrace = 10 * time.Second
+
+// Health reports whether the service takes sessions: nil, ErrStopped once
+// Stop was called, or the error of its run store when the store does not
+// answer.
+func (s *Service) Health(ctx context.Context) error {
+	s.mu.Lock()
+	stopped := s.stopped
+	s.mu.Unlock()
+	if stopped {
+		return ErrStopped
+	}
+	if s.store != nil {
+		if _, err := s.store.List(ctx, store.Filter{Limit: 1}); err != nil {
+			return fmt.Errorf("agent: the run store does not answer: %w", err)
+		}
+	}
+	return nil
 }

@@ -32,6 +32,28 @@ type Driver struct {
 	// unknown; nil means unknown for every model. Every provider's chat
 	// models call tools, take a JSON schema and stream.
 	ContextWindow func(model string) int
+	// Known reports whether the provider's catalog has the model id, for
+	// a check that catches a misspelt name before a run; nil means the
+	// provider keeps no catalog (a local server takes any name).
+	Known func(model string) bool
+}
+
+// Unknown reports whether name's provider keeps a catalog of its models
+// that lacks this one (a misspelt id, or a model newer than this
+// release): a warning, not an error, since a provider may serve it.
+func Unknown(name string) (provider string, unknown bool) {
+	provider, model := ParseModel(name)
+	d, ok := drivers.Get(provider)
+	if !ok || d.Known == nil {
+		return provider, false
+	}
+	return provider, !d.Known(model)
+}
+
+// InCatalog says whether agentry's pricing table or context windows know
+// model: the catalog of the built-in providers.
+func InCatalog(model string) bool {
+	return DefaultPricing().Has(model)
 }
 
 var drivers registry.Registry[Driver]

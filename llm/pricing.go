@@ -178,6 +178,25 @@ func (p *Pricing) lookupBase(model string) (Price, bool) {
 	return bp, found
 }
 
+// Has reports whether the table names model itself, or a dated or
+// "-latest" release of a model it names (claude-sonnet-4-5-20250929,
+// gpt-4.1-2025-04-14): stricter than Lookup, which prices any id that
+// starts with a known one, so a misspelt id is not taken for a release.
+func (p *Pricing) Has(model string) bool {
+	if p == nil {
+		return false
+	}
+	if _, ok := p.models[model]; ok {
+		return true
+	}
+	for k := range p.models {
+		if rest, ok := strings.CutPrefix(model, k+"-"); ok && (rest == "latest" || strings.Trim(rest, "0123456789-") == "") {
+			return true
+		}
+	}
+	return false
+}
+
 // Cost returns the price of u on model in USD, and false when the model is
 // not in the table (the cost is then 0).
 func (p *Pricing) Cost(model string, u Usage) (float64, bool) {

@@ -9,6 +9,7 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"maps"
 	"os"
 	"strings"
@@ -324,6 +325,73 @@ type Error struct {
 	// Source is the file or reference the spec came from.
 	Source   string
 	Problems []string
+	// unreadable says the file could not be read as a spec at all
+	// (malformed JSON, an unknown field): its problems are critical.
+	unreadable bool
+}
+
+// Severity is how much a validation issue matters (the jeeves seed's
+// ValidationSeverity).
+type Severity string
+
+// The severities.
+const (
+	// SeverityCritical: the spec cannot be read at all.
+	SeverityCritical Severity = "critical"
+	// SeverityError: the spec reads, but an agent cannot be built from it.
+	SeverityError Severity = "error"
+	// SeverityWarning: it runs, but likely not as meant.
+	SeverityWarning Severity = "warning"
+)
+
+// Issue is one problem of a spec, with its severity.
+type Issue struct {
+	Severity Severity `json:"severity"`
+	Message  string   `json:"message"`
+}
+
+// Issues are e's problems with their severity: critical when the spec
+// could not be read, errors otherwise.
+func (e *Error) Issues() []Issue {
+	sev := SeverityError
+	if e.unreadable {
+		sev = SeverityCritical
+	}
+	out := make([]Issue, len(e.Problems))
+	for i, p := range e.Problems {
+		out[i] = Issue{Severity: sev, Message: p}
+	}
+	return out
+}
+
+// Warnings are what a valid spec holds that likely is not meant: a model
+// name its provider's catalog does not have (a misspelling, or a model
+// newer than this release). The providers must be registered (imported)
+// for their catalogs to be asked.
+func (s *Spec) Warnings() []Issue {
+	var out []Issue
+	check := func(field, name string) {
+		if name == "" {
+			return
+		}
+		if p, unknown := llm.Unknown(name); unknown {
+			out = append(out, Issue{Severity: SeverityWarning,
+				Message: fmt.Sprintf("%s %q: %s's catalog does not have this model (misspelt, or newer than this release?)", field, name, p)})
+		}
+	}
+	model := s.ModelName
+	if s.Provider != "" && model != "" && !strings.HasPrefix(model, s.Provider+":") {
+		model = s.Provider + ":" + model
+	}
+	check("model_name", model)
+	for i, f := range s.FallbackModels {
+		name := f.ModelName
+		if f.Provider != "" {
+			name = f.Provider + ":" + name
+		}
+		check(fmt.Sprintf("fallback_models[%d].model_name", i), name)
+	}
+	return out
 }
 
 func (e *Error) Error() string {
@@ -364,7 +432,7 @@ func (s *Spec) Clone() *Spec {
 func Parse(source string, data []byte) (*Spec, error) {
 	var s Spec
 	if err := strictjson.Decode(data, &s); err != nil {
-		return nil, &Error{Source: source, Problems: []string{err.Error()}}
+		return nil, &Error{Source: source, Problems: []string{err.Error()}, unreadable: true}
 	}
 	if err := s.Check(); err != nil { // before the mode's default: mode is required with some fields
 		var se *Error

@@ -156,3 +156,15 @@ func mustSpec(t testing.TB, js string) *Spec {
 	}
 	return s
 }
+
+func TestIssueSeverities(t *testing.T) {
+	_, err := Parse("x", []byte(`{"agent_name": "a", "version": "v1", "sytem_text": "x"}`))
+	var se *Error
+	if !errors.As(err, &se) || se.Issues()[0].Severity != SeverityCritical {
+		t.Errorf("an unreadable spec: %v", err)
+	}
+	_, err = Parse("x", []byte(`{"agent_name": "a b", "version": "v1"}`))
+	if !errors.As(err, &se) || se.Issues()[0].Severity != SeverityError {
+		t.Errorf("an invalid spec: %v", err)
+	}
+}

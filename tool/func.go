@@ -46,6 +46,10 @@ type funcConfig struct {
 // WithIdempotency sets the tool's idempotency class.
 func WithIdempotency(c Idempotency) Option { return func(c2 *funcConfig) { c2.info.Idempotency = c } }
 
+// WithRisk sets the tool's risk level, from which its idempotency class
+// is inferred unless WithIdempotency gives one.
+func WithRisk(r Risk) Option { return func(c *funcConfig) { c.info.Risk = r } }
+
 // WithDeduplication declares that the tool deduplicates calls by their
 // idempotency key (Info.Deduplicates).
 func WithDeduplication() Option { return func(c *funcConfig) { c.info.Deduplicates = true } }
@@ -89,9 +93,15 @@ func Func[In, Out any](name, description string, fn func(ctx context.Context, in
 	if !ValidName(name) {
 		return nil, fmt.Errorf("%w %q: use 1 to 64 letters, digits, '_' or '-'", ErrInvalidName, name)
 	}
-	c := funcConfig{info: Info{Name: name, Description: description, Idempotency: NonIdempotent}}
+	c := funcConfig{info: Info{Name: name, Description: description}}
 	for _, o := range opts {
 		o(&c)
+	}
+	if c.info.Risk != "" && !c.info.Risk.Valid() {
+		return nil, fmt.Errorf("tool %s: unknown risk level %q (low, medium, high or critical)", name, c.info.Risk)
+	}
+	if c.info.Idempotency == "" {
+		c.info.Idempotency = IdempotencyOf(c.info.Risk) // NonIdempotent without a risk
 	}
 	if !c.info.Idempotency.Valid() {
 		return nil, fmt.Errorf("tool %s: unknown idempotency class %q", name, c.info.Idempotency)

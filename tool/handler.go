@@ -33,6 +33,9 @@ type Call struct {
 	// Started is when the call started, if its caller says: the first
 	// attempt's deadline counts from it.
 	Started time.Time
+	// attachments are what the call attached (Attach).
+	attachments map[string]string
+
 	// Time is the run's time at the call (Noema's context timestamp): the
 	// wall clock, or the instant a deterministic run was given
 	// (agent.WithNow), which does not move.
@@ -48,6 +51,20 @@ type Call struct {
 	ctx     callContext
 	timeout lazyctx.Ctx
 }
+
+// Attach names something the call made or found, by reference (a URL, a
+// path, a storage key), never the bytes: the run's Result lists it under
+// attachments (the Proposal's attachments). A later call's name replaces
+// an earlier one.
+func (c *Call) Attach(name, ref string) {
+	if c.attachments == nil {
+		c.attachments = map[string]string{}
+	}
+	c.attachments[name] = ref
+}
+
+// Attachments are what the call attached.
+func (c *Call) Attachments() map[string]string { return c.attachments }
 
 // callContext is a call's context: the caller's, carrying the call.
 type callContext struct {

@@ -26,7 +26,10 @@ func New(info Info, fn func(ctx context.Context, args json.RawMessage) (json.Raw
 		return nil, fmt.Errorf("%w %q: use 1 to 64 letters, digits, '_' or '-'", ErrInvalidName, info.Name)
 	}
 	if info.Idempotency == "" {
-		info.Idempotency = NonIdempotent
+		info.Idempotency = IdempotencyOf(info.Risk)
+	}
+	if info.Risk != "" && !info.Risk.Valid() {
+		return nil, fmt.Errorf("tool %s: unknown risk level %q (low, medium, high or critical)", info.Name, info.Risk)
 	}
 	if !info.Idempotency.Valid() {
 		return nil, fmt.Errorf("tool %s: unknown idempotency class %q", info.Name, info.Idempotency)

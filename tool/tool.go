@@ -34,6 +34,34 @@ func (c Idempotency) Retryable() bool { return c == Safe || c == Idempotent }
 // Valid reports whether c is one of the three classes.
 func (c Idempotency) Valid() bool { return c == Safe || c == Idempotent || c == NonIdempotent }
 
+// Risk is how much harm a tool's call can do (the jeeves seed's risk
+// level), from which its idempotency class is inferred when it gives
+// none.
+type Risk string
+
+// The risk levels.
+const (
+	RiskLow      Risk = "low"      // reads: inferred safe
+	RiskMedium   Risk = "medium"   // changes what can be set again: inferred idempotent
+	RiskHigh     Risk = "high"     // changes what cannot be undone: inferred non-idempotent
+	RiskCritical Risk = "critical" // money, deletion, people: inferred non-idempotent
+)
+
+// Valid reports whether r is one of the four levels.
+func (r Risk) Valid() bool { return r == RiskLow || r == RiskMedium || r == RiskHigh || r == RiskCritical }
+
+// IdempotencyOf is the class a risk level implies: low is Safe, medium
+// Idempotent, high and critical (and an unknown level) NonIdempotent.
+func IdempotencyOf(r Risk) Idempotency {
+	switch r {
+	case RiskLow:
+		return Safe
+	case RiskMedium:
+		return Idempotent
+	}
+	return NonIdempotent
+}
+
 // Info is what a tool says about itself.
 type Info struct {
 	// Name is how models call the tool: 1 to 64 letters, digits, '_' or '-'.
@@ -41,8 +69,12 @@ type Info struct {
 	Description string
 	// Parameters is the JSON Schema of the arguments object.
 	Parameters json.RawMessage
-	// Idempotency defaults to NonIdempotent when empty.
+	// Idempotency defaults to what Risk implies, else NonIdempotent, when
+	// empty.
 	Idempotency Idempotency
+	// Risk is how much harm a call can do; it sets Idempotency when that
+	// is empty.
+	Risk Risk
 	// Timeout bounds one call; 0 leaves it to the agent's limits.
 	Timeout time.Duration
 	// Examples are argument objects of good calls. Models see them with

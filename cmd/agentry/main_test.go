@@ -386,3 +386,22 @@ func TestAgentsCommand(t *testing.T) {
 		t.Errorf("an invalid version: exit %d\n%s", code, out)
 	}
 }
+
+// TestValidateWarnsOfUnknownModels: a model its provider's catalog lacks
+// is a warning, an error with --strict.
+func TestValidateWarnsOfUnknownModels(t *testing.T) {
+	dir := t.TempDir()
+	path := dir + "/t.json"
+	os.WriteFile(path, []byte(`{"agent_name": "t", "version": "v1", "model_name": "claude-sonet-4", "system_text": "x"}`), 0o600)
+	code, _, errs := run(t, "validate", path)
+	if code != 0 || !strings.Contains(errs, `⚠`) || !strings.Contains(errs, `model_name "claude-sonet-4": anthropic's catalog does not have this model`) {
+		t.Errorf("exit %d\n%s", code, errs)
+	}
+	if code, _, _ := run(t, "validate", "--strict", path); code != 2 {
+		t.Errorf("--strict: exit %d", code)
+	}
+	os.WriteFile(path, []byte(`{"agent_name": "t", "version": "v1", "model_name": "claude-sonnet-4-5-20250929", "system_text": "x"}`), 0o600)
+	if code, _, errs := run(t, "validate", "--strict", path); code != 0 || strings.Contains(errs, "⚠") {
+		t.Errorf("a known dated model: exit %d\n%s", code, errs)
+	}
+}

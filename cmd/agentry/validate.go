@@ -23,7 +23,7 @@ import (
 
 func newValidateCmd(stdout, stderr io.Writer) *cobra.Command {
 	var agentsDir, dsn, prompts string
-	var lock bool
+	var lock, strict bool
 	cmd := &cobra.Command{
 		Use:   "validate PATH...",
 		Short: "Check agent specs: fields, schemas, enums, templates, tools, models",
@@ -45,8 +45,9 @@ file and the field. Exit code 0 when all are valid, 2 otherwise.`,
 			// an in-process one stands in for the run store.
 			opts := []agent.Option{agent.WithTools(builtinTools(false)), agent.WithPrompts(ps), agent.WithMemory(memory.NewInMemory())}
 			bad := 0
+			v := validation{strict: strict, stdout: stdout, stderr: stderr}
 			for _, p := range args {
-				bad += validatePath(p, agentsDir, lock, opts, stdout, stderr)
+				bad += v.path(p, agentsDir, lock, opts)
 			}
 			if bad > 0 {
 				return &exitError{code: 2, err: fmt.Errorf("%d invalid", bad)}
@@ -56,6 +57,7 @@ file and the field. Exit code 0 when all are valid, 2 otherwise.`,
 	}
 	cmd.Flags().StringVar(&agentsDir, "agents", "agents", "agents directory for agent: tools of single spec files")
 	cmd.Flags().BoolVar(&lock, "lock", false, "write each agents directory's lock file of output-schema hashes")
+	cmd.Flags().BoolVar(&strict, "strict", false, "treat warnings (a model name its provider does not know) as errors")
 	dbFlag(cmd, &dsn)
 	promptsFlag(cmd, &prompts)
 	return cmd
@@ -110,7 +112,15 @@ func (l *lazyPrompts) List(ctx context.Context, f prompt.Filter) ([]prompt.Templ
 
 // validatePath checks a spec file or an agents directory and returns the
 // number of invalid specs.
-func validatePath(path, agentsDir string, writeLock bool, opts []agent.Option, stdout, stderr io.Writer) int {
+// validation is one run of validate: where it writes, and whether
+// warnings count as errors.
+type validation struct {
+	strict         bool
+	stdout, stderr io.Writer
+}
+
+func (v validation) path(path, agentsDir string, writeLock bool, opts []agent.Option) int {
+	stdout, stderr := v.stdout, v.stderr
 	st, err := os.Stat(path)
 	if err != nil {
 		fmt.Fprintf(stderr, "✗ %s: %v\n", path, err)
@@ -135,7 +145,9 @@ func validatePath(path, agentsDir string, writeLock bool, opts []agent.Option, s
 	if !st.IsDir() {
 		a, err := agent.FromFile(path, append(opts, agent.WithAgents(spec.Dir{Path: agentsDir}))...)
 		if err == nil {
+			sp := a.Spec()
 			a.Close()
+			return report(path, err, stdout, stderr) + v.warn(path, &sp)
 		}
 		return report(path, err, stdout, stderr)
 	}
@@ -168,6 +180,9 @@ func validatePath(path, agentsDir string, writeLock bool, opts []agent.Option, s
 			err = lk.Add(s)
 		}
 		bad += report(p, err, stdout, stderr)
+		if err == nil {
+			bad += v.warn(p, s)
+		}
 		return nil
 	})
 	if err != nil {
@@ -211,4 +226,17 @@ func report(path string, err error, stdout, stderr io.Writer) int {
 	}
 	fmt.Fprintf(stderr, "✗ %s: %v\n", path, err)
 	return 1
+}
+
+// warn prints a valid spec's warnings, and counts them as errors with
+// --strict.
+func (v validation) warn(path string, s *spec.Spec) int {
+	ws := s.Warnings()
+	for _, w := range ws {
+		fmt.Fprintf(v.stderr, "⚠ %s: %s\n", path, w.Message)
+	}
+	if v.strict && len(ws) > 0 {
+		return 1
+	}
+	return 0
 }

@@ -79,6 +79,7 @@ func init() {
 		},
 		Prefixes:      []string{"claude"},
 		ContextWindow: func(string) int { return 200_000 }, // every current Claude model
+		Known:         llm.InCatalog,
 	})
 }
 

@@ -72,6 +72,7 @@ func init() {
 		},
 		Prefixes:      []string{"gemini"},
 		ContextWindow: func(string) int { return 1_048_576 }, // the Gemini 2.x and 3 models
+		Known:         llm.InCatalog,
 	})
 }
 

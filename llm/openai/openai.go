@@ -138,6 +138,9 @@ func init() {
 		},
 		Prefixes:      []string{"gpt-", "ft:", "chatgpt-", "o1", "o3", "o4"},
 		ContextWindow: ContextWindow,
+		Known: func(model string) bool {
+			return strings.HasPrefix(model, "ft:") || llm.InCatalog(model)
+		},
 	})
 	llm.Register("azure", llm.Driver{ContextWindow: ContextWindow, Open: func(model string, cfg llm.Config) (llm.Provider, error) {
 		endpoint, key := cfg.BaseURL, cfg.APIKey

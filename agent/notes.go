@@ -1,0 +1,56 @@
+package agent
+
+import (
+	"fmt"
+	"maps"
+)
+
+// runNotes are what a run adds to its Result beside the trace: warnings,
+// the retries of its model calls, what its tools attached.
+type runNotes struct {
+	warnings       []string
+	retries        int
+	lastRetryError string
+	attachments    map[string]string
+}
+
+// note is the run's notes, made when something first adds to them.
+func (r *run) note() *runNotes {
+	if r.notes == nil {
+		r.notes = &runNotes{}
+	}
+	return r.notes
+}
+
+// warn adds a warning for the Result's diagnostics.
+func (r *run) warn(format string, args ...any) {
+	n := r.note()
+	n.warnings = append(n.warnings, fmt.Sprintf(format, args...))
+}
+
+// attach keeps what a tool call attached.
+func (r *run) attach(a map[string]string) {
+	if len(a) == 0 {
+		return
+	}
+	n := r.note()
+	if n.attachments == nil {
+		n.attachments = map[string]string{}
+	}
+	maps.Copy(n.attachments, a)
+}
+
+// addNotes puts the notes in res (redacted by redactResult after).
+func (r *run) addNotes(res *Result) {
+	n := r.notes
+	if n == nil {
+		return
+	}
+	if len(n.warnings) > 0 {
+		res.Diagnostics = &Diagnostics{Warnings: n.warnings}
+	}
+	if n.retries > 0 {
+		res.RetryInfo = &RetryInfo{Attempts: n.retries, LastError: n.lastRetryError}
+	}
+	res.Attachments = n.attachments
+}
