@@ -4,8 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"time"
 	"sync"
+	"time"
 
 	"github.com/agentry/agentry/event"
 	"github.com/agentry/agentry/runlog"

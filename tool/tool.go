@@ -48,7 +48,9 @@ const (
 )
 
 // Valid reports whether r is one of the four levels.
-func (r Risk) Valid() bool { return r == RiskLow || r == RiskMedium || r == RiskHigh || r == RiskCritical }
+func (r Risk) Valid() bool {
+	return r == RiskLow || r == RiskMedium || r == RiskHigh || r == RiskCritical
+}
 
 // IdempotencyOf is the class a risk level implies: low is Safe, medium
 // Idempotent, high and critical (and an unknown level) NonIdempotent.
