@@ -19,6 +19,9 @@ const (
 	FString  Engine = "fstring"  // ${var}, as specs' texts
 	Go       Engine = "go"       // text/template: {{.var}}
 	Mustache Engine = "mustache" // {{var}}, not HTML-escaped
+	// Handlebars is mustache with helpers ({{#if}}, {{#each}}, {{lookup}}),
+	// not HTML-escaped.
+	Handlebars Engine = "handlebars"
 )
 
 func (e Engine) orDefault() Engine {
@@ -70,8 +73,12 @@ func vars(e Engine, text string) ([]string, error) {
 				add(tag.Name())
 			}
 		}
+	case Handlebars:
+		if err := handlebarsVars(text, add); err != nil {
+			return nil, err
+		}
 	default:
-		return nil, fmt.Errorf("engine %q: want fstring, go or mustache", e)
+		return nil, fmt.Errorf("engine %q: want fstring, go, mustache or handlebars (liquid is not provided: see docs/decisions.md)", e)
 	}
 	return out, nil
 }
@@ -229,6 +236,8 @@ func (t *Template) Render(params map[string]any, strict bool) (Rendered, error) 
 			tmpl.Escape(func(s string) string { return s }) // prompts are not HTML
 			text, err = tmpl.Render(fill)
 		}
+	case Handlebars:
+		text, err = renderHandlebars(t.Text, fill)
 	}
 	if err != nil {
 		return Rendered{}, fmt.Errorf("prompt %s: %w", t.Ref(), err)

@@ -18,6 +18,9 @@ import (
 // (DESIGN.md 3.10). A new text is a new version; a version never changes.
 type Template struct {
 	ID string `json:"id"`
+	// Name is what people call the template ("Support triage"); the id is
+	// what specs name it by.
+	Name string `json:"name,omitempty"`
 	// Version is a string, as an agent's is ("v1", "3", "1.2.0"): the
 	// one Put is given, or the next counted one (NextVersion). Versions
 	// are ordered by CompareVersions.

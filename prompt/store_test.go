@@ -104,7 +104,7 @@ func TestDir(t *testing.T) {
 		t.Errorf("render v2 = %+v, %v", r, err)
 	}
 	v1, err := d.Get(ctx, "greet", "1")
-	if r, _ := v1.Render(map[string]any{"name": "Ada"}, true); err != nil || r.Text != "Hello Ada." {
+	if r, _ := v1.Render(map[string]any{"name": "Ada"}, true); err != nil || r.Text != "Hello Ada." || v1.Name != "Greeting" {
 		t.Errorf("v1 = %+v, %v", r, err)
 	}
 	if _, err := d.Get(ctx, "greet", "9"); !errors.Is(err, ErrNotFound) {

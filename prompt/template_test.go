@@ -32,3 +32,25 @@ func TestRender(t *testing.T) {
 		t.Errorf("Vars = %v", v)
 	}
 }
+
+func TestHandlebars(t *testing.T) {
+	tpl := Template{ID: "h", Version: "1", Engine: Handlebars, RequiredVars: []string{"name"},
+		Text: `Hello {{name}}{{#if vip}} (VIP){{/if}}.{{#each items}} {{this}}{{/each}} {{lookup prefs "tone"}} <{{raw}}>`}
+	if probs := Validate(tpl); len(probs) != 0 {
+		t.Fatalf("Validate: %v", probs)
+	}
+	used, err := vars(Handlebars, tpl.Text)
+	if err != nil || strings.Join(used, ",") != "name,vip,items,prefs,raw" {
+		t.Errorf("vars %v, %v", used, err)
+	}
+	r, err := tpl.Render(map[string]any{"name": "Ada", "vip": true, "items": []any{"a", "b"}, "prefs": map[string]any{"tone": "dry"}, "raw": "x & y"}, false)
+	if err != nil || r.Text != "Hello Ada (VIP). a b dry <x & y>" {
+		t.Errorf("render %q, %v", r.Text, err)
+	}
+	if _, err := tpl.Render(map[string]any{}, false); err == nil {
+		t.Error("a missing required var was accepted")
+	}
+	if probs := Validate(Template{ID: "h", Version: "1", Engine: Handlebars, Text: "{{#if x}}"}); len(probs) == 0 {
+		t.Error("an unclosed block was accepted")
+	}
+}
