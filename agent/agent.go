@@ -27,6 +27,7 @@ import (
 	"github.com/agentry/agentry/policy"
 	"github.com/agentry/agentry/prompt"
 	"github.com/agentry/agentry/retry"
+	"github.com/agentry/agentry/runlog"
 	"github.com/agentry/agentry/schema"
 	"github.com/agentry/agentry/spec"
 	"github.com/agentry/agentry/tool"
@@ -50,10 +51,11 @@ type Agent struct {
 	limits       spec.Limits
 	retry        spec.RetryBudgets
 	pricing      *llm.Pricing
-	ownPrice     modelPrice // of the agent's model, looked up once
-	window       int        // the model's context window in tokens; 0: unknown
-	compaction   string     // spec.CompactDropOldest, CompactSummarize or CompactOff
-	keepTurns    int        // the last turns compaction keeps whole
+	ownPrice     modelPrice     // of the agent's model, looked up once
+	logSeal      *runlog.Sealer // seals its stored runs' logs (WithEncryptionKey); nil: none
+	window       int            // the model's context window in tokens; 0: unknown
+	compaction   string         // spec.CompactDropOldest, CompactSummarize or CompactOff
+	keepTurns    int            // the last turns compaction keeps whole
 	logger       *slog.Logger
 	metrics      *metrics
 	candidateMW  []llm.Middleware // what wraps each model: retry, timeout, transport, recover
@@ -282,6 +284,9 @@ func build(in *spec.Spec, o options) (*Agent, error) {
 		problems = append(problems, err.Error())
 	}
 	problems = append(problems, a.checkPriced()...)
+	if a.logSeal, err = logSealer(o.memoryKey); err != nil {
+		problems = append(problems, err.Error())
+	}
 	a.compaction, a.keepTurns = spec.CompactDropOldest, 2
 	if cx := sp.Context; cx != nil {
 		if cx.Compaction != "" {

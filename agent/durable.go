@@ -118,7 +118,15 @@ func (s *Session) openJournal(ctx context.Context, r *run) (*journal, error) {
 // after them: WithModel gives the rest of the run another model,
 // WithTools the tools its spec names.
 func Stored(ctx context.Context, st store.Store, runID string, opts ...Option) (*Agent, error) {
-	l, err := readAgentLog(ctx, st, runID)
+	var o options
+	for _, opt := range opts {
+		opt(&o)
+	}
+	seal, err := logSealer(o.memoryKey)
+	if err != nil {
+		return nil, err
+	}
+	l, err := readAgentLog(ctx, st, runID, seal)
 	if err != nil {
 		return nil, err
 	}
@@ -138,8 +146,12 @@ func Stored(ctx context.Context, st store.Store, runID string, opts ...Option) (
 
 // readAgentLog reads the log of runID, refusing a run that is not an
 // agent's (a pipeline's).
-func readAgentLog(ctx context.Context, st store.Store, runID string) (*runlog.Log, error) {
-	l, err := runlog.Read(ctx, st, runID)
+func readAgentLog(ctx context.Context, st store.Store, runID string, seal *runlog.Sealer) (*runlog.Log, error) {
+	var opts []runlog.Option
+	if seal != nil {
+		opts = append(opts, runlog.Sealed(seal))
+	}
+	l, err := runlog.Read(ctx, st, runID, opts...)
 	if err != nil {
 		return nil, err
 	}
@@ -163,7 +175,7 @@ func readAgentLog(ctx context.Context, st store.Store, runID string) (*runlog.Lo
 // (ErrAwaitingApproval) until Approve or Deny decides it. A scripted
 // model plays on from the turn after the last recorded call.
 func (a *Agent) Resume(ctx context.Context, st store.Store, runID string, opts ...RunOption) (*Session, error) {
-	l, err := readAgentLog(ctx, st, runID)
+	l, err := readAgentLog(ctx, st, runID, a.logSeal)
 	if err != nil {
 		return nil, err
 	}
@@ -298,4 +310,24 @@ func (s *Session) traceKey() string {
 		return id
 	}
 	return s.state.RunID
+}
+
+// logSealer is the sealer of run logs for key; nil without one.
+func logSealer(key []byte) (*runlog.Sealer, error) {
+	if key == nil {
+		return nil, nil
+	}
+	s, err := runlog.NewSealer(key)
+	if err != nil {
+		return nil, fmt.Errorf("%w: WithEncryptionKey: %v", ErrConfig, err)
+	}
+	return s, nil
+}
+
+// logOptions are the run log options of the agent's writers and readers.
+func (a *Agent) logOptions(more ...runlog.Option) []runlog.Option {
+	if a.logSeal == nil {
+		return nil
+	}
+	return append([]runlog.Option{runlog.Sealed(a.logSeal)}, more...)
 }

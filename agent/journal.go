@@ -143,12 +143,14 @@ func (j *journal) begin(ctx context.Context, s *Session) error {
 			start.AgentsDir = runlog.AbsDir(a.o.agents.Path)
 		}
 		j.w, err = runlog.Create(ctx, s.cfg.store, store.Run{ID: r.st.RunID, Kind: "agent", Name: a.spec.AgentName,
-			Version: a.spec.Version, ParentID: r.st.ParentRunID, SessionID: r.st.SessionID, CreatedAt: r.st.StartedAt.Time}, start, red)
+			Version: a.spec.Version, ParentID: r.st.ParentRunID, SessionID: r.st.SessionID, CreatedAt: r.st.StartedAt.Time}, start, red,
+			a.logOptions()...)
 	} else {
 		rc := s.cfg.resume
 		rec := runlog.Resume{Turn: j.quiet, Holder: rc.holder, Model: s.agent.o.model, Approved: keys(j.approve), Denied: keys(j.deny),
 			Reason: s.cfg.denyReason()}
-		j.w, err = runlog.Take(ctx, s.cfg.store, r.st.RunID, rc.holder, red, runlog.Record(store.KindResume, j.quiet, "", rec))
+		j.w, err = runlog.Take(ctx, s.cfg.store, r.st.RunID, rc.holder, red, runlog.Record(store.KindResume, j.quiet, "", rec),
+			s.agent.logOptions(runlog.Continuing(rc.log))...)
 	}
 	if err != nil {
 		return err

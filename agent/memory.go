@@ -35,11 +35,12 @@ const CodeMemoryError = "memory_error"
 // does not close it.
 func WithMemory(b memory.Backend) Option { return func(o *options) { o.memory = b } }
 
-// WithEncryptionKey seals the agent's memory with key (32 bytes,
-// AES-256-GCM; see memory.Sealed and memory.ParseKey): what it writes is
-// encrypted and authenticated, only sealed values are read back, and the
-// copy of the recalled memory in a stored run's log is sealed too. The
-// binary gives the key AGENTRY_ENCRYPTION_KEY holds.
+// WithEncryptionKey seals the agent's memory and the logs of its stored
+// runs with key (32 bytes, AES-256-GCM; see memory.Sealed, runlog.Sealer
+// and memory.ParseKey): what they write is encrypted and authenticated,
+// only sealed values and records are read back, and reading a sealed log
+// (Stored, Resume, Replay) needs the key. The binary gives the key
+// AGENTRY_ENCRYPTION_KEY holds.
 func WithEncryptionKey(key []byte) Option { return func(o *options) { o.memoryKey = key } }
 
 // MemoryDelta is something a run wrote to memory (Stream and ID) or to a

@@ -339,7 +339,11 @@ func TestMemorySealedStartRecord(t *testing.T) {
 	if err != nil || !strings.Contains(res.Messages[0].Content, "window seats") {
 		t.Fatalf("the recalling run: %v", err)
 	}
-	l, err := runlog.Read(ctx, st, res.ID)
+	if _, err := runlog.Read(ctx, st, res.ID); !errors.Is(err, runlog.ErrSealed) {
+		t.Errorf("the sealed log read without the key: %v", err)
+	}
+	sealer, _ := runlog.NewSealer(key)
+	l, err := runlog.Read(ctx, st, res.ID, runlog.Sealed(sealer))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -350,7 +354,7 @@ func TestMemorySealedStartRecord(t *testing.T) {
 		t.Errorf("replay: %v %+v", err, rep.Differences)
 	}
 	other := memoryAgent(t, b, "recall.json", nil, WithEncryptionKey([]byte("fedcba9876543210fedcba9876543210")))
-	if rep, err := other.Replay(ctx, st, res.ID); err != nil || rep.Identical() {
-		t.Errorf("a replay with another key: %v; want it to differ (the memory does not open)", err)
+	if _, err := other.Replay(ctx, st, res.ID); !errors.Is(err, runlog.ErrSealed) || !strings.Contains(err.Error(), "does not open with this key") {
+		t.Errorf("a replay with another key: %v; want the log refused", err)
 	}
 }

@@ -34,7 +34,7 @@ func LiveTools() RunOption { return func(c *runConfig) { c.more().liveTools = tr
 // spec, the tools or an earlier result changed), a tool that answered
 // otherwise, a call the recording lacks, a different ending.
 func (a *Agent) Replay(ctx context.Context, st store.Store, runID string, opts ...RunOption) (*ReplayReport, error) {
-	l, err := readAgentLog(ctx, st, runID)
+	l, err := readAgentLog(ctx, st, runID, a.logSeal)
 	if err != nil {
 		return nil, err
 	}

@@ -186,7 +186,7 @@ func (t subTool) session(ctx context.Context, input map[string]any, opts []RunOp
 		s, err := t.a.Resume(ctx, st, id, opts...)
 		return s, nil, err
 	}
-	sub, err := runlog.Read(ctx, st, id)
+	sub, err := runlog.Read(ctx, st, id, t.a.logOptions()...)
 	if err != nil || sub.Result == nil {
 		return nil, nil, fmt.Errorf("%w: sub-run %s is %s without a Result: %v", ErrStore, id, run.Status, err)
 	}

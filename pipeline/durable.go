@@ -49,7 +49,7 @@ func (r *runState) openStore(ctx context.Context, c *runConfig) error {
 		start := &runlog.Start{Kind: "pipeline", RunID: r.runID, Definition: runlog.JSON(def), BaseDir: runlog.AbsDir(r.p.baseDir),
 			AgentsDir: runlog.AbsDir(r.p.agentsDir), Input: r.env.RawInput, StartedAt: r.start}
 		w, err = runlog.Create(ctx, c.store, store.Run{ID: r.runID, Kind: "pipeline", Name: def.PipelineName, Version: def.Version,
-			SessionID: r.env.ID, CreatedAt: r.start}, start, r.p.red)
+			SessionID: r.env.ID, CreatedAt: r.start}, start, r.p.red, r.p.logOptions()...)
 	} else {
 		w, err = r.takeOver(ctx, c.store)
 	}
@@ -82,8 +82,17 @@ func (r *runState) takeOver(ctx context.Context, st store.Store) (*runlog.Writer
 	if err != nil {
 		return nil, err
 	}
+	var more []runlog.Option
+	if r.p.seal != nil { // the next sealed record follows the log's last
+		l, err := runlog.Read(ctx, st, r.runID, r.p.logOptions()...)
+		if err != nil {
+			runlog.Release(ctx, st, r.runID, holder)
+			return nil, err
+		}
+		more = r.p.logOptions(runlog.Continuing(l))
+	}
 	w, err := runlog.Take(ctx, st, r.runID, holder, r.p.red,
-		runlog.Record(store.KindResume, r.env.HopCount+1, "", runlog.Resume{Turn: r.env.HopCount, Holder: holder}))
+		runlog.Record(store.KindResume, r.env.HopCount+1, "", runlog.Resume{Turn: r.env.HopCount, Holder: holder}), more...)
 	if err != nil {
 		runlog.Release(ctx, st, r.runID, holder)
 		return nil, err
@@ -124,7 +133,19 @@ func (r *runState) closeStore() error {
 // its directories) and returns it with the envelope the run ended with:
 // a paused run's goes on with Resume, WithStore and WithRunID.
 func Stored(ctx context.Context, st store.Store, runID string, opts ...Option) (*Pipeline, *Envelope, error) {
-	l, err := runlog.Read(ctx, st, runID)
+	var o options
+	for _, opt := range opts {
+		opt(&o)
+	}
+	var ro []runlog.Option
+	if o.key != nil {
+		s, err := runlog.NewSealer(o.key)
+		if err != nil {
+			return nil, nil, fmt.Errorf("%w: WithEncryptionKey: %v", ErrInvalid, err)
+		}
+		ro = append(ro, runlog.Sealed(s))
+	}
+	l, err := runlog.Read(ctx, st, runID, ro...)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/agentry/agentry/event"
 	"github.com/agentry/agentry/internal/ids"
 	"github.com/agentry/agentry/policy"
+	"github.com/agentry/agentry/runlog"
 	"github.com/agentry/agentry/spec"
 	"github.com/agentry/agentry/store"
 	"github.com/agentry/agentry/tool"
@@ -45,6 +46,7 @@ type options struct {
 	useMock   bool
 	registry  *agent.Registry
 	logger    *slog.Logger
+	key       []byte
 }
 
 // WithTools gives the registry that stage agents and plans use.
@@ -67,6 +69,16 @@ func WithRegistry(r *agent.Registry) Option { return func(o *options) { o.regist
 // with the pipeline, its version and the run id. Stage agents log through
 // their own (agent.WithLogger in WithAgentOptions).
 func WithLogger(l *slog.Logger) Option { return func(o *options) { o.logger = l } }
+
+// WithEncryptionKey seals the logs of the pipeline's stored runs (and
+// gives its stage agents the key: their memory and logs are sealed too),
+// as agent.WithEncryptionKey does; reading a sealed run (Stored) needs it.
+func WithEncryptionKey(key []byte) Option {
+	return func(o *options) {
+		o.key = key
+		o.agentOpts = append(o.agentOpts, agent.WithEncryptionKey(key))
+	}
+}
 
 // WithAgentOptions passes options to every stage agent (pricing, models).
 func WithAgentOptions(opts ...agent.Option) Option {
@@ -97,7 +109,8 @@ type Pipeline struct {
 	baseDir   string // what relative paths resolve against
 	agentsDir string // where stage agents were found
 	red       *policy.Redactor
-	logger    *slog.Logger // nil: no records
+	logger    *slog.Logger   // nil: no records
+	seal      *runlog.Sealer // seals its stored runs' logs; nil: none
 }
 
 type stage struct {
@@ -136,6 +149,13 @@ func New(d *Definition, baseDir string, opts ...Option) (*Pipeline, error) {
 	}
 	p := &Pipeline{def: d, stages: map[string]*stage{}, tools: o.tools, mock: o.useMock, baseDir: baseDir, agentsDir: dir,
 		red: policy.Secrets(), logger: o.logger}
+	if o.key != nil {
+		s, err := runlog.NewSealer(o.key)
+		if err != nil {
+			return nil, fmt.Errorf("%w: WithEncryptionKey: %v", ErrInvalid, err)
+		}
+		p.seal = s
+	}
 	var probs []string
 	for i := range d.Stages {
 		sd := &d.Stages[i]
@@ -376,4 +396,13 @@ func lookup(out map[string]any, path string) (any, bool) {
 		}
 	}
 	return cur, true
+}
+
+// logOptions are the run log options of the pipeline's writers and
+// readers.
+func (p *Pipeline) logOptions(more ...runlog.Option) []runlog.Option {
+	if p.seal == nil {
+		return nil
+	}
+	return append([]runlog.Option{runlog.Sealed(p.seal)}, more...)
 }

@@ -19,7 +19,7 @@ func TestValidate(t *testing.T) {
 		{"no id", Template{Text: "x"}, `id ""`},
 		{"bad id", Template{ID: "a/b", Text: "x"}, `id "a/b"`},
 		{"empty text", Template{ID: "a", Text: " "}, "text is empty"},
-		{"unknown engine", Template{ID: "a", Engine: "jinja", Text: "x"}, `engine "jinja": want fstring, go or mustache`},
+		{"unknown engine", Template{ID: "a", Engine: "jinja", Text: "x"}, `engine "jinja": want fstring, go, mustache or handlebars`},
 		{"go syntax", Template{ID: "a", Engine: Go, Text: "{{.name"}, "text (go)"},
 		{"mustache syntax", Template{ID: "a", Engine: Mustache, Text: "{{#a}}x"}, "text (mustache)"},
 		{"unclosed fstring", Template{ID: "a", Text: "Hi ${name"}, "unclosed ${"},

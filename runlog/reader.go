@@ -16,6 +16,9 @@ import (
 type Log struct {
 	Run   store.Run
 	Start Start
+	// SealedRecords counts the log's sealed records (Sealed), which a
+	// Writer that goes on with the run follows (Continuing).
+	SealedRecords uint64
 	// ModelCalls are the model calls in order, and CallTurns the turn of each.
 	ModelCalls []ModelCall
 	CallTurns  []int
@@ -47,7 +50,11 @@ type Log struct {
 }
 
 // Read reads and decodes the log of runID.
-func Read(ctx context.Context, st store.Store, runID string) (*Log, error) {
+func Read(ctx context.Context, st store.Store, runID string, opts ...Option) (*Log, error) {
+	var c config
+	for _, o := range opts {
+		o(&c)
+	}
 	run, err := st.Get(ctx, runID)
 	if err != nil {
 		return nil, err
@@ -58,11 +65,16 @@ func Read(ctx context.Context, st store.Store, runID string) (*Log, error) {
 	}
 	l := &Log{Run: run, Intents: map[string]*Intent{}, Results: map[string]*ToolResult{}, byArgs: map[string]*ToolResult{},
 		turns: map[string]int{}, order: map[string]int{}, Approvals: map[string]*Approval{}, Decided: map[string]bool{}}
+	o := opener{s: c.seal, runID: runID}
 	for i := range recs {
+		if err := o.open(&recs[i]); err != nil {
+			return nil, fmt.Errorf("run %s: %w", runID, err)
+		}
 		if err := l.add(&recs[i]); err != nil {
 			return nil, fmt.Errorf("run %s: %w", runID, err)
 		}
 	}
+	l.SealedRecords = o.n
 	if l.Start.RunID == "" {
 		return nil, fmt.Errorf("run %s: its log has no start record", runID)
 	}

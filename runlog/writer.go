@@ -35,7 +35,10 @@ type Writer struct {
 	holder string
 	red    *policy.Redactor
 
+	seal *Sealer // nil: records are not encrypted
+
 	mu      sync.Mutex
+	sealed  uint64 // the run's sealed records so far
 	pending []store.Record
 	failed  error     // the first write that failed; every later one fails with it
 	last    time.Time // the last commit
@@ -45,8 +48,8 @@ type Writer struct {
 // Create creates run in st (its status running, its lease the Writer's)
 // and writes start as its first record. red redacts every record; nil
 // redacts secrets (policy.Secrets).
-func Create(ctx context.Context, st store.Store, run store.Run, start *Start, red *policy.Redactor) (*Writer, error) {
-	w := newWriter(st, run.ID, store.NewHolder(), red)
+func Create(ctx context.Context, st store.Store, run store.Run, start *Start, red *policy.Redactor, opts ...Option) (*Writer, error) {
+	w := newWriter(st, run.ID, store.NewHolder(), red, opts)
 	run.Status, run.Holder, run.LeaseUntil = store.Running, w.holder, time.Now().Add(LeaseTTL)
 	if err := st.Create(ctx, run); err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrStore, err)
@@ -60,8 +63,8 @@ func Create(ctx context.Context, st store.Store, run store.Run, start *Start, re
 
 // Take writes to a run whose lease holder holds already (see Acquire):
 // it marks the run running again and appends rec (a Resume, say).
-func Take(ctx context.Context, st store.Store, runID, holder string, red *policy.Redactor, rec store.Record) (*Writer, error) {
-	w := newWriter(st, runID, holder, red)
+func Take(ctx context.Context, st store.Store, runID, holder string, red *policy.Redactor, rec store.Record, opts ...Option) (*Writer, error) {
+	w := newWriter(st, runID, holder, red, opts)
 	w.mu.Lock()
 	err := w.commitLocked(ctx, store.Write{Status: store.Running}, rec)
 	w.mu.Unlock()
@@ -71,11 +74,40 @@ func Take(ctx context.Context, st store.Store, runID, holder string, red *policy
 	return w, nil
 }
 
-func newWriter(st store.Store, runID, holder string, red *policy.Redactor) *Writer {
+func newWriter(st store.Store, runID, holder string, red *policy.Redactor, opts []Option) *Writer {
 	if red == nil {
 		red = policy.Secrets()
 	}
-	return &Writer{st: st, runID: runID, holder: holder, red: red, last: time.Now()}
+	var c config
+	for _, o := range opts {
+		o(&c)
+	}
+	return &Writer{st: st, runID: runID, holder: holder, red: red, last: time.Now(), seal: c.seal, sealed: c.after}
+}
+
+// Option configures a Writer, or Read.
+type Option func(*config)
+
+type config struct {
+	seal  *Sealer
+	after uint64
+}
+
+// Sealed makes a Writer encrypt every record it writes with s, and Read
+// open them (see Sealer). A log read with a key holds only sealed
+// records; one read without a key must hold none.
+func Sealed(s *Sealer) Option { return func(c *config) { c.seal = s } }
+
+// Continuing makes a Writer that goes on with the run l was read from
+// (Take) seal its records after the ones l holds.
+func Continuing(l *Log) Option { return func(c *config) { c.after = l.SealedRecords } }
+
+// sealLocked encrypts rec as the run's next sealed record; w.mu is held.
+func (w *Writer) sealLocked(rec *store.Record) {
+	if w.seal != nil {
+		w.sealed++
+		w.seal.seal(w.runID, rec, w.sealed)
+	}
 }
 
 // ErrNotResumable is matched by the error of taking over a run that
@@ -126,6 +158,7 @@ func (w *Writer) Add(rec store.Record) {
 	rec.Time = time.Now()
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	w.sealLocked(&rec)
 	w.pending = append(w.pending, rec)
 	if len(w.pending) >= MaxQueued {
 		w.commitLocked(context.Background(), store.Write{})
@@ -162,6 +195,7 @@ func (w *Writer) commitLocked(ctx context.Context, wr store.Write, recs ...store
 	for i := range recs {
 		recs[i].Time = now
 		recs[i].Data = w.red.Bytes(recs[i].Data)
+		w.sealLocked(&recs[i])
 	}
 	wr.RunID, wr.Holder = w.runID, w.holder
 	wr.Records = append(w.pending, recs...)

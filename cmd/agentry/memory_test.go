@@ -165,3 +165,45 @@ func TestDBToolsThroughTheBinary(t *testing.T) {
 		t.Errorf("memory_deltas: %v", res.MemoryDeltas)
 	}
 }
+
+// TestRunLogEncryptedThroughTheBinary: with AGENTRY_ENCRYPTION_KEY the
+// run store (memory and run logs in one SQLite file) holds neither the
+// run's content nor a secret canary nor the memory's text, in the file or
+// its WAL; trace needs the key and says so without it.
+func TestRunLogEncryptedThroughTheBinary(t *testing.T) {
+	script := func(name string) string {
+		abs, _ := filepath.Abs(filepath.Join("../../examples/memory", name))
+		return "scripted:" + abs
+	}
+	const canary = "sk-proj-CANARYsealed00000000000000010"
+	db := filepath.Join(t.TempDir(), "runs.db")
+	agentPath := memoryAgent(t, "") // memory in the run store's file
+	key := "AGENTRY_ENCRYPTION_KEY=" + strings.Repeat("ab", 32)
+	run := func(model, task string) (int, string, string) {
+		return runEnv(t, []string{key}, "run", agentPath, "--model", script(model), "--db", db, "-q", "--json",
+			"--input", "task="+task, "--user", "ada")
+	}
+	if code, _, errs := run("remember.json", "seats PLAINTEXT-TASK-MARKER "+canary); code != 0 {
+		t.Fatalf("exit %d\n%s", code, errs)
+	}
+	code, out, errs := run("recall.json", "seats")
+	if code != 0 {
+		t.Fatalf("exit %d\n%s", code, errs)
+	}
+	var res struct{ ID string }
+	json.Unmarshal([]byte(out), &res)
+	data, _ := os.ReadFile(db)
+	wal, _ := os.ReadFile(db + "-wal")
+	all := append(data, wal...)
+	for _, clear := range []string{"PLAINTEXT-TASK-MARKER", "CANARYsealed", "Prefers window seats", "window seats"} {
+		if bytes.Contains(all, []byte(clear)) {
+			t.Errorf("the store holds %q in the clear", clear)
+		}
+	}
+	if code, _, errs := runEnv(t, []string{"AGENTRY_ENCRYPTION_KEY="}, "trace", res.ID, "--db", db); code != 1 && code != 2 || !strings.Contains(errs, "no key was given (set AGENTRY_ENCRYPTION_KEY") {
+		t.Errorf("trace without the key: exit %d\n%s", code, errs)
+	}
+	if code, out, errs := runEnv(t, []string{key}, "trace", res.ID, "--db", db); code != 0 || !strings.Contains(out, "window seats") {
+		t.Errorf("trace with the key: exit %d\n%s\n%s", code, out, errs)
+	}
+}

@@ -32,6 +32,13 @@ func runPipeline(ctx context.Context, path string, f runFlags, stdout, stderr io
 	if su.logger != nil {
 		opts = append(opts, pipeline.WithLogger(su.logger))
 	}
+	key, err := encryptionKey()
+	if err != nil {
+		return usageErr(err)
+	}
+	if key != nil {
+		opts = append(opts, pipeline.WithEncryptionKey(key))
+	}
 	if f.agentsSet {
 		opts = append(opts, pipeline.WithAgentsDir(f.agents))
 	}

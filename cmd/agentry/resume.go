@@ -172,7 +172,15 @@ func resumePipeline(ctx context.Context, st store.Store, run store.Run, f resume
 	if err != nil {
 		return usageErr(err)
 	}
-	p, env, err := pipeline.Stored(ctx, st, run.ID, pipeline.WithTools(builtinTools(f.allowPrivate)), pipeline.WithAgentOptions(opts[1:]...))
+	popts := []pipeline.Option{pipeline.WithTools(builtinTools(f.allowPrivate)), pipeline.WithAgentOptions(opts[1:]...)}
+	key, err := encryptionKey()
+	if err != nil {
+		return usageErr(err)
+	}
+	if key != nil {
+		popts = append(popts, pipeline.WithEncryptionKey(key))
+	}
+	p, env, err := pipeline.Stored(ctx, st, run.ID, popts...)
 	if err != nil {
 		return usageErr(err)
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/agentry/agentry/memory"
 	_ "github.com/agentry/agentry/memory/redis" // memory.backend redis://...
 	"github.com/agentry/agentry/prompt"
+	"github.com/agentry/agentry/runlog"
 	"github.com/agentry/agentry/react"
 	"github.com/agentry/agentry/store"
 	_ "github.com/agentry/agentry/store/postgres" // --db postgres://...
@@ -29,14 +30,41 @@ func storeOptions(st store.Store, promptsDir string) ([]agent.Option, error) {
 	if b, ok := st.(memory.Backend); ok {
 		opts = append(opts, agent.WithMemory(b))
 	}
-	if s := os.Getenv(memory.KeyEnv); s != "" {
-		key, err := memory.ParseKey(s)
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", memory.KeyEnv, err)
-		}
+	key, err := encryptionKey()
+	if err != nil {
+		return nil, err
+	}
+	if key != nil {
 		opts = append(opts, agent.WithEncryptionKey(key))
 	}
 	return append(opts, agent.WithPrompts(promptStore(st, promptsDir))), nil
+}
+
+// encryptionKey is the key AGENTRY_ENCRYPTION_KEY holds, nil without one:
+// it seals memory and the run logs.
+func encryptionKey() ([]byte, error) {
+	s := os.Getenv(memory.KeyEnv)
+	if s == "" {
+		return nil, nil
+	}
+	key, err := memory.ParseKey(s)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", memory.KeyEnv, err)
+	}
+	return key, nil
+}
+
+// logOptions open sealed run logs with the binary's key.
+func logOptions() ([]runlog.Option, error) {
+	key, err := encryptionKey()
+	if key == nil || err != nil {
+		return nil, err
+	}
+	s, err := runlog.NewSealer(key)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", memory.KeyEnv, err)
+	}
+	return []runlog.Option{runlog.Sealed(s)}, nil
 }
 
 // promptStore is where the binary finds templates: --prompts DIR first,

@@ -32,7 +32,11 @@ printed) with its events added.`,
 				return usageErr(err)
 			}
 			defer st.Close()
-			l, err := runlog.Read(cmd.Context(), st, args[0])
+			lo, err := logOptions()
+			if err != nil {
+				return usageErr(err)
+			}
+			l, err := runlog.Read(cmd.Context(), st, args[0], lo...)
 			if err != nil {
 				return storeErr(err)
 			}
