@@ -13,8 +13,8 @@ import (
 	"github.com/agentry/agentry/memory"
 	_ "github.com/agentry/agentry/memory/redis" // memory.backend redis://...
 	"github.com/agentry/agentry/prompt"
-	"github.com/agentry/agentry/runlog"
 	"github.com/agentry/agentry/react"
+	"github.com/agentry/agentry/runlog"
 	"github.com/agentry/agentry/store"
 	_ "github.com/agentry/agentry/store/postgres" // --db postgres://...
 	_ "github.com/agentry/agentry/store/sqlite"   // --db PATH, the default
