@@ -103,6 +103,9 @@ func (s *Session) Run(ctx context.Context) (*Result, error) {
 	}()
 
 	a := s.agent
+	if p := policy.PrincipalFrom(ctx); p != nil && s.cfg.info.UserID == "" {
+		s.cfg.info.UserID = p.UserID // the run acts for the caller's principal
+	}
 	r := &s.run // a session runs once: its run is part of it, not another allocation
 	r.s, r.a, r.planner, r.st = s, a, s.planner, &s.state
 	r.link.run = r
@@ -121,8 +124,10 @@ func (s *Session) Run(ctx context.Context) (*Result, error) {
 		ctx = &r.deadline
 	}
 	ctx = r.prepare(ctx)
-	if err := r.recall(ctx); err != nil {
-		return r.finish(nil, err)
+	if r.admit(ctx) { // a caller who may not run the agent reads none of its memory
+		if err := r.recall(ctx); err != nil {
+			return r.finish(nil, err)
+		}
 	}
 	ctx = r.ctx // with the memory tools' scope, when the agent has memory
 	var applied []policy.Applied
@@ -133,8 +138,8 @@ func (s *Session) Run(ctx context.Context) (*Result, error) {
 	if err != nil {
 		return r.finish(nil, err)
 	}
-	var refused error
-	if len(applied) > 0 {
+	refused := r.reportDenials(ctx)
+	if refused == nil && len(applied) > 0 {
 		refused = r.reportInput(ctx, applied)
 	}
 	r.logger.runStart()

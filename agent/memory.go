@@ -145,6 +145,16 @@ func (r *run) recall(ctx context.Context) error {
 		}
 		rm.scope.Collections = append(rm.scope.Collections, name)
 	}
+	if !r.mayRead(ctx, rm.stream, true) {
+		return nil // refused once the run's log is open: nothing is loaded
+	}
+	kept := rm.scope.Collections[:0]
+	for _, c := range rm.scope.Collections {
+		if r.mayRead(ctx, c, false) { // a collection the caller may not read is out of the tools' reach
+			kept = append(kept, c)
+		}
+	}
+	rm.scope.Collections = kept
 	rm.scope.Backend, rm.scope.Stream, rm.scope.Keep = am.b, rm.stream, am.keep
 	rm.scope.RunID, rm.scope.Agent, rm.scope.UserID = r.st.RunID, r.a.spec.AgentName, r.info.UserID
 	rm.scope.Filter = r.filterWrite

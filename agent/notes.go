@@ -12,6 +12,7 @@ type runNotes struct {
 	retries        int
 	lastRetryError string
 	attachments    map[string]string
+	denials        []denial // what the access rules refused as the run began
 }
 
 // note is the run's notes, made when something first adds to them.

@@ -25,6 +25,9 @@ type Policy struct {
 	RateLimits     map[string]RateLimit `json:"rate_limits,omitempty"`
 	ContentFilters []ContentFilter      `json:"content_filters,omitempty"`
 	Network        Network              `json:"network,omitzero"`
+	// Access says which roles may run the agent, use its tools and read
+	// its memory (see Principal).
+	Access *Access `json:"access,omitempty"`
 }
 
 // ToolRules say which tools the model may call, by name or `*` glob. A
@@ -128,6 +131,9 @@ func (p *Policy) Check() []string {
 			}
 		}
 	}
+	if p.Access != nil {
+		p.Access.check(bad)
+	}
 	globs("tools.allow", p.Tools.Allow)
 	globs("tools.deny", p.Tools.Deny)
 	globs("approval.tools", p.Approval.Tools)
@@ -190,6 +196,12 @@ func (p *Policy) Clone() *Policy {
 	cp.Tools.Allow, cp.Tools.Deny = slices.Clone(p.Tools.Allow), slices.Clone(p.Tools.Deny)
 	cp.Approval.Tools = slices.Clone(p.Approval.Tools)
 	cp.RateLimits = maps.Clone(p.RateLimits)
+	if p.Access != nil {
+		a := *p.Access
+		a.Run = slices.Clone(a.Run)
+		a.Tools, a.Memory = cloneRoles(a.Tools), cloneRoles(a.Memory)
+		cp.Access = &a
+	}
 	cp.ContentFilters = make([]ContentFilter, len(p.ContentFilters))
 	for i, f := range p.ContentFilters {
 		f.On = slices.Clone(f.On)

@@ -122,3 +122,33 @@ func TestApply(t *testing.T) {
 		t.Errorf("a nil policy applied %v", applied)
 	}
 }
+
+func TestAccess(t *testing.T) {
+	a := &Access{Run: []string{"ops"}, Tools: map[string][]string{"sql_*": {"analyst"}, "sql_exec": {"dba"}, "*": {"*"}},
+		Memory: map[string][]string{"user:*": {"*"}, "hr:*": {"hr"}}}
+	ops := &Principal{UserID: "o", Roles: []string{"ops", "analyst"}}
+	tests := []struct {
+		name string
+		rule string
+		got  func() (string, string)
+	}{
+		{"a role that may run", "", func() (string, string) { return a.CheckRun(ops, "x") }},
+		{"no principal may not run", "access.run", func() (string, string) { return a.CheckRun(nil, "x") }},
+		{"a glob's role", "", func() (string, string) { return a.CheckTool(ops, "sql_query") }},
+		{"the most specific glob wins", "access.tools", func() (string, string) { return a.CheckTool(ops, "sql_exec") }},
+		{"anyone", "", func() (string, string) { return a.CheckTool(nil, "kv_get") }},
+		{"memory of anyone", "", func() (string, string) { return a.CheckMemory(nil, "user:ada") }},
+		{"memory of a role", "access.memory", func() (string, string) { return a.CheckMemory(ops, "hr:salaries") }},
+		{"memory no rule names", "", func() (string, string) { return a.CheckMemory(nil, "other") }},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if rule, reason := tt.got(); rule != tt.rule || (rule != "") != (reason != "") {
+				t.Errorf("rule %q (%s), want %q", rule, reason, tt.rule)
+			}
+		})
+	}
+	if probs := (&Policy{Access: &Access{Tools: map[string][]string{"sql[": {"x"}, "kv_*": nil}}}).Check(); len(probs) != 2 {
+		t.Errorf("bad access rules: %v", probs)
+	}
+}

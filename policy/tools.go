@@ -94,6 +94,9 @@ func (e *enforcer) call(ctx context.Context, call *tool.Call, next tool.Handler)
 	if rule, reason := e.p.toolRule(call.Name); rule != "" {
 		return block(ctx, h, call, rule, "block", CodeViolation, reason)
 	}
+	if rule, reason := e.p.Access.CheckTool(PrincipalFrom(ctx), call.Name); rule != "" {
+		return block(ctx, h, call, rule, "block", CodeViolation, reason)
+	}
 	if out, err, done := e.filter(ctx, h, call); done {
 		return out, err
 	}
