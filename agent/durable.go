@@ -223,9 +223,16 @@ func (a *Agent) resumeSession(db store.Store, l *runlog.Log, holder string, opts
 // ids, user, metadata and store.
 func startedAs(db store.Store, l *runlog.Log) []RunOption {
 	st := &l.Start
-	return []RunOption{WithSessionID(st.SessionID), WithStore(db), WithUser(st.UserID),
+	opts := []RunOption{WithSessionID(st.SessionID), WithStore(db), WithUser(st.UserID),
 		WithCorrelationID(st.CorrelationID), WithTraceParent(st.TraceParent), WithMetadata(st.Metadata),
 		WithParentRunID(st.ParentRunID)}
+	if st.Seed != nil {
+		opts = append(opts, WithSeed(*st.Seed))
+	}
+	if st.FixedClock {
+		opts = append(opts, WithNow(st.StartedAt)) // a deterministic run stays one
+	}
+	return opts
 }
 
 // ErrNoSuchCall is matched by the error of approving or denying a call

@@ -139,6 +139,11 @@ func (j *journal) begin(ctx context.Context, s *Session) error {
 		if r.mem != nil {
 			start.Memory = r.mem.startRecord(r.st.RunID)
 		}
+		if e := s.cfg.extra; e != nil && e.seeded {
+			seed := e.seed
+			start.Seed = &seed
+		}
+		start.FixedClock = r.fixed
 		if a.o.agents != nil {
 			start.AgentsDir = runlog.AbsDir(a.o.agents.Path)
 		}

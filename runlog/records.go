@@ -37,6 +37,10 @@ type Start struct {
 	TraceParent   string            `json:"trace_parent,omitempty"`
 	Metadata      map[string]string `json:"metadata,omitempty"`
 	StartedAt     time.Time         `json:"started_at"`
+	// Seed and FixedClock are a deterministic run's (agent.WithSeed,
+	// WithNow): its resume and replay keep them.
+	Seed       *int64 `json:"seed,omitempty"`
+	FixedClock bool   `json:"fixed_clock,omitempty"`
 	// Memory is what recall put into the system prompt, for a resume to
 	// put it back as it was (sealed when the memory is).
 	Memory string `json:"memory,omitempty"`
