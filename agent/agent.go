@@ -12,6 +12,7 @@ package agent
 import (
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"path/filepath"
 	"reflect"
@@ -406,6 +407,7 @@ func (a *Agent) openModel(o options) error {
 		}
 		_, a.model = llm.ParseModel(model)
 		a.priceModel = pricedAs(o.provider.p, a.model)
+		a.closeProvider(o.provider.p)
 		a.provider = a.modelChain(o, a.candidateChain(o.provider.p))
 		return nil
 	}
@@ -447,9 +449,18 @@ func (a *Agent) candidate(o options, name, baseURL string) (llm.Candidate, strin
 	if err != nil {
 		return llm.Candidate{}, "", err
 	}
+	a.closeProvider(m.Provider)
 	priced := pricedAs(m.Provider, m.ID)
 	price, _ := a.pricing.Lookup(priced)
 	return llm.Candidate{Provider: a.candidateChain(m.Provider), Name: m.ProviderName, Model: m.ID, Caps: m.Capabilities, Price: price}, priced, nil
+}
+
+// closeProvider makes Close close p, when p holds something open (an
+// io.Closer: a connection pool, a local model process).
+func (a *Agent) closeProvider(p llm.Provider) {
+	if c, ok := p.(io.Closer); ok {
+		a.closers = append(a.closers, c.Close)
+	}
 }
 
 // pricedAs is the model whose price applies to p: the one it says it

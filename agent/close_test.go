@@ -116,3 +116,26 @@ func TestAgentClose(t *testing.T) {
 		})
 	}
 }
+
+// closingModel is a provider that holds something open.
+type closingModel struct {
+	recorder
+	closed int
+}
+
+func (c *closingModel) Close() error { c.closed++; return nil }
+
+// TestAgentClosesItsProvider: a provider that is an io.Closer is closed
+// with the agent that uses it, once.
+func TestAgentClosesItsProvider(t *testing.T) {
+	m := &closingModel{}
+	a, err := New(mustSpec(t, `{"agent_name": "c", "version": "v1", "model_name": "m"}`), WithProvider(m, "test"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	a.Close()
+	a.Close()
+	if m.closed != 1 {
+		t.Errorf("the provider was closed %d times", m.closed)
+	}
+}

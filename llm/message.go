@@ -120,7 +120,9 @@ func (r *Response) Message() Message {
 }
 
 // Provider generates model replies. Implementations must be safe for
-// concurrent use.
+// concurrent use. A provider that holds something open (a connection
+// pool, a local model process) may implement io.Closer: the agent that
+// uses it closes it with its own Close.
 type Provider interface {
 	Generate(ctx context.Context, req *Request) (*Response, error)
 }

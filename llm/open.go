@@ -29,13 +29,41 @@ type Driver struct {
 	// when no "provider:" prefix is written ("gpt-", "claude").
 	Prefixes []string
 	// ContextWindow returns a model's context window in tokens, 0 when
-	// unknown; nil means unknown for every model. Every provider's chat
-	// models call tools, take a JSON schema and stream.
+	// unknown; nil means unknown for every model.
 	ContextWindow func(model string) int
+	// Capabilities says what a model can do, honestly per model (an
+	// older model may call no tools or take no JSON schema); nil says
+	// every model calls tools, takes a schema and streams.
 	// Known reports whether the provider's catalog has the model id, for
 	// a check that catches a misspelt name before a run; nil means the
 	// provider keeps no catalog (a local server takes any name).
 	Known func(model string) bool
+	// Capabilities, when set, reports a model's tools, structured output,
+	// streaming and image input (its ContextWindow is filled from
+	// ContextWindow).
+	Capabilities func(model string) Capabilities
+}
+
+// Info is what agentry knows of the model name stands for: its provider's
+// report of its capabilities, and whether the provider is built in.
+func Info(name string) (Capabilities, bool) {
+	provider, model := ParseModel(name)
+	d, ok := drivers.Get(provider)
+	if !ok {
+		return Capabilities{}, false
+	}
+	return d.capabilities(model), true
+}
+
+func (d Driver) capabilities(model string) Capabilities {
+	caps := Capabilities{Tools: true, StructuredOutput: true, Streaming: true}
+	if d.Capabilities != nil {
+		caps = d.Capabilities(model)
+	}
+	if d.ContextWindow != nil {
+		caps.ContextWindow = d.ContextWindow(model)
+	}
+	return caps
 }
 
 // Unknown reports whether name's provider keeps a catalog of its models
@@ -134,9 +162,5 @@ func Open(name string, cfg Config) (*Model, error) {
 	if err != nil {
 		return nil, err
 	}
-	caps := Capabilities{Tools: true, StructuredOutput: true, Streaming: true}
-	if d.ContextWindow != nil {
-		caps.ContextWindow = d.ContextWindow(model)
-	}
-	return &Model{Provider: p, ProviderName: provider, ID: model, Capabilities: caps}, nil
+	return &Model{Provider: p, ProviderName: provider, ID: model, Capabilities: d.capabilities(model)}, nil
 }

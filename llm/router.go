@@ -13,6 +13,8 @@ type Capabilities struct {
 	Tools            bool
 	StructuredOutput bool
 	Streaming        bool
+	// Vision says the model takes images in its input.
+	Vision bool
 	// ContextWindow is the most prompt and completion tokens the model
 	// takes; 0 means unknown (not checked).
 	ContextWindow int

@@ -80,6 +80,11 @@ func init() {
 		Prefixes:      []string{"claude"},
 		ContextWindow: func(string) int { return 200_000 }, // every current Claude model
 		Known:         llm.InCatalog,
+		// Every Claude 3 and later model calls tools (a forced tool gives
+		// the schema), streams and takes images.
+		Capabilities: func(string) llm.Capabilities {
+			return llm.Capabilities{Tools: true, StructuredOutput: true, Streaming: true, Vision: true}
+		},
 	})
 }
 

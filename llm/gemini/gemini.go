@@ -73,6 +73,11 @@ func init() {
 		Prefixes:      []string{"gemini"},
 		ContextWindow: func(string) int { return 1_048_576 }, // the Gemini 2.x and 3 models
 		Known:         llm.InCatalog,
+		// The Gemini 2.x and 3 models call functions, take a response
+		// schema, stream and take images.
+		Capabilities: func(string) llm.Capabilities {
+			return llm.Capabilities{Tools: true, StructuredOutput: true, Streaming: true, Vision: true}
+		},
 	})
 }
 

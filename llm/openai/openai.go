@@ -141,6 +141,7 @@ func init() {
 		Known: func(model string) bool {
 			return strings.HasPrefix(model, "ft:") || llm.InCatalog(model)
 		},
+		Capabilities: Capabilities,
 	})
 	llm.Register("azure", llm.Driver{ContextWindow: ContextWindow, Open: func(model string, cfg llm.Config) (llm.Provider, error) {
 		endpoint, key := cfg.BaseURL, cfg.APIKey
@@ -196,6 +197,32 @@ func ContextWindow(model string) int {
 		return 128_000
 	}
 	return 0
+}
+
+// Capabilities is what an OpenAI model (or an Azure deployment named
+// after one) can do, as OpenAI documents it: the o1-mini and o1-preview
+// reasoning models call no tools and take no schema, GPT-3.5 and GPT-4
+// Turbo take no JSON schema, the 4o, 4.1, 5 and o-series models (bar
+// o3-mini) take images.
+func Capabilities(model string) llm.Capabilities {
+	m := strings.TrimPrefix(model, "ft:")
+	c := llm.Capabilities{Tools: true, StructuredOutput: true, Streaming: true}
+	switch {
+	case strings.HasPrefix(m, "o1-mini"), strings.HasPrefix(m, "o1-preview"):
+		c.Tools, c.StructuredOutput = false, false
+	case strings.HasPrefix(m, "gpt-3.5"), strings.HasPrefix(m, "gpt-4-"), m == "gpt-4":
+		c.StructuredOutput = false
+	}
+	hasAny := func(prefixes ...string) bool {
+		for _, p := range prefixes {
+			if strings.HasPrefix(m, p) {
+				return true
+			}
+		}
+		return false
+	}
+	c.Vision = hasAny("gpt-4o", "gpt-4.1", "gpt-5", "gpt-4-turbo", "o1", "o3", "o4") && !hasAny("o1-mini", "o1-preview", "o3-mini")
+	return c
 }
 
 func loopbackHTTP(base string) bool {

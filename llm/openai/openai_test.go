@@ -400,3 +400,28 @@ func TestTraceParent(t *testing.T) {
 		t.Errorf("a call without a trace sent traceparent %q", got)
 	}
 }
+
+// TestCapabilities: each model reports what it can do, not every
+// capability for every model.
+func TestCapabilities(t *testing.T) {
+	tests := []struct {
+		model                      string
+		tools, structured, vision bool
+	}{
+		{"gpt-4.1-mini", true, true, true},
+		{"gpt-4o-2024-08-06", true, true, true},
+		{"o1-mini", false, false, false},
+		{"o3-mini", true, true, false},
+		{"gpt-3.5-turbo", true, false, false},
+		{"ft:gpt-4.1-mini:acme:x", true, true, true},
+	}
+	for _, tt := range tests {
+		c := Capabilities(tt.model)
+		if c.Tools != tt.tools || c.StructuredOutput != tt.structured || c.Vision != tt.vision || !c.Streaming {
+			t.Errorf("%s: %+v", tt.model, c)
+		}
+	}
+	if c, ok := llm.Info("o1-mini"); !ok || c.Tools || c.ContextWindow != 200_000 {
+		t.Errorf("llm.Info(o1-mini) = %+v, %v", c, ok)
+	}
+}
