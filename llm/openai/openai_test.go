@@ -405,7 +405,7 @@ func TestTraceParent(t *testing.T) {
 // capability for every model.
 func TestCapabilities(t *testing.T) {
 	tests := []struct {
-		model                      string
+		model                     string
 		tools, structured, vision bool
 	}{
 		{"gpt-4.1-mini", true, true, true},
