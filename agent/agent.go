@@ -325,6 +325,9 @@ func build(in *spec.Spec, o options) (*Agent, error) {
 	problems = append(problems, a.bindTools(o)...)
 	problems = append(problems, a.bindHandoffs(o)...)
 	problems = append(problems, a.checkPolicy()...)
+	if sp.Mode == spec.ModeReAct && sp.Policy != nil && len(sp.Policy.PrivateTools) > 0 {
+		problems = append(problems, "policy.private_tools: mode react writes a tool's input into the model's text and shows its output as text, where they cannot be kept out; use mode tools")
+	}
 	a.outFilters = sp.Policy.Filters(policy.Output)
 	a.inFilters = sp.Policy.Filters(policy.Input)
 	if err := a.choosePlanner(o); err != nil {

@@ -196,6 +196,10 @@ func (a *Agent) Resume(ctx context.Context, st store.Store, runID string, opts .
 // resumeSession is the session that continues the run l logs, whose
 // lease holder took.
 func (a *Agent) resumeSession(db store.Store, l *runlog.Log, holder string, opts []RunOption) (*Session, error) {
+	if a.spec.Policy != nil && len(a.spec.Policy.PrivateTools) > 0 {
+		return nil, fmt.Errorf("%w: run %s's log keeps digests of its private tools' inputs and outputs (policy.private_tools), not the texts a resumed run would show the model again; replay it instead",
+			ErrNotResumable, l.Start.RunID)
+	}
 	if l.Start.Spec != nil && a.spec.AgentName != "" {
 		var sp struct {
 			Name string `json:"agent_name"`

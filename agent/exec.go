@@ -152,15 +152,15 @@ func (r *run) callStarted(call *llm.ToolCall) *event.ToolCall {
 		return nil
 	}
 	tc := new([2]event.ToolCall)
-	tc[0] = event.ToolCall{ID: call.ID, Name: call.Name, Arguments: call.Arguments}
+	tc[0] = event.ToolCall{ID: call.ID, Name: call.Name, Arguments: r.hideArgs(call.Name, call.Arguments)}
 	r.emit(event.Event{Type: event.ToolCallStart, Tool: &tc[0]})
 	return &tc[1]
 }
 
 // callEnded emits tool_call_end for a finished call into tc.
 func (r *run) callEnded(tc *event.ToolCall, res *ToolResult, attempts int) {
-	*tc = event.ToolCall{ID: res.Call.ID, Name: res.Call.Name, Arguments: res.Call.Arguments, Status: "success",
-		DurationMS: ms(res.Duration), Attempts: attempts, Output: res.Output}
+	*tc = event.ToolCall{ID: res.Call.ID, Name: res.Call.Name, Arguments: r.hideArgs(res.Call.Name, res.Call.Arguments), Status: "success",
+		DurationMS: ms(res.Duration), Attempts: attempts, Output: r.hideArgs(res.Call.Name, res.Output)}
 	if res.Err != nil {
 		tc.Status, tc.Error = "error", res.Err.Error()
 	}

@@ -93,6 +93,7 @@ func (r *run) finish(final *Final, err error) (*Result, error) {
 		c, _ := constraintsOf(st.Input)
 		err = checkQuality(res, c.quality)
 	}
+	r.hidePrivate(res)
 	redactResult(res, a.redact)
 	res.Decision = decision(res) // of redacted parts: it needs no redaction of its own
 	a.metrics.record(res)

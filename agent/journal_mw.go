@@ -147,6 +147,13 @@ func (j *journal) beforeModel(ctx context.Context, req *llm.Request) (n int, dig
 func (j *journal) afterModel(n int, digest string, resp *llm.Response, err error, start time.Time) {
 	r := j.r
 	rec := runlog.ModelCall{N: n, Digest: digest, Response: runlog.NewResponse(resp), Attempts: r.attempts, DurationMS: ms(time.Since(start))}
+	if rec.Response != nil {
+		for i, c := range rec.Response.ToolCalls {
+			if r.s.agent.private(c.Name) { // the model's input to a private tool stays out of the log
+				rec.Response.ToolCalls[i].Arguments = string(policy.PrivateJSON([]byte(c.Arguments)))
+			}
+		}
+	}
 	if r.a != r.s.agent {
 		rec.Agent = r.a.spec.AgentName
 	}
@@ -183,9 +190,9 @@ func (j *journal) digest(req *llm.Request) string {
 			j.first = req.Messages[0].Content
 		}
 	}
-	red := j.r.s.agent.redact
+	a := j.r.s.agent
 	for _, m := range req.Messages[j.hashed:] {
-		hashMessage(j.h, &m, red)
+		hashMessage(j.h, &m, a.redact, a.private)
 	}
 	j.hashed = len(req.Messages)
 	sum := j.h.Sum(nil)
@@ -200,15 +207,24 @@ func (j *journal) digest(req *llm.Request) string {
 	return hex.EncodeToString(tail.Sum(nil)[:16])
 }
 
-// hashMessage hashes a message as the log keeps it, secrets redacted: a
-// replay rebuilds the transcript from the log, and must hash the same.
-func hashMessage(h hash.Hash, m *llm.Message, red *policy.Redactor) {
+// hashMessage hashes a message as the log keeps it, secrets redacted and
+// private tools' inputs and outputs as their digests: a replay rebuilds
+// the transcript from the log, and must hash the same.
+func hashMessage(h hash.Hash, m *llm.Message, red *policy.Redactor, private func(string) bool) {
 	writeField(h, string(m.Role))
-	writeField(h, red.String(m.Content))
+	content := m.Content
+	if m.Role == llm.RoleTool && private(m.Name) {
+		content = policy.Private(content)
+	}
+	writeField(h, red.String(content))
 	for _, c := range m.ToolCalls {
 		writeField(h, c.ID)
 		writeField(h, c.Name)
-		writeField(h, string(red.Bytes(c.Arguments)))
+		args := c.Arguments
+		if private(c.Name) {
+			args = policy.PrivateJSON(args)
+		}
+		writeField(h, string(red.Bytes(args)))
 	}
 	writeField(h, m.ToolCallID)
 	writeField(h, m.Name)
@@ -242,8 +258,8 @@ func (j *journal) tool(ctx context.Context, call *tool.Call, next tool.Handler) 
 	intent := false
 	if l := j.log; l != nil {
 		if res, ok := l.Results[key]; ok {
-			if j.liveMode && class.Retryable() {
-				return j.compareLive(ctx, call, res, next)
+			if j.liveMode && class.Retryable() && !j.r.s.agent.private(call.Name) {
+				return j.compareLive(ctx, call, res, next) // a private call's arguments are a digest: not run again
 			}
 			j.served(call.Turn, res)
 			return res.Result()
@@ -270,7 +286,7 @@ func (j *journal) tool(ctx context.Context, call *tool.Call, next tool.Handler) 
 		}
 	}
 	if class == tool.NonIdempotent && !intent && j.w != nil {
-		in := runlog.Intent{CallID: call.ID, Tool: call.Name, Arguments: string(call.Arguments), Idempotency: class, Deduplicates: call.Deduplicates(ctx)}
+		in := runlog.Intent{CallID: call.ID, Tool: call.Name, Arguments: string(j.r.hideArgs(call.Name, call.Arguments)), Idempotency: class, Deduplicates: call.Deduplicates(ctx)}
 		if err := j.commit(ctx, runlog.Record(store.KindToolIntent, call.Turn, key, in)); err != nil {
 			return tool.Output{}, err // not run: it could not be made safe to run
 		}
@@ -278,6 +294,16 @@ func (j *journal) tool(ctx context.Context, call *tool.Call, next tool.Handler) 
 	start := time.Now()
 	out, err := next(ctx, call)
 	rec := runlog.NewToolResult(call, out, err, start)
+	if j.r.s.agent.private(call.Name) {
+		if rec.Observation == "" && rec.Output != nil {
+			rec.Observation = *rec.Output // what the model saw: its digest is what a replay shows it
+		}
+		rec.Arguments, rec.Observation = policy.Private(rec.Arguments), policy.Private(rec.Observation)
+		if rec.Output != nil {
+			o := string(policy.PrivateJSON([]byte(*rec.Output)))
+			rec.Output = &o
+		}
+	}
 	if class == tool.NonIdempotent {
 		if cerr := j.commit(ctx, runlog.Record(store.KindToolResult, call.Turn, key, rec)); cerr != nil {
 			return out, errors.Join(err, cerr)

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/agentry/agentry/llm"
+	"github.com/agentry/agentry/policy"
 )
 
 // runLogger writes a run's slog records: run start and end (info), each
@@ -132,11 +133,16 @@ func (g *runLogger) step(rec *stepRec) {
 	if rec.thought != "" {
 		attrs = append(attrs, slog.String("thought", g.clean(truncate(rec.thought, logCap))))
 	}
+	obs := rec.obs
 	if rec.call != nil {
-		attrs = append(attrs, slog.String("action", rec.call.Name), slog.String("input", g.clean(truncate(string(rec.call.Arguments), logCap))))
+		input := string(rec.call.Arguments)
+		if g.r.s.agent.private(rec.call.Name) {
+			input, obs = policy.Private(input), policy.Private(obs)
+		}
+		attrs = append(attrs, slog.String("action", rec.call.Name), slog.String("input", g.clean(truncate(input, logCap))))
 	}
-	if rec.obs != "" {
-		attrs = append(attrs, slog.String("observation", g.clean(truncate(rec.obs, logCap))))
+	if obs != "" {
+		attrs = append(attrs, slog.String("observation", g.clean(truncate(obs, logCap))))
 	}
 	if m := rec.more; m != nil {
 		switch {

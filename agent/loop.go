@@ -320,7 +320,7 @@ func (r *run) skip(calls []llm.ToolCall, why error) {
 		d := &tool.ErrorDetails{Type: "not_run", Message: "the call was not run: " + why.Error(), Recoverable: false}
 		results[i] = ToolResult{Call: c, Err: d, Observation: errorObservation(d)}
 		if end := r.callStarted(&calls[i]); end != nil {
-			*end = event.ToolCall{ID: c.ID, Name: c.Name, Arguments: c.Arguments, Status: "skipped", Error: d.Message}
+			*end = event.ToolCall{ID: c.ID, Name: c.Name, Arguments: r.hideArgs(c.Name, c.Arguments), Status: "skipped", Error: d.Message}
 			r.emit(event.Event{Type: event.ToolCallEnd, Tool: end})
 		}
 	}

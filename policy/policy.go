@@ -7,7 +7,11 @@
 package policy
 
 import (
+	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"maps"
 	"path"
@@ -28,6 +32,10 @@ type Policy struct {
 	// Access says which roles may run the agent, use its tools and read
 	// its memory (see Principal).
 	Access *Access `json:"access,omitempty"`
+	// PrivateTools (globs) are the tools whose inputs and outputs are
+	// kept out of events, logs, the Result's trace and the stored log: a
+	// digest stands in for each (see Private).
+	PrivateTools []string `json:"private_tools,omitempty"`
 }
 
 // ToolRules say which tools the model may call, by name or `*` glob. A
@@ -137,6 +145,7 @@ func (p *Policy) Check() []string {
 	globs("tools.allow", p.Tools.Allow)
 	globs("tools.deny", p.Tools.Deny)
 	globs("approval.tools", p.Approval.Tools)
+	globs("private_tools", p.PrivateTools)
 	globs("network.allow_hosts", p.Network.AllowHosts)
 	globs("network.idempotency_key_hosts", p.Network.IdempotencyKeyHosts)
 	for _, name := range slices.Sorted(maps.Keys(p.RateLimits)) {
@@ -195,6 +204,7 @@ func (p *Policy) Clone() *Policy {
 	cp := *p
 	cp.Tools.Allow, cp.Tools.Deny = slices.Clone(p.Tools.Allow), slices.Clone(p.Tools.Deny)
 	cp.Approval.Tools = slices.Clone(p.Approval.Tools)
+	cp.PrivateTools = slices.Clone(p.PrivateTools)
 	cp.RateLimits = maps.Clone(p.RateLimits)
 	if p.Access != nil {
 		a := *p.Access
@@ -249,4 +259,28 @@ func (n *Network) KeepsIdempotencyKeys(host string) bool {
 // when AllowHosts is empty.
 func (n *Network) AllowsHost(host string) bool {
 	return n == nil || len(n.AllowHosts) == 0 || Matches(n.AllowHosts, strings.ToLower(host))
+}
+
+// privatePrefix starts what stands in for a private tool's input or
+// output.
+const privatePrefix = "private:sha256:"
+
+// Private is what stands in for text a private tool took or gave: its
+// digest, so that two runs can still be compared (a replay finds a
+// divergence) without the text. It is idempotent: a digest stays itself.
+func Private(text string) string {
+	if strings.HasPrefix(text, privatePrefix) || text == "" {
+		return text
+	}
+	sum := sha256.Sum256([]byte(text))
+	return privatePrefix + hex.EncodeToString(sum[:16])
+}
+
+// PrivateJSON is Private for a JSON value: the digest as a JSON string.
+func PrivateJSON(v []byte) []byte {
+	if len(v) == 0 || bytes.HasPrefix(v, []byte(`"`+privatePrefix)) {
+		return v
+	}
+	b, _ := json.Marshal(Private(string(v)))
+	return b
 }
