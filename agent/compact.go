@@ -188,7 +188,7 @@ func (r *run) summarize(ctx context.Context) (int, error) {
 	}
 	var b strings.Builder
 	for _, m := range msgs[from:to] {
-		b.WriteString(string(m.Role))
+		b.WriteString(m.Role.String())
 		if m.Name != "" {
 			b.WriteString(" (" + m.Name + ")")
 		}

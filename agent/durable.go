@@ -236,6 +236,9 @@ func startedAs(db store.Store, l *runlog.Log) []RunOption {
 	if st.FixedClock {
 		opts = append(opts, WithNow(st.StartedAt)) // a deterministic run stays one
 	}
+	if len(st.Images) > 0 {
+		opts = append(opts, WithImages(st.Images...))
+	}
 	return opts
 }
 

@@ -144,6 +144,9 @@ func (j *journal) begin(ctx context.Context, s *Session) error {
 			start.Seed = &seed
 		}
 		start.FixedClock = r.fixed
+		if e := s.cfg.extra; e != nil {
+			start.Images = e.images
+		}
 		if a.o.agents != nil {
 			start.AgentsDir = runlog.AbsDir(a.o.agents.Path)
 		}

@@ -211,7 +211,7 @@ func (j *journal) digest(req *llm.Request) string {
 // private tools' inputs and outputs as their digests: a replay rebuilds
 // the transcript from the log, and must hash the same.
 func hashMessage(h hash.Hash, m *llm.Message, red *policy.Redactor, private func(string) bool) {
-	writeField(h, string(m.Role))
+	writeField(h, m.Role.String())
 	content := m.Content
 	if m.Role == llm.RoleTool && private(m.Name) {
 		content = policy.Private(content)
@@ -228,6 +228,10 @@ func hashMessage(h hash.Hash, m *llm.Message, red *policy.Redactor, private func
 	}
 	writeField(h, m.ToolCallID)
 	writeField(h, m.Name)
+	for _, im := range m.Images() {
+		sum := sha256.Sum256(im.Data)
+		writeField(h, im.URL+"\x00"+im.MIMEType+"\x00"+hex.EncodeToString(sum[:]))
+	}
 }
 
 // writeField writes s with its length, so that fields cannot run into

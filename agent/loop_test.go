@@ -49,7 +49,7 @@ func TestToolsLoop(t *testing.T) {
 	for _, msg := range res.Messages {
 		roles = append(roles, msg.Role)
 	}
-	want := []llm.Role{"system", "user", "assistant", "tool", "assistant", "tool", "tool", "assistant"}
+	want := []llm.Role{llm.RoleSystem, llm.RoleUser, llm.RoleAssistant, llm.RoleTool, llm.RoleAssistant, llm.RoleTool, llm.RoleTool, llm.RoleAssistant}
 	if !slices.Equal(roles, want) {
 		t.Errorf("roles %v, want %v", roles, want)
 	}

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"strings"
 	"testing"
+
+	"github.com/agentry/agentry/llm"
 )
 
 const labelled = `"agent_name": "labels", "version": "v1", "model_name": "m",
@@ -49,7 +51,7 @@ func TestOutputValidation(t *testing.T) {
 			}
 			if tt.wantProblem != "" {
 				last := m.reqs[1].Messages[len(m.reqs[1].Messages)-1]
-				if last.Role != "user" || !strings.Contains(last.Content, tt.wantProblem) {
+				if last.Role != llm.RoleUser || !strings.Contains(last.Content, tt.wantProblem) {
 					t.Errorf("correction %q lacks %q", last.Content, tt.wantProblem)
 				}
 			}

@@ -82,6 +82,7 @@ type runExtra struct {
 	seeded     bool      // WithSeed
 	seed       int64     // what ids and randomness derive from
 	now        time.Time // WithNow: the run's clock, which does not move
+	images     []llm.Image
 }
 
 // more is c's extra options, made when an option first sets one.
@@ -148,6 +149,13 @@ func WithTraceParent(tp string) RunOption { return func(c *runConfig) { c.info.T
 // seed's: a store refuses a second run of one seed.
 func WithSeed(seed int64) RunOption {
 	return func(c *runConfig) { e := c.more(); e.seeded, e.seed = true, seed }
+}
+
+// WithImages gives the run's task images (a URL, or bytes with their
+// MIME type): the last user message the run starts from carries them to
+// the model, and a router passes over models that take none.
+func WithImages(images ...llm.Image) RunOption {
+	return func(c *runConfig) { e := c.more(); e.images = append(e.images, images...) }
 }
 
 // WithNow sets the run's clock: it starts at t and does not move, so every
@@ -240,6 +248,11 @@ func (a *Agent) NewSession(input map[string]any, opts ...RunOption) (*Session, e
 	msgs, err := a.initialMessages(input)
 	if err != nil {
 		return nil, err
+	}
+	if c.extra != nil && len(c.extra.images) > 0 {
+		if err := attachImages(msgs, c.extra.images); err != nil {
+			return nil, err
+		}
 	}
 	s.bus.Init(c.bus)
 	if c.provider != nil {
@@ -493,4 +506,25 @@ func (a *Agent) withHistory(msgs []llm.Message, input map[string]any) ([]llm.Mes
 	out := make([]llm.Message, 0, len(msgs)+len(hist))
 	out = append(append(append(out, msgs[:at]...), hist...), msgs[at:]...)
 	return out, probs
+}
+
+// attachImages puts images on the last user message of msgs, the task.
+func attachImages(msgs []llm.Message, images []llm.Image) error {
+	for i, im := range images {
+		switch {
+		case im.URL == "" && len(im.Data) == 0:
+			return fmt.Errorf("%w: WithImages: image %d has neither a URL nor bytes", ErrConfig, i)
+		case im.URL == "" && !strings.HasPrefix(im.MIMEType, "image/"):
+			return fmt.Errorf("%w: WithImages: image %d's bytes need an image/ MIME type, not %q", ErrConfig, i, im.MIMEType)
+		}
+	}
+	for i := len(msgs) - 1; i >= 0; i-- {
+		if msgs[i].Role == llm.RoleUser {
+			media := &llm.Media{Images: slices.Clone(msgs[i].Images())}
+			media.Images = append(media.Images, images...)
+			msgs[i].Media = media
+			return nil
+		}
+	}
+	return fmt.Errorf("%w: WithImages: the agent's prompt has no user message to carry them", ErrConfig)
 }

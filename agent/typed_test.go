@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/agentry/agentry/internal/testdb"
 	"github.com/agentry/agentry/llm"
 	"github.com/agentry/agentry/llm/scripted"
 	"github.com/agentry/agentry/spec"
@@ -120,5 +121,30 @@ func TestPromptOnlyForStructuredModes(t *testing.T) {
 	a := newTestAgent(t, `{"agent_name": "t", "version": "v1", "model_name": "m"}`, &recorder{})
 	if _, err := a.Prompt(nil); !errors.Is(err, ErrConfig) || !strings.Contains(err.Error(), "mode tools") {
 		t.Errorf("Prompt of a tools agent: %v", err)
+	}
+}
+
+// TestWithImages: a run's images ride on its task message to the model,
+// and a replay of the stored run sends the same.
+func TestWithImages(t *testing.T) {
+	ctx := context.Background()
+	img := llm.Image{Data: []byte{0x89, 'P', 'N', 'G'}, MIMEType: "image/png"}
+	m := &recorder{replies: []reply{answer("a cat")}}
+	a := newTestAgent(t, `{"agent_name": "v", "version": "v1", "model_name": "m", "system_text": "Describe."}`, m)
+	st := openStore(t, testdb.SQLite(t))
+	res, err := a.Run(ctx, map[string]any{"task": "What is this?"}, WithImages(img, llm.Image{URL: "https://x.dev/b.jpg"}), WithStore(st))
+	if err != nil {
+		t.Fatal(err)
+	}
+	msgs := m.reqs[0].Messages
+	last := msgs[len(msgs)-1]
+	if last.Role != llm.RoleUser || len(last.Images()) != 2 || last.Images()[1].URL != "https://x.dev/b.jpg" {
+		t.Errorf("the task message %+v", last)
+	}
+	if rep, err := a.Replay(ctx, st, res.ID); err != nil || !rep.Identical() {
+		t.Errorf("replay: %v %+v", err, rep)
+	}
+	if _, err := a.NewSession(nil, WithImages(llm.Image{Data: []byte("x"), MIMEType: "text/plain"})); !errors.Is(err, ErrConfig) {
+		t.Errorf("bytes that are no image: %v", err)
 	}
 }

@@ -8,22 +8,59 @@ package llm
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"iter"
+	"strconv"
 )
 
-// Role is the author of a message.
-type Role string
+// Role is the author of a message. It is a small number in memory (a
+// transcript holds one a message) and its name in JSON and text.
+type Role uint8
 
 // The roles of a transcript.
 const (
-	RoleSystem Role = "system"
+	roleNone Role = iota
+	RoleSystem
 	// RoleDeveloper is OpenAI's name for instructions to reasoning models;
 	// providers without it treat it as system.
-	RoleDeveloper Role = "developer"
-	RoleUser      Role = "user"
-	RoleAssistant Role = "assistant"
-	RoleTool      Role = "tool"
+	RoleDeveloper
+	RoleUser
+	RoleAssistant
+	RoleTool
 )
+
+var roleNames = [...]string{roleNone: "", RoleSystem: "system", RoleDeveloper: "developer", RoleUser: "user", RoleAssistant: "assistant", RoleTool: "tool"}
+
+// String is the role's name: system, developer, user, assistant, tool.
+func (r Role) String() string {
+	if int(r) < len(roleNames) {
+		return roleNames[r]
+	}
+	return "role(" + strconv.Itoa(int(r)) + ")"
+}
+
+// ParseRole returns the role named s.
+func ParseRole(s string) (Role, error) {
+	for r, name := range roleNames {
+		if name == s && s != "" {
+			return Role(r), nil
+		}
+	}
+	return 0, fmt.Errorf("llm: unknown role %q (want system, developer, user, assistant or tool)", s)
+}
+
+// MarshalText writes the role's name.
+func (r Role) MarshalText() ([]byte, error) { return []byte(r.String()), nil }
+
+// UnmarshalText reads a role's name.
+func (r *Role) UnmarshalText(b []byte) error {
+	v, err := ParseRole(string(b))
+	if err != nil {
+		return err
+	}
+	*r = v
+	return nil
+}
 
 // Message is one entry of a transcript.
 type Message struct {
@@ -35,6 +72,31 @@ type Message struct {
 	ToolCallID string `json:"tool_call_id,omitempty"`
 	// Name is the tool's name on a tool message.
 	Name string `json:"name,omitempty"`
+	// Media is what a user message carries besides its text (images);
+	// nil for most messages, which then cost nothing more.
+	Media *Media `json:"media,omitempty"`
+}
+
+// Media is what a message carries besides its text.
+type Media struct {
+	Images []Image `json:"images,omitempty"`
+}
+
+// Image is a picture in a message: by URL, or its bytes with their MIME
+// type (image/png, image/jpeg, image/gif, image/webp). In JSON the bytes
+// are base64.
+type Image struct {
+	URL      string `json:"url,omitempty"`
+	Data     []byte `json:"data,omitempty"`
+	MIMEType string `json:"mime_type,omitempty"`
+}
+
+// Images are the images m carries.
+func (m *Message) Images() []Image {
+	if m.Media == nil {
+		return nil
+	}
+	return m.Media.Images
 }
 
 // ToolCall is a model's request to run one tool.

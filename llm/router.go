@@ -34,7 +34,7 @@ type Candidate struct {
 
 // Needs is what a request asks of a model.
 type Needs struct {
-	Tools, StructuredOutput, Streaming bool
+	Tools, StructuredOutput, Streaming, Vision bool
 	// PromptTokens estimates the request's size.
 	PromptTokens int
 }
@@ -43,8 +43,12 @@ type Needs struct {
 func NeedsOf(req *Request, streaming bool) Needs {
 	n := Needs{Tools: len(req.Tools) > 0, StructuredOutput: len(req.ResponseSchema) > 0, Streaming: streaming}
 	chars := 0
-	for _, m := range req.Messages {
+	for i := range req.Messages {
+		m := &req.Messages[i]
 		chars += len(m.Content)
+		if len(m.Images()) > 0 {
+			n.Vision = true
+		}
 		for _, c := range m.ToolCalls {
 			chars += len(c.Arguments) + len(c.Name)
 		}
@@ -65,6 +69,8 @@ func (c Candidate) Supports(n Needs) (bool, string) {
 		return false, "no structured output"
 	case n.Streaming && !c.Caps.Streaming:
 		return false, "no streaming"
+	case n.Vision && !c.Caps.Vision:
+		return false, "no image input"
 	case c.Caps.ContextWindow > 0 && n.PromptTokens > c.Caps.ContextWindow:
 		return false, fmt.Sprintf("context window of %d tokens is too small", c.Caps.ContextWindow)
 	}

@@ -2,8 +2,10 @@ package llm
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"iter"
+	"reflect"
 	"strings"
 	"testing"
 )
@@ -135,5 +137,41 @@ func TestRouterStream(t *testing.T) {
 	resp, err = Collect(NewRouter([]Candidate{c}, RouterOptions{}).Stream(context.Background(), &Request{}), nil)
 	if err != nil || resp.Content != "whole" || resp.Usage.TotalTokens != 3 || resp.Model != "c1" {
 		t.Errorf("%+v %v", resp, err)
+	}
+}
+
+// TestRouterVision: a request with images skips a model that takes none;
+// the Message stays its size: images cost nothing to messages without.
+func TestRouterVision(t *testing.T) {
+	blind, sees := &fixed{name: "blind"}, &fixed{name: "sees"}
+	vision := all
+	vision.Vision = true
+	r := NewRouter([]Candidate{cand(blind, "b", all), cand(sees, "s", vision)}, RouterOptions{})
+	req := &Request{Messages: []Message{{Role: RoleUser, Content: "What is this?", Media: &Media{Images: []Image{{URL: "https://x.dev/a.png"}}}}}}
+	resp, err := r.Generate(context.Background(), req)
+	if err != nil || resp.Provider != "sees" || blind.calls != 0 {
+		t.Fatalf("%+v %v (blind called %d times)", resp, err, blind.calls)
+	}
+	resp, err = r.Generate(context.Background(), &Request{Messages: []Message{{Role: RoleUser, Content: "hi"}}})
+	if err != nil || resp.Provider != "blind" {
+		t.Errorf("a request without images: %+v %v", resp, err)
+	}
+	if n := reflect.TypeOf(Message{}).Size(); n > 88 {
+		t.Errorf("a Message is %d bytes; a transcript holds many: keep it at 88", n)
+	}
+}
+
+// TestRoleJSON: a role is its name in JSON, and an unknown name is refused.
+func TestRoleJSON(t *testing.T) {
+	b, _ := json.Marshal(Message{Role: RoleAssistant, Content: "x"})
+	if !strings.Contains(string(b), `"role":"assistant"`) {
+		t.Errorf("%s", b)
+	}
+	var m Message
+	if err := json.Unmarshal([]byte(`{"role": "tool", "content": "y"}`), &m); err != nil || m.Role != RoleTool {
+		t.Errorf("%v %+v", err, m)
+	}
+	if err := json.Unmarshal([]byte(`{"role": "wizard"}`), &m); err == nil || !strings.Contains(err.Error(), "wizard") {
+		t.Errorf("an unknown role: %v", err)
 	}
 }

@@ -41,6 +41,8 @@ type Start struct {
 	// WithNow): its resume and replay keep them.
 	Seed       *int64 `json:"seed,omitempty"`
 	FixedClock bool   `json:"fixed_clock,omitempty"`
+	// Images are the run's task images (agent.WithImages).
+	Images []llm.Image `json:"images,omitempty"`
 	// Memory is what recall put into the system prompt, for a resume to
 	// put it back as it was (sealed when the memory is).
 	Memory string `json:"memory,omitempty"`

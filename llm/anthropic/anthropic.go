@@ -8,6 +8,7 @@ package anthropic
 
 import (
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -340,7 +341,18 @@ func messages(ms []llm.Message) ([]sdk.MessageParam, []sdk.TextBlockParam, error
 		case llm.RoleSystem, llm.RoleDeveloper:
 			system = append(system, sdk.TextBlockParam{Text: m.Content})
 		case llm.RoleUser:
-			add(sdk.MessageParamRoleUser, sdk.NewTextBlock(m.Content))
+			var blocks []sdk.ContentBlockParamUnion
+			for _, im := range m.Images() {
+				if im.URL != "" {
+					blocks = append(blocks, sdk.NewImageBlock(sdk.URLImageSourceParam{URL: im.URL}))
+				} else {
+					blocks = append(blocks, sdk.NewImageBlockBase64(im.MIMEType, base64.StdEncoding.EncodeToString(im.Data)))
+				}
+			}
+			if m.Content != "" || len(blocks) == 0 {
+				blocks = append(blocks, sdk.NewTextBlock(m.Content))
+			}
+			add(sdk.MessageParamRoleUser, blocks...)
 		case llm.RoleAssistant:
 			var blocks []sdk.ContentBlockParamUnion
 			if m.Content != "" {

@@ -308,3 +308,19 @@ func TestTraceParent(t *testing.T) {
 		t.Errorf("traceparent %q, want %q", got, tp)
 	}
 }
+
+// TestImages: a user message's images go as image blocks before its text:
+// a URL source, or base64 with its media type.
+func TestImages(t *testing.T) {
+	s := wiretest.New(t, wiretest.Reply{Body: toolReply})
+	p := New(Options{APIKey: "sk-ant", BaseURL: s.URL})
+	req := &llm.Request{Model: "claude-sonnet-4-5", MaxOutputTokens: 10, Messages: []llm.Message{{Role: llm.RoleUser, Content: "What is in these?",
+		Media: &llm.Media{Images: []llm.Image{{URL: "https://x.dev/cat.png"}, {Data: []byte{0x89, 'P', 'N', 'G'}, MIMEType: "image/png"}}}}}}
+	if _, err := p.Generate(context.Background(), req); err != nil {
+		t.Fatal(err)
+	}
+	wiretest.JSONEqual(t, s.Requests()[0].Body, `{"model": "claude-sonnet-4-5", "max_tokens": 10, "messages": [{"role": "user", "content": [
+		{"type": "image", "source": {"type": "url", "url": "https://x.dev/cat.png"}},
+		{"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": "iVBORw=="}},
+		{"type": "text", "text": "What is in these?"}]}]}`)
+}

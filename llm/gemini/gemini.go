@@ -12,8 +12,10 @@ import (
 	"errors"
 	"fmt"
 	"iter"
+	"mime"
 	"net/http"
 	"os"
+	"path"
 	"strconv"
 	"strings"
 	"time"
@@ -273,7 +275,18 @@ func translate(req *llm.Request) ([]*genai.Content, *genai.GenerateContentConfig
 		case llm.RoleSystem, llm.RoleDeveloper:
 			system = append(system, &genai.Part{Text: m.Content})
 		case llm.RoleUser:
-			add(genai.RoleUser, &genai.Part{Text: m.Content})
+			parts := make([]*genai.Part, 0, len(m.Images())+1)
+			if m.Content != "" || len(m.Images()) == 0 {
+				parts = append(parts, &genai.Part{Text: m.Content})
+			}
+			for _, im := range m.Images() {
+				if im.URL != "" {
+					parts = append(parts, &genai.Part{FileData: &genai.FileData{FileURI: im.URL, MIMEType: imageType(im)}})
+				} else {
+					parts = append(parts, &genai.Part{InlineData: &genai.Blob{Data: im.Data, MIMEType: im.MIMEType}})
+				}
+			}
+			add(genai.RoleUser, parts...)
 		case llm.RoleAssistant:
 			var parts []*genai.Part
 			if m.Content != "" {
@@ -402,4 +415,16 @@ func apiError(ctx context.Context, model string, err error) error {
 		e.Kind = llm.KindContextTooLong
 	}
 	return e
+}
+
+// imageType is an image's MIME type: the one given, else its URL's
+// extension's, else JPEG (Gemini wants one with a file URI).
+func imageType(im llm.Image) string {
+	if im.MIMEType != "" {
+		return im.MIMEType
+	}
+	if t := mime.TypeByExtension(path.Ext(im.URL)); strings.HasPrefix(t, "image/") {
+		return t
+	}
+	return "image/jpeg"
 }

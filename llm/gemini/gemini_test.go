@@ -236,3 +236,18 @@ func TestTraceParent(t *testing.T) {
 		t.Errorf("traceparent %q, want %q", got, tp)
 	}
 }
+
+// TestImages: a user message's images go as parts: bytes inline with
+// their MIME type, a URL as file data.
+func TestImages(t *testing.T) {
+	s := wiretest.New(t, wiretest.Reply{Body: `{"candidates": [{"content": {"role": "model", "parts": [{"text": "a cat"}]}, "finishReason": "STOP", "index": 0}],
+		"usageMetadata": {"promptTokenCount": 1, "candidatesTokenCount": 1, "totalTokenCount": 2}, "modelVersion": "gemini-2.5-flash"}`})
+	req := &llm.Request{Model: "gemini-2.5-flash", Messages: []llm.Message{{Role: llm.RoleUser, Content: "What is in these?",
+		Media: &llm.Media{Images: []llm.Image{{URL: "https://x.dev/cat.png"}, {Data: []byte{0x89, 'P', 'N', 'G'}, MIMEType: "image/png"}}}}}}
+	if _, err := New(Options{APIKey: "AIza", BaseURL: s.URL}).Generate(context.Background(), req); err != nil {
+		t.Fatal(err)
+	}
+	wiretest.JSONEqual(t, s.Requests()[0].Body, `{"contents": [{"role": "user", "parts": [{"text": "What is in these?"},
+		{"fileData": {"fileUri": "https://x.dev/cat.png", "mimeType": "image/png"}},
+		{"inlineData": {"data": "iVBORw==", "mimeType": "image/png"}}]}], "generationConfig": {}}`)
+}

@@ -10,6 +10,7 @@ package openai
 
 import (
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -451,6 +452,16 @@ func message(m llm.Message, developer bool) (sdk.ChatCompletionMessageParamUnion
 	case llm.RoleDeveloper:
 		return sdk.DeveloperMessage(m.Content), nil
 	case llm.RoleUser:
+		if imgs := m.Images(); len(imgs) > 0 {
+			parts := make([]sdk.ChatCompletionContentPartUnionParam, 0, len(imgs)+1)
+			if m.Content != "" {
+				parts = append(parts, sdk.TextContentPart(m.Content))
+			}
+			for _, im := range imgs {
+				parts = append(parts, sdk.ImageContentPart(sdk.ChatCompletionContentPartImageImageURLParam{URL: imageURL(im)}))
+			}
+			return sdk.UserMessage(parts), nil
+		}
 		return sdk.UserMessage(m.Content), nil
 	case llm.RoleTool:
 		if m.ToolCallID == "" {
@@ -471,6 +482,15 @@ func message(m llm.Message, developer bool) (sdk.ChatCompletionMessageParamUnion
 		return sdk.ChatCompletionMessageParamUnion{OfAssistant: &a}, nil
 	}
 	return sdk.ChatCompletionMessageParamUnion{}, fmt.Errorf("unknown role %q", m.Role)
+}
+
+// imageURL is an image as OpenAI takes it: its URL, or its bytes as a
+// data URL.
+func imageURL(im llm.Image) string {
+	if im.URL != "" {
+		return im.URL
+	}
+	return "data:" + im.MIMEType + ";base64," + base64.StdEncoding.EncodeToString(im.Data)
 }
 
 // strictCompatible reports whether a schema meets the rules of OpenAI's

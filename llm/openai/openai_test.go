@@ -425,3 +425,19 @@ func TestCapabilities(t *testing.T) {
 		t.Errorf("llm.Info(o1-mini) = %+v, %v", c, ok)
 	}
 }
+
+// TestImages: a user message's images go as image_url parts: a URL as
+// it is, bytes as a data URL.
+func TestImages(t *testing.T) {
+	f := newServer(t, wiretest.Reply{Body: toolReply})
+	p := New(Options{APIKey: "sk-test", BaseURL: f.URL})
+	req := &llm.Request{Model: "gpt-4.1-mini", Messages: []llm.Message{{Role: llm.RoleUser, Content: "What is in these?",
+		Media: &llm.Media{Images: []llm.Image{{URL: "https://x.dev/cat.png"}, {Data: []byte{0x89, 'P', 'N', 'G'}, MIMEType: "image/png"}}}}}}
+	if _, err := p.Generate(context.Background(), req); err != nil {
+		t.Fatal(err)
+	}
+	wiretest.JSONEqual(t, f.Requests()[0].Body, `{"model": "gpt-4.1-mini", "messages": [{"role": "user", "content": [
+		{"type": "text", "text": "What is in these?"},
+		{"type": "image_url", "image_url": {"url": "https://x.dev/cat.png"}},
+		{"type": "image_url", "image_url": {"url": "data:image/png;base64,iVBORw=="}}]}]}`)
+}
