@@ -231,21 +231,9 @@ func build(in *spec.Spec, o options) (*Agent, error) {
 	if in == nil {
 		return nil, errors.New("agent: nil spec")
 	}
-	sp := *in.Clone() // the agent's own: changing the caller's spec later changes no run
-	if o.outputType != nil && len(sp.OutputSchema) == 0 {
-		schema, err := outputSchema(o.outputType)
-		if err != nil {
-			return nil, &spec.Error{Source: sp.AgentName + "@" + sp.Version, Problems: []string{err.Error()}}
-		}
-		sp.OutputSchema = schema
-	}
-	for i, t := range o.used {
-		if t == nil {
-			return nil, &spec.Error{Source: in.AgentName + "@" + in.Version, Problems: []string{fmt.Sprintf("Use: tool %d is nil", i)}}
-		}
-		if name := t.Info().Name; !slices.Contains(sp.Tools, name) {
-			sp.Tools = append(sp.Tools, name) // the spec as it runs, and is stored, names it
-		}
+	sp, err := ownSpec(in, o)
+	if err != nil {
+		return nil, err
 	}
 	schemas, err := sp.Compile() // before the mode's default: mode is required with some fields
 	if err != nil {
@@ -261,25 +249,9 @@ func build(in *spec.Spec, o options) (*Agent, error) {
 				"sub-agent cycle: " + strings.Join(append(o.building, sp.AgentName), " -> ")}}
 		}
 	}
-	a := &Agent{spec: &sp, logger: o.logger, redact: policy.Secrets(), limits: sp.Limits.WithDefaults(), retry: sp.Retry.WithDefaults(),
-		metrics: newMetrics(o.meters), sizes: &sizes{}, inputSchema: schemas.Input, o: o, inputLabels: inputLabels(&sp)}
-	switch sp.Mode {
-	case spec.ModeChooser, spec.ModeWriter, spec.ModeExtractor:
-		if sp.Temperature == nil { // one structured call: the same input, the same answer
-			zero := 0.0
-			sp.Temperature = &zero
-		}
-	}
-	a.pricing = o.pricing
-	if a.pricing == nil {
-		a.pricing = llm.DefaultPricing()
-	}
-	if len(sp.Pricing) > 0 {
-		a.pricing = a.pricing.With(llm.NewPricing(sp.Pricing))
-	}
-	if a.logger == nil {
-		a.logger = discard
-	}
+	a := &Agent{spec: sp, logger: o.logger, redact: policy.Secrets(), limits: sp.Limits.WithDefaults(), retry: sp.Retry.WithDefaults(),
+		metrics: newMetrics(o.meters), sizes: &sizes{}, inputSchema: schemas.Input, o: o, inputLabels: inputLabels(sp)}
+	a.setDefaults(o)
 	var problems []string
 	if err := a.openModel(o); err != nil {
 		problems = append(problems, err.Error())
@@ -288,38 +260,16 @@ func build(in *spec.Spec, o options) (*Agent, error) {
 	if a.logSeal, err = logSealer(o.memoryKey); err != nil {
 		problems = append(problems, err.Error())
 	}
-	a.compaction, a.keepTurns = spec.CompactDropOldest, 2
-	if cx := sp.Context; cx != nil {
-		if cx.Compaction != "" {
-			a.compaction = cx.Compaction
-		}
-		if cx.Window > 0 {
-			a.window = cx.Window
-		}
-		if cx.KeepTurns > 0 {
-			a.keepTurns = cx.KeepTurns
-		}
-	}
+	a.setContext()
 	a.ownPrice.model = a.model
 	a.ownPrice.price, a.ownPrice.ok = a.pricing.Lookup(a.model)
 	if probs := a.resolvePrompts(o); len(probs) > 0 {
 		return nil, &spec.Error{Source: source, Problems: probs}
 	}
 	if schemas.Output != nil {
-		system := sp.SystemText
-		if t := a.sysTpl; t != nil {
-			if t.Engine != "" && t.Engine != prompt.FString {
-				return nil, &spec.Error{Source: source, Problems: []string{fmt.Sprintf("prompt_ref %s: mode %s composes its prompt from ${var} text: the template's engine must be fstring, not %s", t.Ref(), sp.Mode, t.Engine)}}
-			}
-			system = t.Text
-		}
-		p, err := prompt.New(prompt.Config{AgentName: sp.AgentName, Version: sp.Version, Mode: string(sp.Mode),
-			SystemText: system, PurposeText: sp.PurposeText, OutputSchema: sp.OutputSchema, Schema: schemas.Output,
-			Enums: sp.Enums, Defaults: sp.Defaults, InputKeys: sp.InputKeys})
-		if err != nil {
+		if err := a.composer(schemas); err != nil {
 			return nil, &spec.Error{Source: source, Problems: []string{err.Error()}}
 		}
-		a.prompt = p
 	}
 	problems = append(problems, a.openMemory(o)...)
 	problems = append(problems, a.bindTools(o)...)
@@ -338,6 +288,90 @@ func build(in *spec.Spec, o options) (*Agent, error) {
 		return nil, &spec.Error{Source: source, Problems: problems}
 	}
 	return a, nil
+}
+
+// ownSpec is the agent's own copy of in, deep (changing in later changes
+// no run), with what the options add: an output type's schema, the tools
+// given with Use.
+func ownSpec(in *spec.Spec, o options) (*spec.Spec, error) {
+	sp := in.Clone()
+	if o.outputType != nil && len(sp.OutputSchema) == 0 {
+		schema, err := outputSchema(o.outputType)
+		if err != nil {
+			return nil, &spec.Error{Source: sp.AgentName + "@" + sp.Version, Problems: []string{err.Error()}}
+		}
+		sp.OutputSchema = schema
+	}
+	for i, t := range o.used {
+		if t == nil {
+			return nil, &spec.Error{Source: in.AgentName + "@" + in.Version, Problems: []string{fmt.Sprintf("Use: tool %d is nil", i)}}
+		}
+		if name := t.Info().Name; !slices.Contains(sp.Tools, name) {
+			sp.Tools = append(sp.Tools, name) // the spec as it runs, and is stored, names it
+		}
+	}
+	return sp, nil
+}
+
+// setDefaults fills in what the spec leaves to the agent: a structured
+// mode's temperature, the pricing table, the logger.
+func (a *Agent) setDefaults(o options) {
+	sp := a.spec
+	switch sp.Mode {
+	case spec.ModeChooser, spec.ModeWriter, spec.ModeExtractor:
+		if sp.Temperature == nil { // one structured call: the same input, the same answer
+			zero := 0.0
+			sp.Temperature = &zero
+		}
+	}
+	a.pricing = o.pricing
+	if a.pricing == nil {
+		a.pricing = llm.DefaultPricing()
+	}
+	if len(sp.Pricing) > 0 {
+		a.pricing = a.pricing.With(llm.NewPricing(sp.Pricing))
+	}
+	if a.logger == nil {
+		a.logger = discard
+	}
+}
+
+// setContext reads the spec's context: how the transcript is compacted,
+// and the window when the spec gives it.
+func (a *Agent) setContext() {
+	a.compaction, a.keepTurns = spec.CompactDropOldest, 2
+	if cx := a.spec.Context; cx != nil {
+		if cx.Compaction != "" {
+			a.compaction = cx.Compaction
+		}
+		if cx.Window > 0 {
+			a.window = cx.Window
+		}
+		if cx.KeepTurns > 0 {
+			a.keepTurns = cx.KeepTurns
+		}
+	}
+}
+
+// composer makes the neutral AgentPrompt of an agent with an output
+// schema.
+func (a *Agent) composer(schemas *spec.Schemas) error {
+	sp := a.spec
+	system := sp.SystemText
+	if t := a.sysTpl; t != nil {
+		if t.Engine != "" && t.Engine != prompt.FString {
+			return fmt.Errorf("prompt_ref %s: mode %s composes its prompt from ${var} text: the template's engine must be fstring, not %s", t.Ref(), sp.Mode, t.Engine)
+		}
+		system = t.Text
+	}
+	p, err := prompt.New(prompt.Config{AgentName: sp.AgentName, Version: sp.Version, Mode: string(sp.Mode),
+		SystemText: system, PurposeText: sp.PurposeText, OutputSchema: sp.OutputSchema, Schema: schemas.Output,
+		Enums: sp.Enums, Defaults: sp.Defaults, InputKeys: sp.InputKeys})
+	if err != nil {
+		return err
+	}
+	a.prompt = p
+	return nil
 }
 
 // inputLabels are the context_used labels of the input keys a spec

@@ -69,26 +69,7 @@ func (r *run) finish(final *Final, err error) (*Result, error) {
 	if err != nil {
 		res.Error = &ErrorInfo{Code: end.code, Message: err.Error(), Details: detailsOf(err), Recoverable: end.recoverable}
 	}
-	rs := r.reasoning
-	if rs == nil {
-		rs = &noReasoning
-	}
-	res.SourceQuality, res.AssumptionsMade, res.Alternatives = rs.sourceQuality, rs.assumptions, rs.alternatives
-	res.Metrics.ParseErrors = st.ParseErrors
-	res.PromptTemplate = r.promptTemplate()
-	res.TraceID = r.info.TraceID
-	r.addNotes(res)
-	if j := r.link.journal; j != nil && j.w != nil {
-		res.TraceRef = res.ID
-	}
-	if e := r.s.cfg.extra; e != nil && e.seeded {
-		seed := e.seed
-		res.Seed, res.Deterministic = &seed, r.fixed
-	}
-	res.ContextUsed = a.contextUsed(st)
-	res.Handoffs = st.Handoffs
-	res.MemoryDeltas = r.mem.result()
-	res.Confidence = confidence(res, rs)
+	r.describe(res)
 	if _, ok := st.Input["constraints"]; ok && err == nil {
 		c, _ := constraintsOf(st.Input)
 		err = checkQuality(res, c.quality)
@@ -100,13 +81,7 @@ func (r *run) finish(final *Final, err error) (*Result, error) {
 	r.s.agent.sizes.learn(st)
 	r.logger.runEnd(res)
 	if r.s.bus.Active() {
-		e := event.Event{Type: event.RunEnd, Content: st.LastContent, Data: map[string]any{
-			"success": res.Success, "terminate_reason": string(res.TerminateReason), "outcome": string(res.Outcome),
-			"total_tokens": res.TokenUsage.TotalTokens, "cost_usd": costValue(res.EstimatedCost), "duration_ms": res.Metrics.DurationMS}}
-		if res.Error != nil {
-			e.Error = &event.ErrorInfo{Code: res.Error.Code, Message: res.Error.Message}
-		}
-		r.emit(e)
+		r.emitEnd(res)
 	}
 	return res, err
 }
@@ -296,6 +271,43 @@ func writeReasoning(b *strings.Builder, steps []Step) {
 		}
 	}
 	b.WriteString("; ")
+}
+
+// emitEnd emits run_end with what the Result says of the run.
+func (r *run) emitEnd(res *Result) {
+	e := event.Event{Type: event.RunEnd, Content: r.st.LastContent, Data: map[string]any{
+		"success": res.Success, "terminate_reason": string(res.TerminateReason), "outcome": string(res.Outcome),
+		"total_tokens": res.TokenUsage.TotalTokens, "cost_usd": costValue(res.EstimatedCost), "duration_ms": res.Metrics.DurationMS}}
+	if res.Error != nil {
+		e.Error = &event.ErrorInfo{Code: res.Error.Code, Message: res.Error.Message}
+	}
+	r.emit(e)
+}
+
+// describe adds to a Result what the run knows beside its trace: the
+// reasoning's findings, provenance, notes, ids and the confidence.
+func (r *run) describe(res *Result) {
+	st := r.st
+	rs := r.reasoning
+	if rs == nil {
+		rs = &noReasoning
+	}
+	res.SourceQuality, res.AssumptionsMade, res.Alternatives = rs.sourceQuality, rs.assumptions, rs.alternatives
+	res.Metrics.ParseErrors = st.ParseErrors
+	res.PromptTemplate = r.promptTemplate()
+	res.TraceID = r.info.TraceID
+	r.addNotes(res)
+	if j := r.link.journal; j != nil && j.w != nil {
+		res.TraceRef = res.ID
+	}
+	if e := r.s.cfg.extra; e != nil && e.seeded {
+		seed := e.seed
+		res.Seed, res.Deterministic = &seed, r.fixed
+	}
+	res.ContextUsed = r.a.contextUsed(st)
+	res.Handoffs = st.Handoffs
+	res.MemoryDeltas = r.mem.result()
+	res.Confidence = confidence(res, rs)
 }
 
 // truncate shortens s to about n bytes on one line.

@@ -123,24 +123,9 @@ func (s *Session) Run(ctx context.Context) (*Result, error) {
 		defer r.deadline.Release()
 		ctx = &r.deadline
 	}
-	ctx = r.prepare(ctx)
-	if r.admit(ctx) { // a caller who may not run the agent reads none of its memory
-		if err := r.recall(ctx); err != nil {
-			return r.finish(nil, err)
-		}
-	}
-	ctx = r.ctx // with the memory tools' scope, when the agent has memory
-	var applied []policy.Applied
-	if a.inFilters != nil {
-		applied = r.filterInput() // before the log's start record: it keeps what passed
-	}
-	j, err := s.openJournal(ctx, r)
+	ctx, j, refused, err := r.begin(r.prepare(ctx))
 	if err != nil {
 		return r.finish(nil, err)
-	}
-	refused := r.reportDenials(ctx)
-	if refused == nil && len(applied) > 0 {
-		refused = r.reportInput(ctx, applied)
 	}
 	r.logger.runStart()
 	if s.bus.Active() {
@@ -160,6 +145,30 @@ func (s *Session) Run(ctx context.Context) (*Result, error) {
 		}
 	}
 	return res, err
+}
+
+// begin admits the run: the caller's access, its memory, the filters on
+// its input, and its log, opened. refused is why the run may not go on
+// (audited once the log is open); err why it cannot start at all.
+func (r *run) begin(ctx context.Context) (_ context.Context, j *journal, refused, err error) {
+	if r.admit(ctx) { // a caller who may not run the agent reads none of its memory
+		if err := r.recall(ctx); err != nil {
+			return ctx, nil, nil, err
+		}
+	}
+	ctx = r.ctx // with the memory tools' scope, when the agent has memory
+	var applied []policy.Applied
+	if r.a.inFilters != nil {
+		applied = r.filterInput() // before the log's start record: it keeps what passed
+	}
+	if j, err = r.s.openJournal(ctx, r); err != nil {
+		return ctx, nil, nil, err
+	}
+	refused = r.reportDenials(ctx)
+	if refused == nil && len(applied) > 0 {
+		refused = r.reportInput(ctx, applied)
+	}
+	return ctx, j, refused, nil
 }
 
 // prepare readies the run: its request, what tools see of it, its

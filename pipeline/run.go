@@ -150,10 +150,7 @@ func (r *runState) stage(ctx context.Context, st *stage) (bool, *Result, error) 
 		}
 	}
 	if outcome == agent.OutcomeError {
-		msg, _ := output["error"].(string)
-		if msg == "" {
-			msg, _ = output["message"].(string)
-		}
+		msg := firstText(output, "error", "message")
 		return fail(agent.CodeToolError, fmt.Errorf("%w: stage %s reported outcome error: %s", ErrStageFailed, st.def.Name, msg))
 	}
 	rec.Outcome = outcome
@@ -167,23 +164,37 @@ func (r *runState) stage(ctx context.Context, st *stage) (bool, *Result, error) 
 		slog.String("next", next), slog.String("route", why), slog.Float64("duration_ms", rec.DurationMS))
 	env.History = append(env.History, rec)
 	r.completed(rec)
+	return r.settle(st.def.Name, output, outcome, next)
+}
+
+// settle moves the run on after a completed stage: a clarify or confirm
+// outcome pauses it, terminate ends it, anything else goes to next.
+func (r *runState) settle(name string, output map[string]any, outcome agent.Outcome, next string) (bool, *Result, error) {
+	env := r.env
 	switch outcome {
 	case agent.OutcomeClarify, agent.OutcomeConfirm:
-		q, _ := output["question"].(string)
-		if q == "" {
-			q, _ = output["message"].(string)
-		}
-		env.Pending = &Pending{Stage: st.def.Name, Outcome: outcome, Question: q, Output: output}
-		env.Current = st.def.Name
-		res, err := r.finish(outcome, agent.ReasonAwaitingApproval, "", st.def.Name, nil)
+		q := firstText(output, "question", "message")
+		env.Pending = &Pending{Stage: name, Outcome: outcome, Question: q, Output: output}
+		env.Current = name
+		res, err := r.finish(outcome, agent.ReasonAwaitingApproval, "", name, nil)
 		return true, res, err
 	case agent.OutcomeTerminate:
 		env.Current = End
-		res, err := r.finish(agent.OutcomeTerminate, agent.ReasonCompleted, "", st.def.Name, nil)
+		res, err := r.finish(agent.OutcomeTerminate, agent.ReasonCompleted, "", name, nil)
 		return true, res, err
 	}
 	env.Current = next
 	return false, nil, nil
+}
+
+// firstText returns the first of keys whose value in m is a non-empty string.
+func firstText(m map[string]any, keys ...string) string {
+	for _, k := range keys {
+		if s, _ := m[k].(string); s != "" {
+			return s
+		}
+	}
+	return ""
 }
 
 // guard runs f and turns a panic in it (a hook's, say) into an error, so
