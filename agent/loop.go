@@ -19,7 +19,6 @@ import (
 	"github.com/agentry/agentry/policy"
 	"github.com/agentry/agentry/retry"
 	"github.com/agentry/agentry/runlog"
-	"github.com/agentry/agentry/spec"
 	"github.com/agentry/agentry/tool"
 )
 
@@ -415,121 +414,6 @@ func (r *run) failure(err error) error {
 	return err
 }
 
-// Retry reports a retry of a model call as a retry event and a log
-// record; a run is its model calls' llm.Trace.
-func (r *run) Retry(info llm.RetryInfo) {
-	r.attempts++
-	n := r.note()
-	n.retries++
-	n.lastRetryError = info.Err.Error()
-	r.logger.retry(info.Attempt, info.Wait, info.Err)
-	if r.s.bus.Active() {
-		r.emit(event.Event{Type: event.Retry, Attempt: info.Attempt, WaitMS: info.Wait.Milliseconds(),
-			Error: &event.ErrorInfo{Code: CodeLLMError, Message: info.Err.Error()}})
-	}
-}
-
-// Fallback reports a fall-over to the next model as a retry event.
-func (r *run) Fallback(info llm.FallbackInfo) {
-	r.attempts++
-	r.logger.fallback(info)
-	if r.s.bus.Active() {
-		r.emit(event.Event{Type: event.Retry, Error: &event.ErrorInfo{Code: CodeLLMError, Message: info.Err.Error()},
-			Data: map[string]any{"fallback_from": info.FromProvider + ":" + info.FromModel, "fallback_to": info.ToProvider + ":" + info.ToModel}})
-	}
-}
-
-// callModel calls the agent's model with the transcript and accounts for
-// the call.
-func (r *run) callModel(ctx context.Context) (*llm.Response, error) {
-	st, a := r.st, r.a
-	if r.s.provider == nil {
-		return nil, fmt.Errorf("%w: agent %s has no model", ErrConfig, a.spec.AgentName)
-	}
-	if r.limits.window > 0 {
-		if err := r.fit(ctx, false); err != nil {
-			return nil, err
-		}
-	}
-	r.req.Messages = st.Messages
-	r.attempts = 1
-	start := time.Now()
-	resp, err := r.generate(ctx)
-	if err != nil && r.a.compaction != spec.CompactOff && errors.Is(err, llm.ErrContextTooLong) {
-		resp, err = r.refit(ctx, err) // the provider knows its window better than the table
-	}
-	d := r.since(start, time.Now())
-	mc := ModelCall{Turn: st.Turn, Provider: a.providerName, Model: a.model, DurationMS: ms(d), Attempts: r.attempts}
-	if a != r.s.agent {
-		mc.Agent = a.spec.AgentName // the conversation was handed off
-	}
-	st.ModelLatencyMS += mc.DurationMS
-	if err == nil && resp == nil {
-		err = &llm.APIError{Kind: llm.KindInvalidRequest, Provider: a.providerName, Model: a.model, Message: "provider returned no response"}
-	}
-	if err != nil {
-		mc.Error = err.Error()
-		if resp != nil { // a broken stream: keep what arrived
-			r.account(resp, &mc)
-			mc.Partial = resp.Content
-		}
-		r.trace.call(&mc, d, r.s.agent)
-		r.logger.modelCall(&mc, err)
-		return nil, err
-	}
-	r.account(resp, &mc)
-	r.trace.call(&mc, d, r.s.agent)
-	r.logger.modelCall(&mc, nil)
-	return resp, nil
-}
-
-// generate calls the provider chain, streaming when someone takes
-// content_chunk events, the chain can, and no output filter must see the
-// answer first.
-func (r *run) generate(ctx context.Context) (*llm.Response, error) {
-	// An agent whose policy filters its output does not stream: the text
-	// would reach subscribers before the filter sees the answer.
-	if sp, ok := r.s.provider.(llm.Streamer); ok && r.s.bus.Wants(event.ContentChunk) && r.a.outFilters == nil {
-		if r.onChunk == nil {
-			r.onChunk = r.chunk // once a run, not once a call
-		}
-		return llm.Collect(sp.Stream(ctx, &r.req), r.onChunk)
-	}
-	return r.s.provider.Generate(ctx, &r.req)
-}
-
-// chunk emits a streamed piece of text.
-func (r *run) chunk(c llm.Chunk) {
-	if c.Text != "" {
-		r.emit(event.Event{Type: event.ContentChunk, Content: c.Text})
-	}
-}
-
-// account adds a call's usage and cost to the run.
-func (r *run) account(resp *llm.Response, mc *ModelCall) {
-	if resp.Provider != "" {
-		mc.Provider = resp.Provider
-		r.st.Provider = resp.Provider
-	}
-	model := resp.Model
-	if model == "" {
-		model = r.a.model
-	} else {
-		mc.Model = model
-		r.st.Model = model
-	}
-	if r.price == nil || model != r.price.model {
-		r.price = r.a.priceOf(model)
-	}
-	if !r.price.ok {
-		r.unpriced = true
-	}
-	mc.PromptTokens, mc.CompletionTokens = resp.Usage.PromptTokens, resp.Usage.CompletionTokens
-	mc.CostUSD = r.price.price.Cost(resp.Usage)
-	r.st.Usage.Add(resp.Usage)
-	r.st.CostUSD += mc.CostUSD
-}
-
 func (r *run) emit(e event.Event) {
 	e.RunID = r.st.RunID
 	e.AgentName = r.st.AgentName
@@ -572,24 +456,6 @@ func (r *run) since(start, end time.Time) time.Duration {
 		return 0
 	}
 	return end.Sub(start)
-}
-
-// modelPrice is a model's price as the pricing table has it.
-type modelPrice struct {
-	model string
-	price llm.Price
-	ok    bool
-}
-
-// priceOf is model's price: the agent's own, looked up when it was made,
-// or another (a router's or fallback's model), looked up now.
-func (a *Agent) priceOf(model string) *modelPrice {
-	if model == a.ownPrice.model {
-		return &a.ownPrice
-	}
-	p := &modelPrice{model: model}
-	p.price, p.ok = a.pricing.Lookup(model)
-	return p
 }
 
 // quiet is the turn before which a resumed run emits no events and
