@@ -261,8 +261,7 @@ func unescapeASCII(s string) (string, bool) {
 	}
 	var b strings.Builder
 	last, changed := 0, false
-	for ; i >= 0 && i+6 <= len(s); i = strings.Index(s[last:], `\u`) {
-		i += last
+	for ; i >= 0 && i+6 <= len(s); i = nextEscape(s, last) {
 		// An odd number of backslashes before the escape's own makes it
 		// an escaped backslash and a u: an escape of the JSON kept in this
 		// string, which the pair of backslashes and the u spell.
@@ -289,6 +288,14 @@ func unescapeASCII(s string) (string, bool) {
 	}
 	b.WriteString(s[last:])
 	return b.String(), true
+}
+
+// nextEscape is the index in s of the first \u at or after from, or -1.
+func nextEscape(s string, from int) int {
+	if i := strings.Index(s[from:], `\u`); i >= 0 {
+		return from + i
+	}
+	return -1
 }
 
 // hexByte reads four hex digits as a code point below 0x100.
