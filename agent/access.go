@@ -63,3 +63,21 @@ func (r *run) reportDenials(ctx context.Context) error {
 	}
 	return refused
 }
+
+// actFor makes the run act for the caller's principal. A WithUser that
+// names another user is refused: a caller may not read or write another
+// user's memory by naming them.
+func (r *run) actFor(ctx context.Context) {
+	p := policy.PrincipalFrom(ctx)
+	info := &r.s.cfg.info
+	switch {
+	case p == nil || p.UserID == "":
+	case info.UserID != "" && info.UserID != p.UserID:
+		n := r.note()
+		n.denials = append(n.denials, denial{rule: "access.user", target: "user:" + info.UserID, refuses: true,
+			reason: fmt.Sprintf("user %s may not act for the user %s: a run acts for its caller's principal (WithUser names another)", p.UserID, info.UserID)})
+		info.UserID = p.UserID
+	default:
+		info.UserID = p.UserID
+	}
+}

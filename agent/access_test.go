@@ -85,3 +85,128 @@ func TestAccessControl(t *testing.T) {
 		})
 	}
 }
+
+// TestAccessHandoff attacks access.run through a handoff: a guest may run
+// the front agent, and the model transfers the conversation to an agent
+// only admins may run. The transfer is refused, audited, and the admin
+// agent never answers.
+func TestAccessHandoff(t *testing.T) {
+	for _, tt := range []struct {
+		name      string
+		principal policy.Principal
+		wantAdmin bool
+	}{
+		{"a guest is refused", policy.Principal{UserID: "eve", Roles: []string{"guest"}}, false},
+		{"an admin is transferred", policy.Principal{UserID: "ada", Roles: []string{"guest", "admin"}}, true},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			ctx := policy.WithPrincipal(context.Background(), tt.principal)
+			adminModel := &recorder{replies: []reply{answer("the admin's secret answer")}}
+			admin, err := New(mustSpec(t, `{"agent_name": "admin", "version": "v1", "model_name": "m",
+				"policy": {"access": {"run": ["admin"]}}}`), WithProvider(adminModel, "test"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			reg := NewRegistry()
+			if err := reg.Register(admin); err != nil {
+				t.Fatal(err)
+			}
+			front := &recorder{replies: []reply{calls(call("1", "transfer_to_admin", `{}`)), answer("front answers")}}
+			a, err := New(mustSpec(t, `{"agent_name": "front", "version": "v1", "model_name": "m", "handoffs": ["admin"],
+				"policy": {"access": {"run": ["guest"]}}}`), WithProvider(front, "test"), WithRegistry(reg))
+			if err != nil {
+				t.Fatal(err)
+			}
+			st := openStore(t, testdb.SQLite(t))
+			res, err := a.Run(ctx, nil, WithStore(st))
+			if err != nil {
+				t.Fatal(err)
+			}
+			transferred := len(res.Handoffs) > 0
+			if transferred != tt.wantAdmin || (res.Result == "the admin's secret answer") != tt.wantAdmin {
+				t.Fatalf("handoffs %v, result %q", res.Handoffs, res.Result)
+			}
+			if tt.wantAdmin {
+				return
+			}
+			if len(adminModel.reqs) != 0 {
+				t.Error("the admin agent's model was called")
+			}
+			if act := res.Steps[0].Action; act == nil || !strings.Contains(act.Error, "may not run") {
+				t.Errorf("the transfer's step: %+v", res.Steps[0])
+			}
+			audit, _ := st.AuditLog(ctx, res.ID)
+			if len(audit) != 1 || audit[0].Rule != "access.run" || audit[0].Target != "agent:admin" || audit[0].UserID != "eve" {
+				t.Errorf("audit %+v", audit)
+			}
+		})
+	}
+}
+
+// TestAuditUnsampled: a run tracing does not record still leaves its
+// policy decisions in the audit log; turning tracing off is no way to act
+// unaudited.
+func TestAuditUnsampled(t *testing.T) {
+	ctx := policy.WithPrincipal(context.Background(), policy.Principal{UserID: "sam", Roles: []string{"support"}})
+	st := openStore(t, testdb.SQLite(t))
+	pay := tool.Must(tool.Func("pay", "Pay.", func(context.Context, echoArgs) (string, error) { return "paid", nil }))
+	m := &recorder{replies: []reply{calls(call("1", "pay", `{"text": "5"}`)), answer("done")}}
+	a, err := New(mustSpec(t, `{"agent_name": "acct", "version": "v1", "model_name": "m", "tools": ["pay"],
+		"tracing": {"enabled": false}, "policy": {"access": {"tools": {"pay": ["finance"]}}}}`),
+		WithProvider(m, "test"), WithTools(testTools(t, pay)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := a.Run(ctx, nil, WithStore(st))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.Get(ctx, res.ID); err == nil {
+		t.Error("the unsampled run was recorded")
+	}
+	audit, err := st.AuditLog(ctx, res.ID)
+	if err != nil || len(audit) != 1 || audit[0].Rule != "access.tools" || audit[0].UserID != "sam" {
+		t.Fatalf("audit %+v, %v", audit, err)
+	}
+	if err := st.VerifyAudit(ctx); err != nil {
+		t.Error(err)
+	}
+}
+
+// TestAccessOtherUser attacks the user a run acts for: a caller whose
+// principal is sam names another user with WithUser, to read that user's
+// memory. The run is refused and audited.
+func TestAccessOtherUser(t *testing.T) {
+	ctx := policy.WithPrincipal(context.Background(), policy.Principal{UserID: "sam", Roles: []string{"support"}})
+	for _, tt := range []struct {
+		user    string
+		wantErr bool
+	}{{"fay", true}, {"sam", false}, {"", false}} {
+		t.Run("WithUser("+tt.user+")", func(t *testing.T) {
+			st := openStore(t, testdb.SQLite(t))
+			m := &recorder{replies: []reply{answer("done")}}
+			a, err := New(mustSpec(t, `{"agent_name": "notes", "version": "v1", "model_name": "m"}`), WithProvider(m, "test"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			var seen string
+			res, err := a.Run(ctx, nil, WithStore(st), WithUser(tt.user))
+			if res != nil {
+				seen = res.ID
+			}
+			if gotErr := errors.Is(err, ErrPolicyViolation); gotErr != tt.wantErr {
+				t.Fatalf("err = %v", err)
+			}
+			if tt.wantErr != (len(m.reqs) == 0) {
+				t.Errorf("model called %d times", len(m.reqs))
+			}
+			if !tt.wantErr {
+				return
+			}
+			audit, _ := st.AuditLog(ctx, seen)
+			if len(audit) != 1 || audit[0].Rule != "access.user" || audit[0].UserID != "sam" || audit[0].Target != "user:fay" {
+				t.Errorf("audit %+v", audit)
+			}
+		})
+	}
+}

@@ -70,7 +70,9 @@ func (s *Session) openJournal(ctx context.Context, r *run) (*journal, error) {
 		return nil, nil
 	}
 	if c.resume == nil && !s.agent.spec.Tracing.Records(s.traceKey()) {
-		return nil, nil // not sampled (spec tracing): the run is not recorded
+		// Not sampled (spec tracing): the run is not recorded, but its
+		// version is still pinned and its policy decisions still audited.
+		return nil, s.agent.pin(ctx, c.store)
 	}
 	j := &journal{r: r}
 	write := true

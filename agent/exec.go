@@ -111,8 +111,8 @@ func (r *run) exec(index, base int, call *llm.ToolCall, res *ToolResult, transfe
 		res.Err = &tool.ErrorDetails{Type: "unknown_tool", Recoverable: true,
 			Message: fmt.Sprintf("there is no tool %q; available tools: %s", call.Name, r.toolNames())}
 	case transfer:
-		if err := r.handoffReady(b.handoff); err != nil {
-			res.Err = &tool.ErrorDetails{Type: "handoff_failed", Message: err.Error(), Recoverable: false}
+		if d := r.handoffReady(b.handoff, call.ID); d != nil {
+			res.Err = d
 		} else {
 			res.Output = json.RawMessage(`{"transferred_to":"` + b.handoff.name + `"}`)
 		}

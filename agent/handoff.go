@@ -10,6 +10,7 @@ import (
 	"sync"
 
 	"github.com/agentry/agentry/llm"
+	"github.com/agentry/agentry/policy"
 	"github.com/agentry/agentry/spec"
 	"github.com/agentry/agentry/tool"
 )
@@ -111,15 +112,23 @@ func (a *Agent) bindHandoffs(o options) []string {
 	return problems
 }
 
-// handoffReady builds the target of a handoff and checks that its prompts
-// can be rendered from the run's input.
-func (r *run) handoffReady(h *handoff) error {
+// handoffReady builds the target of a handoff and checks that the caller
+// may run it (policy.access.run: a transfer is no way around it) and that
+// its prompts can be rendered from the run's input. A refusal is audited
+// and given to the model as a policy_violation.
+func (r *run) handoffReady(h *handoff, callID string) *tool.ErrorDetails {
 	target, err := h.agent()
 	if err != nil {
-		return fmt.Errorf("handoff to %s: %v", h.ref, err)
+		return &tool.ErrorDetails{Type: "handoff_failed", Message: fmt.Sprintf("handoff to %s: %v", h.ref, err)}
+	}
+	if rule, reason := target.access().CheckRun(policy.PrincipalFrom(r.ctx), target.spec.AgentName); rule != "" {
+		if err := r.report(r.ctx, "agent:"+target.spec.AgentName, callID, rule, "block", reason); err != nil {
+			return &tool.ErrorDetails{Type: "handoff_failed", Message: err.Error()}
+		}
+		return &tool.ErrorDetails{Type: policy.CodeViolation, Message: reason, Recoverable: true, Details: map[string]any{"rule": rule}}
 	}
 	if _, probs := toolsMessages(target, r.st.Input); len(probs) > 0 {
-		return fmt.Errorf("handoff to %s: %s", h.ref, strings.Join(probs, "; "))
+		return &tool.ErrorDetails{Type: "handoff_failed", Message: fmt.Sprintf("handoff to %s: %s", h.ref, strings.Join(probs, "; "))}
 	}
 	return nil
 }

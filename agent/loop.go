@@ -102,11 +102,9 @@ func (s *Session) Run(ctx context.Context) (*Result, error) {
 	}()
 
 	a := s.agent
-	if p := policy.PrincipalFrom(ctx); p != nil && s.cfg.info.UserID == "" {
-		s.cfg.info.UserID = p.UserID // the run acts for the caller's principal
-	}
 	r := &s.run // a session runs once: its run is part of it, not another allocation
 	r.s, r.a, r.planner, r.st = s, a, s.planner, &s.state
+	r.actFor(ctx)
 	r.link.run = r
 	r.turn.r = r
 	r.limits = s.cfg.tighten(a.limits)

@@ -91,12 +91,20 @@ func (r *run) report(ctx context.Context, target, callID, rule, decision, reason
 		}
 		r.emit(event.Event{Type: event.PolicyDecision, Data: data})
 	}
-	j := r.link.journal
-	if j == nil || j.w == nil {
-		return nil
+	rec := store.AuditRecord{Agent: r.a.spec.AgentName, UserID: r.info.UserID, Rule: rule,
+		Decision: decision, Target: target, Reason: reason}
+	switch j := r.link.journal; {
+	case j != nil && j.w != nil:
+		return j.w.Audit(ctx, rec)
+	case j == nil && r.s.cfg.store != nil:
+		// A run tracing did not sample keeps no log, but the audit log
+		// holds every decision of the policy.
+		rec.RunID, rec.Reason, rec.Target = r.st.RunID, r.a.redact.String(reason), r.a.redact.String(target)
+		if _, err := r.s.cfg.store.AppendAudit(context.WithoutCancel(ctx), rec); err != nil {
+			return fmt.Errorf("%w: audit: %w", runlog.ErrStore, err)
+		}
 	}
-	return j.w.Audit(ctx, store.AuditRecord{Agent: r.a.spec.AgentName, UserID: r.info.UserID, Rule: rule,
-		Decision: decision, Target: target, Reason: reason})
+	return nil // a replay decides again what its log has on record
 }
 
 // ErrPolicyViolation is matched by the error of a run whose answer a
