@@ -23,7 +23,7 @@ func sealedRun(t *testing.T, st store.Store, s *runlog.Sealer, id string) {
 	for i, out := range []string{"first", "second", "third"} {
 		w.Add(runlog.Record(store.KindToolResult, 1, id+":1:"+string(rune('0'+i)), runlog.ToolResult{Tool: "t", Arguments: "{}", Observation: out}))
 	}
-	if err := w.End(ctx, store.Completed, store.Summary{}, 1, map[string]string{"answer": "PLAIN-ANSWER"}); err != nil {
+	if err := w.End(ctx, store.Failed, store.Summary{Error: "tool lookup: PLAIN-ERROR customer 42 not found"}, 1, map[string]string{"answer": "PLAIN-ANSWER"}); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -45,6 +45,9 @@ func TestSealedLog(t *testing.T) {
 		if strings.Contains(string(r.Data), "PLAIN") || strings.Contains(string(r.Data), "second") {
 			t.Errorf("record %d holds clear text: %s", r.Seq, r.Data)
 		}
+	}
+	if run, err := db.Get(ctx, "run_s"); err != nil || run.Error != runlog.SealedError {
+		t.Errorf("the run's listed error: %q, %v", run.Error, err)
 	}
 	l, err := runlog.Read(ctx, db, "run_s", runlog.Sealed(s))
 	if err != nil || l.Start.Input["task"] != "PLAIN-INPUT" || len(l.Results) != 3 || l.SealedRecords != uint64(len(recs)) {

@@ -234,6 +234,10 @@ func (w *Writer) KeepLease(lost func(error)) {
 	})
 }
 
+// SealedError stands in a sealed run's summary for its error message,
+// which is in its sealed result record.
+const SealedError = "the error is sealed in the run's log"
+
 // End writes what is queued and the run's result (of kind
 // store.KindResult at turn), sets its status and summary, and gives up
 // its lease. A write that failed before is tried again: the result must
@@ -246,6 +250,11 @@ func (w *Writer) End(ctx context.Context, status store.Status, sum store.Summary
 		return w.failed // the run is another process's now: nothing more is ours to write
 	}
 	w.failed = nil
+	if w.seal != nil && sum.Error != "" {
+		// The error's text may quote the run's data (a tool's message, the
+		// input): the listing says only that there is one.
+		sum.Error = SealedError
+	}
 	return w.commitLocked(ctx, store.Write{Status: status, Summary: &sum, Release: true},
 		Record(store.KindResult, turn, "", result))
 }

@@ -175,7 +175,8 @@ func TestRunLogEncryptedThroughTheBinary(t *testing.T) {
 		abs, _ := filepath.Abs(filepath.Join("../../examples/memory", name))
 		return "scripted:" + abs
 	}
-	const canary = "sk-proj-CANARYsealed00000000000000010"
+	// Not shaped like a secret: redaction would not remove it, only sealing.
+	const canary = "CANARYsealed-account-7731"
 	db := filepath.Join(t.TempDir(), "runs.db")
 	agentPath := memoryAgent(t, "") // memory in the run store's file
 	key := "AGENTRY_ENCRYPTION_KEY=" + strings.Repeat("ab", 32)
