@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/agentry/agentry/event"
+	"github.com/agentry/agentry/internal/testdb"
 	"github.com/agentry/agentry/tool"
 )
 
@@ -69,5 +70,57 @@ func TestDeterministicRuns(t *testing.T) {
 	r4, _ := run()
 	if bytes.Equal(r3, r4) {
 		t.Error("two ordinary runs gave the same Result")
+	}
+}
+
+// TestSeededIDs: a seeded run's ids come from its seed, agent, input and
+// parent, so one store keeps seeded runs of two agents, of two inputs and
+// of one agent under two parents; the same run given the same seed has
+// the same id. A spec's seed seeds randomness, not ids: its agent runs
+// again and again on one store.
+func TestSeededIDs(t *testing.T) {
+	ctx := context.Background()
+	st := openStore(t, testdb.SQLite(t))
+	run := func(spec string, input map[string]any, opts ...RunOption) (string, error) {
+		a := newTestAgent(t, spec, &recorder{replies: []reply{answer("ok")}})
+		res, err := a.Run(ctx, input, append(opts, WithStore(st))...)
+		if res == nil {
+			return "", err
+		}
+		return res.ID, err
+	}
+	const one, two = `{"agent_name": "one", "version": "v1", "model_name": "m"}`, `{"agent_name": "two", "version": "v1", "model_name": "m"}`
+	task := map[string]any{"task": "t"}
+	seen := map[string]string{}
+	for _, tt := range []struct {
+		name  string
+		spec  string
+		input map[string]any
+		opts  []RunOption
+	}{
+		{"agent one", one, task, []RunOption{WithSeed(7)}},
+		{"agent two, same seed", two, task, []RunOption{WithSeed(7)}},
+		{"another input", one, map[string]any{"task": "u"}, []RunOption{WithSeed(7)}},
+		{"under a parent", one, task, []RunOption{WithSeed(7), WithParentRunID("run_p")}},
+		{"a spec's seed", `{"agent_name": "s", "version": "v1", "model_name": "m", "seed": 7}`, task, nil},
+		{"a spec's seed again", `{"agent_name": "s", "version": "v1", "model_name": "m", "seed": 7}`, task, nil},
+	} {
+		id, err := run(tt.spec, tt.input, tt.opts...)
+		if err != nil {
+			t.Fatalf("%s: %v", tt.name, err)
+		}
+		if prev, ok := seen[id]; ok {
+			t.Errorf("%s has the id of %s", tt.name, prev)
+		}
+		seen[id] = tt.name
+	}
+	// The same run, seed and store: the same id, which the store holds.
+	a := newTestAgent(t, one, &recorder{replies: []reply{answer("ok")}})
+	s, err := a.NewSession(task, WithSeed(7))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if seen[s.State().RunID] != "agent one" {
+		t.Errorf("the same seeded run has another id: %s", s.State().RunID)
 	}
 }

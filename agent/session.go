@@ -4,8 +4,10 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"slices"
 	"strings"
 	"sync"
@@ -79,7 +81,8 @@ type runConfig struct {
 type runExtra struct {
 	denyReason string    // why the denied calls were denied (WithDenyReason)
 	liveTools  bool      // a replay runs safe and idempotent tools again
-	seeded     bool      // WithSeed
+	seeded     bool      // WithSeed, or the spec's seed
+	seedIDs    bool      // WithSeed: the run's ids derive from the seed too
 	seed       int64     // what ids and randomness derive from
 	now        time.Time // WithNow: the run's clock, which does not move
 	images     []llm.Image
@@ -142,13 +145,14 @@ func WithCorrelationID(id string) RunOption { return func(c *runConfig) { c.info
 // the run belongs to.
 func WithTraceParent(tp string) RunOption { return func(c *runConfig) { c.info.TraceParent = tp } }
 
-// WithSeed makes the run's ids and randomness (retry jitter) derive from
-// seed instead of the runtime's generator, as a spec's seed does. With
-// WithNow too, two runs of a scripted agent give byte-identical Results
-// and events (the Result says deterministic). A seeded run's id is the
-// seed's: a store refuses a second run of one seed.
+// WithSeed makes the run's randomness (retry jitter), as a spec's seed
+// does, and its ids derive from seed instead of the runtime's generator.
+// With WithNow too, two runs of a scripted agent give byte-identical
+// Results and events (the Result says deterministic). The ids mix the
+// seed with the agent, the parent run and the input: the same run given
+// the same seed has the same id, which a store keeps once.
 func WithSeed(seed int64) RunOption {
-	return func(c *runConfig) { e := c.more(); e.seeded, e.seed = true, seed }
+	return func(c *runConfig) { e := c.more(); e.seeded, e.seedIDs, e.seed = true, true, seed }
 }
 
 // WithImages gives the run's task images (a URL, or bytes with their
@@ -268,10 +272,15 @@ func (a *Agent) NewSession(input map[string]any, opts ...RunOption) (*Session, e
 			e.seeded, e.seed = true, *seed
 		}
 	}
+	parent := c.info.ParentRunID
+	if c.parent != nil {
+		parent = c.parent.run.st.RunID
+	}
 	var id, runID string
 	switch {
-	case c.extra != nil && c.extra.seeded:
-		id, runID = ids.Seeded("ses", c.extra.seed), ids.Seeded("run", c.extra.seed)
+	case c.extra != nil && c.extra.seedIDs:
+		seed := idSeed(c.extra.seed, a, parent, input)
+		id, runID = ids.Seeded("ses", seed), ids.Seeded("run", seed)
 		if c.info.SessionID != "" {
 			id = c.info.SessionID
 		}
@@ -280,13 +289,8 @@ func (a *Agent) NewSession(input map[string]any, opts ...RunOption) (*Session, e
 	default:
 		id, runID = ids.Two("ses", "run")
 	}
-	s.state = State{SessionID: id, RunID: runID,
+	s.state = State{SessionID: id, RunID: runID, ParentRunID: parent,
 		AgentName: a.spec.AgentName, AgentVersion: a.spec.Version, Input: input, Messages: msgs}
-	if c.parent != nil {
-		s.state.ParentRunID = c.parent.run.st.RunID
-	} else if c.info.ParentRunID != "" {
-		s.state.ParentRunID = c.info.ParentRunID
-	}
 	return s, nil
 }
 
@@ -527,4 +531,18 @@ func attachImages(msgs []llm.Message, images []llm.Image) error {
 		}
 	}
 	return fmt.Errorf("%w: WithImages: the agent's prompt has no user message to carry them", ErrConfig)
+}
+
+// idSeed is what a seeded run's ids derive from: the seed, the agent, the
+// run it is part of and its input. The same run given the same seed has
+// the same ids; another agent, input or parent (a pipeline's stages, a
+// sub-agent) has others.
+func idSeed(seed int64, a *Agent, parent string, input map[string]any) int64 {
+	h := fnv.New64a()
+	in, _ := json.Marshal(input) // map keys sorted: one text per input
+	for _, part := range [][]byte{[]byte(a.spec.AgentName), []byte(a.spec.Version), []byte(parent), in} {
+		h.Write(part)
+		h.Write([]byte{0})
+	}
+	return seed ^ int64(h.Sum64())
 }

@@ -111,8 +111,9 @@ type Spec struct {
 	Policy *policy.Policy `json:"policy,omitempty"`
 	// Memory is what the agent remembers across runs (DESIGN.md 3.10).
 	Memory *Memory `json:"memory,omitempty"`
-	// Seed makes runs deterministic where they can be: ids and any
-	// randomness derive from it (agentry run --seed, agent.WithSeed).
+	// Seed makes runs' randomness (retry jitter) derive from it. Run ids
+	// stay unique; a caller's seed (agentry run --seed, agent.WithSeed)
+	// makes them deterministic too.
 	Seed *int64 `json:"seed,omitempty"`
 	// Context says how a transcript that nears the model's context window
 	// is compacted.
