@@ -40,7 +40,7 @@ type run struct {
 	attempts int // attempts of the model call in flight
 	runStart time.Time
 	turnAt   time.Duration   // since runStart, when someone listens; 0 before
-	onChunk  func(llm.Chunk) // r.chunk, made once a run
+	stream   *chunker        // streamed text on its way to events, made once a run
 
 	price *modelPrice // of the model that answered last
 

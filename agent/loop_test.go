@@ -559,7 +559,7 @@ func TestBrokenStreamKeptInTrace(t *testing.T) {
 			chunks = append(chunks, e.Content)
 		}
 	}))
-	if !errors.Is(err, llm.ErrTransient) || len(chunks) != 1 {
+	if !errors.Is(err, llm.ErrTransient) || strings.Join(chunks, "") != "half an ans" {
 		t.Fatalf("%v %v", err, chunks)
 	}
 	if mc := res.ModelCalls[0]; mc.Partial != "half an ans" || !strings.Contains(mc.Error, "connection reset") {
@@ -627,5 +627,45 @@ func TestErrorCodesOutsideTheModel(t *testing.T) {
 				t.Errorf("error %v does not match %v", err, tc.is)
 			}
 		})
+	}
+}
+
+// splitSecretStream streams an answer whose secret is cut between two
+// chunks, the way a provider's tokens fall.
+type splitSecretStream struct{ recorder }
+
+func (s *splitSecretStream) Stream(ctx context.Context, req *llm.Request) iter.Seq2[llm.Chunk, error] {
+	return func(yield func(llm.Chunk, error) bool) {
+		for _, piece := range []string{"the key is sk-proj-CANARY", "split0123456789abcdefghij", " and", " more"} {
+			if !yield(llm.Chunk{Text: piece}, nil) {
+				return
+			}
+		}
+	}
+}
+
+func (s *splitSecretStream) Generate(ctx context.Context, req *llm.Request) (*llm.Response, error) {
+	return llm.Collect(s.Stream(ctx, req), nil)
+}
+
+// TestStreamedSecretRedacted attacks redaction through streaming: a
+// secret cut between two chunks reaches no content_chunk event whole or
+// in part, and the streamed text still adds up to the answer, redacted.
+func TestStreamedSecretRedacted(t *testing.T) {
+	a := newTestAgent(t, `{`+base+`}`, &splitSecretStream{})
+	var text strings.Builder
+	res, err := a.Run(context.Background(), map[string]any{"who": "x"}, WithEvents(func(e event.Event) {
+		if e.Type == event.ContentChunk {
+			text.WriteString(e.Content)
+		}
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(text.String(), "CANARY") || strings.Contains(text.String(), "0123456789abcdefghij") {
+		t.Errorf("the streamed text holds the secret: %q", text.String())
+	}
+	if text.String() != "the key is [REDACTED:secret] and more" || res.Result != text.String() {
+		t.Errorf("streamed %q, result %q", text.String(), res.Result)
 	}
 }

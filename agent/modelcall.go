@@ -4,6 +4,7 @@
 package agent
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -89,18 +90,51 @@ func (r *run) generate(ctx context.Context) (*llm.Response, error) {
 	// An agent whose policy filters its output does not stream: the text
 	// would reach subscribers before the filter sees the answer.
 	if sp, ok := r.s.provider.(llm.Streamer); ok && r.s.bus.Wants(event.ContentChunk) && r.a.outFilters == nil {
-		if r.onChunk == nil {
-			r.onChunk = r.chunk // once a run, not once a call
+		if r.stream == nil {
+			r.stream = &chunker{r: r} // once a run, not once a call
+			r.stream.fn = r.stream.add
 		}
-		return llm.Collect(sp.Stream(ctx, &r.req), r.onChunk)
+		defer r.stream.flush()
+		return llm.Collect(sp.Stream(ctx, &r.req), r.stream.fn)
 	}
 	return r.s.provider.Generate(ctx, &r.req)
 }
 
-// chunk emits a streamed piece of text.
-func (r *run) chunk(c llm.Chunk) {
-	if c.Text != "" {
-		r.emit(event.Event{Type: event.ContentChunk, Content: c.Text})
+// chunker emits streamed text as content_chunk events in whole words: a
+// piece ends at whitespace, and the rest waits for the next. A secret
+// without spaces (a key, a token, a value from the environment) is never
+// cut between two events, so the redaction of each event sees it whole.
+type chunker struct {
+	r    *run
+	fn   func(llm.Chunk) // add, as a func value made once
+	held []byte
+}
+
+// maxHeld is how much text without whitespace waits before it goes out
+// anyway: no secret shape is longer.
+const maxHeld = 16 << 10
+
+func (c *chunker) add(ch llm.Chunk) {
+	if ch.Text == "" {
+		return
+	}
+	c.held = append(c.held, ch.Text...)
+	cut := bytes.LastIndexAny(c.held, " \t\r\n") + 1
+	if cut == 0 {
+		if len(c.held) < maxHeld {
+			return
+		}
+		cut = len(c.held)
+	}
+	c.r.emit(event.Event{Type: event.ContentChunk, Content: string(c.held[:cut])})
+	c.held = c.held[:copy(c.held, c.held[cut:])]
+}
+
+// flush emits what is held when a streamed reply ends.
+func (c *chunker) flush() {
+	if len(c.held) > 0 {
+		c.r.emit(event.Event{Type: event.ContentChunk, Content: string(c.held)})
+		c.held = c.held[:0]
 	}
 }
 

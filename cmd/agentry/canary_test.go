@@ -81,8 +81,15 @@ func TestCanarySecrets(t *testing.T) {
 	eventsData, _ := os.ReadFile(events)
 	_, traced, _ := runCLI(t, "trace", runs[0].ID, "--db", db, "--json")
 	_, tracedText, _ := runCLI(t, "trace", runs[0].ID, "--db", db)
+	// Without --json the answer streams to the terminal, with progress.
+	code, plainOut, plainErrs := runCLI(t, "run", filepath.Join(dir, "agent.json"), "--input", "note=use "+inInput, "--no-store",
+		"--allow-private-network")
+	if code != 0 {
+		t.Fatalf("exit %d\n%s", code, plainErrs)
+	}
 	places := map[string]string{"the stored run": stored.String(), "the events file": string(eventsData), "the JSON result": out,
-		"the logs and progress": errs, "the audit log": auditText.String(), "trace --json": traced, "trace": tracedText}
+		"the logs and progress": errs, "the audit log": auditText.String(), "trace --json": traced, "trace": tracedText,
+		"the streamed answer": plainOut, "the progress": plainErrs}
 	for name, text := range places {
 		if len(text) < 20 && name != "the audit log" {
 			t.Errorf("%s is empty", name)

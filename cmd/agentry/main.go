@@ -52,6 +52,9 @@ func main() {
 
 // execute runs the CLI and returns its exit code.
 func execute(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	// What the binary says on stderr (progress, warnings, errors) may
+	// quote a model, a tool or a store: each line goes out redacted.
+	stderr = redacting{w: stderr, red: policy.Secrets()}
 	root := newRoot(stdout, stderr)
 	root.SetArgs(args)
 	root.SetIn(stdin)
@@ -59,19 +62,30 @@ func execute(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if err == nil {
 		return 0
 	}
-	// An error may quote what a model, a tool or a store said: it is
-	// redacted as the Result, events and logs are.
-	red := policy.Secrets()
 	var ee *exitError
 	if errors.As(err, &ee) {
 		if ee.err != nil {
-			fmt.Fprintln(stderr, "agentry:", red.String(ee.err.Error()))
+			fmt.Fprintln(stderr, "agentry:", ee.err.Error())
 		}
 		return ee.code
 	}
 	// cobra's own errors: unknown command or flag, wrong arguments.
-	fmt.Fprintln(stderr, "agentry:", red.String(err.Error()))
+	fmt.Fprintln(stderr, "agentry:", err.Error())
 	return 2
+}
+
+// redacting is a writer whose every write goes out redacted: the
+// binary's messages are written whole, one write each.
+type redacting struct {
+	w   io.Writer
+	red *policy.Redactor
+}
+
+func (r redacting) Write(p []byte) (int, error) {
+	if _, err := r.w.Write(r.red.Bytes(p)); err != nil {
+		return 0, err
+	}
+	return len(p), nil
 }
 
 func newRoot(stdout, stderr io.Writer) *cobra.Command {
