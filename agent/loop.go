@@ -39,8 +39,8 @@ type run struct {
 
 	attempts int // attempts of the model call in flight
 	runStart time.Time
-	turnAt   time.Duration   // since runStart, when someone listens; 0 before
-	stream   *chunker        // streamed text on its way to events, made once a run
+	turnAt   time.Duration // since runStart, when someone listens; 0 before
+	stream   *chunker      // streamed text on its way to events, made once a run
 
 	price *modelPrice // of the model that answered last
 
