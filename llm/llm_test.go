@@ -279,6 +279,35 @@ func TestPricingLookup(t *testing.T) {
 	}
 }
 
+// TestInCatalog: the catalog knows a priced model and its dated or
+// -latest releases, but not a misspelt id that Lookup would still price
+// by its beginning.
+func TestInCatalog(t *testing.T) {
+	tests := []struct {
+		model string
+		want  bool
+	}{
+		{"gpt-4.1-mini", true},
+		{"gpt-4.1-mini-2025-04-14", true},
+		{"claude-sonnet-4-5-20250929", true},
+		{"claude-haiku-4-5-latest", true},
+		{"gpt-4.1-mini-turbo", false},
+		{"gpt-4.1-minii", false},
+		{"no-such-model", false},
+		{"", false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.model, func(t *testing.T) {
+			if got := InCatalog(tt.model); got != tt.want {
+				t.Errorf("InCatalog(%q) = %v, want %v", tt.model, got, tt.want)
+			}
+		})
+	}
+	if _, priced := DefaultPricing().Lookup("gpt-4.1-mini-turbo"); !priced {
+		t.Error("Lookup no longer prices an id by its beginning: the catalog check is not stricter")
+	}
+}
+
 func TestPriceCost(t *testing.T) {
 	pr := Price{Prompt: 2, Completion: 8, CachedPrompt: 0.5}
 	got := pr.Cost(Usage{PromptTokens: 1_000_000, CompletionTokens: 500_000, CachedPromptTokens: 400_000})

@@ -31,16 +31,16 @@ type Driver struct {
 	// ContextWindow returns a model's context window in tokens, 0 when
 	// unknown; nil means unknown for every model.
 	ContextWindow func(model string) int
-	// Capabilities says what a model can do, honestly per model (an
-	// older model may call no tools or take no JSON schema); nil says
-	// every model calls tools, takes a schema and streams.
 	// Known reports whether the provider's catalog has the model id, for
 	// a check that catches a misspelt name before a run; nil means the
 	// provider keeps no catalog (a local server takes any name).
 	Known func(model string) bool
-	// Capabilities, when set, reports a model's tools, structured output,
-	// streaming and image input (its ContextWindow is filled from
-	// ContextWindow).
+	// Capabilities says what a model can do, honestly per model (an
+	// older model may call no tools or take no JSON schema, or no
+	// images), and Capabilities{Unknown: true} for a model the provider
+	// cannot vouch for; its ContextWindow is filled from ContextWindow.
+	// nil says every model calls tools, takes a schema and streams, and
+	// takes no images.
 	Capabilities func(model string) Capabilities
 }
 
@@ -78,10 +78,12 @@ func Unknown(name string) (provider string, unknown bool) {
 	return provider, !d.Known(model)
 }
 
-// InCatalog says whether agentry's pricing table or context windows know
-// model: the catalog of the built-in providers.
+// InCatalog says whether the embedded pricing table (DefaultPricing)
+// names model, or a dated or "-latest" release of a model it names: the
+// catalog of the built-in providers, which their Driver.Known use. A
+// driver of another provider may use it for models it shares with them.
 func InCatalog(model string) bool {
-	return DefaultPricing().Has(model)
+	return DefaultPricing().has(model)
 }
 
 var drivers registry.Registry[Driver]

@@ -178,11 +178,11 @@ func (p *Pricing) lookupBase(model string) (Price, bool) {
 	return bp, found
 }
 
-// Has reports whether the table names model itself, or a dated or
+// has reports whether the table names model itself, or a dated or
 // "-latest" release of a model it names (claude-sonnet-4-5-20250929,
 // gpt-4.1-2025-04-14): stricter than Lookup, which prices any id that
 // starts with a known one, so a misspelt id is not taken for a release.
-func (p *Pricing) Has(model string) bool {
+func (p *Pricing) has(model string) bool {
 	if p == nil {
 		return false
 	}

@@ -10,6 +10,8 @@ import (
 
 // Capabilities say what a model can do.
 type Capabilities struct {
+	// Tools says the model calls tools; StructuredOutput that it answers
+	// to a JSON schema; Streaming that it streams its reply.
 	Tools            bool
 	StructuredOutput bool
 	Streaming        bool
@@ -18,6 +20,12 @@ type Capabilities struct {
 	// ContextWindow is the most prompt and completion tokens the model
 	// takes; 0 means unknown (not checked).
 	ContextWindow int
+	// Unknown says the provider does not know the model (a local
+	// server's, a gateway's, a deployment's own name): the fields above
+	// claim nothing. A router still sends it tools, schemas and streams,
+	// as it does not check a window of 0, and leaves the answer to the
+	// server; images go only to a model known to take them.
+	Unknown bool
 }
 
 // Candidate is one model a Router may call.
@@ -60,15 +68,22 @@ func NeedsOf(req *Request, streaming bool) Needs {
 	return n
 }
 
-// Supports reports whether c can serve n, and if not, why.
+// Supports reports whether c can serve n, and if not, why. A model of
+// unknown capabilities is tried for anything but images: most served
+// models call tools, take a schema and stream, and refusing them would
+// send every such request past a local model; a text-only model may drop
+// images, so they go only where they are known to be taken.
 func (c Candidate) Supports(n Needs) (bool, string) {
+	unknown := c.Caps.Unknown
 	switch {
-	case n.Tools && !c.Caps.Tools:
+	case n.Tools && !c.Caps.Tools && !unknown:
 		return false, "no tool calling"
-	case n.StructuredOutput && !c.Caps.StructuredOutput:
+	case n.StructuredOutput && !c.Caps.StructuredOutput && !unknown:
 		return false, "no structured output"
-	case n.Streaming && !c.Caps.Streaming:
+	case n.Streaming && !c.Caps.Streaming && !unknown:
 		return false, "no streaming"
+	case n.Vision && !c.Caps.Vision && unknown:
+		return false, "image input unknown"
 	case n.Vision && !c.Caps.Vision:
 		return false, "no image input"
 	case c.Caps.ContextWindow > 0 && n.PromptTokens > c.Caps.ContextWindow:

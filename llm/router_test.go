@@ -161,6 +161,40 @@ func TestRouterVision(t *testing.T) {
 	}
 }
 
+// TestRouterUnknown: a model of unknown capabilities is tried for tools,
+// a schema and streaming, as a window of 0 is not checked, but gets no
+// images; one known to lack a capability is passed over.
+func TestRouterUnknown(t *testing.T) {
+	image := []Message{{Role: RoleUser, Content: "What is this?", Media: &Media{Images: []Image{{URL: "https://x.dev/a.png"}}}}}
+	tests := []struct {
+		name   string
+		caps   Capabilities
+		req    Request
+		stream bool
+		ok     bool
+		reason string
+	}{
+		{"unknown, a stream", Capabilities{Unknown: true}, Request{}, true, true, ""},
+		{"known without streaming", Capabilities{Tools: true}, Request{}, true, false, "no streaming"},
+		{"unknown, tools", Capabilities{Unknown: true}, Request{Tools: []ToolSpec{{Name: "t"}}}, false, true, ""},
+		{"unknown, a schema", Capabilities{Unknown: true}, Request{ResponseSchema: json.RawMessage(`{}`)}, false, true, ""},
+		{"unknown, a long prompt", Capabilities{Unknown: true}, Request{Messages: []Message{{Role: RoleUser, Content: strings.Repeat("word ", 1e4)}}}, false, true, ""},
+		{"unknown, images", Capabilities{Unknown: true}, Request{Messages: image}, false, false, "image input unknown"},
+		{"known without tools", Capabilities{Streaming: true}, Request{Tools: []ToolSpec{{Name: "t"}}}, false, false, "no tool calling"},
+		{"known without a schema", Capabilities{Tools: true}, Request{ResponseSchema: json.RawMessage(`{}`)}, false, false, "no structured output"},
+		{"known without images", all, Request{Messages: image}, false, false, "no image input"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := Candidate{Name: "x", Model: "m", Caps: tt.caps}
+			ok, reason := c.Supports(NeedsOf(&tt.req, tt.stream))
+			if ok != tt.ok || reason != tt.reason {
+				t.Errorf("Supports = %v, %q; want %v, %q", ok, reason, tt.ok, tt.reason)
+			}
+		})
+	}
+}
+
 // TestRoleJSON: a role is its name in JSON, and an unknown name is refused.
 func TestRoleJSON(t *testing.T) {
 	b, _ := json.Marshal(Message{Role: RoleAssistant, Content: "x"})

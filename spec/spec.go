@@ -276,9 +276,13 @@ type RetryBudgets struct {
 	Tools map[string]ToolRetry
 }
 
-// DefaultRetry is what a spec's retry fields default to: a model call is
-// retried 3 times (the beans seed), a tool call not at all.
-var DefaultRetry = RetryBudgets{Attempts: 4, InitialBackoffMS: 500, MaxBackoffMS: 20_000, ToolAttempts: 1, OutputAttempts: 2}
+// DefaultRetryBudgets returns what a spec's retry fields default to: a
+// model call is retried 3 times (the beans seed), a tool call not at all.
+// It is a function, not a variable, so that no caller can change the
+// defaults of every agent in the process.
+func DefaultRetryBudgets() RetryBudgets {
+	return RetryBudgets{Attempts: 4, InitialBackoffMS: 500, MaxBackoffMS: 20_000, ToolAttempts: 1, OutputAttempts: 2}
+}
 
 // ToolTries is how many times a tool is tried at most.
 func (b RetryBudgets) ToolTries(name string) int {
@@ -291,9 +295,10 @@ func (b RetryBudgets) ToolTries(name string) int {
 // Fatal says a failed call of the tool ends the run.
 func (b RetryBudgets) Fatal(name string) bool { return b.Tools[name].Fatal }
 
-// WithDefaults returns the budgets r sets, DefaultRetry for the rest.
+// WithDefaults returns the budgets r sets, DefaultRetryBudgets for the
+// rest.
 func (r Retry) WithDefaults() RetryBudgets {
-	b := DefaultRetry
+	b := DefaultRetryBudgets()
 	b.Tools = r.Tools
 	switch {
 	case r.MaxRetries != nil:

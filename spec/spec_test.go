@@ -168,3 +168,35 @@ func TestIssueSeverities(t *testing.T) {
 		t.Errorf("an invalid spec: %v", err)
 	}
 }
+
+// TestRetryDefaults: what a spec leaves out of retry comes from
+// DefaultRetryBudgets, and what it gives replaces it.
+func TestRetryDefaults(t *testing.T) {
+	n := func(v int) *int { return &v }
+	def := DefaultRetryBudgets()
+	with := func(f func(*RetryBudgets)) RetryBudgets { b := DefaultRetryBudgets(); f(&b); return b }
+	tests := []struct {
+		name string
+		r    Retry
+		want RetryBudgets
+	}{
+		{"nothing given", Retry{}, def},
+		{"no retry", Retry{MaxRetries: n(0)}, with(func(b *RetryBudgets) { b.Attempts = 1 })},
+		{"attempts, the older spelling", Retry{Attempts: n(3)}, with(func(b *RetryBudgets) { b.Attempts = 3 })},
+		{"tool retries", Retry{ToolMaxRetries: n(2)}, with(func(b *RetryBudgets) { b.ToolAttempts = 3 })},
+		{"no correction", Retry{OutputAttempts: n(0)}, with(func(b *RetryBudgets) { b.OutputAttempts = 0 })},
+		{"a long first wait lifts the cap", Retry{InitialBackoffMS: 30_000}, with(func(b *RetryBudgets) { b.InitialBackoffMS, b.MaxBackoffMS = 30_000, 30_000 })},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := tt.r.WithDefaults()
+			if got.Attempts != tt.want.Attempts || got.ToolAttempts != tt.want.ToolAttempts || got.OutputAttempts != tt.want.OutputAttempts ||
+				got.InitialBackoffMS != tt.want.InitialBackoffMS || got.MaxBackoffMS != tt.want.MaxBackoffMS {
+				t.Errorf("WithDefaults = %+v, want %+v", got, tt.want)
+			}
+		})
+	}
+	if def.Attempts != 4 || def.ToolAttempts != 1 || def.OutputAttempts != 2 {
+		t.Errorf("defaults %+v: 3 model retries, no tool retry, 2 corrections", def)
+	}
+}

@@ -294,3 +294,50 @@ func TestConnectors(t *testing.T) {
 	}()
 	RegisterConnector("test-conn", nil)
 }
+
+// TestAttachments: what a tool attaches through CallFrom is on its call
+// for a middleware to read after the tool ran; a later name replaces an
+// earlier one, and a call that attached nothing has none.
+func TestAttachments(t *testing.T) {
+	tests := []struct {
+		name    string
+		attach  [][2]string
+		want    map[string]string
+		wantNil bool
+	}{
+		{"nothing", nil, nil, true},
+		{"one", [][2]string{{"report", "s3://r/q3.pdf"}}, map[string]string{"report": "s3://r/q3.pdf"}, false},
+		{"a name again", [][2]string{{"report", "s3://r/v1.pdf"}, {"log", "/tmp/x.log"}, {"report", "s3://r/v2.pdf"}},
+			map[string]string{"report": "s3://r/v2.pdf", "log": "/tmp/x.log"}, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			maker := Must(Func("make", "", func(ctx context.Context, _ inner) (int, error) {
+				c := CallFrom(ctx)
+				for _, a := range tt.attach {
+					c.Attach(a[0], a[1])
+				}
+				return 1, nil
+			}))
+			var seen map[string]string
+			watch := func(next Handler) Handler {
+				return func(ctx context.Context, c *Call) (Output, error) {
+					out, err := next(ctx, c)
+					seen = c.Attachments()
+					return out, err
+				}
+			}
+			if _, err := Chain(Handle, watch)(context.Background(), call(maker, `{"name":"q3"}`)); err != nil {
+				t.Fatal(err)
+			}
+			if (seen == nil) != tt.wantNil || len(seen) != len(tt.want) {
+				t.Fatalf("attachments %v, want %v", seen, tt.want)
+			}
+			for k, v := range tt.want {
+				if seen[k] != v {
+					t.Errorf("attachments[%q] = %q, want %q", k, seen[k], v)
+				}
+			}
+		})
+	}
+}

@@ -15,6 +15,7 @@ import (
 	"iter"
 	"net/http"
 	"os"
+	"strconv"
 	"strings"
 
 	sdk "github.com/anthropics/anthropic-sdk-go"
@@ -79,14 +80,50 @@ func init() {
 			return New(Options{APIKey: cfg.APIKey, BaseURL: cfg.BaseURL}), nil
 		},
 		Prefixes:      []string{"claude"},
-		ContextWindow: func(string) int { return 200_000 }, // every current Claude model
+		ContextWindow: func(model string) int { return Capabilities(model).ContextWindow },
 		Known:         llm.InCatalog,
-		// Every Claude 3 and later model calls tools (a forced tool gives
-		// the schema), streams and takes images.
-		Capabilities: func(string) llm.Capabilities {
-			return llm.Capabilities{Tools: true, StructuredOutput: true, Streaming: true, Vision: true}
-		},
+		Capabilities:  Capabilities,
 	})
+}
+
+// Capabilities is what a Claude model can do, by family, as Anthropic
+// documents it: from Claude 3 on a model calls tools (a forced tool gives
+// a schema), streams, takes images (bar Claude 3.5 Haiku) and has a
+// window of 200k tokens, unknown for a generation after 4; Claude 2 and
+// Instant call no tools, take no images and have 100k (2.1: 200k). A name
+// of no family is unknown.
+func Capabilities(model string) llm.Capabilities {
+	modern := llm.Capabilities{Tools: true, StructuredOutput: true, Streaming: true, Vision: true, ContextWindow: 200_000}
+	legacy := llm.Capabilities{Streaming: true, ContextWindow: 100_000}
+	switch {
+	case strings.HasPrefix(model, "claude-3-5-haiku"):
+		modern.Vision = false // text only, unlike the Claude 3 Haiku before it
+		return modern
+	case strings.HasPrefix(model, "claude-3-"):
+		return modern
+	case strings.HasPrefix(model, "claude-2.1"):
+		legacy.ContextWindow = 200_000
+		return legacy
+	case strings.HasPrefix(model, "claude-2"), strings.HasPrefix(model, "claude-instant"):
+		return legacy
+	}
+	// Claude 4 and later: claude-TIER-GENERATION[-MINOR][-DATE].
+	for _, tier := range []string{"claude-opus-", "claude-sonnet-", "claude-haiku-"} {
+		rest, ok := strings.CutPrefix(model, tier)
+		if !ok {
+			continue
+		}
+		digits, _, _ := strings.Cut(rest, "-")
+		if gen, err := strconv.Atoi(digits); err == nil && gen >= 4 {
+			if gen > 4 {
+				// A later generation: the same abilities, a window
+				// agentry has no figure for (0 is not checked).
+				modern.ContextWindow = 0
+			}
+			return modern
+		}
+	}
+	return llm.Capabilities{Unknown: true}
 }
 
 // NativeJSON reports whether a model takes a JSON schema for its output

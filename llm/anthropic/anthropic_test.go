@@ -324,3 +324,46 @@ func TestImages(t *testing.T) {
 		{"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": "iVBORw=="}},
 		{"type": "text", "text": "What is in these?"}]}]}`)
 }
+
+// TestCapabilities: each Claude family reports its own abilities and
+// window through the registered driver, and a name of no family claims
+// nothing.
+func TestCapabilities(t *testing.T) {
+	modern := llm.Capabilities{Tools: true, StructuredOutput: true, Streaming: true, Vision: true, ContextWindow: 200_000}
+	legacy := llm.Capabilities{Streaming: true, ContextWindow: 100_000}
+	withWindow := func(c llm.Capabilities, w int) llm.Capabilities { c.ContextWindow = w; return c }
+	blind := modern
+	blind.Vision = false
+	tests := []struct {
+		model string
+		want  llm.Capabilities
+	}{
+		{"claude-3-haiku-20240307", modern},
+		{"claude-3-opus-latest", modern},
+		{"claude-3-5-sonnet-20241022", modern},
+		{"claude-3-5-haiku-20241022", blind},
+		{"claude-3-7-sonnet-latest", modern},
+		{"claude-sonnet-4-20250514", modern},
+		{"claude-sonnet-4-5", modern},
+		{"claude-opus-4-1-20250805", modern},
+		{"claude-haiku-4-5", modern},
+		{"claude-opus-5", withWindow(modern, 0)},
+		{"claude-2.1", withWindow(legacy, 200_000)},
+		{"claude-2.0", legacy},
+		{"claude-instant-1.2", legacy},
+		{"claude-sonnet-x", llm.Capabilities{Unknown: true}},
+		{"claude-next", llm.Capabilities{Unknown: true}},
+		{"claude", llm.Capabilities{Unknown: true}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.model, func(t *testing.T) {
+			if got := Capabilities(tt.model); got != tt.want {
+				t.Errorf("Capabilities = %+v, want %+v", got, tt.want)
+			}
+			got, ok := llm.Info("anthropic:" + tt.model)
+			if !ok || got != tt.want {
+				t.Errorf("llm.Info = %+v, %v; want %+v", got, ok, tt.want)
+			}
+		})
+	}
+}

@@ -73,14 +73,40 @@ func init() {
 			return New(Options{APIKey: cfg.APIKey, BaseURL: cfg.BaseURL}), nil
 		},
 		Prefixes:      []string{"gemini"},
-		ContextWindow: func(string) int { return 1_048_576 }, // the Gemini 2.x and 3 models
+		ContextWindow: func(model string) int { return Capabilities(model).ContextWindow },
 		Known:         llm.InCatalog,
-		// The Gemini 2.x and 3 models call functions, take a response
-		// schema, stream and take images.
-		Capabilities: func(string) llm.Capabilities {
-			return llm.Capabilities{Tools: true, StructuredOutput: true, Streaming: true, Vision: true}
-		},
+		Capabilities:  Capabilities,
 	})
+}
+
+// Capabilities is what a Gemini model can do, by family, as Google
+// documents it: from 1.5 on a model calls functions, takes a response
+// schema, streams and takes images, with a window of 1M tokens (2M for
+// 1.5 Pro and 2.0 Pro); Gemini 1.0 Pro takes no images and no schema in a
+// window of 32k, 1.0 Pro Vision takes images but calls no functions. A
+// speech, image-making, live or embedding model, or a name of no family,
+// is unknown.
+func Capabilities(model string) llm.Capabilities {
+	m := strings.TrimPrefix(model, "models/")
+	for _, special := range []string{"-tts", "-image", "-live", "native-audio", "embedding"} {
+		if strings.Contains(m, special) {
+			return llm.Capabilities{Unknown: true}
+		}
+	}
+	modern := llm.Capabilities{Tools: true, StructuredOutput: true, Streaming: true, Vision: true, ContextWindow: 1_048_576}
+	switch {
+	case m == "gemini-pro-vision", strings.HasPrefix(m, "gemini-1.0-pro-vision"):
+		return llm.Capabilities{Streaming: true, Vision: true, ContextWindow: 16_384}
+	case m == "gemini-pro", strings.HasPrefix(m, "gemini-1.0-pro"):
+		return llm.Capabilities{Tools: true, Streaming: true, ContextWindow: 32_760}
+	case strings.HasPrefix(m, "gemini-1.5-pro"), strings.HasPrefix(m, "gemini-2.0-pro"):
+		modern.ContextWindow = 2_097_152
+		return modern
+	case strings.HasPrefix(m, "gemini-1.5-"), strings.HasPrefix(m, "gemini-2.0-"), strings.HasPrefix(m, "gemini-2.5-"),
+		strings.HasPrefix(m, "gemini-3-"), strings.HasPrefix(m, "gemini-3."):
+		return modern
+	}
+	return llm.Capabilities{Unknown: true}
 }
 
 func (p *Provider) ready(model string) error {

@@ -251,3 +251,45 @@ func TestImages(t *testing.T) {
 		{"fileData": {"fileUri": "https://x.dev/cat.png", "mimeType": "image/png"}},
 		{"inlineData": {"data": "iVBORw==", "mimeType": "image/png"}}]}], "generationConfig": {}}`)
 }
+
+// TestCapabilities: each Gemini family reports its own abilities and
+// window through the registered driver, and a name of no family (or a
+// speech, image or embedding model) claims nothing.
+func TestCapabilities(t *testing.T) {
+	modern := llm.Capabilities{Tools: true, StructuredOutput: true, Streaming: true, Vision: true, ContextWindow: 1_048_576}
+	twoM := modern
+	twoM.ContextWindow = 2_097_152
+	unknown := llm.Capabilities{Unknown: true}
+	tests := []struct {
+		model string
+		want  llm.Capabilities
+	}{
+		{"gemini-1.5-flash", modern},
+		{"gemini-1.5-flash-8b-001", modern},
+		{"gemini-1.5-pro-002", twoM},
+		{"gemini-2.0-flash", modern},
+		{"gemini-2.0-flash-lite", modern},
+		{"gemini-2.5-flash", modern},
+		{"gemini-2.5-pro", modern},
+		{"models/gemini-2.5-flash-lite", modern},
+		{"gemini-3-pro-preview", modern},
+		{"gemini-1.0-pro", llm.Capabilities{Tools: true, Streaming: true, ContextWindow: 32_760}},
+		{"gemini-pro", llm.Capabilities{Tools: true, Streaming: true, ContextWindow: 32_760}},
+		{"gemini-1.0-pro-vision-001", llm.Capabilities{Streaming: true, Vision: true, ContextWindow: 16_384}},
+		{"gemini-2.5-flash-preview-tts", unknown},
+		{"gemini-2.5-flash-image", unknown},
+		{"gemini-embedding-001", unknown},
+		{"gemini-ultra", unknown},
+	}
+	for _, tt := range tests {
+		t.Run(tt.model, func(t *testing.T) {
+			if got := Capabilities(tt.model); got != tt.want {
+				t.Errorf("Capabilities = %+v, want %+v", got, tt.want)
+			}
+			got, ok := llm.Info("gemini:" + tt.model)
+			if !ok || got != tt.want {
+				t.Errorf("llm.Info = %+v, %v; want %+v", got, ok, tt.want)
+			}
+		})
+	}
+}

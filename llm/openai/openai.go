@@ -100,8 +100,6 @@ func New(o Options) *Provider {
 	return &Provider{client: sdk.NewClient(opts...), name: name, hasKey: key != "", compat: o.Compatible, azure: azureEndpoint}
 }
 
-// azureHeaders sends key as Azure's api-key header and drops OpenAI's
-// authorization, organization and project headers.
 // traceParent sends the run's trace context (llm.WithTraceParent).
 func traceParent(r *http.Request, next option.MiddlewareNext) (*http.Response, error) {
 	if tp := llm.TraceParent(r.Context()); tp != "" && r.Header.Get("traceparent") == "" {
@@ -110,6 +108,8 @@ func traceParent(r *http.Request, next option.MiddlewareNext) (*http.Response, e
 	return next(r)
 }
 
+// azureHeaders sends key as Azure's api-key header and drops OpenAI's
+// authorization, organization and project headers.
 func azureHeaders(key string) option.Middleware {
 	return func(r *http.Request, next option.MiddlewareNext) (*http.Response, error) {
 		r.Header.Del("Authorization")
@@ -144,34 +144,23 @@ func init() {
 		},
 		Capabilities: Capabilities,
 	})
-	llm.Register("azure", llm.Driver{ContextWindow: ContextWindow, Open: func(model string, cfg llm.Config) (llm.Provider, error) {
-		endpoint, key := cfg.BaseURL, cfg.APIKey
-		if endpoint == "" {
-			endpoint = os.Getenv("AZURE_OPENAI_ENDPOINT")
-		}
-		if endpoint == "" {
-			return nil, errors.New("azure: set AZURE_OPENAI_ENDPOINT or the spec's base_url to https://RESOURCE.openai.azure.com")
-		}
-		if u, err := url.Parse(endpoint); err != nil || u.Scheme != "https" && !loopbackHTTP(endpoint) {
-			return nil, fmt.Errorf("azure: endpoint %q must be an https URL (plain http only to a loopback proxy): the key would travel in the clear", endpoint)
-		}
-		if key == "" {
-			key = os.Getenv("AZURE_OPENAI_API_KEY")
-		}
-		version := os.Getenv("AZURE_OPENAI_API_VERSION")
-		if version == "" {
-			version = DefaultAzureAPIVersion
-		}
-		return New(Options{Name: "azure", APIKey: key, BaseURL: endpoint, AzureAPIVersion: version}), nil
-	}})
-	llm.Register("ollama", llm.Driver{Open: func(model string, cfg llm.Config) (llm.Provider, error) {
+	// An Azure deployment is named by its owner, often after its OpenAI
+	// model: such a name gets that model's capabilities, any other none.
+	llm.Register("azure", llm.Driver{
+		Open:          openAzure,
+		ContextWindow: func(deployment string) int { return ContextWindow(azureModel(deployment)) },
+		Capabilities:  func(deployment string) llm.Capabilities { return Capabilities(azureModel(deployment)) },
+	})
+	// Ollama and OpenRouter serve models agentry has no table of: what
+	// they can do is unknown, not everything.
+	llm.Register("ollama", llm.Driver{Capabilities: unknown, Open: func(model string, cfg llm.Config) (llm.Provider, error) {
 		base := cfg.BaseURL
 		if base == "" {
 			base = ollamaBase(os.Getenv("OLLAMA_HOST"))
 		}
 		return New(Options{Name: "ollama", APIKey: cfg.APIKey, BaseURL: base, NoKey: true, Compatible: true}), nil
 	}})
-	llm.Register("openrouter", llm.Driver{Open: func(model string, cfg llm.Config) (llm.Provider, error) {
+	llm.Register("openrouter", llm.Driver{Capabilities: unknown, Open: func(model string, cfg llm.Config) (llm.Provider, error) {
 		base, key := cfg.BaseURL, cfg.APIKey
 		if base == "" {
 			base = "https://openrouter.ai/api/v1"
@@ -181,6 +170,28 @@ func init() {
 		}
 		return New(Options{Name: "openrouter", APIKey: key, BaseURL: base, Compatible: true}), nil
 	}})
+}
+
+// openAzure opens an Azure OpenAI deployment.
+func openAzure(_ string, cfg llm.Config) (llm.Provider, error) {
+	endpoint, key := cfg.BaseURL, cfg.APIKey
+	if endpoint == "" {
+		endpoint = os.Getenv("AZURE_OPENAI_ENDPOINT")
+	}
+	if endpoint == "" {
+		return nil, errors.New("azure: set AZURE_OPENAI_ENDPOINT or the spec's base_url to https://RESOURCE.openai.azure.com")
+	}
+	if u, err := url.Parse(endpoint); err != nil || u.Scheme != "https" && !loopbackHTTP(endpoint) {
+		return nil, fmt.Errorf("azure: endpoint %q must be an https URL (plain http only to a loopback proxy): the key would travel in the clear", endpoint)
+	}
+	if key == "" {
+		key = os.Getenv("AZURE_OPENAI_API_KEY")
+	}
+	version := os.Getenv("AZURE_OPENAI_API_VERSION")
+	if version == "" {
+		version = DefaultAzureAPIVersion
+	}
+	return New(Options{Name: "azure", APIKey: key, BaseURL: endpoint, AzureAPIVersion: version}), nil
 }
 
 // ContextWindow is the context window of an OpenAI model (or of an Azure
@@ -204,16 +215,10 @@ func ContextWindow(model string) int {
 // after one) can do, as OpenAI documents it: the o1-mini and o1-preview
 // reasoning models call no tools and take no schema, GPT-3.5 and GPT-4
 // Turbo take no JSON schema, the 4o, 4.1, 5 and o-series models (bar
-// o3-mini) take images.
+// o1-mini, o1-preview and o3-mini) take images. A name of no OpenAI
+// family (a model of another OpenAI-compatible server) is unknown.
 func Capabilities(model string) llm.Capabilities {
 	m := strings.TrimPrefix(model, "ft:")
-	c := llm.Capabilities{Tools: true, StructuredOutput: true, Streaming: true}
-	switch {
-	case strings.HasPrefix(m, "o1-mini"), strings.HasPrefix(m, "o1-preview"):
-		c.Tools, c.StructuredOutput = false, false
-	case strings.HasPrefix(m, "gpt-3.5"), strings.HasPrefix(m, "gpt-4-"), m == "gpt-4":
-		c.StructuredOutput = false
-	}
 	hasAny := func(prefixes ...string) bool {
 		for _, p := range prefixes {
 			if strings.HasPrefix(m, p) {
@@ -222,9 +227,31 @@ func Capabilities(model string) llm.Capabilities {
 		}
 		return false
 	}
-	c.Vision = hasAny("gpt-4o", "gpt-4.1", "gpt-5", "gpt-4-turbo", "o1", "o3", "o4") && !hasAny("o1-mini", "o1-preview", "o3-mini")
+	if !hasAny("gpt-3.5", "gpt-4", "gpt-5", "chatgpt-4o", "o1", "o3", "o4") {
+		return llm.Capabilities{Unknown: true}
+	}
+	c := llm.Capabilities{Tools: true, StructuredOutput: true, Streaming: true}
+	switch {
+	case hasAny("o1-mini", "o1-preview"):
+		c.Tools, c.StructuredOutput = false, false
+	case hasAny("gpt-3.5", "gpt-4-"), m == "gpt-4":
+		c.StructuredOutput = false
+	}
+	c.Vision = hasAny("gpt-4o", "chatgpt-4o", "gpt-4.1", "gpt-5", "gpt-4-turbo", "o1", "o3", "o4") && !hasAny("o1-mini", "o1-preview", "o3-mini")
 	return c
 }
+
+// azureModel is the OpenAI model an Azure deployment name stands for:
+// Azure spells GPT-3.5 "gpt-35".
+func azureModel(deployment string) string {
+	if rest, ok := strings.CutPrefix(deployment, "gpt-35"); ok {
+		return "gpt-3.5" + rest
+	}
+	return deployment
+}
+
+// unknown is the capabilities of a model the provider keeps no table of.
+func unknown(string) llm.Capabilities { return llm.Capabilities{Unknown: true} }
 
 func loopbackHTTP(base string) bool {
 	u, err := url.Parse(base)

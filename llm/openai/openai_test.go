@@ -140,7 +140,7 @@ func TestCompatibleServer(t *testing.T) {
 		"choices": [{"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": "hi"}}],
 		"usage": {"prompt_tokens": 3, "completion_tokens": 1, "total_tokens": 4}}`})
 	m, err := llm.Open("ollama:qwen3", llm.Config{BaseURL: f.URL})
-	if err != nil || m.ProviderName != "ollama" || m.ID != "qwen3" || m.Capabilities.ContextWindow != 0 {
+	if err != nil || m.ProviderName != "ollama" || m.ID != "qwen3" || m.Capabilities != (llm.Capabilities{Unknown: true}) {
 		t.Fatalf("%v %+v", err, m)
 	}
 	p, model := m.Provider, m.ID
@@ -365,17 +365,19 @@ func TestDriver(t *testing.T) {
 	for _, tt := range []struct {
 		name, provider string
 		window         int
+		unknown        bool
 	}{
-		{"gpt-4.1-mini", "openai", 1_047_576},
-		{"ft:gpt-4.1-mini:org:x:1", "openai", 1_047_576},
-		{"o3", "openai", 200_000},
-		{"openai:gpt-4o", "openai", 128_000},
-		{"openai:my-finetune", "openai", 0},
+		{"gpt-4.1-mini", "openai", 1_047_576, false},
+		{"ft:gpt-4.1-mini:org:x:1", "openai", 1_047_576, false},
+		{"o3", "openai", 200_000, false},
+		{"openai:gpt-4o", "openai", 128_000, false},
+		{"openai:my-finetune", "openai", 0, true},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Setenv("OPENAI_API_KEY", "sk-test")
 			m, err := llm.Open(tt.name, llm.Config{})
-			if err != nil || m.ProviderName != tt.provider || m.Capabilities.ContextWindow != tt.window || !m.Capabilities.Tools {
+			if err != nil || m.ProviderName != tt.provider || m.Capabilities.ContextWindow != tt.window ||
+				m.Capabilities.Unknown != tt.unknown || m.Capabilities.Tools == tt.unknown {
 				t.Errorf("%+v %v", m, err)
 			}
 		})
@@ -402,27 +404,112 @@ func TestTraceParent(t *testing.T) {
 }
 
 // TestCapabilities: each model reports what it can do, not every
-// capability for every model.
+// capability for every model; a name of no OpenAI family claims nothing.
 func TestCapabilities(t *testing.T) {
 	tests := []struct {
 		model                     string
 		tools, structured, vision bool
+		unknown                   bool
 	}{
-		{"gpt-4.1-mini", true, true, true},
-		{"gpt-4o-2024-08-06", true, true, true},
-		{"o1-mini", false, false, false},
-		{"o3-mini", true, true, false},
-		{"gpt-3.5-turbo", true, false, false},
-		{"ft:gpt-4.1-mini:acme:x", true, true, true},
+		{"gpt-4.1-mini", true, true, true, false},
+		{"gpt-4o-2024-08-06", true, true, true, false},
+		{"chatgpt-4o-latest", true, true, true, false},
+		{"o1-mini", false, false, false, false},
+		{"o3-mini", true, true, false, false},
+		{"gpt-3.5-turbo", true, false, false, false},
+		{"gpt-4-0613", true, false, false, false},
+		{"ft:gpt-4.1-mini:acme:x", true, true, true, false},
+		{"gpt-oss-20b", false, false, false, true},
+		{"my-finetune", false, false, false, true},
 	}
 	for _, tt := range tests {
-		c := Capabilities(tt.model)
-		if c.Tools != tt.tools || c.StructuredOutput != tt.structured || c.Vision != tt.vision || !c.Streaming {
-			t.Errorf("%s: %+v", tt.model, c)
-		}
+		t.Run(tt.model, func(t *testing.T) {
+			c := Capabilities(tt.model)
+			if c.Tools != tt.tools || c.StructuredOutput != tt.structured || c.Vision != tt.vision ||
+				c.Unknown != tt.unknown || c.Streaming == tt.unknown {
+				t.Errorf("%+v", c)
+			}
+		})
 	}
 	if c, ok := llm.Info("o1-mini"); !ok || c.Tools || c.ContextWindow != 200_000 {
 		t.Errorf("llm.Info(o1-mini) = %+v, %v", c, ok)
+	}
+}
+
+// TestDriverCapabilities: what each driver of this package reports: an
+// Azure deployment named after an OpenAI model has that model's abilities
+// and window (Azure's gpt-35 spelling included), any other deployment,
+// and every Ollama and OpenRouter model, is unknown rather than able to
+// do everything.
+func TestDriverCapabilities(t *testing.T) {
+	unknown := llm.Capabilities{Unknown: true}
+	tests := []struct {
+		name string
+		want llm.Capabilities
+	}{
+		{"openai:gpt-4o", llm.Capabilities{Tools: true, StructuredOutput: true, Streaming: true, Vision: true, ContextWindow: 128_000}},
+		{"openai:qwen3", unknown},
+		{"azure:gpt-4o", llm.Capabilities{Tools: true, StructuredOutput: true, Streaming: true, Vision: true, ContextWindow: 128_000}},
+		{"azure:gpt-4.1-mini", llm.Capabilities{Tools: true, StructuredOutput: true, Streaming: true, Vision: true, ContextWindow: 1_047_576}},
+		{"azure:o1-mini", llm.Capabilities{Streaming: true, ContextWindow: 200_000}},
+		{"azure:gpt-35-turbo", llm.Capabilities{Tools: true, Streaming: true}},
+		{"azure:my-gpt-4-1-deployment", unknown},
+		{"ollama:qwen3", unknown},
+		{"ollama:llava:13b", unknown},
+		{"openrouter:openai/gpt-4o", unknown},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, ok := llm.Info(tt.name)
+			if !ok || got != tt.want {
+				t.Errorf("llm.Info = %+v, %v; want %+v", got, ok, tt.want)
+			}
+		})
+	}
+}
+
+// TestRouterAzureVision: a router over the drivers' own reports sends
+// images to the Azure deployment that takes them, passes over one that
+// does not and over an Ollama model whose image input is unknown, and
+// still tries that Ollama model for a schema.
+func TestRouterAzureVision(t *testing.T) {
+	var cands []llm.Candidate
+	for _, name := range []string{"azure:gpt-35-turbo", "ollama:qwen3", "azure:gpt-4o"} {
+		caps, ok := llm.Info(name)
+		if !ok {
+			t.Fatalf("%s: no driver", name)
+		}
+		provider, model := llm.ParseModel(name)
+		cands = append(cands, llm.Candidate{Name: provider, Model: model, Caps: caps,
+			Provider: llm.ProviderFunc(func(_ context.Context, req *llm.Request) (*llm.Response, error) {
+				return &llm.Response{Content: "from " + req.Model}, nil
+			})})
+	}
+	image := []llm.Message{{Role: llm.RoleUser, Content: "What is this?", Media: &llm.Media{Images: []llm.Image{{URL: "https://x.dev/a.png"}}}}}
+	text := []llm.Message{{Role: llm.RoleUser, Content: "hi"}}
+	tests := []struct {
+		name  string
+		cands []llm.Candidate
+		req   llm.Request
+		want  string // the provider that answers, or the reasons of a refusal
+	}{
+		{"images go to gpt-4o", cands, llm.Request{Messages: image}, "azure"},
+		{"images refused", cands[:2], llm.Request{Messages: image}, "azure:gpt-35-turbo: no image input; ollama:qwen3: image input unknown"},
+		{"tools to the first", cands, llm.Request{Messages: text, Tools: []llm.ToolSpec{{Name: "t"}}}, "azure"},
+		{"a schema to the unknown model", cands[:2], llm.Request{Messages: text, ResponseSchema: json.RawMessage(`{"type":"object"}`)}, "ollama"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			resp, err := llm.NewRouter(tt.cands, llm.RouterOptions{}).Generate(context.Background(), &tt.req)
+			switch {
+			case err != nil:
+				if !errors.Is(err, llm.ErrNoCandidate) || !strings.Contains(err.Error(), tt.want) {
+					t.Errorf("err %v, want %q", err, tt.want)
+				}
+			case resp.Provider != tt.want:
+				t.Errorf("answered by %s (%s), want %s", resp.Provider, resp.Content, tt.want)
+			}
+		})
 	}
 }
 
