@@ -131,7 +131,7 @@ func (g *runLogger) step(rec *stepRec) {
 	}
 	attrs := make([]slog.Attr, 0, 5)
 	if rec.thought != "" {
-		attrs = append(attrs, slog.String("thought", g.clean(truncate(rec.thought, logCap))))
+		attrs = append(attrs, slog.String("thought", truncate(g.clean(rec.thought), logCap)))
 	}
 	obs := rec.obs
 	if rec.call != nil {
@@ -139,17 +139,17 @@ func (g *runLogger) step(rec *stepRec) {
 		if g.r.s.agent.private(rec.call.Name) {
 			input, obs = policy.Private(input), policy.Private(obs)
 		}
-		attrs = append(attrs, slog.String("action", rec.call.Name), slog.String("input", g.clean(truncate(input, logCap))))
+		attrs = append(attrs, slog.String("action", rec.call.Name), slog.String("input", truncate(g.clean(input), logCap)))
 	}
 	if obs != "" {
-		attrs = append(attrs, slog.String("observation", g.clean(truncate(obs, logCap))))
+		attrs = append(attrs, slog.String("observation", truncate(g.clean(obs), logCap)))
 	}
 	if m := rec.more; m != nil {
 		switch {
 		case m.parseError != "":
 			attrs = append(attrs, slog.String("parse_error", g.clean(m.parseError)))
 		case m.finalAnswer != "":
-			attrs = append(attrs, slog.String("final_answer", g.clean(truncate(m.finalAnswer, logCap))))
+			attrs = append(attrs, slog.String("final_answer", truncate(g.clean(m.finalAnswer), logCap)))
 		}
 	}
 	g.emit(slog.LevelDebug, "step", attrs...)
