@@ -74,9 +74,10 @@ func (a *Agent) systemText(input map[string]any) (string, error) {
 }
 
 // examples are the few-shot examples of the prompt_ref template, as
-// turns of the conversation before the task.
+// turns of the conversation before the task; none when the spec turns
+// few-shot examples off.
 func (a *Agent) examples() []llm.Message {
-	if a.sysTpl == nil {
+	if a.sysTpl == nil || !a.fewShot() {
 		return nil
 	}
 	ex, _ := a.sysTpl.Examples() // validated when it was stored
@@ -100,4 +101,11 @@ func (a *Agent) reactExamples() []string {
 		out = append(out, fewShot(raw))
 	}
 	return out
+}
+
+// fewShot says whether the prompt shows few-shot examples (the spec's
+// few_shot_enabled, on by default).
+func (a *Agent) fewShot() bool {
+	on := a.spec.FewShotEnabled
+	return on == nil || *on
 }

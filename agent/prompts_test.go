@@ -61,15 +61,18 @@ func promptAgent(t *testing.T, ps prompt.Store, edit func(*spec.Spec)) (*Agent, 
 func TestPromptRef(t *testing.T) {
 	ps := promptStore(t)
 	input := map[string]any{"name": "Ada", "lang": "Portuguese"}
+	off := false
 	for _, tc := range []struct {
 		name, ref, system, provenance string
 		examples                      int
+		fewShot                       *bool
 	}{
-		{"latest", "greet", "You greet Ada warmly, in Portuguese. Secret word: swordfish.", "greet@2", 1},
-		{"pinned to v1", "greet@1", "You greet Ada in Portuguese.", "greet@1", 0},
+		{"latest", "greet", "You greet Ada warmly, in Portuguese. Secret word: swordfish.", "greet@2", 1, nil},
+		{"pinned to v1", "greet@1", "You greet Ada in Portuguese.", "greet@1", 0, nil},
+		{"few-shot off", "greet", "You greet Ada warmly, in Portuguese. Secret word: swordfish.", "greet@2", 0, &off},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			a, err := promptAgent(t, ps, func(sp *spec.Spec) { sp.PromptRef = tc.ref })
+			a, err := promptAgent(t, ps, func(sp *spec.Spec) { sp.PromptRef, sp.FewShotEnabled = tc.ref, tc.fewShot })
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -87,7 +87,7 @@ func reactMessages(a *Agent, input map[string]any) ([]llm.Message, []string) {
 	for _, ts := range a.toolSpecs {
 		d.Tools = append(d.Tools, react.Tool{Name: ts.Name, Description: ts.Description, Parameters: compactSchema(ts.Parameters)})
 	}
-	if on := a.spec.FewShotEnabled; on == nil || *on {
+	if a.fewShot() {
 		for _, ex := range a.spec.FewShot {
 			d.Examples = append(d.Examples, fewShot(ex))
 		}

@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 
@@ -42,7 +43,8 @@ func (a *Agent) Prompt(input map[string]any) (*StackPrompt, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &StackPrompt{Messages: msgs, ResponseFormat: a.spec.OutputSchema, a: a}, nil
+	// A copy: a caller that edits the prompt does not change the agent.
+	return &StackPrompt{Messages: msgs, ResponseFormat: bytes.Clone(a.spec.OutputSchema), a: a}, nil
 }
 
 // ParseAndValidate turns a raw reply into the output: the JSON object in

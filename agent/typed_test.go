@@ -2,6 +2,7 @@ package agent
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"strings"
 	"testing"
@@ -77,6 +78,15 @@ func TestAgentIsImmutable(t *testing.T) {
 	}
 	if a.Spec().Enums["tone"][0] != "a" {
 		t.Errorf("the enums changed under the agent: %v", a.Spec().Enums)
+	}
+	// Nor does editing a prompt it made.
+	p, err := a.Prompt(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	clear(p.ResponseFormat)
+	if q, _ := a.Prompt(nil); !json.Valid(q.ResponseFormat) || !json.Valid(a.Spec().OutputSchema) {
+		t.Errorf("the response format changed under the agent: %q", q.ResponseFormat)
 	}
 }
 
