@@ -103,17 +103,41 @@ func (r *run) fit(ctx context.Context, force bool) error {
 	return nil
 }
 
+// lead is how many messages open the transcript: the system prompt, the
+// template's few-shot turns, the spec's history and the task, which
+// compaction never changes. It renders them again (compaction is rare),
+// and is -1 when the transcript does not start with them.
+func (r *run) lead() int {
+	init, err := r.s.agent.initialMessages(r.st.Input)
+	n := len(init)
+	if err != nil || n == 0 {
+		return -1
+	}
+	if msgs := r.st.Messages; len(msgs) > 0 && msgs[0].Role == llm.RoleSystem && init[0].Role != llm.RoleSystem {
+		n++ // a handoff gave the transcript a system prompt
+	}
+	if n > len(r.st.Messages) {
+		return -1
+	}
+	return n
+}
+
 // span is the part of the transcript compaction may change: after the
-// system prompt and the task (the first user message), before the last
-// keep turns (a turn starts at an assistant message).
-func span(msgs []llm.Message, keep int) (from, to int) {
-	for from < len(msgs) && msgs[from].Role == llm.RoleSystem {
-		from++
+// lead messages (or, when they are not known, the system prompt and the
+// first user message), before the last keep turns (a turn starts at an
+// assistant message).
+func span(msgs []llm.Message, keep, lead int) (from, to int) {
+	if lead >= 0 {
+		from = lead
+	} else {
+		for from < len(msgs) && msgs[from].Role == llm.RoleSystem {
+			from++
+		}
+		for from < len(msgs) && msgs[from].Role != llm.RoleUser {
+			from++
+		}
+		from++ // the task
 	}
-	for from < len(msgs) && msgs[from].Role != llm.RoleUser {
-		from++
-	}
-	from++ // the task
 	to = len(msgs)
 	for seen := 0; to > from; {
 		to--
@@ -138,7 +162,7 @@ func observation(m *llm.Message) bool {
 // It returns how many messages it changed or dropped.
 func (r *run) dropOldest(target, est int) int {
 	msgs := r.st.Messages
-	from, to := span(msgs, r.a.keepTurns)
+	from, to := span(msgs, r.a.keepTurns, r.lead())
 	changed := 0
 	for i := from; i < to && est > target; i++ {
 		m := &msgs[i]
@@ -182,7 +206,7 @@ func (r *run) dropOldest(target, est int) int {
 // log records it and a resume replays it).
 func (r *run) summarize(ctx context.Context) (int, error) {
 	msgs := r.st.Messages
-	from, to := span(msgs, r.a.keepTurns)
+	from, to := span(msgs, r.a.keepTurns, r.lead())
 	if to-from < 2 {
 		return 0, fmt.Errorf("%w: nothing older than the last %d turns to summarise", ErrContextTooLong, r.a.keepTurns)
 	}

@@ -71,6 +71,7 @@ func TestCompaction(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			m := &windowed{window: tt.enforce, n: 8}
 			a := newTestAgent(t, `{"agent_name": "c", "version": "v1", "model_name": "m", "system_text": "Fetch.", "tools": ["fetch"],
+				"messages": [{"role": "user", "content": "I am Ada."}, {"role": "assistant", "content": "Hello Ada."}],
 				"limits": {"max_turns": 12}, "context": `+tt.context+`}`, m, bigTool())
 			var compactions []event.Event
 			res, err := a.Run(context.Background(), map[string]any{"task": "fetch eight pages"},
@@ -90,6 +91,11 @@ func TestCompaction(t *testing.T) {
 			}
 			if len(compactions) == 0 || compactions[0].Data["strategy"] == "" {
 				t.Errorf("compaction events %+v", compactions)
+			}
+			// The system prompt, the history and the task are never compacted.
+			if lead := res.Messages[:4]; lead[0].Content != "Fetch." || lead[1].Content != "I am Ada." ||
+				lead[2].Content != "Hello Ada." || !strings.Contains(lead[3].Content, "fetch eight pages") {
+				t.Errorf("the transcript's lead changed: %+v", lead)
 			}
 			var all strings.Builder
 			for _, msg := range res.Messages {
