@@ -124,3 +124,39 @@ func TestSeededIDs(t *testing.T) {
 		t.Errorf("the same seeded run has another id: %s", s.State().RunID)
 	}
 }
+
+// TestDeterministicSubAgents: a deterministic run's sub-agents take its
+// seed and clock: two runs with a sub-agent give byte-identical event
+// streams, the sub-run's ids and times included.
+func TestDeterministicSubAgents(t *testing.T) {
+	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	run := func(opts ...RunOption) []byte {
+		reg := NewRegistry()
+		sub := newTestAgent(t, `{"agent_name": "helper", "version": "v1", "model_name": "m", "description": "Helps."}`,
+			&recorder{replies: []reply{answer("helped")}})
+		if err := reg.Register(sub); err != nil {
+			t.Fatal(err)
+		}
+		m := &recorder{replies: []reply{calls(call("1", "helper", `{"task": "help"}`)), answer("done")}}
+		a, err := New(mustSpec(t, `{"agent_name": "boss", "version": "v1", "model_name": "m", "tools": ["agent:helper"]}`),
+			WithProvider(m, "test"), WithRegistry(reg))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var events bytes.Buffer
+		sawSub := false
+		_, err = a.Run(context.Background(), map[string]any{"task": "t"}, append(opts, WithEvents(func(e event.Event) {
+			sawSub = sawSub || e.AgentName == "helper"
+			b, _ := json.Marshal(e)
+			events.Write(append(b, '\n'))
+		}, event.Block()))...)
+		if err != nil || !sawSub {
+			t.Fatalf("%v; the sub-agent's events seen: %v", err, sawSub)
+		}
+		return events.Bytes()
+	}
+	e1, e2 := run(WithSeed(3), WithNow(now)), run(WithSeed(3), WithNow(now))
+	if !bytes.Equal(e1, e2) {
+		t.Errorf("two deterministic event streams differ:\n%s\n%s", e1, e2)
+	}
+}

@@ -124,7 +124,7 @@ func (t subTool) Call(ctx context.Context, args json.RawMessage) (json.RawMessag
 	}
 	var opts []RunOption
 	if l := linkFrom(ctx); l != nil {
-		opts = append(opts, WithEventBus(&l.run.s.bus), func(c *runConfig) { c.parent = l })
+		opts = append(opts, WithEventBus(&l.run.s.bus), func(c *runConfig) { c.parent = l; c.inherit(l.run.s.cfg.extra) })
 	}
 	if c := tool.CallFrom(ctx); c != nil {
 		b := c.Budget
@@ -195,4 +195,14 @@ func (t subTool) session(ctx context.Context, input map[string]any, opts []RunOp
 		return nil, nil, fmt.Errorf("%w: sub-run %s: its Result: %w", ErrStore, id, err)
 	}
 	return nil, &res, nil
+}
+
+// inherit gives a sub-run its parent's seed and clock: a deterministic
+// run's sub-agents are deterministic too.
+func (c *runConfig) inherit(e *runExtra) {
+	if e == nil || !e.seeded && e.now.IsZero() {
+		return
+	}
+	m := c.more()
+	m.seeded, m.seedIDs, m.seed, m.now = e.seeded, e.seedIDs, e.seed, e.now
 }
