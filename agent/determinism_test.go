@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"sync"
 	"testing"
 	"time"
@@ -158,5 +159,28 @@ func TestDeterministicSubAgents(t *testing.T) {
 	e1, e2 := run(WithSeed(3), WithNow(now)), run(WithSeed(3), WithNow(now))
 	if !bytes.Equal(e1, e2) {
 		t.Errorf("two deterministic event streams differ:\n%s\n%s", e1, e2)
+	}
+}
+
+// TestDeterministicRefusal: the Result of a run its input kept from
+// starting follows the run's options too: seeded ids, the fixed clock,
+// the trace id.
+func TestDeterministicRefusal(t *testing.T) {
+	const trace = "4bf92f3577b34da6a3ce929d0e0e4736"
+	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	a := newTestAgent(t, `{"agent_name": "d", "version": "v1", "model_name": "m", "input_keys": ["who"]}`, &recorder{})
+	run := func() []byte {
+		res, err := a.Run(context.Background(), map[string]any{}, WithSeed(4), WithNow(now), WithTraceID(trace))
+		if !errors.Is(err, ErrInvalidInput) || res == nil {
+			t.Fatalf("%v, %v", res, err)
+		}
+		if res.TraceID != trace || !res.StartedAt.Equal(now) || !res.Deterministic {
+			t.Errorf("trace %q started %v deterministic %v", res.TraceID, res.StartedAt, res.Deterministic)
+		}
+		b, _ := json.Marshal(res)
+		return b
+	}
+	if r1, r2 := run(), run(); !bytes.Equal(r1, r2) {
+		t.Errorf("two refusals differ:\n%s\n%s", r1, r2)
 	}
 }

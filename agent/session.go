@@ -351,7 +351,7 @@ func (a *Agent) Run(ctx context.Context, input map[string]any, opts ...RunOption
 	s, err := a.NewSession(input, opts...)
 	if err != nil {
 		if ie := (*InputError)(nil); errors.As(err, &ie) {
-			return a.refused(ie), err
+			return a.refused(ie, input, SettingsOf(opts...)), err
 		}
 		return nil, err
 	}
@@ -360,17 +360,27 @@ func (a *Agent) Run(ctx context.Context, input map[string]any, opts ...RunOption
 
 // refused is the Result of a run its input kept from starting: every
 // run returns a Result (DESIGN.md 3.2), a complete one with empty lists.
-func (a *Agent) refused(ie *InputError) *Result {
+// It follows the run's options: a seeded run's ids, a fixed clock, the
+// trace id.
+func (a *Agent) refused(ie *InputError, input map[string]any, set Settings) *Result {
 	sessionID, runID := ids.Two("ses", "run")
+	if set.Seed != nil {
+		seed := idSeed(*set.Seed, a, "", input)
+		sessionID, runID = ids.Seeded("ses", seed), ids.Seeded("run", seed)
+	}
 	now := Timestamp{time.Now()}
+	if !set.Now.IsZero() {
+		now.Time = set.Now
+	}
 	end := endingOf(ie)
-	res := &Result{ID: runID, SessionID: sessionID, AgentName: a.spec.AgentName, AgentVersion: a.spec.Version,
+	res := &Result{ID: runID, SessionID: sessionID, AgentName: a.spec.AgentName, AgentVersion: a.spec.Version, TraceID: set.TraceID,
 		Outcome: end.outcome, TerminateReason: end.reason, StartedAt: now, FinishedAt: now,
 		Steps: []Step{}, Messages: []llm.Message{}, ToolsUsed: []string{}, ModelCalls: []ModelCall{},
 		Model: a.model, Provider: a.providerName, Metrics: Metrics{ToolLatencyMS: map[string]float64{}},
 		Error: &ErrorInfo{Code: end.code, Message: ie.Error(), Recoverable: end.recoverable,
 			Details: map[string]any{"problems": ie.Problems}}}
 	res.EstimatedCost = &res.cost
+	res.Seed, res.Deterministic = set.Seed, set.Seed != nil && !set.Now.IsZero()
 	redactResult(res, a.redact)
 	res.Decision = decision(res)
 	return res
@@ -545,4 +555,38 @@ func idSeed(seed int64, a *Agent, parent string, input map[string]any) int64 {
 		h.Write([]byte{0})
 	}
 	return seed ^ int64(h.Sum64())
+}
+
+// Settings is what a list of run options sets that a runner of several
+// runs reports for all of them: a pipeline's own events carry the trace
+// id its stages do, and follow their clock.
+type Settings struct {
+	// TraceID is the runs' trace id (WithTraceID, or WithTraceParent's),
+	// or "".
+	TraceID string
+	// Seed is the caller's seed (WithSeed), or nil.
+	Seed *int64
+	// Now is the runs' fixed clock (WithNow), or the zero time.
+	Now time.Time
+}
+
+// SettingsOf returns what opts set, as a run given them would use it.
+func SettingsOf(opts ...RunOption) Settings {
+	var c runConfig
+	for _, o := range opts {
+		o(&c)
+	}
+	var s Settings
+	s.TraceID = c.info.TraceID
+	if tp := c.info.TraceParent; tp != "" {
+		s.TraceID, _ = traceIDOf(tp)
+	}
+	if e := c.extra; e != nil {
+		if e.seedIDs {
+			seed := e.seed
+			s.Seed = &seed
+		}
+		s.Now = e.now
+	}
+	return s
 }

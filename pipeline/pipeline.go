@@ -276,7 +276,7 @@ func (p *Pipeline) Run(ctx context.Context, input map[string]any, opts ...RunOpt
 	if input == nil {
 		input = map[string]any{}
 	}
-	env := &Envelope{Format: EnvelopeFormat, ID: ids.New("env"), Pipeline: p.def.PipelineName, RawInput: input,
+	env := &Envelope{Format: EnvelopeFormat, Pipeline: p.def.PipelineName, RawInput: input, // its id is the run's to give
 		Outputs: map[string]map[string]any{}, Metadata: map[string]any{}, History: []StageRecord{}, Current: p.def.Start}
 	return p.run(ctx, env, opts)
 }

@@ -7,8 +7,10 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"go.uber.org/goleak"
 
@@ -19,6 +21,7 @@ import (
 
 	"github.com/agentry/agentry/llm/scripted"
 	"github.com/agentry/agentry/spec"
+	"github.com/agentry/agentry/store/sqlite"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -622,5 +625,48 @@ func TestPipelineLogs(t *testing.T) {
 	want := "INFO pipeline start a|DEBUG stage start a|DEBUG stage end a routing_rules[0] (route.to)|DEBUG stage start c|ERROR stage failed c|ERROR pipeline end <nil>"
 	if got := strings.Join(lines, "|"); got != want {
 		t.Errorf("records\n%s\nwant\n%s", got, want)
+	}
+}
+
+// TestDeterministicPipeline: session options with a seed, a clock and a
+// trace id make a pipeline run deterministic, its own events included:
+// two runs, each kept in a store, give byte-identical Results and event
+// streams, and every event carries the trace id.
+func TestDeterministicPipeline(t *testing.T) {
+	const trace = "4bf92f3577b34da6a3ce929d0e0e4736"
+	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	run := func() ([]byte, []byte) {
+		p, err := FromFile("../examples/pipelines/review.json", WithTools(kvTools(t)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		st, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "runs.db"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer st.Close()
+		var events bytes.Buffer
+		res, err := p.Run(context.Background(), map[string]any{"task": "store the release"}, WithStore(st),
+			WithSessionOptions(agent.WithSeed(9), agent.WithNow(now), agent.WithTraceID(trace)),
+			WithEvents(func(e event.Event) {
+				if e.TraceID != trace {
+					t.Errorf("event %s of %s has trace id %q", e.Type, e.AgentName, e.TraceID)
+				}
+				b, _ := json.Marshal(e)
+				events.Write(append(b, '\n'))
+			}, event.Block()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := json.Marshal(res)
+		return b, events.Bytes()
+	}
+	r1, e1 := run()
+	r2, e2 := run()
+	if !bytes.Equal(r1, r2) {
+		t.Errorf("two deterministic Results differ:\n%s\n%s", r1, r2)
+	}
+	if !bytes.Equal(e1, e2) {
+		t.Errorf("two deterministic event streams differ:\n%s\n%s", e1, e2)
 	}
 }

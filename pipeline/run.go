@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"log/slog"
 	"maps"
 	"slices"
@@ -36,6 +37,22 @@ type runState struct {
 	unsub       func()
 	log         *slog.Logger    // the pipeline's, bound to the run; nil: none
 	ctx         context.Context // the caller's, for log records
+	// set is what the session options set that the pipeline's own
+	// events and records follow: the trace id, the seed, the clock.
+	set agent.Settings
+}
+
+// now is the run's clock: the fixed instant of a deterministic run.
+func (r *runState) now() time.Time {
+	if !r.set.Now.IsZero() {
+		return r.set.Now
+	}
+	return time.Now()
+}
+
+// since is how long since start by the run's clock.
+func (r *runState) since(start time.Time) float64 {
+	return runlog.Millis(r.now().Sub(start))
 }
 
 func (p *Pipeline) run(ctx context.Context, env *Envelope, opts []RunOption) (*Result, error) {
@@ -43,9 +60,21 @@ func (p *Pipeline) run(ctx context.Context, env *Envelope, opts []RunOption) (*R
 	for _, o := range opts {
 		o(&c)
 	}
-	r := &runState{p: p, env: env, bus: event.NewBus(c.bus), runID: ids.New("run"), start: time.Now(), sessionOpts: c.sessionOpts}
-	if c.runID != "" {
+	r := &runState{p: p, env: env, bus: event.NewBus(c.bus), sessionOpts: c.sessionOpts, set: agent.SettingsOf(c.sessionOpts...)}
+	r.start = r.now()
+	switch {
+	case c.runID != "":
 		r.runID = c.runID
+	case r.set.Seed != nil:
+		r.runID = ids.Seeded("run", seedOf(*r.set.Seed, p, env))
+	default:
+		r.runID = ids.New("run")
+	}
+	if env.ID == "" {
+		env.ID = ids.New("env")
+		if r.set.Seed != nil {
+			env.ID = ids.Seeded("env", seedOf(*r.set.Seed, p, env))
+		}
 	}
 	r.ctx = ctx
 	if p.logger != nil {
@@ -63,7 +92,8 @@ func (p *Pipeline) run(ctx context.Context, env *Envelope, opts []RunOption) (*R
 	r.res = &Result{Envelope: env}
 	r.res.Result = agent.Result{ID: r.runID, SessionID: env.ID, AgentName: p.def.PipelineName, AgentVersion: p.def.Version,
 		StartedAt: agent.Timestamp{Time: r.start}, Steps: []agent.Step{}, ToolsUsed: []string{}, ModelCalls: []agent.ModelCall{},
-		Messages: nil, Metrics: agent.Metrics{ToolLatencyMS: map[string]float64{}}}
+		Messages: nil, Metrics: agent.Metrics{ToolLatencyMS: map[string]float64{}}, TraceID: r.set.TraceID,
+		Seed: r.set.Seed, Deterministic: r.set.Seed != nil && !r.set.Now.IsZero()}
 	if p.def.TimeoutMS > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeoutCause(ctx, time.Duration(p.def.TimeoutMS)*time.Millisecond, agent.ErrTimeout)
@@ -100,7 +130,7 @@ func (p *Pipeline) run(ctx context.Context, env *Envelope, opts []RunOption) (*R
 func (r *runState) stage(ctx context.Context, st *stage) (bool, *Result, error) {
 	env := r.env
 	env.HopCount++
-	rec := StageRecord{Stage: st.def.Name, Agent: st.name, Hop: env.HopCount, StartedAt: agent.Timestamp{Time: time.Now()}}
+	rec := StageRecord{Stage: st.def.Name, Agent: st.name, Hop: env.HopCount, StartedAt: agent.Timestamp{Time: r.now()}}
 	r.logf(ctx, slog.LevelDebug, "stage start", slog.String("stage", st.def.Name), slog.String("agent", st.name), slog.Int("hop", env.HopCount))
 	r.emit(event.Event{Type: event.AgentStarted, Data: map[string]any{"stage": st.def.Name, "agent": st.name, "hop": env.HopCount}})
 	fail := func(code string, err error) (bool, *Result, error) {
@@ -110,7 +140,7 @@ func (r *runState) stage(ctx context.Context, st *stage) (bool, *Result, error) 
 		}
 		r.logf(ctx, level, "stage failed", slog.String("stage", st.def.Name), slog.String("code", code), slog.String("error", r.p.red.String(err.Error())))
 		rec.Outcome, rec.Error = agent.OutcomeError, err.Error()
-		rec.DurationMS = runlog.Millis(time.Since(rec.StartedAt.Time))
+		rec.DurationMS = r.since(rec.StartedAt.Time)
 		env.History = append(env.History, rec)
 		env.Errors = append(env.Errors, StageError{Stage: st.def.Name, Code: code, Message: err.Error()})
 		r.completed(rec)
@@ -159,7 +189,7 @@ func (r *runState) stage(ctx context.Context, st *stage) (bool, *Result, error) 
 		return fail(agent.CodeConfigError, err)
 	}
 	rec.Next = next
-	rec.DurationMS = runlog.Millis(time.Since(rec.StartedAt.Time))
+	rec.DurationMS = r.since(rec.StartedAt.Time)
 	r.logf(ctx, slog.LevelDebug, "stage end", slog.String("stage", st.def.Name), slog.String("outcome", string(outcome)),
 		slog.String("next", next), slog.String("route", why), slog.Float64("duration_ms", rec.DurationMS))
 	env.History = append(env.History, rec)
@@ -267,6 +297,10 @@ func (r *runState) llm(ctx context.Context, st *stage, rec *StageRecord) (map[st
 		delete(r.env.Metadata, "user_response")
 	}
 	opts := append(slices.Clip(r.sessionOpts), agent.WithEventBus(r.bus), agent.WithParentRunID(r.runID))
+	if r.set.Seed != nil {
+		// Each hop its own seed: a stage visited again runs anew.
+		opts = append(opts, agent.WithSeed(*r.set.Seed+int64(r.env.HopCount)))
+	}
 	sess, err := st.agent.NewSession(input, opts...)
 	if err != nil {
 		return nil, "", agent.CodeValidation, fmt.Errorf("%w: stage %s: %v", ErrStageFailed, st.def.Name, err)
@@ -377,7 +411,7 @@ func (r *runState) absorb(res *agent.Result) {
 // finish completes the result of every ending and emits run_end.
 func (r *runState) finish(outcome agent.Outcome, reason agent.TerminateReason, code, stageName string, err error) (*Result, error) {
 	t := &r.res.Result
-	now := time.Now()
+	now := r.now()
 	t.FinishedAt = agent.Timestamp{Time: now}
 	t.Metrics.DurationMS = runlog.Millis(now.Sub(r.start))
 	t.Iterations = r.env.HopCount
@@ -495,7 +529,8 @@ func (r *runState) emit(e event.Event) {
 	e.RunID = r.runID
 	e.AgentName = r.p.def.PipelineName
 	e.Turn = r.env.HopCount
-	e.Time = time.Now()
+	e.TraceID = r.set.TraceID
+	e.Time = r.now()
 	r.p.red.Event(&e) // the input and the stages' outputs may hold secrets
 	r.bus.Publish(e)
 }
@@ -527,4 +562,16 @@ func (r *runState) logf(ctx context.Context, level slog.Level, msg string, attrs
 	if r.log != nil && r.log.Enabled(ctx, level) {
 		r.log.LogAttrs(ctx, level, msg, attrs...)
 	}
+}
+
+// seedOf is what a seeded pipeline run's id derives from: the seed, the
+// pipeline and the envelope's input, as for an agent's run.
+func seedOf(seed int64, p *Pipeline, env *Envelope) int64 {
+	h := fnv.New64a()
+	in, _ := json.Marshal(env.RawInput)
+	for _, part := range [][]byte{[]byte(p.def.PipelineName), []byte(p.def.Version), in} {
+		h.Write(part)
+		h.Write([]byte{0})
+	}
+	return seed ^ int64(h.Sum64())
 }

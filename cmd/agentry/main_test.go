@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -403,5 +404,58 @@ func TestValidateWarnsOfUnknownModels(t *testing.T) {
 	os.WriteFile(path, []byte(`{"agent_name": "t", "version": "v1", "model_name": "claude-sonnet-4-5-20250929", "system_text": "x"}`), 0o600)
 	if code, _, errs := run(t, "validate", "--strict", path); code != 0 || strings.Contains(errs, "⚠") {
 		t.Errorf("a known dated model: exit %d\n%s", code, errs)
+	}
+}
+
+// TestDeterministicThroughTheBinary: --seed and --now make two runs of
+// an agent, and of a pipeline, print byte-identical JSON and events; a
+// run store keeps the seeded pipeline's every stage; --trace-id and
+// --traceparent set the trace id the Result and every event carry.
+func TestDeterministicThroughTheBinary(t *testing.T) {
+	const trace = "4bf92f3577b34da6a3ce929d0e0e4736"
+	det := []string{"--seed", "7", "--now", "2026-01-02T03:04:05Z", "--json"}
+	for _, tt := range []struct {
+		name  string
+		args  []string
+		trace []string
+	}{
+		{"agent", []string{"run", quickstart, "--input", "city=Lisbon", "--input", "days=3"}, []string{"--trace-id", trace}},
+		{"pipeline", []string{"run", "../../examples/pipelines/review.json", "--input", "task=store the release"},
+			[]string{"--traceparent", "00-" + trace + "-00f067aa0ba902b7-01"}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			var outs, events [2]string
+			for i := range outs {
+				dir := t.TempDir()
+				ev := filepath.Join(dir, "events.jsonl")
+				args := append(append(append(slices.Clip(tt.args), det...), tt.trace...), "--db", filepath.Join(dir, "runs.db"), "--events", ev)
+				code, out, errs := run(t, args...)
+				if code != 0 {
+					t.Fatalf("exit %d\n%s", code, errs)
+				}
+				b, _ := os.ReadFile(ev)
+				outs[i], events[i] = out, string(b)
+			}
+			if outs[0] != outs[1] || events[0] != events[1] {
+				t.Errorf("two deterministic runs differ:\n%s\n%s", outs[0], outs[1])
+			}
+			var res struct {
+				TraceID       string `json:"trace_id"`
+				Deterministic bool   `json:"deterministic"`
+			}
+			if err := json.Unmarshal([]byte(outs[0]), &res); err != nil || res.TraceID != trace {
+				t.Errorf("the Result's trace id %q (%v)", res.TraceID, err)
+			}
+			lines := strings.Split(strings.TrimSpace(events[0]), "\n")
+			for _, line := range lines {
+				if !strings.Contains(line, `"trace_id":"`+trace+`"`) {
+					t.Errorf("an event without the trace id: %s", line)
+					break
+				}
+			}
+			if len(lines) < 5 {
+				t.Errorf("%d events", len(lines))
+			}
+		})
 	}
 }
