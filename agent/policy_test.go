@@ -334,7 +334,25 @@ func TestPolicyOutputFilters(t *testing.T) {
 // before any model call, with an audit record. A caller trying to slip
 // a card number past the filter inside the input gets neither through.
 func TestInputFilters(t *testing.T) {
-	const card = "4111 1111 1111 1111"
+	// The card as a caller would slip it past a filter: spaced, dashed,
+	// bare, or deep inside a structured value.
+	cards := []struct {
+		name string
+		card any
+	}{
+		{"spaced", "4111 1111 1111 1111"},
+		{"dashed", "4111-1111-1111-1111"},
+		{"bare", "4111111111111111"},
+		{"nested", map[string]any{"wallet": []any{map[string]any{"number": "4111 1111 1111 1111"}}}},
+	}
+	digits := func(s string) string {
+		return strings.Map(func(r rune) rune {
+			if r >= '0' && r <= '9' {
+				return r
+			}
+			return -1
+		}, s)
+	}
 	for _, tc := range []struct {
 		name, action string
 		wantErr      error
@@ -342,40 +360,46 @@ func TestInputFilters(t *testing.T) {
 		{"redact", "redact", nil},
 		{"block", "block", ErrPolicyViolation},
 	} {
-		t.Run(tc.name, func(t *testing.T) {
-			ctx := context.Background()
-			st := openStore(t, testdb.SQLite(t))
-			sp := mustSpec(t, `{`+base+`, "mode": "tools", "purpose_text": "Pay with ${card}.", "input_keys": ["who", "card"],
-				"policy": {"content_filters": [{"name": "cards", "match": "pii", "on": ["input"], "action": "`+tc.action+`"}]}}`)
-			m := &recorder{replies: []reply{answer("paid")}}
-			a, err := New(sp, WithProvider(m, "test"))
-			if err != nil {
-				t.Fatal(err)
+		for _, cc := range cards {
+			t.Run(tc.name+"/"+cc.name, func(t *testing.T) {
+				testInputFilter(t, tc.action, tc.wantErr, cc.card, digits)
+			})
+		}
+	}
+}
+
+func testInputFilter(t *testing.T, action string, wantErr error, card any, digits func(string) string) {
+	ctx := context.Background()
+	st := openStore(t, testdb.SQLite(t))
+	sp := mustSpec(t, `{`+base+`, "mode": "tools", "purpose_text": "Pay with ${card}.", "input_keys": ["who", "card"],
+		"policy": {"content_filters": [{"name": "cards", "match": "pii", "on": ["input"], "action": "`+action+`"}]}}`)
+	m := &recorder{replies: []reply{answer("paid")}}
+	a, err := New(sp, WithProvider(m, "test"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := a.Run(ctx, map[string]any{"who": "Ada", "card": card}, WithStore(st))
+	if !errors.Is(err, wantErr) || (wantErr == nil) != (err == nil) {
+		t.Fatalf("err = %v, want %v", err, wantErr)
+	}
+	for _, req := range m.reqs {
+		for _, msg := range req.Messages {
+			if strings.Contains(digits(msg.Content), "4111111111111111") {
+				t.Errorf("the model saw the card: %q", msg.Content)
 			}
-			res, err := a.Run(ctx, map[string]any{"who": "Ada", "card": card}, WithStore(st))
-			if !errors.Is(err, tc.wantErr) || (tc.wantErr == nil) != (err == nil) {
-				t.Fatalf("err = %v, want %v", err, tc.wantErr)
-			}
-			for _, req := range m.reqs {
-				for _, msg := range req.Messages {
-					if strings.Contains(msg.Content, card) {
-						t.Errorf("the model saw the card: %q", msg.Content)
-					}
-				}
-			}
-			if tc.action == "block" && (len(m.reqs) != 0 || res.Error.Code != CodePolicyViolation) {
-				t.Errorf("a blocked input reached the model (%d calls) or ended as %+v", len(m.reqs), res.Error)
-			}
-			recs, _ := st.Records(ctx, res.ID, 0)
-			for _, rec := range recs {
-				if strings.Contains(string(rec.Data), "1111 1111") {
-					t.Errorf("the run log keeps the card: %s", rec.Data)
-				}
-			}
-			audit, _ := st.AuditLog(ctx, res.ID)
-			if len(audit) != 1 || audit[0].Rule != "content_filters.cards" || audit[0].Decision != tc.action || audit[0].Target != "input" {
-				t.Errorf("audit %+v", audit)
-			}
-		})
+		}
+	}
+	if action == "block" && (len(m.reqs) != 0 || res.Error.Code != CodePolicyViolation) {
+		t.Errorf("a blocked input reached the model (%d calls) or ended as %+v", len(m.reqs), res.Error)
+	}
+	recs, _ := st.Records(ctx, res.ID, 0)
+	for _, rec := range recs {
+		if strings.Contains(digits(string(rec.Data)), "4111111111111111") {
+			t.Errorf("the run log keeps the card: %s", rec.Data)
+		}
+	}
+	audit, _ := st.AuditLog(ctx, res.ID)
+	if len(audit) != 1 || audit[0].Rule != "content_filters.cards" || audit[0].Decision != action || audit[0].Target != "input" {
+		t.Errorf("audit %+v", audit)
 	}
 }
