@@ -8,6 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/agentry/agentry/agent"
 	"github.com/agentry/agentry/spec"
 )
 
@@ -42,6 +43,16 @@ problem, and the command exits 2.`,
 			list, bad, err := listAgents(spec.Dir{Path: dir})
 			if err != nil {
 				return usageErr(err)
+			}
+			if bad == 0 {
+				// The directory loads into one registry, as a program
+				// that serves it would: each agent built, its tools,
+				// sub-agents and handoffs found.
+				reg, err := agent.LoadRegistry(spec.Dir{Path: dir}, agent.WithTools(builtinTools(false)))
+				if err != nil {
+					return usageErr(fmt.Errorf("--agents %s: %w", dir, err))
+				}
+				reg.Close()
 			}
 			if asJSON {
 				if err := writeJSON(stdout, list); err != nil {

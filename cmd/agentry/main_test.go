@@ -386,6 +386,15 @@ func TestAgentsCommand(t *testing.T) {
 	if code, out, _ := run(t, "agents", "--agents", dir); code != 2 || !strings.Contains(out, "invalid") {
 		t.Errorf("an invalid version: exit %d\n%s", code, out)
 	}
+	// Valid specs that do not build together: a sub-agent the directory
+	// lacks. The directory loads into one registry, or the command says
+	// which agent does not build.
+	dir = t.TempDir()
+	os.MkdirAll(dir+"/boss", 0o755)
+	os.WriteFile(dir+"/boss/v1.json", []byte(`{"agent_name": "boss", "version": "v1", "model_name": "scripted:x.json", "tools": ["agent:ghost"]}`), 0o600)
+	if code, _, errs := run(t, "agents", "--agents", dir); code != 2 || !strings.Contains(errs, "boss@v1") || !strings.Contains(errs, "ghost") {
+		t.Errorf("an agent that does not build: exit %d\n%s", code, errs)
+	}
 }
 
 // TestValidateWarnsOfUnknownModels: a model its provider's catalog lacks
