@@ -404,7 +404,7 @@ func TestValidateWarnsOfUnknownModels(t *testing.T) {
 	path := dir + "/t.json"
 	os.WriteFile(path, []byte(`{"agent_name": "t", "version": "v1", "model_name": "claude-sonet-4", "system_text": "x"}`), 0o600)
 	code, _, errs := run(t, "validate", path)
-	if code != 0 || !strings.Contains(errs, `⚠`) || !strings.Contains(errs, `model_name "claude-sonet-4": anthropic's catalog does not have this model`) {
+	if code != 0 || !strings.Contains(errs, `⚠`) || !strings.Contains(errs, `warning: model_name "claude-sonet-4": anthropic's catalog does not have this model`) {
 		t.Errorf("exit %d\n%s", code, errs)
 	}
 	if code, _, _ := run(t, "validate", "--strict", path); code != 2 {
@@ -413,6 +413,17 @@ func TestValidateWarnsOfUnknownModels(t *testing.T) {
 	os.WriteFile(path, []byte(`{"agent_name": "t", "version": "v1", "model_name": "claude-sonnet-4-5-20250929", "system_text": "x"}`), 0o600)
 	if code, _, errs := run(t, "validate", "--strict", path); code != 0 || strings.Contains(errs, "⚠") {
 		t.Errorf("a known dated model: exit %d\n%s", code, errs)
+	}
+	// Problems say their severity: a spec that does not read is
+	// critical, one that reads but does not build an error.
+	for _, tc := range []struct{ text, want string }{
+		{`{"agent_name": "t", `, "    critical: "},
+		{`{"agent_name": "t", "version": "v1", "mode": "chooser"}`, "    error: "},
+	} {
+		os.WriteFile(path, []byte(tc.text), 0o600)
+		if code, _, errs := run(t, "validate", path); code != 2 || !strings.Contains(errs, tc.want) {
+			t.Errorf("%s: exit %d\n%s", tc.text, code, errs)
+		}
 	}
 }
 

@@ -219,8 +219,8 @@ func report(path string, err error, stdout, stderr io.Writer) int {
 	var se *spec.Error
 	if errors.As(err, &se) {
 		fmt.Fprintf(stderr, "✗ %s:\n", path)
-		for _, p := range se.Problems {
-			fmt.Fprintf(stderr, "    %s\n", p)
+		for _, is := range se.Issues() {
+			fmt.Fprintf(stderr, "    %s: %s\n", is.Severity, is.Message)
 		}
 		return 1
 	}
@@ -233,7 +233,7 @@ func report(path string, err error, stdout, stderr io.Writer) int {
 func (v validation) warn(path string, s *spec.Spec) int {
 	ws := s.Warnings()
 	for _, w := range ws {
-		fmt.Fprintf(v.stderr, "⚠ %s: %s\n", path, w.Message)
+		fmt.Fprintf(v.stderr, "⚠ %s: %s: %s\n", path, w.Severity, w.Message)
 	}
 	if v.strict && len(ws) > 0 {
 		return 1
