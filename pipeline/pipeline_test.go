@@ -541,13 +541,14 @@ func TestProcessEnvelopes(t *testing.T) {
 		 "routing_rules": [{"condition": "count", "value": 2, "target": "executor"}], "default_next": "end"},
 		{"name": "executor", "agent": {"agent_name": "executor", "version": "v1", "mode": "plan", "tools": ["kv_set", "kv_get"]}, "output_key": "execution"}]}`
 	var sawTask any
-	hooks := WithHooks("planner", Hooks{Work: func(_ context.Context, env *Envelope) (map[string]any, error) {
+	plan := func(_ context.Context, env *Envelope) (map[string]any, error) {
 		sawTask = env.RawInput["task"]
 		return map[string]any{"count": 2, "steps": []planStep{
 			{Tool: "kv_set", Parameters: map[string]any{"key": "k", "value": 1}},
 			{Tool: "kv_get", Parameters: map[string]any{"key": "k"}},
 		}}, nil
-	}})
+	}
+	hooks := WithHooks("planner", Hooks{Work: plan})
 	d, err := Parse("p", []byte(def))
 	if err != nil {
 		t.Fatal(err)
@@ -586,6 +587,16 @@ func TestProcessEnvelopes(t *testing.T) {
 	}
 	if _, err := p.ProcessStage(context.Background(), "nope", env); !errors.Is(err, ErrInvalid) {
 		t.Errorf("an unknown stage: %v", err)
+	}
+	// What a mock returns is made JSON values the same way.
+	pm, err := New(d, ".", WithTools(kvTools(t)), WithHooks("planner", Hooks{Mock: plan}), WithMock(true))
+	if err != nil {
+		t.Fatal(err)
+	}
+	env, _ = NewEnvelope("store k")
+	res, err = pm.Process(context.Background(), env)
+	if err != nil || stages(res) != "planner:success executor:success" || env.Outputs["execution"]["succeeded"] != 2 {
+		t.Fatalf("mock: %v: %s: %v", err, stages(res), env.Outputs)
 	}
 }
 
