@@ -83,13 +83,13 @@ func TestEscapedChildrenAreKilled(t *testing.T) {
 		name, marker, script string
 		timedOut             bool
 	}{
-		{"at the timeout", "61.5151", "setsid sleep 61.5151 & sleep 61.5152", true},
+		{"at the timeout", uniqueMarker(2), "setsid sleep " + uniqueMarker(2) + " & sleep " + uniqueMarker(3), true},
 		// setsid -f forks and returns at once: the child is orphaned
 		// before the call could see it; it still carries the call's token.
-		{"after the program exits", "61.5253", "setsid -f sleep 61.5253 >/dev/null 2>&1; exit 0", false},
+		{"after the program exits", uniqueMarker(4), "setsid -f sleep " + uniqueMarker(4) + " >/dev/null 2>&1; exit 0", false},
 		// A child that leaves the group, drops its environment and is
 		// orphaned at once: only the PID namespace holds it.
-		{"without the call's environment", "61.5354", "setsid -f env -i /bin/sleep 61.5354 >/dev/null 2>&1; exit 0", false},
+		{"without the call's environment", uniqueMarker(5), "setsid -f env -i /bin/sleep " + uniqueMarker(5) + " >/dev/null 2>&1; exit 0", false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if tc.name == "without the call's environment" && !Contained() {
@@ -99,7 +99,7 @@ func TestEscapedChildrenAreKilled(t *testing.T) {
 			if err != nil || r.TimedOut != tc.timedOut {
 				t.Fatalf("result %+v, %v; want timed out %v", r, err, tc.timedOut)
 			}
-			if pids := running(tc.marker); len(pids) > 0 {
+			if pids := outliving(tc.marker); len(pids) > 0 {
 				t.Errorf("processes outlived the call: %v", pids)
 				for _, p := range pids {
 					if proc, err := os.FindProcess(p); err == nil {
