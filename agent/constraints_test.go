@@ -5,7 +5,6 @@ import (
 	"errors"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/agentry/agentry/llm"
 )
@@ -43,16 +42,12 @@ func TestInputConstraints(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			start := time.Now()
 			res, err := a.Run(context.Background(), map[string]any{"who": "x", "constraints": tt.constraints})
 			if !errors.Is(err, tt.wantErr) || (tt.wantErr == nil) != (err == nil) {
 				t.Fatalf("err = %v, want %v", err, tt.wantErr)
 			}
 			if res.Outcome != tt.wantOutcome || res.Success != tt.wantSuccess {
 				t.Errorf("outcome %s success %v, want %s %v (%+v)", res.Outcome, res.Success, tt.wantOutcome, tt.wantSuccess, res.Error)
-			}
-			if tt.wantErr == ErrTimeout && time.Since(start) > 30*time.Second {
-				t.Errorf("the run took %v", time.Since(start))
 			}
 			if tt.wantErr == ErrLowQuality && (res.Result != "done" || res.Error.Code != CodeValidation || res.Error.Details["required_quality"] != 0.95) {
 				t.Errorf("a partial answer keeps its result and says why: %+v", res.Error)
