@@ -357,7 +357,7 @@ func TestEventOrder(t *testing.T) {
 }
 
 func TestStreamingChunksReachSubscribers(t *testing.T) {
-	m := scriptModel(t, `{"turns": [{"content": "one two three four"}]}`)
+	m := scriptModel(t, `{"turns": [{"content": "`+strings.Repeat("one two three four ", 20)+`"}]}`)
 	a := newTestAgent(t, `{`+base+`}`, m)
 	var text strings.Builder
 	chunks := 0
@@ -367,7 +367,8 @@ func TestStreamingChunksReachSubscribers(t *testing.T) {
 			text.WriteString(e.Content)
 		}
 	}))
-	if err != nil || chunks != 4 || text.String() != res.RawContent {
+	// The text comes in pieces a little behind the provider, and whole.
+	if err != nil || chunks < 4 || text.String() != res.RawContent {
 		t.Errorf("%d chunks %q vs %q, %v", chunks, text.String(), res.RawContent, err)
 	}
 }
@@ -630,13 +631,15 @@ func TestErrorCodesOutsideTheModel(t *testing.T) {
 	}
 }
 
-// splitSecretStream streams an answer whose secret is cut between two
-// chunks, the way a provider's tokens fall.
-type splitSecretStream struct{ recorder }
+// piecesStream streams its pieces, the way a provider's tokens fall.
+type piecesStream struct {
+	recorder
+	pieces []string
+}
 
-func (s *splitSecretStream) Stream(ctx context.Context, req *llm.Request) iter.Seq2[llm.Chunk, error] {
+func (s *piecesStream) Stream(ctx context.Context, req *llm.Request) iter.Seq2[llm.Chunk, error] {
 	return func(yield func(llm.Chunk, error) bool) {
-		for _, piece := range []string{"the key is sk-proj-CANARY", "split0123456789abcdefghij", " and", " more"} {
+		for _, piece := range s.pieces {
 			if !yield(llm.Chunk{Text: piece}, nil) {
 				return
 			}
@@ -644,28 +647,58 @@ func (s *splitSecretStream) Stream(ctx context.Context, req *llm.Request) iter.S
 	}
 }
 
-func (s *splitSecretStream) Generate(ctx context.Context, req *llm.Request) (*llm.Response, error) {
+func (s *piecesStream) Generate(ctx context.Context, req *llm.Request) (*llm.Response, error) {
 	return llm.Collect(s.Stream(ctx, req), nil)
 }
 
 // TestStreamedSecretRedacted attacks redaction through streaming: a
-// secret cut between two chunks reaches no content_chunk event whole or
-// in part, and the streamed text still adds up to the answer, redacted.
+// secret cut between chunks, a bearer header whose token comes in
+// pieces, one in a single chunk, a PEM key at the end of the answer, a
+// spaced card number. No content_chunk event holds any of it, and the
+// streamed text adds up to the answer as the Result has it. Text with
+// nothing to hide (Chinese, JSON) still streams in pieces.
 func TestStreamedSecretRedacted(t *testing.T) {
-	a := newTestAgent(t, `{`+base+`}`, &splitSecretStream{})
-	var text strings.Builder
-	res, err := a.Run(context.Background(), map[string]any{"who": "x"}, WithEvents(func(e event.Event) {
-		if e.Type == event.ContentChunk {
-			text.WriteString(e.Content)
-		}
-	}))
-	if err != nil {
-		t.Fatal(err)
+	const pem = "-----BEGIN PRIVATE KEY-----\nMIIEvQIBADANBgkqhkiG9w0BAQEFAASCBKcwggSjAgEAAoIBAQC7\nVJTUt9Us8cKjMzEfYyjiWA4R4/M2bS1GB4t7NXp98C3SC6dVMvDuictGeurT8jNbvJZHtCSuYEvu\n-----END PRIVATE KEY-----"
+	long := strings.Repeat("words come one by one ", 8)
+	tests := []struct {
+		name    string
+		pieces  []string
+		secrets []string
+		chunks  int // at least this many events
+	}{
+		{"a key cut in two", []string{"the key is sk-proj-CANARY", "split0123456789abcdefghij", " and", " more"},
+			[]string{"CANARY", "0123456789abcdefghij"}, 1},
+		{"a bearer header in tokens", []string{long, "Authorization: Bearer", " abcdefghij", "klmnopqrstuv", "wxyz012345", " ok ", long},
+			[]string{"abcdefghij", "wxyz012345"}, 2},
+		{"a bearer header in one chunk", []string{long + "use Bearer abcdefghijklmnopqrstuvwxyz012345 " + long},
+			[]string{"abcdefghijklmnopqrstuvwxyz"}, 1},
+		{"a PEM key at the end", append(strings.SplitAfter(long+"here: "+pem, " "), ""),
+			[]string{"MIIEvQIBADANBgkqhkiG9w0BAQEFAASCBKcwggSjAgEAAoIBAQC7", "VJTUt9Us8cKjMzEfYyjiWA4R4"}, 2},
+		{"Chinese text", strings.Split(strings.Repeat("这是一段没有空格的中文文本。", 10), "。"), nil, 5},
+		{"JSON", strings.SplitAfter(strings.Repeat(`{"name":"x","value":12},`, 20), ","), nil, 5},
 	}
-	if strings.Contains(text.String(), "CANARY") || strings.Contains(text.String(), "0123456789abcdefghij") {
-		t.Errorf("the streamed text holds the secret: %q", text.String())
-	}
-	if text.String() != "the key is [REDACTED:secret] and more" || res.Result != text.String() {
-		t.Errorf("streamed %q, result %q", text.String(), res.Result)
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			a := newTestAgent(t, `{`+base+`}`, &piecesStream{pieces: tt.pieces})
+			var text strings.Builder
+			chunks := 0
+			res, err := a.Run(context.Background(), map[string]any{"who": "x"}, WithEvents(func(e event.Event) {
+				if e.Type == event.ContentChunk {
+					chunks++
+					text.WriteString(e.Content)
+				}
+			}))
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, secret := range tt.secrets {
+				if strings.Contains(text.String(), secret) {
+					t.Errorf("the streamed text holds %q: %q", secret, text.String())
+				}
+			}
+			if res.RawContent != text.String() || chunks < tt.chunks {
+				t.Errorf("%d events; streamed %q\nresult %q", chunks, text.String(), res.RawContent)
+			}
+		})
 	}
 }

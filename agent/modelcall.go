@@ -8,7 +8,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/agentry/agentry/event"
 	"github.com/agentry/agentry/llm"
@@ -100,34 +102,98 @@ func (r *run) generate(ctx context.Context) (*llm.Response, error) {
 	return r.s.provider.Generate(ctx, &r.req)
 }
 
-// chunker emits streamed text as content_chunk events in whole words: a
-// piece ends at whitespace, and the rest waits for the next. A secret
-// without spaces (a key, a token, a value from the environment) is never
-// cut between two events, so the redaction of each event sees it whole.
+// chunker emits streamed text as content_chunk events a little behind
+// the provider, so that a secret cut between the provider's chunks is
+// redacted whole. It holds back the last streamLag bytes and the token
+// they end in, never cuts where redacting the text up to the cut differs
+// from redacting all of it (a secret, a bearer header or a card number
+// would straddle the cut), and holds an unfinished PEM block whole.
 type chunker struct {
 	r    *run
 	fn   func(llm.Chunk) // add, as a func value made once
 	held []byte
 }
 
-// maxHeld is how much text without whitespace waits before it goes out
-// anyway: no secret shape is longer.
-const maxHeld = 16 << 10
+const (
+	// streamLag is how far events stay behind the provider: longer than
+	// the secret shapes that hold spaces (a bearer header, a spaced card
+	// or IBAN).
+	streamLag = 64
+	// maxHeld is how much text with no place to cut waits before it goes
+	// out anyway: no secret shape without spaces is longer.
+	maxHeld = 16 << 10
+)
 
 func (c *chunker) add(ch llm.Chunk) {
 	if ch.Text == "" {
 		return
 	}
 	c.held = append(c.held, ch.Text...)
-	cut := bytes.LastIndexAny(c.held, " \t\r\n") + 1
-	if cut == 0 {
+	if len(c.held) <= streamLag {
+		return
+	}
+	cut := c.safe(tokenEnd(c.held, len(c.held)-streamLag))
+	if cut <= 0 {
 		if len(c.held) < maxHeld {
 			return
 		}
-		cut = len(c.held)
+		cut = len(c.held) - streamLag
+		for cut > 0 && !utf8.RuneStart(c.held[cut]) {
+			cut--
+		}
 	}
 	c.r.emit(event.Event{Type: event.ContentChunk, Content: string(c.held[:cut])})
 	c.held = c.held[:copy(c.held, c.held[cut:])]
+}
+
+// safe moves cut back until nothing the redactor finds straddles it, and
+// before an unfinished PEM block; 0 when no place is safe yet.
+func (c *chunker) safe(cut int) int {
+	red := c.r.a.redact
+	var whole string
+	for cut > 0 {
+		if i := bytes.LastIndex(c.held[:cut], []byte("-----BEGIN")); i >= 0 && !pemEnded(c.held[i:]) {
+			cut = tokenEnd(c.held, i)
+			continue
+		}
+		if whole == "" {
+			whole = red.String(string(c.held))
+		}
+		if strings.HasPrefix(whole, red.String(string(c.held[:cut]))) {
+			return cut
+		}
+		cut = tokenEnd(c.held, cut-1)
+	}
+	return 0
+}
+
+// pemEnded says a PEM block's text has its end line: "-----END", its
+// label and "-----".
+func pemEnded(b []byte) bool {
+	_, after, ok := bytes.Cut(b, []byte("-----END"))
+	return ok && bytes.Contains(after, []byte("-----"))
+}
+
+// tokenEnd is the last place at or before at where text may be cut
+// without cutting a token a secret could be (letters, digits and
+// - _ + / = . ~ :): just after a byte outside them, or 0.
+func tokenEnd(b []byte, at int) int {
+	for i := min(at, len(b)) - 1; i >= 0; i-- {
+		switch c := b[i]; {
+		case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c >= '0' && c <= '9', strings.IndexByte("-_+/=.~:", c) >= 0:
+		default:
+			if c >= utf8.RuneSelf && !utf8.RuneStart(b[i]) {
+				continue // inside a multi-byte character: cut after it
+			}
+			if c >= utf8.RuneSelf {
+				// A multi-byte character ends where the next rune starts.
+				_, n := utf8.DecodeRune(b[i:])
+				return i + n
+			}
+			return i + 1
+		}
+	}
+	return 0
 }
 
 // flush emits what is held when a streamed reply ends.
