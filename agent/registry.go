@@ -188,10 +188,11 @@ func LoadRegistry(dir spec.Dir, opts ...Option) (*Registry, error) {
 		}
 		for _, ver := range vers {
 			a, err := FromDir(dir.Path, name+"@"+ver, append(slices.Clip(opts), WithRegistry(r))...)
-			if err == nil {
-				err = r.Register(a)
-			}
 			if err != nil {
+				problems = append(problems, strings.TrimPrefix(err.Error(), ErrConfig.Error()+": ")) // it names the agent
+				continue
+			}
+			if err := r.Register(a); err != nil {
 				problems = append(problems, fmt.Sprintf("%s@%s: %v", name, ver, err))
 			}
 		}

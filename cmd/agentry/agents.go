@@ -29,8 +29,8 @@ type versionInfo struct {
 
 func newAgentsCmd(stdout io.Writer) *cobra.Command {
 	var (
-		dir    string
-		asJSON bool
+		dir, dsn, prompts string
+		asJSON            bool
 	)
 	cmd := &cobra.Command{
 		Use:   "agents",
@@ -48,7 +48,9 @@ problem, and the command exits 2.`,
 				// The directory loads into one registry, as a program
 				// that serves it would: each agent built, its tools,
 				// sub-agents and handoffs found.
-				reg, err := agent.LoadRegistry(spec.Dir{Path: dir}, agent.WithTools(builtinTools(false)))
+				ps := &lazyPrompts{ctx: cmd.Context(), dsn: dsn, dir: prompts}
+				defer ps.close()
+				reg, err := agent.LoadRegistry(spec.Dir{Path: dir}, checkOptions(ps)...)
 				if err != nil {
 					return usageErr(fmt.Errorf("--agents %s: %w", dir, err))
 				}
@@ -69,6 +71,8 @@ problem, and the command exits 2.`,
 	}
 	cmd.Flags().StringVar(&dir, "agents", "agents", "the agents directory")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the list as JSON")
+	dbFlag(cmd, &dsn)
+	promptsFlag(cmd, &prompts)
 	return cmd
 }
 

@@ -395,6 +395,17 @@ func TestAgentsCommand(t *testing.T) {
 	if code, _, errs := run(t, "agents", "--agents", dir); code != 2 || !strings.Contains(errs, "boss@v1") || !strings.Contains(errs, "ghost") {
 		t.Errorf("an agent that does not build: exit %d\n%s", code, errs)
 	}
+	// An agent with memory builds as validate builds it: no run store
+	// of the host's is needed to list it.
+	dir = t.TempDir()
+	os.MkdirAll(dir+"/concierge", 0o755)
+	script, _ := filepath.Abs("../../examples/memory/remember.json")
+	data, _ := os.ReadFile("../../examples/memory/agent.json")
+	data = bytes.Replace(data, []byte(`"scripted:remember.json"`), []byte(`"scripted:`+script+`"`), 1)
+	os.WriteFile(dir+"/concierge/v1.json", data, 0o600)
+	if code, out, errs := run(t, "agents", "--agents", dir, "--db", filepath.Join(t.TempDir(), "runs.db")); code != 0 || !strings.Contains(out, "concierge") {
+		t.Errorf("an agent with memory: exit %d\n%s\n%s", code, out, errs)
+	}
 }
 
 // TestValidateWarnsOfUnknownModels: a model its provider's catalog lacks

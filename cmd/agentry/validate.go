@@ -41,9 +41,7 @@ file and the field. Exit code 0 when all are valid, 2 otherwise.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ps := &lazyPrompts{ctx: cmd.Context(), dsn: dsn, dir: prompts}
 			defer ps.close()
-			// A spec's memory is checked without a backend of the host's:
-			// an in-process one stands in for the run store.
-			opts := []agent.Option{agent.WithTools(builtinTools(false)), agent.WithPrompts(ps), agent.WithMemory(memory.NewInMemory())}
+			opts := checkOptions(ps)
 			bad := 0
 			v := validation{strict: strict, stdout: stdout, stderr: stderr}
 			for _, p := range args {
@@ -61,6 +59,14 @@ file and the field. Exit code 0 when all are valid, 2 otherwise.`,
 	dbFlag(cmd, &dsn)
 	promptsFlag(cmd, &prompts)
 	return cmd
+}
+
+// checkOptions are the options an agent is built with to be checked
+// rather than run: the built-in tools, the prompt store (opened when a
+// spec has a prompt_ref), and an in-process memory standing in for the
+// run store's.
+func checkOptions(ps *lazyPrompts) []agent.Option {
+	return []agent.Option{agent.WithTools(builtinTools(false)), agent.WithPrompts(ps), agent.WithMemory(memory.NewInMemory())}
 }
 
 // lazyPrompts is the prompt store of validate: the run store is opened
