@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -515,6 +516,13 @@ func (a *Agent) withHistory(msgs []llm.Message, input map[string]any) ([]llm.Mes
 		}
 		m.Content = text
 		m.ToolCalls = slices.Clone(m.ToolCalls)
+		if m.Media != nil { // the run's own: a caller who edits it does not edit the agent
+			media := llm.Media{Images: slices.Clone(m.Media.Images)}
+			for j := range media.Images {
+				media.Images[j].Data = bytes.Clone(media.Images[j].Data)
+			}
+			m.Media = &media
+		}
 		hist[i] = m
 	}
 	out := make([]llm.Message, 0, len(msgs)+len(hist))

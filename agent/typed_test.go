@@ -88,6 +88,32 @@ func TestAgentIsImmutable(t *testing.T) {
 	if q, _ := a.Prompt(nil); !json.Valid(q.ResponseFormat) || !json.Valid(a.Spec().OutputSchema) {
 		t.Errorf("the response format changed under the agent: %q", q.ResponseFormat)
 	}
+	// Nor editing the images of the history a prompt or a Result holds.
+	withImage := &spec.Spec{AgentName: "v", Version: "v1", Mode: spec.ModeWriter, SystemText: "Describe.", PurposeText: "Describe it.",
+		OutputSchema: []byte(`{"type": "object"}`), Messages: []llm.Message{{Role: llm.RoleUser, Content: "Look.",
+			Media: &llm.Media{Images: []llm.Image{{URL: "https://example.com/a.png"}}}}}}
+	b, err := New(withImage, WithProvider(&recorder{replies: []reply{answer(`{}`)}}, "test"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	bp, _ := b.Prompt(nil)
+	for _, m := range bp.Messages {
+		if m.Media != nil {
+			m.Media.Images[0].URL = "https://evil.example/"
+		}
+	}
+	res, _ = b.Run(context.Background(), nil)
+	for _, m := range res.Messages {
+		if m.Media != nil {
+			m.Media.Images[0].URL = "https://evil.example/"
+		}
+	}
+	if got := b.Spec().Messages[0].Media.Images[0].URL; got != "https://example.com/a.png" {
+		t.Errorf("the agent's image is now %q", got)
+	}
+	if q, _ := b.Prompt(nil); q.Messages[1].Media.Images[0].URL != "https://example.com/a.png" {
+		t.Errorf("a later prompt's image is %+v", q.Messages[1].Media)
+	}
 }
 
 // TestInitialMessages: a spec's messages are the conversation the agent
