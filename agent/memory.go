@@ -375,7 +375,8 @@ func (r *run) memorize(final *Final) error {
 		case "tool_results":
 			for i := range r.trace.steps {
 				if s := &r.trace.steps[i]; s.call != nil && (s.more == nil || s.more.err == "") {
-					texts = append(texts, s.call.Name+": "+truncate(s.obs, 4<<10))
+					// Redacted before it is cut: a secret cut in two would not be seen.
+					texts = append(texts, s.call.Name+": "+truncate(r.a.redact.String(s.obs), 4<<10))
 				}
 			}
 		}

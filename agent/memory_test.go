@@ -12,6 +12,7 @@ import (
 	"github.com/agentry/agentry/policy"
 	"github.com/agentry/agentry/runlog"
 	"github.com/agentry/agentry/spec"
+	"github.com/agentry/agentry/tool"
 )
 
 const memorySpec = "testdata/memory/agent.json"
@@ -356,5 +357,36 @@ func TestMemorySealedStartRecord(t *testing.T) {
 	other := memoryAgent(t, b, "recall.json", nil, WithEncryptionKey([]byte("fedcba9876543210fedcba9876543210")))
 	if _, err := other.Replay(ctx, st, res.ID); !errors.Is(err, runlog.ErrSealed) || !strings.Contains(err.Error(), "does not open with this key") {
 		t.Errorf("a replay with another key: %v; want the log refused", err)
+	}
+}
+
+// A tool's result written to memory is redacted before it is cut to
+// size: a secret straddling the cut is not stored half in the clear.
+func TestMemoryRedactsBeforeCutting(t *testing.T) {
+	const secret = "sk-proj-CANARYmemcut00000000000000009"
+	// The cut (at 4 KiB of the output) leaves "sk-proj-CANA": too short
+	// for a key's shape on its own.
+	pad := strings.Repeat("x", 4<<10-13)
+	leak := tool.Must(tool.Func("leak", "Leak.", func(context.Context, echoArgs) (string, error) {
+		return pad + " " + secret + " and more", nil
+	}, tool.WithIdempotency(tool.Safe)))
+	b := memory.NewInMemory()
+	m := &recorder{replies: []reply{calls(call("1", "leak", `{"text": "x"}`)), answer("done")}}
+	a, err := New(mustSpec(t, `{"agent_name": "m", "version": "v1", "model_name": "m", "tools": ["leak"],
+		"memory": {"stream": "user:${user_id}", "write": ["tool_results"]}}`), WithProvider(m, "test"), WithTools(testTools(t, leak)), WithMemory(b))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.Run(context.Background(), nil, WithUser("ada")); err != nil {
+		t.Fatal(err)
+	}
+	entries, _ := b.Memory().Read(context.Background(), "user:ada", memory.ReadOptions{})
+	if len(entries) == 0 {
+		t.Fatal("nothing was remembered")
+	}
+	for _, e := range entries {
+		if strings.Contains(e.Text, "sk-proj-C") {
+			t.Errorf("stored in part in the clear: …%q", e.Text[max(0, len(e.Text)-80):])
+		}
 	}
 }
