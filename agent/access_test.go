@@ -91,13 +91,18 @@ func TestAccessControl(t *testing.T) {
 // only admins may run. The transfer is refused, audited, and the admin
 // agent never answers.
 func TestAccessHandoff(t *testing.T) {
+	guest, admin := policy.Principal{UserID: "eve", Roles: []string{"guest"}}, policy.Principal{UserID: "ada", Roles: []string{"guest", "admin"}}
 	for _, tt := range []struct {
 		name      string
 		principal policy.Principal
+		policy    string // the front agent's, besides access.run
 		wantAdmin bool
+		wantRule  string
 	}{
-		{"a guest is refused", policy.Principal{UserID: "eve", Roles: []string{"guest"}}, false},
-		{"an admin is transferred", policy.Principal{UserID: "ada", Roles: []string{"guest", "admin"}}, true},
+		{"a guest is refused", guest, "", false, "access.run"},
+		{"an admin is transferred", admin, "", true, ""},
+		{"the transfer tool denied", admin, `"tools": {"deny": ["transfer_to_admin"]}, `, false, "tools.deny"},
+		{"the transfer tool for admins", guest, `"access": {"run": ["guest"], "tools": {"transfer_to_*": ["admin"]}}, `, false, "access.tools"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			ctx := policy.WithPrincipal(context.Background(), tt.principal)
@@ -112,8 +117,12 @@ func TestAccessHandoff(t *testing.T) {
 				t.Fatal(err)
 			}
 			front := &recorder{replies: []reply{calls(call("1", "transfer_to_admin", `{}`)), answer("front answers")}}
+			pol := tt.policy + `"access": {"run": ["guest"]}`
+			if strings.Contains(tt.policy, `"access"`) {
+				pol = strings.TrimSuffix(tt.policy, ", ")
+			}
 			a, err := New(mustSpec(t, `{"agent_name": "front", "version": "v1", "model_name": "m", "handoffs": ["admin"],
-				"policy": {"access": {"run": ["guest"]}}}`), WithProvider(front, "test"), WithRegistry(reg))
+				"policy": {`+pol+`}}`), WithProvider(front, "test"), WithRegistry(reg))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -132,11 +141,11 @@ func TestAccessHandoff(t *testing.T) {
 			if len(adminModel.reqs) != 0 {
 				t.Error("the admin agent's model was called")
 			}
-			if act := res.Steps[0].Action; act == nil || !strings.Contains(act.Error, "may not run") {
+			if act := res.Steps[0].Action; act == nil || act.Error == "" {
 				t.Errorf("the transfer's step: %+v", res.Steps[0])
 			}
 			audit, _ := st.AuditLog(ctx, res.ID)
-			if len(audit) != 1 || audit[0].Rule != "access.run" || audit[0].Target != "agent:admin" || audit[0].UserID != "eve" {
+			if len(audit) != 1 || audit[0].Rule != tt.wantRule || audit[0].UserID != tt.principal.UserID {
 				t.Errorf("audit %+v", audit)
 			}
 		})

@@ -111,11 +111,7 @@ func (r *run) exec(index, base int, call *llm.ToolCall, res *ToolResult, transfe
 		res.Err = &tool.ErrorDetails{Type: "unknown_tool", Recoverable: true,
 			Message: fmt.Sprintf("there is no tool %q; available tools: %s", call.Name, r.toolNames())}
 	case transfer:
-		if d := r.handoffReady(b.handoff, call.ID); d != nil {
-			res.Err = d
-		} else {
-			res.Output = json.RawMessage(`{"transferred_to":"` + b.handoff.name + `"}`)
-		}
+		res.Output, res.Err = r.transfer(b, call, index, start)
 	case r.fromCache(call, res):
 	default:
 		c := &tool.Call{ID: call.ID, Name: call.Name, Arguments: call.Arguments, Tool: b.tool, Info: b.info,

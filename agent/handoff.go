@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/agentry/agentry/llm"
 	"github.com/agentry/agentry/policy"
@@ -131,6 +132,34 @@ func (r *run) handoffReady(h *handoff, callID string) *tool.ErrorDetails {
 		return &tool.ErrorDetails{Type: "handoff_failed", Message: fmt.Sprintf("handoff to %s: %s", h.ref, strings.Join(probs, "; "))}
 	}
 	return nil
+}
+
+// transfer answers a call of a transfer tool: the agent's policy decides
+// on it as on any tool call (tools.deny, access.tools, approval, rate
+// limits), then the target must be ready (handoffReady). The loop takes
+// the handoff once the turn's calls are done.
+func (r *run) transfer(b *binding, call *llm.ToolCall, index int, start time.Time) (json.RawMessage, error) {
+	ready := func(context.Context, *tool.Call) (tool.Output, error) {
+		if d := r.handoffReady(b.handoff, call.ID); d != nil {
+			return tool.Output{}, d
+		}
+		return tool.Output{JSON: json.RawMessage(`{"transferred_to":"` + b.handoff.name + `"}`)}, nil
+	}
+	h := tool.Handler(ready)
+	if r.a.policyMW != nil {
+		h = r.a.policyMW(h)
+	}
+	c := &tool.Call{ID: call.ID, Name: call.Name, Arguments: call.Arguments, Tool: b.tool, Info: b.info,
+		Turn: r.st.Turn, Index: index, Started: start, Time: r.at(start), Run: r.info}
+	out, err := h(r.ctx, c)
+	if err == nil {
+		return out.JSON, nil
+	}
+	var d *tool.ErrorDetails
+	if !errors.As(err, &d) {
+		d = &tool.ErrorDetails{Type: "handoff_failed", Message: err.Error()}
+	}
+	return nil, d
 }
 
 // takeHandoff passes the run to the agent the transfer call names: the
