@@ -134,25 +134,28 @@ func TestDeterministicSubAgents(t *testing.T) {
 	run := func(opts ...RunOption) []byte {
 		reg := NewRegistry()
 		sub := newTestAgent(t, `{"agent_name": "helper", "version": "v1", "model_name": "m", "description": "Helps."}`,
-			&recorder{replies: []reply{answer("helped")}})
+			&recorder{replies: []reply{answer("helped"), answer("helped")}})
 		if err := reg.Register(sub); err != nil {
 			t.Fatal(err)
 		}
-		m := &recorder{replies: []reply{calls(call("1", "helper", `{"task": "help"}`)), answer("done")}}
+		// The same sub-agent twice with one input: two runs, two ids.
+		m := &recorder{replies: []reply{calls(call("1", "helper", `{"task": "help"}`), call("2", "helper", `{"task": "help"}`)), answer("done")}}
 		a, err := New(mustSpec(t, `{"agent_name": "boss", "version": "v1", "model_name": "m", "tools": ["agent:helper"]}`),
 			WithProvider(m, "test"), WithRegistry(reg))
 		if err != nil {
 			t.Fatal(err)
 		}
 		var events bytes.Buffer
-		sawSub := false
+		subRuns := map[string]bool{}
 		_, err = a.Run(context.Background(), map[string]any{"task": "t"}, append(opts, WithEvents(func(e event.Event) {
-			sawSub = sawSub || e.AgentName == "helper"
+			if e.AgentName == "helper" {
+				subRuns[e.RunID] = true
+			}
 			b, _ := json.Marshal(e)
 			events.Write(append(b, '\n'))
 		}, event.Block()))...)
-		if err != nil || !sawSub {
-			t.Fatalf("%v; the sub-agent's events seen: %v", err, sawSub)
+		if err != nil || len(subRuns) != 2 {
+			t.Fatalf("%v; the sub-agent's runs: %v", err, subRuns)
 		}
 		return events.Bytes()
 	}

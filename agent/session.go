@@ -578,7 +578,9 @@ type Settings struct {
 	Now time.Time
 }
 
-// SettingsOf returns what opts set, as a run given them would use it.
+// SettingsOf returns what opts set: the trace id as a run given them
+// would carry it, the caller's seed and clock. A spec's own seed is the
+// agent's, not the options', and is not among them.
 func SettingsOf(opts ...RunOption) Settings {
 	var c runConfig
 	for _, o := range opts {

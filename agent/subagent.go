@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -123,10 +124,11 @@ func (t subTool) Call(ctx context.Context, args json.RawMessage) (json.RawMessag
 		return nil, &tool.ArgumentError{Tool: t.a.spec.AgentName, Problems: []string{"arguments are not a JSON object"}}
 	}
 	var opts []RunOption
+	call := tool.CallFrom(ctx)
 	if l := linkFrom(ctx); l != nil {
-		opts = append(opts, WithEventBus(&l.run.s.bus), func(c *runConfig) { c.parent = l; c.inherit(l.run.s.cfg.extra) })
+		opts = append(opts, WithEventBus(&l.run.s.bus), func(c *runConfig) { c.parent = l; c.inherit(l.run.s.cfg.extra, call) })
 	}
-	if c := tool.CallFrom(ctx); c != nil {
+	if c := call; c != nil {
 		b := c.Budget
 		opts = append(opts, func(rc *runConfig) { rc.parentBudget = &b })
 		if c.Run != nil {
@@ -198,11 +200,18 @@ func (t subTool) session(ctx context.Context, input map[string]any, opts []RunOp
 }
 
 // inherit gives a sub-run its parent's seed and clock: a deterministic
-// run's sub-agents are deterministic too.
-func (c *runConfig) inherit(e *runExtra) {
+// run's sub-agents are deterministic too. The seed is mixed with the
+// call's key, so that two calls of one sub-agent with one input are two
+// runs.
+func (c *runConfig) inherit(e *runExtra, call *tool.Call) {
 	if e == nil || !e.seeded && e.now.IsZero() {
 		return
 	}
 	m := c.more()
 	m.seeded, m.seedIDs, m.seed, m.now = e.seeded, e.seedIDs, e.seed, e.now
+	if call != nil {
+		h := fnv.New64a()
+		h.Write([]byte(call.Key()))
+		m.seed ^= int64(h.Sum64())
+	}
 }
