@@ -135,7 +135,7 @@ func (v validation) path(path, agentsDir string, writeLock bool, opts []agent.Op
 	if data, err := os.ReadFile(path); err == nil && !st.IsDir() && isTemplate(data) {
 		probs := templateProblems(path, nil)
 		if len(probs) > 0 {
-			fmt.Fprintf(stderr, "✗ %s:\n    %s\n", path, strings.Join(probs, "\n    "))
+			fmt.Fprintf(stderr, "✗ %s:\n    error: %s\n", path, strings.Join(probs, "\n    error: "))
 			return 1
 		}
 		fmt.Fprintf(stdout, "✓ %s\n", path)
@@ -210,7 +210,7 @@ func reportPipeline(path string, err error, stdout, stderr io.Writer) int {
 	if errors.As(err, &de) {
 		fmt.Fprintf(stderr, "✗ %s:\n", path)
 		for _, p := range de.Problems {
-			fmt.Fprintf(stderr, "    %s\n", p)
+			fmt.Fprintf(stderr, "    error: %s\n", p)
 		}
 		return 1
 	}
