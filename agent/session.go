@@ -352,7 +352,7 @@ func (a *Agent) Run(ctx context.Context, input map[string]any, opts ...RunOption
 	s, err := a.NewSession(input, opts...)
 	if err != nil {
 		if ie := (*InputError)(nil); errors.As(err, &ie) {
-			return a.refused(ie, input, SettingsOf(opts...)), err
+			return a.refused(ie, input, opts), err
 		}
 		return nil, err
 	}
@@ -363,10 +363,15 @@ func (a *Agent) Run(ctx context.Context, input map[string]any, opts ...RunOption
 // run returns a Result (DESIGN.md 3.2), a complete one with empty lists.
 // It follows the run's options: a seeded run's ids, a fixed clock, the
 // trace id.
-func (a *Agent) refused(ie *InputError, input map[string]any, set Settings) *Result {
+func (a *Agent) refused(ie *InputError, input map[string]any, opts []RunOption) *Result {
+	var c runConfig
+	for _, o := range opts {
+		o(&c)
+	}
+	set := SettingsOf(opts...)
 	sessionID, runID := ids.Two("ses", "run")
 	if set.Seed != nil {
-		seed := idSeed(*set.Seed, a, "", input)
+		seed := idSeed(*set.Seed, a, c.info.ParentRunID, input)
 		sessionID, runID = ids.Seeded("ses", seed), ids.Seeded("run", seed)
 	}
 	now := Timestamp{time.Now()}
