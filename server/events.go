@@ -1,0 +1,115 @@
+package server
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/agentry/agentry/store"
+)
+
+// How the event stream polls the store and keeps a quiet stream open.
+const (
+	pollEvery      = 50 * time.Millisecond
+	heartbeatEvery = 15 * time.Second
+)
+
+// events streams a run's events as server-sent events, cut from the run
+// store: each event's id is its sequence number in the run's log, so a
+// client that sends Last-Event-ID gets exactly the events after it, from
+// this server or another, before a restart or after. The stream closes
+// after run_end (or once the run has stopped and its log is read to the
+// end); ": heartbeat" comments keep a quiet one open. A slow client never
+// slows the run: it reads the store at its own pace.
+func (s *Server) events(w http.ResponseWriter, r *http.Request) {
+	run, ok := s.storedRun(w, r)
+	if !ok {
+		return
+	}
+	var after int64
+	if last := r.Header.Get("Last-Event-ID"); last != "" {
+		n, err := strconv.ParseInt(last, 10, 64)
+		if err != nil || n < 0 {
+			writeError(w, http.StatusBadRequest, "invalid_request", fmt.Sprintf("Last-Event-ID %q is not an event id", last))
+			return
+		}
+		after = n
+	}
+	flusher, ok := w.(http.Flusher)
+	if !ok {
+		writeError(w, http.StatusInternalServerError, "error", "the connection cannot stream")
+		return
+	}
+	h := w.Header()
+	h.Set("Content-Type", "text/event-stream")
+	h.Set("Cache-Control", "no-cache")
+	h.Set("X-Accel-Buffering", "no")
+	w.WriteHeader(http.StatusOK)
+	flusher.Flush()
+	ctx := r.Context()
+	poll := time.NewTicker(pollEvery)
+	defer poll.Stop()
+	quietSince := time.Now()
+	for {
+		recs, err := s.cfg.Store.Records(ctx, run.ID, after)
+		if err != nil {
+			return // the client went away, or the store failed: the client resumes
+		}
+		for _, rec := range recs {
+			after = rec.Seq
+			if rec.Kind != store.KindEvent {
+				continue
+			}
+			typ := eventType(rec.Data)
+			fmt.Fprintf(w, "id: %d\nevent: %s\ndata: %s\n\n", rec.Seq, typ, bytes.TrimSpace(rec.Data))
+			quietSince = time.Now()
+			if typ == "run_end" && runOf(rec.Data) == run.ID {
+				flusher.Flush()
+				return
+			}
+		}
+		if len(recs) > 0 {
+			flusher.Flush()
+		} else if cur, err := s.cfg.Store.Get(ctx, run.ID); err == nil && cur.Status != store.Running {
+			// Stopped without a run_end of its own (refused, interrupted):
+			// read to the end once more, then close.
+			if more, err := s.cfg.Store.Records(ctx, run.ID, after); err == nil && len(more) == 0 {
+				return
+			}
+		}
+		if time.Since(quietSince) >= heartbeatEvery {
+			fmt.Fprint(w, ": heartbeat\n\n")
+			flusher.Flush()
+			quietSince = time.Now()
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-poll.C:
+		}
+	}
+}
+
+// eventType is the type an event's JSON names.
+func eventType(data json.RawMessage) string {
+	var e struct {
+		Type string `json:"type"`
+	}
+	if json.Unmarshal(data, &e) != nil || e.Type == "" {
+		return "message"
+	}
+	return e.Type
+}
+
+// runOf is the run an event is of: a sub-agent's events are in its
+// parent's log, and its run_end does not end its parent's stream.
+func runOf(data json.RawMessage) string {
+	var e struct {
+		RunID string `json:"run_id"`
+	}
+	json.Unmarshal(data, &e)
+	return e.RunID
+}

@@ -1,0 +1,273 @@
+package server
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/agentry/agentry/agent"
+	"github.com/agentry/agentry/internal/strictjson"
+	"github.com/agentry/agentry/policy"
+	"github.com/agentry/agentry/runlog"
+	"github.com/agentry/agentry/spec"
+	"github.com/agentry/agentry/store"
+)
+
+// runRequest is the body of POST /v1/runs.
+type runRequest struct {
+	Agent    string            `json:"agent,omitempty"`
+	Spec     json.RawMessage   `json:"spec,omitempty"`
+	Input    map[string]any    `json:"input,omitempty"`
+	User     string            `json:"user,omitempty"`
+	Metadata map[string]string `json:"metadata,omitempty"`
+}
+
+// createRun starts a run of a named agent (or, for an admin, of an
+// inline spec), and answers 201 with its id at once, or 200 with its
+// Result when ?wait=true. The run goes on whatever the client does.
+func (s *Server) createRun(w http.ResponseWriter, r *http.Request) {
+	var req runRequest
+	if err := decodeBody(r, &req); err != nil {
+		writeBodyError(w, err)
+		return
+	}
+	p := policy.PrincipalFrom(r.Context())
+	a, owned, status, err := s.agentFor(&req, p)
+	if err != nil {
+		writeError(w, status, codeOf(status), err.Error())
+		return
+	}
+	select {
+	case s.slots <- struct{}{}:
+	default:
+		if owned {
+			a.Close()
+		}
+		w.Header().Set("Retry-After", "1")
+		writeError(w, http.StatusTooManyRequests, "too_many_runs", fmt.Sprintf("the server runs %d runs at once; try again", cap(s.slots)))
+		return
+	}
+	opts := []agent.RunOption{agent.WithStore(s.cfg.Store), agent.WithMetadata(req.Metadata)}
+	if req.User != "" {
+		opts = append(opts, agent.WithUser(req.User))
+	}
+	if tp := r.Header.Get("Traceparent"); tp != "" {
+		opts = append(opts, agent.WithTraceParent(tp))
+	}
+	sess, err := a.NewSession(req.Input, opts...)
+	if err != nil {
+		<-s.slots
+		if owned {
+			a.Close()
+		}
+		writeError(w, http.StatusBadRequest, "invalid_input", err.Error())
+		return
+	}
+	id := sess.RunID()
+	done := make(chan *agent.Result, 1)
+	s.mu.Lock()
+	s.runs[id] = sess
+	s.mu.Unlock()
+	s.wg.Add(1)
+	// The run's context is the server's, with the caller's principal:
+	// the client going away does not end it.
+	ctx := policy.WithPrincipal(s.base, *p)
+	go func() {
+		defer s.wg.Done()
+		defer func() { <-s.slots }()
+		res, _ := sess.Run(ctx)
+		s.mu.Lock()
+		delete(s.runs, id)
+		s.mu.Unlock()
+		if owned {
+			a.Close()
+		}
+		done <- res
+	}()
+	if wait, _ := strconv.ParseBool(r.URL.Query().Get("wait")); wait {
+		select {
+		case res := <-done:
+			writeJSON(w, http.StatusOK, res)
+		case <-r.Context().Done():
+		}
+		return
+	}
+	writeJSON(w, http.StatusCreated, map[string]string{"run_id": id, "status": string(store.Running)})
+}
+
+// agentFor is the agent req names: a served one, or one built from its
+// inline spec (owned: the run closes it), which only an admin may run.
+func (s *Server) agentFor(req *runRequest, p *policy.Principal) (a *agent.Agent, owned bool, status int, err error) {
+	switch {
+	case req.Agent != "" && len(req.Spec) > 0:
+		return nil, false, http.StatusBadRequest, errors.New(`give "agent" or "spec", not both`)
+	case req.Agent != "":
+		a, err := s.cfg.Agents.Get(req.Agent)
+		if err != nil {
+			return nil, false, http.StatusNotFound, err
+		}
+		return a, false, 0, nil
+	case len(req.Spec) > 0:
+		if roleOf(p) != RoleAdmin {
+			return nil, false, http.StatusForbidden, errors.New("running an inline spec needs the role admin")
+		}
+		sp, err := spec.Parse("spec", req.Spec)
+		if err != nil {
+			return nil, false, http.StatusBadRequest, err
+		}
+		a, err := agent.New(sp, s.cfg.AgentOptions...)
+		if err != nil {
+			return nil, false, http.StatusBadRequest, err
+		}
+		return a, true, 0, nil
+	}
+	return nil, false, http.StatusBadRequest, errors.New(`the body names no "agent" and has no "spec"`)
+}
+
+// runView is a run as the API shows it.
+type runView struct {
+	RunID     string          `json:"run_id"`
+	Kind      string          `json:"kind"`
+	Agent     string          `json:"agent"`
+	Version   string          `json:"version"`
+	ParentID  string          `json:"parent_run_id,omitempty"`
+	SessionID string          `json:"session_id,omitempty"`
+	Status    store.Status    `json:"status"`
+	Outcome   string          `json:"outcome,omitempty"`
+	Turns     int             `json:"turns"`
+	Tokens    int             `json:"tokens"`
+	CostUSD   *float64        `json:"cost_usd"`
+	Error     string          `json:"error,omitempty"`
+	CreatedAt time.Time       `json:"created_at"`
+	UpdatedAt time.Time       `json:"updated_at"`
+	Result    json.RawMessage `json:"result,omitempty"`
+}
+
+func viewOf(r store.Run) runView {
+	return runView{RunID: r.ID, Kind: r.Kind, Agent: r.Name, Version: r.Version, ParentID: r.ParentID, SessionID: r.SessionID,
+		Status: r.Status, Outcome: r.Outcome, Turns: r.Turns, Tokens: r.Tokens, CostUSD: r.CostUSD, Error: r.Error,
+		CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt}
+}
+
+// getRun answers a run's summary, with its Result once it has one.
+func (s *Server) getRun(w http.ResponseWriter, r *http.Request) {
+	run, ok := s.storedRun(w, r)
+	if !ok {
+		return
+	}
+	v := viewOf(run)
+	if run.Status != store.Running {
+		if l, err := runlog.Read(r.Context(), s.cfg.Store, run.ID); err == nil && l.Result != nil {
+			v.Result = l.Result
+		}
+	}
+	writeJSON(w, http.StatusOK, v)
+}
+
+// listRuns answers the runs, newest first: ?agent=, ?status=, ?limit=.
+func (s *Server) listRuns(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	f := store.Filter{Name: q.Get("agent"), Status: store.Status(q.Get("status"))}
+	if f.Status != "" && !f.Status.Valid() {
+		writeError(w, http.StatusBadRequest, "invalid_request", fmt.Sprintf("status %q is not a run status", f.Status))
+		return
+	}
+	if l := q.Get("limit"); l != "" {
+		n, err := strconv.Atoi(l)
+		if err != nil || n < 1 || n > 1000 {
+			writeError(w, http.StatusBadRequest, "invalid_request", fmt.Sprintf("limit %q is not a number from 1 to 1000", l))
+			return
+		}
+		f.Limit = n
+	}
+	runs, err := s.cfg.Store.List(r.Context(), f)
+	if err != nil {
+		writeError(w, http.StatusInternalServerError, "store_error", "the run store failed to list runs")
+		return
+	}
+	out := make([]runView, len(runs))
+	for i, run := range runs {
+		out[i] = viewOf(run)
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"runs": out})
+}
+
+// abort stops a run this server drives; 409 for one it does not (ended,
+// or driven by another process).
+func (s *Server) abort(w http.ResponseWriter, r *http.Request) {
+	run, ok := s.storedRun(w, r)
+	if !ok {
+		return
+	}
+	s.mu.Lock()
+	sess := s.runs[run.ID]
+	s.mu.Unlock()
+	if sess == nil {
+		writeError(w, http.StatusConflict, "conflict", fmt.Sprintf("run %s is %s and not driven by this server: it cannot be aborted here", run.ID, run.Status))
+		return
+	}
+	sess.Abort()
+	writeJSON(w, http.StatusAccepted, map[string]string{"run_id": run.ID, "status": "aborting"})
+}
+
+// storedRun is the run the path names, or the error answered.
+func (s *Server) storedRun(w http.ResponseWriter, r *http.Request) (store.Run, bool) {
+	id := r.PathValue("id")
+	run, err := s.cfg.Store.Get(r.Context(), id)
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		writeError(w, http.StatusNotFound, "not_found", fmt.Sprintf("no run %q", id))
+		return run, false
+	case err != nil:
+		writeError(w, http.StatusInternalServerError, "store_error", "the run store failed to read the run")
+		return run, false
+	}
+	return run, true
+}
+
+// agentView is an agent as GET /v1/agents lists it.
+type agentView struct {
+	Name        string   `json:"name"`
+	Version     string   `json:"version"`
+	Mode        string   `json:"mode"`
+	Model       string   `json:"model,omitempty"`
+	Description string   `json:"description,omitempty"`
+	Tools       []string `json:"tools"`
+}
+
+func (s *Server) listAgents(w http.ResponseWriter, r *http.Request) {
+	out := []agentView{}
+	for _, a := range s.cfg.Agents.Agents() {
+		sp := a.Spec()
+		out = append(out, agentView{Name: sp.AgentName, Version: sp.Version, Mode: string(sp.Mode), Model: sp.ModelName,
+			Description: sp.Description, Tools: append([]string{}, sp.Tools...)})
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"agents": out})
+}
+
+// decodeBody reads r's JSON body into v, refusing unknown fields.
+func decodeBody(r *http.Request, v any) error {
+	data, err := io.ReadAll(r.Body)
+	if err != nil {
+		return err
+	}
+	if len(data) == 0 {
+		return errors.New("the body is empty: want a JSON object")
+	}
+	return strictjson.Decode(data, v)
+}
+
+// writeBodyError answers a body that could not be read: 413 past the
+// cap, 400 otherwise.
+func writeBodyError(w http.ResponseWriter, err error) {
+	var tooBig *http.MaxBytesError
+	if errors.As(err, &tooBig) {
+		writeError(w, http.StatusRequestEntityTooLarge, "too_large", fmt.Sprintf("the body is over %d bytes", tooBig.Limit))
+		return
+	}
+	writeError(w, http.StatusBadRequest, "invalid_request", err.Error())
+}

@@ -1,0 +1,158 @@
+// Package server serves agents over HTTP (DESIGN.md 3.11): runs created
+// by agent name or inline spec, read and listed from the run store, their
+// events streamed live as server-sent events cut from the store (so a
+// client resumes exactly, with Last-Event-ID, after a restart too), and
+// aborted. A run never depends on its client: it goes on when the client
+// disconnects.
+//
+// A Server is an http.Handler. It authenticates callers by bearer key,
+// each with a role (viewer reads, runner also creates and aborts runs of
+// named agents, admin also runs inline specs); with no keys every caller
+// is an admin, and the binary then listens on loopback only.
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"sync"
+
+	"github.com/agentry/agentry/agent"
+	"github.com/agentry/agentry/policy"
+	"github.com/agentry/agentry/store"
+)
+
+// Config is what a Server serves and how.
+type Config struct {
+	// Store keeps every run; required.
+	Store store.Store
+	// Agents are the agents served by name ("NAME" or "NAME@VERSION").
+	Agents *agent.Registry
+	// AgentOptions build the agents of inline specs (tools, models).
+	AgentOptions []agent.Option
+	// Keys are the bearer keys callers present; none: no authentication.
+	Keys []Key
+	// MaxRuns bounds the runs going at once (429 beyond); 0 is 64.
+	MaxRuns int
+	// MaxBody caps a request's body in bytes (413 beyond); 0 is 1 MiB.
+	MaxBody int64
+	// Logger receives the server's records; nil: none.
+	Logger *slog.Logger
+}
+
+// Server serves agents over HTTP. Its zero value is not usable: use New.
+type Server struct {
+	cfg   Config
+	mux   *http.ServeMux
+	slots chan struct{} // one per run going
+
+	mu    sync.Mutex
+	runs  map[string]*agent.Session // the runs this server drives, by id
+	wg    sync.WaitGroup
+	base  context.Context // the runs' context: cancelled by Close
+	close context.CancelFunc
+}
+
+// New returns a Server for c.
+func New(c Config) (*Server, error) {
+	if c.Store == nil {
+		return nil, errors.New("server: Config.Store is required")
+	}
+	if c.Agents == nil {
+		c.Agents = agent.NewRegistry()
+	}
+	if c.MaxRuns <= 0 {
+		c.MaxRuns = 64
+	}
+	if c.MaxBody <= 0 {
+		c.MaxBody = 1 << 20
+	}
+	s := &Server{cfg: c, mux: http.NewServeMux(), slots: make(chan struct{}, c.MaxRuns), runs: map[string]*agent.Session{}}
+	s.base, s.close = context.WithCancel(context.Background())
+	s.route("POST /v1/runs", RoleRunner, s.createRun)
+	s.route("GET /v1/runs", RoleViewer, s.listRuns)
+	s.route("GET /v1/runs/{id}", RoleViewer, s.getRun)
+	s.route("GET /v1/runs/{id}/events", RoleViewer, s.events)
+	s.route("POST /v1/runs/{id}/abort", RoleRunner, s.abort)
+	s.route("GET /v1/agents", RoleViewer, s.listAgents)
+	s.mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
+		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+	})
+	s.mux.HandleFunc("GET /readyz", s.ready)
+	s.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		writeError(w, http.StatusNotFound, "not_found", fmt.Sprintf("no route %s %s", r.Method, r.URL.Path))
+	})
+	return s, nil
+}
+
+// ServeHTTP serves one request.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.mux.ServeHTTP(w, r) }
+
+// Close aborts the runs the server drives and waits for them to end (each
+// reaches a durable point first), or for ctx.
+func (s *Server) Close(ctx context.Context) error {
+	s.close()
+	done := make(chan struct{})
+	go func() { s.wg.Wait(); close(done) }()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// route serves pattern to callers whose role is at least min.
+func (s *Server) route(pattern string, min Role, h func(http.ResponseWriter, *http.Request)) {
+	s.mux.HandleFunc(pattern, func(w http.ResponseWriter, r *http.Request) {
+		p, status, err := s.authenticate(r)
+		if err != nil {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="agentry"`)
+			writeError(w, status, codeOf(status), err.Error())
+			return
+		}
+		if !allows(p, min) {
+			writeError(w, http.StatusForbidden, "forbidden", fmt.Sprintf("this needs the role %s", min))
+			return
+		}
+		r.Body = http.MaxBytesReader(w, r.Body, s.cfg.MaxBody)
+		h(w, r.WithContext(policy.WithPrincipal(r.Context(), *p)))
+	})
+}
+
+// ready says whether the store answers.
+func (s *Server) ready(w http.ResponseWriter, r *http.Request) {
+	if _, err := s.cfg.Store.List(r.Context(), store.Filter{Limit: 1}); err != nil {
+		writeError(w, http.StatusServiceUnavailable, "store_error", "the run store does not answer")
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]string{"status": "ready"})
+}
+
+// writeJSON writes v as the response, with status.
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
+	enc.Encode(v)
+}
+
+// writeError writes {"error": {"code", "message"}} with status.
+func writeError(w http.ResponseWriter, status int, code, message string) {
+	writeJSON(w, status, map[string]any{"error": map[string]string{"code": code, "message": message}})
+}
+
+// codeOf is the error code of an HTTP status.
+func codeOf(status int) string {
+	switch status {
+	case http.StatusUnauthorized:
+		return "unauthorized"
+	case http.StatusForbidden:
+		return "forbidden"
+	}
+	return "error"
+}

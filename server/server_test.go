@@ -1,0 +1,378 @@
+package server
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+
+	"github.com/agentry/agentry/agent"
+	"github.com/agentry/agentry/llm"
+	"github.com/agentry/agentry/llm/scripted"
+	"github.com/agentry/agentry/spec"
+	"github.com/agentry/agentry/store"
+	_ "github.com/agentry/agentry/store/sqlite"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// held is a model that answers once release is closed (or its call's
+// context ends): a run that stays running while a test looks at it.
+type held struct{ release chan struct{} }
+
+func (h held) Generate(ctx context.Context, _ *llm.Request) (*llm.Response, error) {
+	select {
+	case <-h.release:
+		return &llm.Response{Content: "released"}, nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+// fixture is a server over a fresh SQLite store with two agents: greeter
+// (scripted, two turns of a tool call then an answer) and waiter (held).
+type fixture struct {
+	srv     *Server
+	http    *httptest.Server
+	st      store.Store
+	release chan struct{}
+}
+
+func newFixture(t *testing.T, c Config) *fixture {
+	t.Helper()
+	ctx := context.Background()
+	st, err := store.Open(ctx, filepath.Join(t.TempDir(), "runs.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	script, err := scripted.New("greeter",
+		scripted.Turn{Content: "Looking.", ToolCalls: []scripted.ToolCall{{Name: "kv_set", Arguments: map[string]any{"key": "k", "value": "v"}}}},
+		scripted.Turn{Content: "Hello, Ada."})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tools := agent.WithTools(kvRegistry(t))
+	greeter, err := agent.New(&spec.Spec{AgentName: "greeter", Version: "v1", SystemText: "Greet.", Tools: []string{"kv_set"}},
+		agent.WithProvider(script.Model(), "scripted"), tools)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := &fixture{st: st, release: make(chan struct{})}
+	waiter, err := agent.New(&spec.Spec{AgentName: "waiter", Version: "v1", SystemText: "Wait."}, agent.WithProvider(held{f.release}, "test"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg := agent.NewRegistry()
+	if err := reg.Register(greeter, waiter); err != nil {
+		t.Fatal(err)
+	}
+	c.Store, c.Agents = st, reg
+	c.AgentOptions = append(c.AgentOptions, agent.WithProvider(script.Model(), "scripted"), tools)
+	f.srv, err = New(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.http = httptest.NewServer(f.srv)
+	t.Cleanup(func() {
+		select {
+		case <-f.release:
+		default:
+			close(f.release)
+		}
+		f.http.Close()
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if err := f.srv.Close(ctx); err != nil {
+			t.Errorf("close: %v", err)
+		}
+		reg.Close()
+		greeter.Close()
+		waiter.Close()
+		st.Close()
+	})
+	return f
+}
+
+// do sends a request with key (none when ""), and returns the status and
+// the body decoded from JSON.
+func (f *fixture) do(t *testing.T, method, path, key, body string) (int, map[string]any) {
+	t.Helper()
+	req, _ := http.NewRequest(method, f.http.URL+path, strings.NewReader(body))
+	if key != "" {
+		req.Header.Set("Authorization", "Bearer "+key)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var out map[string]any
+	data, _ := io.ReadAll(resp.Body)
+	if err := json.Unmarshal(data, &out); err != nil {
+		t.Fatalf("%s %s: not JSON (%d): %s", method, path, resp.StatusCode, data)
+	}
+	return resp.StatusCode, out
+}
+
+// sse is one server-sent event.
+type sse struct {
+	id   int64
+	typ  string
+	data map[string]any
+}
+
+// stream reads a run's event stream from after (0: the start) to its end.
+func (f *fixture) stream(t *testing.T, id string, after int64) []sse {
+	t.Helper()
+	req, _ := http.NewRequest("GET", f.http.URL+"/v1/runs/"+id+"/events", nil)
+	if after > 0 {
+		req.Header.Set("Last-Event-ID", strconv.FormatInt(after, 10))
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Error(err)
+		return nil
+	}
+	defer resp.Body.Close()
+	if ct := resp.Header.Get("Content-Type"); resp.StatusCode != 200 || ct != "text/event-stream" {
+		t.Errorf("events: %d %s", resp.StatusCode, ct)
+		return nil
+	}
+	var out []sse
+	var cur sse
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(nil, 1<<20)
+	for sc.Scan() {
+		line := sc.Text()
+		switch {
+		case line == "":
+			if cur.typ != "" {
+				out = append(out, cur)
+			}
+			cur = sse{}
+		case strings.HasPrefix(line, "id: "):
+			cur.id, _ = strconv.ParseInt(line[4:], 10, 64)
+		case strings.HasPrefix(line, "event: "):
+			cur.typ = line[7:]
+		case strings.HasPrefix(line, "data: "):
+			if err := json.Unmarshal([]byte(line[6:]), &cur.data); err != nil {
+				t.Errorf("data is not JSON: %s", line)
+				return out
+			}
+		}
+	}
+	return out
+}
+
+// TestRunLifecycle: a run created and waited for, read, listed; its
+// events streamed whole, ending with run_end, and resumed from any
+// event id with none lost or repeated.
+func TestRunLifecycle(t *testing.T) {
+	f := newFixture(t, Config{})
+	code, res := f.do(t, "POST", "/v1/runs?wait=true", "", `{"agent": "greeter", "input": {"task": "greet Ada"}}`)
+	if code != 200 || res["success"] != true || res["result"] != "Hello, Ada." {
+		t.Fatalf("%d %v", code, res)
+	}
+	id := res["id"].(string)
+	code, run := f.do(t, "GET", "/v1/runs/"+id, "", "")
+	if code != 200 || run["status"] != "completed" || run["agent"] != "greeter" || run["result"] == nil {
+		t.Fatalf("get: %d %v", code, run)
+	}
+	code, list := f.do(t, "GET", "/v1/runs?agent=greeter&status=completed", "", "")
+	if runs, _ := list["runs"].([]any); code != 200 || len(runs) != 1 || runs[0].(map[string]any)["run_id"] != id {
+		t.Fatalf("list: %d %v", code, list)
+	}
+	all := f.stream(t, id, 0)
+	if len(all) < 5 || all[0].typ != "run_start" || all[len(all)-1].typ != "run_end" {
+		t.Fatalf("events %v", all)
+	}
+	for i, e := range all {
+		if e.data["type"] != e.typ || e.data["run_id"] != id || (i > 0 && e.id <= all[i-1].id) {
+			t.Fatalf("event %d: %+v", i, e)
+		}
+	}
+	for cut := range all {
+		rest := f.stream(t, id, all[cut].id)
+		if len(rest) != len(all)-cut-1 {
+			t.Fatalf("resumed after %d: %d events, want %d", all[cut].id, len(rest), len(all)-cut-1)
+		}
+		for i, e := range rest {
+			if e.id != all[cut+1+i].id {
+				t.Fatalf("resumed after %d: event %d is %d", all[cut].id, i, e.id)
+			}
+		}
+	}
+}
+
+// TestLiveEvents: a client that watches a run from its start sees every
+// event as it happens, through run_end, while the run is still going
+// when it connects; aborting it ends it as aborted.
+func TestLiveEvents(t *testing.T) {
+	f := newFixture(t, Config{})
+	code, created := f.do(t, "POST", "/v1/runs", "", `{"agent": "waiter", "input": {"task": "wait"}}`)
+	if code != 201 || created["status"] != "running" {
+		t.Fatalf("%d %v", code, created)
+	}
+	id := created["run_id"].(string)
+	got := make(chan []sse, 1)
+	go func() { got <- f.stream(t, id, 0) }()
+	close(f.release)
+	events := <-got
+	if len(events) == 0 {
+		t.Fatal("no events")
+	}
+	last := events[len(events)-1]
+	if d, _ := last.data["data"].(map[string]any); last.typ != "run_end" || d["outcome"] != "success" {
+		t.Fatalf("live events %v", events)
+	}
+	// Abort: a run still going ends aborted; one that ended is a conflict.
+	f2 := newFixture(t, Config{})
+	_, created = f2.do(t, "POST", "/v1/runs", "", `{"agent": "waiter"}`)
+	id = created["run_id"].(string)
+	waitFor(t, func() bool { _, r := f2.do(t, "GET", "/v1/runs/"+id, "", ""); return r["status"] == "running" })
+	if code, body := f2.do(t, "POST", "/v1/runs/"+id+"/abort", "", ""); code != 202 {
+		t.Fatalf("abort: %d %v", code, body)
+	}
+	waitFor(t, func() bool { _, r := f2.do(t, "GET", "/v1/runs/"+id, "", ""); return r["status"] == "aborted" })
+	if code, body := f2.do(t, "POST", "/v1/runs/"+id+"/abort", "", ""); code != 409 {
+		t.Errorf("abort an ended run: %d %v", code, body)
+	}
+}
+
+// waitFor polls cond until it holds, failing the test after a long while.
+func waitFor(t *testing.T, cond func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		if cond() {
+			return
+		}
+	}
+	t.Fatal("the condition never held")
+}
+
+// TestErrors: each bad request is answered with its status and a JSON
+// error naming the problem.
+func TestErrors(t *testing.T) {
+	f := newFixture(t, Config{MaxBody: 256})
+	for _, tc := range []struct {
+		method, path, body string
+		status             int
+		code, says         string
+	}{
+		{"GET", "/v1/runs/run_nope", "", 404, "not_found", "run_nope"},
+		{"GET", "/v1/runs/run_nope/events", "", 404, "not_found", "run_nope"},
+		{"POST", "/v1/runs", `{"agent": "ghost"}`, 404, "error", "ghost"},
+		{"POST", "/v1/runs", `{"agent": "greeter", "colour": 1}`, 400, "invalid_request", "colour"},
+		{"POST", "/v1/runs", `{"agent": "greeter", "spec": {}}`, 400, "error", "not both"},
+		{"POST", "/v1/runs", `{}`, 400, "error", "names no"},
+		{"POST", "/v1/runs", ``, 400, "invalid_request", "empty"},
+		{"POST", "/v1/runs", `{"agent": "greeter", "input": {"task": "` + strings.Repeat("x", 300) + `"}}`, 413, "too_large", "256"},
+		{"POST", "/v1/runs", `{"spec": {"agent_name": "x"}}`, 400, "error", "version"},
+		{"GET", "/v1/runs?status=sleeping", "", 400, "invalid_request", "sleeping"},
+		{"GET", "/v1/runs?limit=0", "", 400, "invalid_request", "limit"},
+		{"GET", "/v2/nothing", "", 404, "not_found", "/v2/nothing"},
+	} {
+		t.Run(tc.method+" "+tc.path+" "+tc.body[:min(len(tc.body), 30)], func(t *testing.T) {
+			code, body := f.do(t, tc.method, tc.path, "", tc.body)
+			e, _ := body["error"].(map[string]any)
+			if code != tc.status || e == nil || e["code"] != tc.code || !strings.Contains(fmt.Sprint(e["message"]), tc.says) {
+				t.Errorf("%d %v; want %d %s saying %q", code, body, tc.status, tc.code, tc.says)
+			}
+		})
+	}
+}
+
+// TestRoles attacks the roles: no key, an unknown key, a viewer creating
+// a run, a runner running an inline spec, are each refused; what each
+// role may do it can.
+func TestRoles(t *testing.T) {
+	keys := []Key{{Name: "val", SHA256: HashKey("view-key"), Role: RoleViewer}, {Name: "rui", SHA256: HashKey("run-key"), Role: RoleRunner},
+		{Name: "ada", SHA256: HashKey("admin-key"), Role: RoleAdmin}}
+	f := newFixture(t, Config{Keys: keys})
+	inline := `{"spec": {"agent_name": "inline", "version": "v1", "system_text": "Greet.", "tools": ["kv_set"]}}`
+	for _, tc := range []struct {
+		name, method, path, key, body string
+		status                        int
+	}{
+		{"no key", "GET", "/v1/runs", "", "", 401},
+		{"an unknown key", "GET", "/v1/runs", "guess", "", 401},
+		{"a viewer reads", "GET", "/v1/agents", "view-key", "", 200},
+		{"a viewer creates", "POST", "/v1/runs", "view-key", `{"agent": "greeter"}`, 403},
+		{"a runner creates", "POST", "/v1/runs?wait=true", "run-key", `{"agent": "greeter"}`, 200},
+		{"a runner runs a spec", "POST", "/v1/runs", "run-key", inline, 403},
+		{"an admin runs a spec", "POST", "/v1/runs?wait=true", "admin-key", inline, 200},
+		{"health needs no key", "GET", "/healthz", "", "", 200},
+		{"readiness needs no key", "GET", "/readyz", "", "", 200},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			code, body := f.do(t, tc.method, tc.path, tc.key, tc.body)
+			if code != tc.status {
+				t.Errorf("%d %v, want %d", code, body, tc.status)
+			}
+		})
+	}
+	// The audit log names the caller as the key's name.
+	runs, _ := f.st.List(context.Background(), store.Filter{Name: "greeter"})
+	if len(runs) != 1 {
+		t.Fatalf("%d greeter runs", len(runs))
+	}
+	l, _ := f.st.Records(context.Background(), runs[0].ID, 0)
+	if len(l) == 0 || !strings.Contains(string(l[0].Data), `"user_id":"rui"`) {
+		t.Errorf("the run does not act for the key's name: %s", l[0].Data)
+	}
+}
+
+// TestConcurrencyLimit: past MaxRuns a new run is refused with 429 and
+// Retry-After; once a run ends there is room again.
+func TestConcurrencyLimit(t *testing.T) {
+	f := newFixture(t, Config{MaxRuns: 1})
+	if code, body := f.do(t, "POST", "/v1/runs", "", `{"agent": "waiter"}`); code != 201 {
+		t.Fatalf("%d %v", code, body)
+	}
+	code, body := f.do(t, "POST", "/v1/runs", "", `{"agent": "greeter"}`)
+	if e, _ := body["error"].(map[string]any); code != 429 || e["code"] != "too_many_runs" {
+		t.Fatalf("%d %v", code, body)
+	}
+	close(f.release)
+	waitFor(t, func() bool {
+		code, _ := f.do(t, "POST", "/v1/runs?wait=true", "", `{"agent": "greeter"}`)
+		return code == 200
+	})
+}
+
+// TestLoadKeys: a keys file is read, and each problem in it named.
+func TestLoadKeys(t *testing.T) {
+	dir := t.TempDir()
+	for _, tc := range []struct{ name, text, says string }{
+		{"good", `[{"name": "ci", "sha256": "` + HashKey("k") + `", "role": "runner"}]`, ""},
+		{"a bad hash", `[{"name": "ci", "sha256": "abc", "role": "runner"}]`, "64 hex digits"},
+		{"a bad role", `[{"name": "ci", "sha256": "` + HashKey("k") + `", "role": "root"}]`, `role "root"`},
+		{"no keys", `[]`, "no keys"},
+		{"an unknown field", `[{"name": "ci", "key": "k"}]`, "key"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			path := filepath.Join(dir, tc.name+".json")
+			writeFile(t, path, tc.text)
+			keys, err := LoadKeys(path)
+			if tc.says == "" {
+				if err != nil || len(keys) != 1 || keys[0].Role != RoleRunner {
+					t.Fatalf("%v %v", keys, err)
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), tc.says) {
+				t.Errorf("err = %v, want it to say %q", err, tc.says)
+			}
+		})
+	}
+}
