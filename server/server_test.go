@@ -281,6 +281,7 @@ func TestErrors(t *testing.T) {
 		{"GET", "/v1/runs?status=sleeping", "", 400, "invalid_request", "sleeping"},
 		{"GET", "/v1/runs?limit=0", "", 400, "invalid_request", "limit"},
 		{"GET", "/v2/nothing", "", 404, "not_found", "/v2/nothing"},
+		{"PUT", "/v1/runs", "", 404, "not_found", "PUT /v1/runs"},
 	} {
 		t.Run(tc.method+" "+tc.path+" "+tc.body[:min(len(tc.body), 30)], func(t *testing.T) {
 			code, body := f.do(t, tc.method, tc.path, "", tc.body)

@@ -1,0 +1,138 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/agentry/agentry/agent"
+	"github.com/agentry/agentry/memory"
+	"github.com/agentry/agentry/server"
+	"github.com/agentry/agentry/spec"
+)
+
+// serveFlags are the flags of agentry serve.
+type serveFlags struct {
+	addr, agents, db, prompts, keys string
+	maxRuns                         int
+	allowPrivate                    bool
+}
+
+func newServeCmd(stdout, stderr io.Writer) *cobra.Command {
+	var f serveFlags
+	cmd := &cobra.Command{
+		Use:   "serve",
+		Short: "Serve the agents of a directory over HTTP",
+		Long: `Serve every agent of the agents directory over HTTP (docs/server.md): runs created by
+name, read, listed, aborted, and their events streamed live (server-sent events, resumable
+with Last-Event-ID). Without --auth-keys the server listens on loopback only.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return serve(cmd.Context(), f, stdout, stderr)
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&f.addr, "addr", "127.0.0.1:8080", "the address to listen on")
+	fl.StringVar(&f.agents, "agents", "agents", "the agents directory to serve")
+	fl.StringVar(&f.keys, "auth-keys", "", `a JSON file of bearer keys: [{"name", "sha256", "role"}] (roles viewer, runner, admin; hashes from "agentry hash-key")`)
+	fl.IntVar(&f.maxRuns, "max-runs", 64, "the most runs going at once (429 beyond)")
+	fl.BoolVar(&f.allowPrivate, "allow-private-network", false, "let the HTTP tools reach private and loopback addresses")
+	dbFlag(cmd, &f.db)
+	promptsFlag(cmd, &f.prompts)
+	return cmd
+}
+
+// serve runs the server until SIGINT or SIGTERM, then lets the runs it
+// drives reach a durable point and stop.
+func serve(ctx context.Context, f serveFlags, stdout, stderr io.Writer) error {
+	var keys []server.Key
+	if f.keys != "" {
+		var err error
+		if keys, err = server.LoadKeys(f.keys); err != nil {
+			return usageErr(err)
+		}
+	} else if !loopback(f.addr) {
+		return usageErr(fmt.Errorf("--addr %s is not a loopback address: a server without --auth-keys listens on loopback only", f.addr))
+	}
+	if os.Getenv(memory.KeyEnv) != "" {
+		return usageErr(fmt.Errorf("%s is set: agentry serve does not yet read sealed run logs; serve without it", memory.KeyEnv))
+	}
+	st, err := openStore(ctx, f.db)
+	if err != nil {
+		return usageErr(err)
+	}
+	defer st.Close()
+	so, err := storeOptions(st, f.prompts)
+	if err != nil {
+		return usageErr(err)
+	}
+	opts := append([]agent.Option{agent.WithTools(builtinTools(f.allowPrivate))}, so...)
+	reg, err := agent.LoadRegistry(spec.Dir{Path: f.agents}, opts...)
+	if err != nil {
+		return usageErr(fmt.Errorf("--agents %s: %w", f.agents, err))
+	}
+	defer reg.Close()
+	srv, err := server.New(server.Config{Store: st, Agents: reg, AgentOptions: opts, Keys: keys, MaxRuns: f.maxRuns})
+	if err != nil {
+		return runFailed(err)
+	}
+	ln, err := net.Listen("tcp", f.addr)
+	if err != nil {
+		return usageErr(fmt.Errorf("--addr: %w", err))
+	}
+	// Every phase of a connection is bounded but the response's writing:
+	// an event stream stays open as long as its run goes.
+	hs := &http.Server{Handler: srv, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: time.Minute, IdleTimeout: 2 * time.Minute}
+	fmt.Fprintf(stdout, "agentry serve: listening on http://%s (%d agents)\n", ln.Addr(), len(reg.Agents()))
+	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	errc := make(chan error, 1)
+	go func() { errc <- hs.Serve(ln) }()
+	select {
+	case err := <-errc:
+		return runFailed(err)
+	case <-ctx.Done():
+	}
+	fmt.Fprintln(stderr, "agentry serve: stopping")
+	down, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	hs.Shutdown(down)
+	if err := srv.Close(down); err != nil && !errors.Is(err, context.DeadlineExceeded) {
+		return runFailed(err)
+	}
+	return nil
+}
+
+// loopback says addr's host is a loopback address (or localhost).
+func loopback(addr string) bool {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return false
+	}
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+func newHashKeyCmd(stdout io.Writer) *cobra.Command {
+	return &cobra.Command{
+		Use:   "hash-key KEY",
+		Short: "Print the SHA-256 an --auth-keys file keeps of a bearer key",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(_ *cobra.Command, args []string) error {
+			fmt.Fprintln(stdout, server.HashKey(args[0]))
+			return nil
+		},
+	}
+}
