@@ -41,14 +41,10 @@ func (s *Server) createRun(w http.ResponseWriter, r *http.Request) {
 		writeError(w, status, codeOf(status), err.Error())
 		return
 	}
-	select {
-	case s.slots <- struct{}{}:
-	default:
+	if !s.takeSlot(w) {
 		if owned {
 			a.Close()
 		}
-		w.Header().Set("Retry-After", "1")
-		writeError(w, http.StatusTooManyRequests, "too_many_runs", fmt.Sprintf("the server runs %d runs at once; try again", cap(s.slots)))
 		return
 	}
 	opts := []agent.RunOption{agent.WithStore(s.cfg.Store), agent.WithMetadata(req.Metadata)}
@@ -67,15 +63,22 @@ func (s *Server) createRun(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, "invalid_input", err.Error())
 		return
 	}
+	s.start(w, r, sess, a, owned, *p, http.StatusCreated)
+}
+
+// start runs sess in the background, in a slot the caller took, and
+// answers status with the run's id, or 200 with its Result when
+// ?wait=true. The run's context is the server's, with the caller's
+// principal: the client going away does not end it. An owned agent is
+// closed when the run ends.
+func (s *Server) start(w http.ResponseWriter, r *http.Request, sess *agent.Session, a *agent.Agent, owned bool, p policy.Principal, status int) {
 	id := sess.RunID()
 	done := make(chan *agent.Result, 1)
 	s.mu.Lock()
 	s.runs[id] = sess
 	s.mu.Unlock()
 	s.wg.Add(1)
-	// The run's context is the server's, with the caller's principal:
-	// the client going away does not end it.
-	ctx := policy.WithPrincipal(s.base, *p)
+	ctx := policy.WithPrincipal(s.base, p)
 	go func() {
 		defer s.wg.Done()
 		defer func() { <-s.slots }()
@@ -96,7 +99,19 @@ func (s *Server) createRun(w http.ResponseWriter, r *http.Request) {
 		}
 		return
 	}
-	writeJSON(w, http.StatusCreated, map[string]string{"run_id": id, "status": string(store.Running)})
+	writeJSON(w, status, map[string]string{"run_id": id, "status": string(store.Running)})
+}
+
+// takeSlot takes a slot for a run, or answers 429.
+func (s *Server) takeSlot(w http.ResponseWriter) bool {
+	select {
+	case s.slots <- struct{}{}:
+		return true
+	default:
+		w.Header().Set("Retry-After", "1")
+		writeError(w, http.StatusTooManyRequests, "too_many_runs", fmt.Sprintf("the server runs %d runs at once; try again", cap(s.slots)))
+		return false
+	}
 }
 
 // agentFor is the agent req names: a served one, or one built from its

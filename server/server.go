@@ -77,6 +77,7 @@ func New(c Config) (*Server, error) {
 	s.route("GET /v1/runs/{id}", RoleViewer, s.getRun)
 	s.route("GET /v1/runs/{id}/events", RoleViewer, s.events)
 	s.route("POST /v1/runs/{id}/abort", RoleRunner, s.abort)
+	s.route("POST /v1/runs/{id}/resume", RoleRunner, s.resume)
 	s.route("GET /v1/agents", RoleViewer, s.listAgents)
 	s.mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
 		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})

@@ -377,3 +377,47 @@ func TestLoadKeys(t *testing.T) {
 		})
 	}
 }
+
+// TestResume: a run paused for approval resumes over HTTP. A call id the
+// store does not have waiting is refused, whatever the client claims; the
+// waiting one, approved, runs, and the run completes; a run that ended
+// does not resume.
+func TestResume(t *testing.T) {
+	f := newFixture(t, Config{})
+	spec := `{"spec": {"agent_name": "ap", "version": "v1", "system_text": "Greet.", "tools": ["kv_set"],
+		"policy": {"approval": {"tools": ["kv_set"]}}}}`
+	code, res := f.do(t, "POST", "/v1/runs?wait=true", "", spec)
+	if code != 200 || res["terminate_reason"] != "awaiting_approval" {
+		t.Fatalf("%d %v", code, res)
+	}
+	id := res["id"].(string)
+	_, run := f.do(t, "GET", "/v1/runs/"+id, "", "")
+	if run["status"] != "awaiting_approval" {
+		t.Fatalf("status %v", run["status"])
+	}
+	details := res["error"].(map[string]any)["details"].(map[string]any)
+	waiting := details["calls"].([]any)[0].(map[string]any)["call_id"].(string)
+	for _, tc := range []struct {
+		name, body string
+		status     int
+		says       string
+	}{
+		{"a call that does not wait", `{"approve": ["call_9_9"]}`, 400, "call_9_9"},
+		{"a reason without a denial", `{"approve": ["` + waiting + `"], "reason": "no"}`, 400, "deny"},
+		{"an unknown field", `{"approve_all": true}`, 400, "approve_all"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			code, body := f.do(t, "POST", "/v1/runs/"+id+"/resume", "", tc.body)
+			if e, _ := body["error"].(map[string]any); code != tc.status || !strings.Contains(fmt.Sprint(e["message"]), tc.says) {
+				t.Errorf("%d %v", code, body)
+			}
+		})
+	}
+	code, res = f.do(t, "POST", "/v1/runs/"+id+"/resume?wait=true", "", `{"approve": ["`+waiting+`"]}`)
+	if code != 200 || res["success"] != true || res["result"] != "Hello, Ada." {
+		t.Fatalf("resumed: %d %v", code, res)
+	}
+	if code, body := f.do(t, "POST", "/v1/runs/"+id+"/resume", "", `{"approve": ["`+waiting+`"]}`); code != 409 {
+		t.Errorf("a completed run resumed: %d %v", code, body)
+	}
+}

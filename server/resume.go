@@ -1,0 +1,80 @@
+package server
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+
+	"github.com/agentry/agentry/agent"
+	"github.com/agentry/agentry/policy"
+	"github.com/agentry/agentry/store"
+)
+
+// resumeRequest is the body of POST /v1/runs/{id}/resume.
+type resumeRequest struct {
+	Approve []string `json:"approve,omitempty"`
+	Deny    []string `json:"deny,omitempty"`
+	Reason  string   `json:"reason,omitempty"`
+}
+
+// resume continues a run that awaits approval, or was interrupted: the
+// calls it names are approved or denied, and each name is checked
+// against what the run store says is waiting, never against anything the
+// client sends back. The run goes on in the background (202), or to its
+// end with ?wait=true.
+func (s *Server) resume(w http.ResponseWriter, r *http.Request) {
+	run, ok := s.storedRun(w, r)
+	if !ok {
+		return
+	}
+	var req resumeRequest
+	if err := decodeBody(r, &req); err != nil {
+		writeBodyError(w, err)
+		return
+	}
+	switch {
+	case req.Reason != "" && len(req.Deny) == 0:
+		writeError(w, http.StatusBadRequest, "invalid_request", `"reason" says why calls are denied: name them in "deny"`)
+		return
+	case run.Kind != "agent":
+		writeError(w, http.StatusConflict, "conflict", fmt.Sprintf("run %s is a %s's: only agents' runs resume over HTTP", run.ID, run.Kind))
+		return
+	case !run.Status.Resumable():
+		writeError(w, http.StatusConflict, "conflict", fmt.Sprintf("run %s is %s: only a run awaiting approval or interrupted resumes", run.ID, run.Status))
+		return
+	}
+	a, err := agent.Stored(r.Context(), s.cfg.Store, run.ID, s.cfg.AgentOptions...)
+	if err != nil {
+		writeError(w, http.StatusInternalServerError, "error", fmt.Sprintf("run %s: its agent does not build: %v", run.ID, err))
+		return
+	}
+	var opts []agent.RunOption
+	if len(req.Approve) > 0 {
+		opts = append(opts, agent.Approve(req.Approve...))
+	}
+	if len(req.Deny) > 0 {
+		opts = append(opts, agent.Deny(req.Deny...))
+	}
+	if req.Reason != "" {
+		opts = append(opts, agent.WithDenyReason(req.Reason))
+	}
+	if !s.takeSlot(w) {
+		a.Close()
+		return
+	}
+	sess, err := a.Resume(r.Context(), s.cfg.Store, run.ID, opts...)
+	if err != nil {
+		<-s.slots
+		a.Close()
+		status, code := http.StatusBadRequest, "invalid_request"
+		if errors.Is(err, agent.ErrNotResumable) || errors.Is(err, store.ErrHeld) {
+			status, code = http.StatusConflict, "conflict"
+		}
+		writeError(w, status, code, err.Error())
+		return
+	}
+	// The run goes on for the user it acts for; the approver's roles
+	// decide what it may do now.
+	p := policy.PrincipalFrom(r.Context())
+	s.start(w, r, sess, a, true, policy.Principal{Roles: p.Roles}, http.StatusAccepted)
+}
