@@ -183,21 +183,14 @@ func (s *Server) getRun(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, v)
 }
 
-// listRuns answers the runs, newest first: ?agent=, ?status=, ?limit=.
+// listRuns answers the runs, newest first: ?agent=, ?status=, ?since=
+// and ?until= (RFC 3339), ?limit=, and ?cursor= (the next_cursor of the
+// page before).
 func (s *Server) listRuns(w http.ResponseWriter, r *http.Request) {
-	q := r.URL.Query()
-	f := store.Filter{Name: q.Get("agent"), Status: store.Status(q.Get("status"))}
-	if f.Status != "" && !f.Status.Valid() {
-		writeError(w, http.StatusBadRequest, "invalid_request", fmt.Sprintf("status %q is not a run status", f.Status))
+	f, err := filterOf(r)
+	if err != nil {
+		writeError(w, http.StatusBadRequest, "invalid_request", err.Error())
 		return
-	}
-	if l := q.Get("limit"); l != "" {
-		n, err := strconv.Atoi(l)
-		if err != nil || n < 1 || n > 1000 {
-			writeError(w, http.StatusBadRequest, "invalid_request", fmt.Sprintf("limit %q is not a number from 1 to 1000", l))
-			return
-		}
-		f.Limit = n
 	}
 	runs, err := s.cfg.Store.List(r.Context(), f)
 	if err != nil {
@@ -208,7 +201,37 @@ func (s *Server) listRuns(w http.ResponseWriter, r *http.Request) {
 	for i, run := range runs {
 		out[i] = viewOf(run)
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"runs": out})
+	page := map[string]any{"runs": out}
+	if len(runs) == f.Limit {
+		page["next_cursor"] = runs[len(runs)-1].ID
+	}
+	writeJSON(w, http.StatusOK, page)
+}
+
+// filterOf reads a listing's query; each bad parameter is named.
+func filterOf(r *http.Request) (store.Filter, error) {
+	q := r.URL.Query()
+	f := store.Filter{Name: q.Get("agent"), Status: store.Status(q.Get("status")), Cursor: q.Get("cursor"), Limit: 100}
+	if f.Status != "" && !f.Status.Valid() {
+		return f, fmt.Errorf("status %q is not a run status", f.Status)
+	}
+	if l := q.Get("limit"); l != "" {
+		n, err := strconv.Atoi(l)
+		if err != nil || n < 1 || n > 1000 {
+			return f, fmt.Errorf("limit %q is not a number from 1 to 1000", l)
+		}
+		f.Limit = n
+	}
+	for name, t := range map[string]*time.Time{"since": &f.Since, "until": &f.Until} {
+		if v := q.Get(name); v != "" {
+			at, err := time.Parse(time.RFC3339, v)
+			if err != nil {
+				return f, fmt.Errorf("%s %q is not an RFC 3339 time", name, v)
+			}
+			*t = at
+		}
+	}
+	return f, nil
 }
 
 // abort stops a run this server drives; 409 for one it does not (ended,

@@ -192,6 +192,25 @@ func TestRunLifecycle(t *testing.T) {
 	if runs, _ := list["runs"].([]any); code != 200 || len(runs) != 1 || runs[0].(map[string]any)["run_id"] != id {
 		t.Fatalf("list: %d %v", code, list)
 	}
+	// Pages: two more runs, listed two at a time by cursor.
+	for range 2 {
+		f.do(t, "POST", "/v1/runs?wait=true", "", `{"agent": "greeter"}`)
+	}
+	var seen []string
+	for cursor, pages := "", 0; ; pages++ {
+		code, page := f.do(t, "GET", "/v1/runs?limit=2&since=2000-01-01T00:00:00Z&cursor="+cursor, "", "")
+		for _, r := range page["runs"].([]any) {
+			seen = append(seen, r.(map[string]any)["run_id"].(string))
+		}
+		next, _ := page["next_cursor"].(string)
+		if code != 200 || next == "" || pages > 3 {
+			break
+		}
+		cursor = next
+	}
+	if len(seen) != 3 || seen[2] != id {
+		t.Errorf("paged: %v, the first run %s last", seen, id)
+	}
 	all := f.stream(t, id, 0)
 	if len(all) < 5 || all[0].typ != "run_start" || all[len(all)-1].typ != "run_end" {
 		t.Fatalf("events %v", all)
@@ -280,6 +299,7 @@ func TestErrors(t *testing.T) {
 		{"POST", "/v1/runs", `{"spec": {"agent_name": "x"}}`, 400, "error", "version"},
 		{"GET", "/v1/runs?status=sleeping", "", 400, "invalid_request", "sleeping"},
 		{"GET", "/v1/runs?limit=0", "", 400, "invalid_request", "limit"},
+		{"GET", "/v1/runs?since=yesterday", "", 400, "invalid_request", "since"},
 		{"GET", "/v2/nothing", "", 404, "not_found", "/v2/nothing"},
 		{"PUT", "/v1/runs", "", 404, "not_found", "PUT /v1/runs"},
 	} {

@@ -155,6 +155,12 @@ type Filter struct {
 	Name     string
 	Status   Status
 	ParentID string
+	// Since and Until bound when the runs were created: at or after
+	// Since, before Until (zero: unbounded).
+	Since, Until time.Time
+	// Cursor is the id of the last run of the page before: the runs that
+	// follow it in the listing, newest first ("": from the newest).
+	Cursor string
 	// Limit caps the number of runs (newest first); 0 means 100.
 	Limit int
 }

@@ -380,6 +380,18 @@ func (s *DB) List(ctx context.Context, f store.Filter) ([]store.Run, error) {
 	if f.ParentID != "" {
 		where, args = append(where, "parent_id = ?"), append(args, f.ParentID)
 	}
+	if !f.Since.IsZero() {
+		where, args = append(where, "created_at >= ?"), append(args, f.Since.UnixMicro())
+	}
+	if !f.Until.IsZero() {
+		where, args = append(where, "created_at < ?"), append(args, f.Until.UnixMicro())
+	}
+	if f.Cursor != "" {
+		// The runs after the cursor's in (created_at DESC, id DESC) order.
+		where = append(where, "(created_at < (SELECT created_at FROM agentry_runs WHERE id = ?)"+
+			" OR (created_at = (SELECT created_at FROM agentry_runs WHERE id = ?) AND id < ?))")
+		args = append(args, f.Cursor, f.Cursor, f.Cursor)
+	}
 	switch f.Status {
 	case "":
 	case store.Running:

@@ -151,6 +151,11 @@ func testList(t *testing.T, s store.Store) {
 		{"running", store.Filter{Status: store.Running}, "run_3 run_2 run_0 "},
 		{"by parent", store.Filter{ParentID: "run_0"}, "run_3 "},
 		{"limit", store.Filter{Limit: 2}, "run_3 run_2 "},
+		{"the page after a cursor", store.Filter{Cursor: "run_2", Limit: 2}, "run_1 run_0 "},
+		{"the last page", store.Filter{Cursor: "run_0"}, ""},
+		{"since", store.Filter{Since: base.Add(time.Minute)}, "run_3 run_2 run_1 "},
+		{"until", store.Filter{Until: base.Add(2 * time.Minute)}, "run_1 run_0 "},
+		{"since, until and a cursor", store.Filter{Since: base, Until: base.Add(3 * time.Minute), Cursor: "run_2"}, "run_1 run_0 "},
 		{"none", store.Filter{Name: "nobody"}, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
