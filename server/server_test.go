@@ -441,3 +441,33 @@ func TestResume(t *testing.T) {
 		t.Errorf("a completed run resumed: %d %v", code, body)
 	}
 }
+
+// TestCanary: a secret in a run's input reaches no API response and no
+// event of its stream.
+func TestCanary(t *testing.T) {
+	const canary = "sk-proj-CANARYserver000000000000000011"
+	f := newFixture(t, Config{})
+	code, res := f.do(t, "POST", "/v1/runs?wait=true", "", `{"agent": "greeter", "input": {"task": "use `+canary+`"}}`)
+	if code != 200 {
+		t.Fatalf("%d %v", code, res)
+	}
+	id := res["id"].(string)
+	_, run := f.do(t, "GET", "/v1/runs/"+id, "", "")
+	_, list := f.do(t, "GET", "/v1/runs", "", "")
+	var events []map[string]any
+	for _, e := range f.stream(t, id, 0) {
+		events = append(events, e.data)
+	}
+	if len(events) < 3 {
+		t.Fatalf("%d events", len(events))
+	}
+	for name, v := range map[string]any{"the Result": res, "the run": run, "the list": list, "the events": events} {
+		b, _ := json.Marshal(v)
+		if strings.Contains(string(b), "CANARYserver") {
+			t.Errorf("%s holds the secret", name)
+		}
+	}
+	if b, _ := json.Marshal(res); !strings.Contains(string(b), "[REDACTED") {
+		t.Error("the Result shows no redaction at all")
+	}
+}
