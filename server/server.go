@@ -19,6 +19,7 @@ import (
 	"log/slog"
 	"net/http"
 	"sync"
+	"time"
 
 	"github.com/agentry/agentry/agent"
 	"github.com/agentry/agentry/policy"
@@ -92,19 +93,31 @@ func New(c Config) (*Server, error) {
 // ServeHTTP serves one request.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.mux.ServeHTTP(w, r) }
 
-// Close aborts the runs the server drives and waits for them to end (each
-// reaches a durable point first), or for ctx.
+// Close lets the runs the server drives go on until ctx is done, then
+// aborts those still going (each stops at its next durable point) and
+// waits for them to end, at most stopGrace more.
 func (s *Server) Close(ctx context.Context) error {
-	s.close()
 	done := make(chan struct{})
 	go func() { s.wg.Wait(); close(done) }()
 	select {
 	case <-done:
+		s.close()
 		return nil
 	case <-ctx.Done():
-		return ctx.Err()
+	}
+	s.close()
+	grace := time.NewTimer(stopGrace)
+	defer grace.Stop()
+	select {
+	case <-done:
+		return nil
+	case <-grace.C:
+		return fmt.Errorf("server: runs still going %s after their abort: %w", stopGrace, ctx.Err())
 	}
 }
+
+// stopGrace is how long Close waits for aborted runs to end.
+const stopGrace = 10 * time.Second
 
 // route serves pattern to callers whose role is at least min.
 func (s *Server) route(pattern string, min Role, h func(http.ResponseWriter, *http.Request)) {
