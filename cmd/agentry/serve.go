@@ -105,8 +105,13 @@ func serve(ctx context.Context, f serveFlags, stdout, stderr io.Writer) error {
 	fmt.Fprintln(stderr, "agentry serve: stopping")
 	down, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	hs.Shutdown(down)
-	if err := srv.Close(down); err != nil && !errors.Is(err, context.DeadlineExceeded) {
+	// Both at once: the listener closes at once, and the event streams
+	// end as their runs do.
+	shut := make(chan error, 1)
+	go func() { shut <- hs.Shutdown(down) }()
+	err = srv.Close(down)
+	<-shut
+	if err != nil && !errors.Is(err, context.DeadlineExceeded) {
 		return runFailed(err)
 	}
 	return nil
