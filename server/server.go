@@ -13,6 +13,7 @@ package server
 
 import (
 	"context"
+	_ "embed"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -46,9 +47,10 @@ type Config struct {
 
 // Server serves agents over HTTP. Its zero value is not usable: use New.
 type Server struct {
-	cfg   Config
-	mux   *http.ServeMux
-	slots chan struct{} // one per run going
+	cfg      Config
+	mux      *http.ServeMux
+	patterns []string      // the routes, as registered
+	slots    chan struct{} // one per run going
 
 	mu    sync.Mutex
 	runs  map[string]*agent.Session // the runs this server drives, by id
@@ -80,10 +82,14 @@ func New(c Config) (*Server, error) {
 	s.route("POST /v1/runs/{id}/abort", RoleRunner, s.abort)
 	s.route("POST /v1/runs/{id}/resume", RoleRunner, s.resume)
 	s.route("GET /v1/agents", RoleViewer, s.listAgents)
-	s.mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
+	s.open("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
 		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
 	})
-	s.mux.HandleFunc("GET /readyz", s.ready)
+	s.open("GET /readyz", s.ready)
+	s.open("GET /openapi.json", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.Write(openAPI)
+	})
 	s.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, "not_found", fmt.Sprintf("no route %s %s", r.Method, r.URL.Path))
 	})
@@ -119,8 +125,21 @@ func (s *Server) Close(ctx context.Context) error {
 // stopGrace is how long Close waits for aborted runs to end.
 const stopGrace = 10 * time.Second
 
+// openAPI is the OpenAPI 3.1 document of the routes, served at
+// /openapi.json; a test checks every route and response against it.
+//
+//go:embed openapi.json
+var openAPI []byte
+
+// open serves pattern to anyone.
+func (s *Server) open(pattern string, h http.HandlerFunc) {
+	s.patterns = append(s.patterns, pattern)
+	s.mux.HandleFunc(pattern, h)
+}
+
 // route serves pattern to callers whose role is at least min.
 func (s *Server) route(pattern string, min Role, h func(http.ResponseWriter, *http.Request)) {
+	s.patterns = append(s.patterns, pattern)
 	s.mux.HandleFunc(pattern, func(w http.ResponseWriter, r *http.Request) {
 		p, status, err := s.authenticate(r)
 		if err != nil {

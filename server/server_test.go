@@ -121,6 +121,7 @@ func (f *fixture) do(t *testing.T, method, path, key, body string) (int, map[str
 	if err := json.Unmarshal(data, &out); err != nil {
 		t.Fatalf("%s %s: not JSON (%d): %s", method, path, resp.StatusCode, data)
 	}
+	checkResponse(t, method, path, resp.StatusCode, data)
 	return resp.StatusCode, out
 }
 
