@@ -54,6 +54,10 @@ var (
 	// ErrAwaitingApproval is matched by the error of a run paused until a
 	// person approves or denies a call (see ApprovalError).
 	ErrAwaitingApproval = errors.New("run awaits approval")
+	// ErrInterrupted is matched by the error of a run its host stopped
+	// with Session.Interrupt: its log is kept unended, and the store
+	// reports it interrupted, for Resume to finish.
+	ErrInterrupted = errors.New("run interrupted")
 )
 
 // Error codes of Result.Error.
@@ -75,6 +79,8 @@ const (
 	CodeConfigError     = "config_error"
 	// CodeAwaitingApproval is the code of a run paused for approval.
 	CodeAwaitingApproval = "awaiting_approval"
+	// CodeInterrupted is the code of a run its host interrupted.
+	CodeInterrupted = "interrupted"
 	// CodeStoreError is the code of a run its store could not keep.
 	CodeStoreError = "store_error"
 	// CodeDiverged is the code of a resumed run that left its log.
@@ -101,6 +107,7 @@ var endings = []ending{
 	{ErrMaxTurns, ReasonMaxTurns, CodeMaxTurns, OutcomePartial, true},
 	{ErrTimeout, ReasonTimeout, CodeTimeout, OutcomePartial, true},
 	{ErrAborted, ReasonAborted, CodeAborted, OutcomePartial, false},
+	{ErrInterrupted, ReasonAborted, CodeInterrupted, OutcomePartial, true},
 	{ErrBudgetExceeded, ReasonBudgetExceeded, CodeBudgetExceeded, OutcomePartial, true},
 	{ErrValidation, ReasonCompleted, CodeValidation, OutcomePartial, true},
 	{ErrAwaitingApproval, ReasonAwaitingApproval, CodeAwaitingApproval, OutcomeConfirm, true},

@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 	"strconv"
@@ -80,7 +81,9 @@ func (r *run) finish(final *Final, err error) (*Result, error) {
 	a.metrics.record(res)
 	r.s.agent.sizes.learn(st)
 	r.logger.runEnd(res)
-	if r.s.bus.Active() {
+	// An interrupted run has not ended: its run_end comes when it is
+	// resumed and ends, so that a stream of its events goes on then.
+	if r.s.bus.Active() && !errors.Is(err, ErrInterrupted) {
 		r.emitEnd(res)
 	}
 	return res, err

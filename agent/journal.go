@@ -180,6 +180,17 @@ func (j *journal) end(ctx context.Context, res *Result) error {
 	return j.w.End(ctx, status, sum, res.Iterations, res)
 }
 
+// interrupt writes what is queued and gives up the lease without ending
+// the run: the store reports it interrupted, for Resume.
+func (j *journal) interrupt(ctx context.Context, _ *Result) error {
+	if j.w == nil {
+		return nil
+	}
+	err := j.w.Commit(ctx)
+	j.w.Release(ctx)
+	return err
+}
+
 func keys(m map[string]bool) []string {
 	var out []string
 	for k := range m {

@@ -146,6 +146,9 @@ func (j *journal) beforeModel(ctx context.Context, req *llm.Request) (n int, dig
 
 func (j *journal) afterModel(n int, digest string, resp *llm.Response, err error, start time.Time) {
 	r := j.r
+	if err != nil && interrupted(r.ctx) {
+		return // cut short: a resume makes the call again
+	}
 	rec := runlog.ModelCall{N: n, Digest: digest, Response: runlog.NewResponse(resp), Attempts: r.attempts, DurationMS: ms(time.Since(start))}
 	if rec.Response != nil {
 		for i, c := range rec.Response.ToolCalls {
@@ -308,6 +311,11 @@ func (j *journal) tool(ctx context.Context, call *tool.Call, next tool.Handler) 
 			rec.Output = &o
 		}
 	}
+	if err != nil && interrupted(j.r.ctx) {
+		// Cut short: a resume runs it again, or, for a call that cannot
+		// be repeated blindly, finds its intent and asks.
+		return out, err
+	}
 	if class == tool.NonIdempotent {
 		if cerr := j.commit(ctx, runlog.Record(store.KindToolResult, call.Turn, key, rec)); cerr != nil {
 			return out, errors.Join(err, cerr)
@@ -380,3 +388,7 @@ func (e *ApprovalError) Error() string {
 
 // Is makes errors.Is(err, ErrAwaitingApproval) true.
 func (e *ApprovalError) Is(target error) bool { return target == ErrAwaitingApproval }
+
+// interrupted says the run was interrupted (Session.Interrupt): what its
+// calls cut short did not happen, and is not recorded.
+func interrupted(ctx context.Context) bool { return errors.Is(context.Cause(ctx), ErrInterrupted) }

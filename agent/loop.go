@@ -137,7 +137,11 @@ func (s *Session) Run(ctx context.Context) (*Result, error) {
 	}
 	if j != nil {
 		s.bus.Flush() // run_end is on record before the Result
-		if jerr := j.end(ctx, res); jerr != nil && err == nil {
+		end := j.end
+		if errors.Is(err, ErrInterrupted) {
+			end = j.interrupt
+		}
+		if jerr := end(ctx, res); jerr != nil && err == nil {
 			err = jerr
 		}
 	}

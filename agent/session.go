@@ -410,6 +410,13 @@ func (s *Session) Abort() {
 	}
 }
 
+// Interrupt stops the session's run as soon as possible without ending
+// it: a durable run's log keeps what it did, unended, and the store
+// reports it interrupted, for Resume to finish (in this process or
+// another). Run returns ErrInterrupted. A host that shuts down interrupts
+// the runs it cannot wait for.
+func (s *Session) Interrupt() { s.stop(ErrInterrupted) }
+
 // stop ends the session's run with cause, as Abort does with ErrAborted.
 func (s *Session) stop(cause error) {
 	s.mu.Lock()
