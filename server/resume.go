@@ -1,12 +1,14 @@
 package server
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net/http"
 
 	"github.com/agentry/agentry/agent"
 	"github.com/agentry/agentry/policy"
+	"github.com/agentry/agentry/runlog"
 	"github.com/agentry/agentry/store"
 )
 
@@ -77,4 +79,40 @@ func (s *Server) resume(w http.ResponseWriter, r *http.Request) {
 	// decide what it may do now.
 	p := policy.PrincipalFrom(r.Context())
 	s.start(w, r, sess, a, true, policy.Principal{Roles: p.Roles}, http.StatusAccepted)
+}
+
+// ResumeInterrupted resumes, in the background, every stored agent run
+// whose process stopped before it ended (a server interrupted at its
+// Close, or one that crashed), and returns their ids. Each counts
+// against MaxRuns; those past it stay interrupted, for a later call.
+func (s *Server) ResumeInterrupted(ctx context.Context) ([]string, error) {
+	runs, err := runlog.Interrupted(ctx, s.cfg.Store)
+	if err != nil {
+		return nil, err
+	}
+	var ids []string
+	var errs []error
+	for _, run := range runs {
+		if run.Kind != "agent" || run.ParentID != "" {
+			continue // sub-runs and stages are their parents' to resume
+		}
+		select {
+		case s.slots <- struct{}{}:
+		default:
+			return ids, errors.Join(errs...)
+		}
+		a, err := agent.Stored(ctx, s.cfg.Store, run.ID, s.cfg.AgentOptions...)
+		if err == nil {
+			var sess *agent.Session
+			if sess, err = a.Resume(ctx, s.cfg.Store, run.ID); err == nil {
+				s.background(sess, a, true, policy.Principal{})
+				ids = append(ids, run.ID)
+				continue
+			}
+			a.Close()
+		}
+		<-s.slots
+		errs = append(errs, fmt.Errorf("run %s: %w", run.ID, err))
+	}
+	return ids, errors.Join(errs...)
 }

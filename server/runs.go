@@ -73,6 +73,22 @@ func (s *Server) createRun(w http.ResponseWriter, r *http.Request) {
 // closed when the run ends.
 func (s *Server) start(w http.ResponseWriter, r *http.Request, sess *agent.Session, a *agent.Agent, owned bool, p policy.Principal, status int) {
 	id := sess.RunID()
+	done := s.background(sess, a, owned, p)
+	if wait, _ := strconv.ParseBool(r.URL.Query().Get("wait")); wait {
+		select {
+		case res := <-done:
+			writeJSON(w, http.StatusOK, res)
+		case <-r.Context().Done():
+		}
+		return
+	}
+	writeJSON(w, status, map[string]string{"run_id": id, "status": string(store.Running)})
+}
+
+// background runs sess in the slot taken for it, as p, in the server's
+// context; the channel gets its Result.
+func (s *Server) background(sess *agent.Session, a *agent.Agent, owned bool, p policy.Principal) <-chan *agent.Result {
+	id := sess.RunID()
 	done := make(chan *agent.Result, 1)
 	s.mu.Lock()
 	s.runs[id] = sess
@@ -91,15 +107,7 @@ func (s *Server) start(w http.ResponseWriter, r *http.Request, sess *agent.Sessi
 		}
 		done <- res
 	}()
-	if wait, _ := strconv.ParseBool(r.URL.Query().Get("wait")); wait {
-		select {
-		case res := <-done:
-			writeJSON(w, http.StatusOK, res)
-		case <-r.Context().Done():
-		}
-		return
-	}
-	writeJSON(w, status, map[string]string{"run_id": id, "status": string(store.Running)})
+	return done
 }
 
 // takeSlot takes a slot for a run, or answers 429.

@@ -100,8 +100,9 @@ func New(c Config) (*Server, error) {
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.mux.ServeHTTP(w, r) }
 
 // Close lets the runs the server drives go on until ctx is done, then
-// aborts those still going (each stops at its next durable point) and
-// waits for them to end, at most stopGrace more.
+// interrupts those still going (each stops at its next durable point,
+// kept unended, reported interrupted: ResumeInterrupted finishes them
+// later) and waits for them to stop, at most stopGrace more.
 func (s *Server) Close(ctx context.Context) error {
 	done := make(chan struct{})
 	go func() { s.wg.Wait(); close(done) }()
@@ -111,6 +112,11 @@ func (s *Server) Close(ctx context.Context) error {
 		return nil
 	case <-ctx.Done():
 	}
+	s.mu.Lock()
+	for _, sess := range s.runs {
+		sess.Interrupt()
+	}
+	s.mu.Unlock()
 	s.close()
 	grace := time.NewTimer(stopGrace)
 	defer grace.Stop()

@@ -472,3 +472,57 @@ func TestCanary(t *testing.T) {
 		t.Error("the Result shows no redaction at all")
 	}
 }
+
+// TestInterruptAndResume: a server that closes while a run goes
+// interrupts it (kept unended, reported interrupted); another server over
+// the same store resumes it to its end, and the run's event stream holds
+// one run_end, the resumed run's.
+func TestInterruptAndResume(t *testing.T) {
+	f := newFixture(t, Config{})
+	_, created := f.do(t, "POST", "/v1/runs", "", `{"agent": "waiter", "input": {"task": "wait"}}`)
+	id := created["run_id"].(string)
+	waitFor(t, func() bool { _, r := f.do(t, "GET", "/v1/runs/"+id, "", ""); return r["status"] == "running" })
+	gone, cancel := context.WithCancel(context.Background())
+	cancel() // no time to finish: interrupt at once
+	if err := f.srv.Close(gone); err != nil {
+		t.Fatal(err)
+	}
+	if run, _ := f.st.Get(context.Background(), id); run.Status != store.Interrupted {
+		t.Fatalf("after Close: %s", run.Status)
+	}
+	// Another server: its waiter answers at once.
+	open := make(chan struct{})
+	close(open)
+	waiter, err := agent.New(&spec.Spec{AgentName: "waiter", Version: "v1", SystemText: "Wait."}, agent.WithProvider(held{open}, "test"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer waiter.Close()
+	next, err := New(Config{Store: f.st, AgentOptions: []agent.Option{agent.WithProvider(held{open}, "test")}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ids, err := next.ResumeInterrupted(context.Background())
+	if err != nil || len(ids) != 1 || ids[0] != id {
+		t.Fatalf("resumed %v, %v", ids, err)
+	}
+	ctx, stop := context.WithTimeout(context.Background(), 20*time.Second)
+	defer stop()
+	if err := next.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if run, _ := f.st.Get(context.Background(), id); run.Status != store.Completed {
+		t.Fatalf("after the resume: %s", run.Status)
+	}
+	ends := 0
+	recs, _ := f.st.Records(context.Background(), id, 0)
+	for _, r := range recs {
+		if r.Kind == store.KindEvent && eventType(r.Data) == "run_end" {
+			ends++
+		}
+	}
+	events := f.stream(t, id, 0)
+	if last := events[len(events)-1]; ends != 1 || last.typ != "run_end" || last.data["data"].(map[string]any)["outcome"] != "success" {
+		t.Errorf("%d run_end records; the stream ends with %+v", ends, last)
+	}
+}

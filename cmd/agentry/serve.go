@@ -24,7 +24,7 @@ import (
 type serveFlags struct {
 	addr, agents, db, prompts, keys string
 	maxRuns                         int
-	allowPrivate                    bool
+	allowPrivate, resumeInterrupted bool
 }
 
 func newServeCmd(stdout, stderr io.Writer) *cobra.Command {
@@ -46,6 +46,7 @@ with Last-Event-ID). Without --auth-keys the server listens on loopback only.`,
 	fl.StringVar(&f.keys, "auth-keys", "", `a JSON file of bearer keys: [{"name", "sha256", "role"}] (roles viewer, runner, admin; hashes from "agentry hash-key")`)
 	fl.IntVar(&f.maxRuns, "max-runs", 64, "the most runs going at once (429 beyond)")
 	fl.BoolVar(&f.allowPrivate, "allow-private-network", false, "let the HTTP tools reach private and loopback addresses")
+	fl.BoolVar(&f.resumeInterrupted, "resume-interrupted", false, "at start, resume the runs a stopped or crashed server left interrupted")
 	dbFlag(cmd, &f.db)
 	promptsFlag(cmd, &f.prompts)
 	return cmd
@@ -84,6 +85,15 @@ func serve(ctx context.Context, f serveFlags, stdout, stderr io.Writer) error {
 	srv, err := server.New(server.Config{Store: st, Agents: reg, AgentOptions: opts, Keys: keys, MaxRuns: f.maxRuns})
 	if err != nil {
 		return runFailed(err)
+	}
+	if f.resumeInterrupted {
+		ids, err := srv.ResumeInterrupted(ctx)
+		if len(ids) > 0 {
+			fmt.Fprintf(stderr, "agentry serve: resuming %d interrupted runs\n", len(ids))
+		}
+		if err != nil {
+			fmt.Fprintf(stderr, "agentry serve: %v\n", err)
+		}
 	}
 	ln, err := net.Listen("tcp", f.addr)
 	if err != nil {
