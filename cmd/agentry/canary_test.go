@@ -6,6 +6,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -51,8 +52,11 @@ func TestCanarySecrets(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d\n%s", code, errs)
 	}
-	if len(received) != 1 || !strings.Contains(received[0], inArgs) {
-		t.Fatalf("the tool did not receive its secret: %v", received)
+	mu.Lock() // the handler's writes reach here over TCP, which the race detector does not see
+	got := slices.Clone(received)
+	mu.Unlock()
+	if len(got) != 1 || !strings.Contains(got[0], inArgs) {
+		t.Fatalf("the tool did not receive its secret: %v", got)
 	}
 	ctx := context.Background()
 	st, err := store.Open(ctx, db)
