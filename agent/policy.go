@@ -99,10 +99,7 @@ func (r *run) report(ctx context.Context, target, callID, rule, decision, reason
 	case j == nil && r.s.cfg.store != nil:
 		// A run tracing did not sample keeps no log, but the audit log
 		// holds every decision of the policy.
-		rec.RunID, rec.Reason, rec.Target = r.st.RunID, r.a.redact.String(reason), r.a.redact.String(target)
-		if _, err := r.s.cfg.store.AppendAudit(context.WithoutCancel(ctx), rec); err != nil {
-			return fmt.Errorf("%w: audit: %w", runlog.ErrStore, err)
-		}
+		return runlog.Audit(ctx, r.s.cfg.store, r.a.redact, r.st.RunID, rec)
 	}
 	return nil // a replay decides again what its log has on record
 }

@@ -8,7 +8,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"hash/fnv"
 	"slices"
 	"strings"
 	"sync"
@@ -368,7 +367,7 @@ func (a *Agent) refused(ie *InputError, input map[string]any, opts []RunOption) 
 	for _, o := range opts {
 		o(&c)
 	}
-	set := SettingsOf(opts...)
+	set := c.settings()
 	sessionID, runID := ids.Two("ses", "run")
 	if set.Seed != nil {
 		seed := idSeed(*set.Seed, a, c.info.ParentRunID, input)
@@ -568,13 +567,8 @@ func attachImages(msgs []llm.Message, images []llm.Image) error {
 // the same ids; another agent, input or parent (a pipeline's stages, a
 // sub-agent) has others.
 func idSeed(seed int64, a *Agent, parent string, input map[string]any) int64 {
-	h := fnv.New64a()
 	in, _ := json.Marshal(input) // map keys sorted: one text per input
-	for _, part := range [][]byte{[]byte(a.spec.AgentName), []byte(a.spec.Version), []byte(parent), in} {
-		h.Write(part)
-		h.Write([]byte{0})
-	}
-	return seed ^ int64(h.Sum64())
+	return ids.Derive(seed, a.spec.AgentName, a.spec.Version, parent, string(in))
 }
 
 // Settings is what a list of run options sets that a runner of several
@@ -598,6 +592,11 @@ func SettingsOf(opts ...RunOption) Settings {
 	for _, o := range opts {
 		o(&c)
 	}
+	return c.settings()
+}
+
+// settings is what c sets, as SettingsOf reports it.
+func (c *runConfig) settings() Settings {
 	var s Settings
 	s.TraceID = c.info.TraceID
 	if tp := c.info.TraceParent; tp != "" {

@@ -7,11 +7,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"hash/fnv"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/agentry/agentry/internal/ids"
 	"github.com/agentry/agentry/llm"
 	"github.com/agentry/agentry/policy"
 	"github.com/agentry/agentry/runlog"
@@ -210,8 +210,6 @@ func (c *runConfig) inherit(e *runExtra, call *tool.Call) {
 	m := c.more()
 	m.seeded, m.seedIDs, m.seed, m.now = e.seeded, e.seedIDs, e.seed, e.now
 	if call != nil {
-		h := fnv.New64a()
-		h.Write([]byte(call.Key()))
-		m.seed ^= int64(h.Sum64())
+		m.seed = ids.Derive(m.seed, call.Key())
 	}
 }

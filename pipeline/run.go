@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"hash/fnv"
 	"log/slog"
 	"maps"
 	"slices"
@@ -62,18 +61,22 @@ func (p *Pipeline) run(ctx context.Context, env *Envelope, opts []RunOption) (*R
 	}
 	r := &runState{p: p, env: env, bus: event.NewBus(c.bus), sessionOpts: c.sessionOpts, set: agent.SettingsOf(c.sessionOpts...)}
 	r.start = r.now()
+	var seed int64
+	if r.set.Seed != nil {
+		seed = seedOf(*r.set.Seed, p, env)
+	}
 	switch {
 	case c.runID != "":
 		r.runID = c.runID
 	case r.set.Seed != nil:
-		r.runID = ids.Seeded("run", seedOf(*r.set.Seed, p, env))
+		r.runID = ids.Seeded("run", seed)
 	default:
 		r.runID = ids.New("run")
 	}
 	if env.ID == "" {
 		env.ID = ids.New("env")
 		if r.set.Seed != nil {
-			env.ID = ids.Seeded("env", seedOf(*r.set.Seed, p, env))
+			env.ID = ids.Seeded("env", seed)
 		}
 	}
 	r.ctx = ctx
@@ -118,7 +121,7 @@ func (p *Pipeline) run(ctx context.Context, env *Envelope, opts []RunOption) (*R
 			return res, err
 		}
 		if c.oneStage {
-			return r.finish(outcomeOf(r.last), agent.ReasonCompleted, "", "", nil)
+			break
 		}
 	}
 	return r.finish(outcomeOf(r.last), agent.ReasonCompleted, "", "", nil)
@@ -564,14 +567,9 @@ func (r *runState) logf(ctx context.Context, level slog.Level, msg string, attrs
 	}
 }
 
-// seedOf is what a seeded pipeline run's id derives from: the seed, the
+// seedOf is what a seeded pipeline run's ids derive from: the seed, the
 // pipeline and the envelope's input, as for an agent's run.
 func seedOf(seed int64, p *Pipeline, env *Envelope) int64 {
-	h := fnv.New64a()
 	in, _ := json.Marshal(env.RawInput)
-	for _, part := range [][]byte{[]byte(p.def.PipelineName), []byte(p.def.Version), in} {
-		h.Write(part)
-		h.Write([]byte{0})
-	}
-	return seed ^ int64(h.Sum64())
+	return ids.Derive(seed, p.def.PipelineName, p.def.Version, string(in))
 }

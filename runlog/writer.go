@@ -211,9 +211,16 @@ func (w *Writer) commitLocked(ctx context.Context, wr store.Write, recs ...store
 
 // Audit appends an audit record of the run, its text redacted.
 func (w *Writer) Audit(ctx context.Context, rec store.AuditRecord) error {
-	rec.RunID = w.runID
-	rec.Reason, rec.Target = w.red.String(rec.Reason), w.red.String(rec.Target)
-	if _, err := w.st.AppendAudit(context.WithoutCancel(ctx), rec); err != nil {
+	return Audit(ctx, w.st, w.red, w.runID, rec)
+}
+
+// Audit appends an audit record of runID to st, its text redacted by red:
+// for a run that keeps no log (one tracing did not sample) as for one
+// that does (Writer.Audit). The record is written even when ctx is done.
+func Audit(ctx context.Context, st store.Store, red *policy.Redactor, runID string, rec store.AuditRecord) error {
+	rec.RunID = runID
+	rec.Reason, rec.Target = red.String(rec.Reason), red.String(rec.Target)
+	if _, err := st.AppendAudit(context.WithoutCancel(ctx), rec); err != nil {
 		return fmt.Errorf("%w: audit: %w", ErrStore, err)
 	}
 	return nil

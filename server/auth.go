@@ -100,9 +100,8 @@ func (s *Server) authenticate(r *http.Request) (*policy.Principal, int, error) {
 		return nil, http.StatusUnauthorized, errors.New("a bearer key is required (Authorization: Bearer KEY)")
 	}
 	sum := sha256.Sum256([]byte(token))
-	for _, k := range s.cfg.Keys {
-		want, _ := hex.DecodeString(k.SHA256)
-		if subtle.ConstantTimeCompare(sum[:], want) == 1 {
+	for i, k := range s.cfg.Keys {
+		if subtle.ConstantTimeCompare(sum[:], s.sums[i]) == 1 {
 			return &policy.Principal{UserID: k.Name, Roles: []string{string(k.Role)}}, 0, nil
 		}
 	}

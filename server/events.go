@@ -63,10 +63,10 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 			if rec.Kind != store.KindEvent {
 				continue
 			}
-			typ := eventType(rec.Data)
-			fmt.Fprintf(w, "id: %d\nevent: %s\ndata: %s\n\n", rec.Seq, typ, bytes.TrimSpace(rec.Data))
+			h := headOf(rec.Data)
+			fmt.Fprintf(w, "id: %d\nevent: %s\ndata: %s\n\n", rec.Seq, h.Type, bytes.TrimSpace(rec.Data))
 			quietSince = time.Now()
-			if typ == "run_end" && runOf(rec.Data) == run.ID {
+			if h.Type == "run_end" && h.RunID == run.ID {
 				flusher.Flush()
 				return
 			}
@@ -93,23 +93,20 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// eventType is the type an event's JSON names.
-func eventType(data json.RawMessage) string {
-	var e struct {
-		Type string `json:"type"`
-	}
-	if json.Unmarshal(data, &e) != nil || e.Type == "" {
-		return "message"
-	}
-	return e.Type
+// head is what the stream reads of an event: its type, and its run (a
+// sub-agent's events are in its parent's log, and its run_end does not
+// end its parent's stream).
+type head struct {
+	Type  string `json:"type"`
+	RunID string `json:"run_id"`
 }
 
-// runOf is the run an event is of: a sub-agent's events are in its
-// parent's log, and its run_end does not end its parent's stream.
-func runOf(data json.RawMessage) string {
-	var e struct {
-		RunID string `json:"run_id"`
+// headOf reads an event's head; an event without a type is a "message".
+func headOf(data json.RawMessage) head {
+	var h head
+	json.Unmarshal(data, &h)
+	if h.Type == "" {
+		h.Type = "message"
 	}
-	json.Unmarshal(data, &e)
-	return e.RunID
+	return h
 }

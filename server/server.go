@@ -13,7 +13,9 @@ package server
 
 import (
 	"context"
+	"crypto/sha256"
 	_ "embed"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -50,6 +52,7 @@ type Server struct {
 	cfg      Config
 	mux      *http.ServeMux
 	patterns []string      // the routes, as registered
+	sums     [][]byte      // the keys' hashes, decoded
 	slots    chan struct{} // one per run going
 
 	mu    sync.Mutex
@@ -74,6 +77,13 @@ func New(c Config) (*Server, error) {
 		c.MaxBody = 1 << 20
 	}
 	s := &Server{cfg: c, mux: http.NewServeMux(), slots: make(chan struct{}, c.MaxRuns), runs: map[string]*agent.Session{}}
+	for _, k := range c.Keys {
+		sum, err := hex.DecodeString(k.SHA256)
+		if err != nil || len(sum) != sha256.Size {
+			return nil, fmt.Errorf("server: key %q: sha256 is not 64 hex digits", k.Name)
+		}
+		s.sums = append(s.sums, sum)
+	}
 	s.base, s.close = context.WithCancel(context.Background())
 	s.route("POST /v1/runs", RoleRunner, s.createRun)
 	s.route("GET /v1/runs", RoleViewer, s.listRuns)

@@ -517,7 +517,7 @@ func TestInterruptAndResume(t *testing.T) {
 	ends := 0
 	recs, _ := f.st.Records(context.Background(), id, 0)
 	for _, r := range recs {
-		if r.Kind == store.KindEvent && eventType(r.Data) == "run_end" {
+		if r.Kind == store.KindEvent && headOf(r.Data).Type == "run_end" {
 			ends++
 		}
 	}

@@ -54,3 +54,18 @@ func hashPrefix(s string) uint64 {
 	}
 	return h
 }
+
+// Derive mixes seed with parts (each ended by a zero byte, so that
+// ("ab", "c") and ("a", "bc") differ): the seed of one seeded run among
+// others of the same seed, for Seeded.
+func Derive(seed int64, parts ...string) int64 {
+	h := uint64(14695981039346656037) // FNV-1a
+	for _, p := range parts {
+		for i := 0; i < len(p); i++ {
+			h ^= uint64(p[i])
+			h *= 1099511628211
+		}
+		h *= 1099511628211 // the zero byte: h ^= 0, then the multiply
+	}
+	return seed ^ int64(h)
+}

@@ -36,3 +36,22 @@ func TestSeeded(t *testing.T) {
 		t.Error("seeded ids repeat across prefixes or seeds")
 	}
 }
+
+func TestDerive(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		a, b []string
+		same bool
+	}{
+		{"the same parts", []string{"a", "bc"}, []string{"a", "bc"}, true},
+		{"parts split elsewhere", []string{"ab", "c"}, []string{"a", "bc"}, false},
+		{"another part", []string{"a"}, []string{"b"}, false},
+		{"an empty part more", []string{"a"}, []string{"a", ""}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if same := Derive(7, tc.a...) == Derive(7, tc.b...); same != tc.same {
+				t.Errorf("Derive(%q) == Derive(%q): %v", tc.a, tc.b, same)
+			}
+		})
+	}
+}
