@@ -10,6 +10,7 @@
 package agent
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -22,6 +23,7 @@ import (
 	"time"
 
 	"go.opentelemetry.io/otel/metric"
+	oteltrace "go.opentelemetry.io/otel/trace"
 
 	"github.com/agentry/agentry/llm"
 	"github.com/agentry/agentry/memory"
@@ -103,6 +105,7 @@ type options struct {
 	planner     Planner
 	service     WorkFunc
 	meters      metric.MeterProvider
+	tracers     oteltrace.TracerProvider
 	rules       []policy.NamedRule
 	memory      memory.Backend
 	memoryKey   []byte
@@ -445,7 +448,7 @@ func (a *Agent) openModel(o options) error {
 		_, a.model = llm.ParseModel(model)
 		a.priceModel = pricedAs(o.provider.p, a.model)
 		a.closeProvider(o.provider.p)
-		a.provider = a.modelChain(o, a.candidateChain(o.provider.p))
+		a.provider = a.modelChain(o, a.candidateChain(o.provider.p, a.providerName, a.model))
 		return nil
 	}
 	if model == "" {
@@ -489,7 +492,7 @@ func (a *Agent) candidate(o options, name, baseURL string) (llm.Candidate, strin
 	a.closeProvider(m.Provider)
 	priced := pricedAs(m.Provider, m.ID)
 	price, _ := a.pricing.Lookup(priced)
-	return llm.Candidate{Provider: a.candidateChain(m.Provider), Name: m.ProviderName, Model: m.ID, Caps: m.Capabilities, Price: price}, priced, nil
+	return llm.Candidate{Provider: a.candidateChain(m.Provider, m.ProviderName, m.ID), Name: m.ProviderName, Model: m.ID, Caps: m.Capabilities, Price: price}, priced, nil
 }
 
 // closeProvider makes Close close p, when p holds something open (an
@@ -509,10 +512,11 @@ func pricedAs(p llm.Provider, model string) string {
 	return model
 }
 
-// candidateChain is what each model gets: retry -> timeout -> transport
-// middleware -> panic recovery -> the provider.
-func (a *Agent) candidateChain(p llm.Provider) llm.Provider {
-	return llm.Chain(p, a.candidateMW...)
+// candidateChain is what each model gets: its chat span and metrics ->
+// retry -> timeout -> transport middleware -> panic recovery -> the
+// provider.
+func (a *Agent) candidateChain(p llm.Provider, provider, model string) llm.Provider {
+	return a.observe(llm.Chain(p, a.candidateMW...), provider, model)
 }
 
 // candidateMiddleware is built once: a session with its own provider
@@ -536,9 +540,14 @@ func (a *Agent) modelChain(o options, p llm.Provider) llm.Provider {
 }
 
 // sessionChain is modelChain for a session's own provider: without a
-// store nothing is journaled, and the session spends no wrapper on it.
+// store nothing is journaled, and without a tracer or a metrics reader
+// nothing is observed: the session spends no wrapper on either.
 func (a *Agent) sessionChain(p llm.Provider, durable bool) llm.Provider {
-	p = llm.Chain(a.candidateChain(p), a.o.providerMW...)
+	p = llm.Chain(p, a.candidateMW...)
+	if a.tracing() || a.metrics.genai.on(context.Background()) {
+		p = a.observe(p, a.providerName, a.model)
+	}
+	p = llm.Chain(p, a.o.providerMW...)
 	if durable {
 		p = journalModel(p)
 	}

@@ -79,6 +79,7 @@ func (r *run) finish(final *Final, err error) (*Result, error) {
 	redactResult(res, a.redact)
 	res.Decision = decision(res) // of redacted parts: it needs no redaction of its own
 	a.metrics.record(res)
+	r.endSpan(res)
 	r.s.agent.sizes.learn(st)
 	r.logger.runEnd(res)
 	// An interrupted run has not ended: its run_end comes when it is

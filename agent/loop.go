@@ -48,7 +48,8 @@ type run struct {
 	info    *tool.Run    // what tools see of the run: the session's
 	results []ToolResult // the last turn's tool results
 
-	trace trace // the steps and model calls so far, compact
+	trace trace    // the steps and model calls so far, compact
+	otel  *runSpan // the run's span; nil when nobody traces
 
 	outputRetries int32 // corrections asked for so far
 	unpriced      bool  // a model answered that the pricing table does not know
@@ -180,6 +181,7 @@ func (r *run) prepare(ctx context.Context) context.Context {
 	r.setRequest(a)
 	s.setRunInfo()
 	r.info = &s.cfg.info
+	ctx = r.startSpan(ctx)
 	ctx = withRun(ctx, r)
 	ctx = llm.WithTrace(ctx, r) // a run is its model calls' Trace: retries and fall-overs become events
 	if tp := r.info.TraceParent; tp != "" {

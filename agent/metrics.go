@@ -6,27 +6,34 @@ import (
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
+	semconv "go.opentelemetry.io/otel/semconv/v1.41.0"
+	"go.opentelemetry.io/otel/semconv/v1.41.0/genaiconv"
 )
 
 // The metrics of the Noema spec, through the OpenTelemetry metrics API:
 // attach any exporter to the MeterProvider (otel.SetMeterProvider, or
 // WithMeterProvider) to collect them.
 //
+// The GenAI conventions' names where they have one:
+//
+//	gen_ai.client.operation.duration        histogram seconds: each model call (chat) and each run (invoke_agent)
+//	gen_ai.client.token.usage               histogram tokens per model call, by gen_ai.token.type
+//	gen_ai.client.operation.time_to_first_chunk  histogram seconds, streamed model calls
+//
+// and agentry's own where they have none:
+//
 //	agentry.agent.runs        counter   runs, by agent, outcome, terminate_reason, success (success rate)
-//	agentry.agent.duration    histogram run duration in ms, by agent
 //	agentry.agent.iterations  histogram loop turns per run, by agent
 //	agentry.agent.cost        histogram estimated cost per run in USD, by agent
-//	agentry.agent.tokens      counter   tokens, by agent and type (prompt, completion)
 //	agentry.tool.calls        counter   tool calls, by agent, tool and status (tool usage)
 //	agentry.agent.errors      counter   failed runs and tool calls, by agent and error type
 type metrics struct {
 	runs       metric.Int64Counter
-	duration   metric.Float64Histogram
 	iterations metric.Int64Histogram
 	cost       metric.Float64Histogram
-	tokens     metric.Int64Counter
 	toolCalls  metric.Int64Counter
 	errors     metric.Int64Counter
+	genai      genaiMetrics
 }
 
 // WithMeterProvider sets where the agent's metrics go (default: the
@@ -39,15 +46,14 @@ func newMetrics(mp metric.MeterProvider) *metrics {
 	if mp == nil {
 		mp = otel.GetMeterProvider()
 	}
-	m := mp.Meter("github.com/agentry/agentry/agent")
+	m := mp.Meter(instrumentation)
 	var x metrics
 	// Instrument creation fails only for invalid names, which these are not;
 	// a failed instrument is a no-op.
 	x.runs, _ = m.Int64Counter("agentry.agent.runs", metric.WithDescription("Agent runs"), metric.WithUnit("{run}"))
-	x.duration, _ = m.Float64Histogram("agentry.agent.duration", metric.WithDescription("Run duration"), metric.WithUnit("ms"))
 	x.iterations, _ = m.Int64Histogram("agentry.agent.iterations", metric.WithDescription("Loop turns per run"), metric.WithUnit("{turn}"))
 	x.cost, _ = m.Float64Histogram("agentry.agent.cost", metric.WithDescription("Estimated cost per run"), metric.WithUnit("USD"))
-	x.tokens, _ = m.Int64Counter("agentry.agent.tokens", metric.WithDescription("Model tokens"), metric.WithUnit("{token}"))
+	x.genai = newGenAIMetrics(m)
 	x.toolCalls, _ = m.Int64Counter("agentry.tool.calls", metric.WithDescription("Tool calls"), metric.WithUnit("{call}"))
 	x.errors, _ = m.Int64Counter("agentry.agent.errors", metric.WithDescription("Errors by type"), metric.WithUnit("{error}"))
 	return &x
@@ -63,13 +69,12 @@ func (m *metrics) record(res *Result) {
 	m.runs.Add(ctx, 1, metric.WithAttributes(agent, attribute.String("outcome", string(res.Outcome)),
 		attribute.String("terminate_reason", string(res.TerminateReason)), attribute.Bool("success", res.Success)))
 	one := metric.WithAttributes(agent)
-	m.duration.Record(ctx, res.Metrics.DurationMS, one)
+	m.genai.duration.Record(ctx, res.Metrics.DurationMS/1000, genaiconv.OperationNameInvokeAgent, genaiconv.ProviderNameAttr(providerNameOf(res.Provider)),
+		semconv.GenAIAgentName(res.AgentName))
 	m.iterations.Record(ctx, int64(res.Iterations), one)
 	if res.EstimatedCost != nil {
 		m.cost.Record(ctx, *res.EstimatedCost, one)
 	}
-	m.tokens.Add(ctx, int64(res.TokenUsage.PromptTokens), metric.WithAttributes(agent, attribute.String("type", "prompt")))
-	m.tokens.Add(ctx, int64(res.TokenUsage.CompletionTokens), metric.WithAttributes(agent, attribute.String("type", "completion")))
 	for _, s := range res.Steps {
 		if s.Action == nil {
 			if s.ParseError != "" {

@@ -30,6 +30,7 @@ func TestMetrics(t *testing.T) {
 	}
 	sums := map[string]map[string]int64{}
 	hist := map[string]uint64{}
+	byAttr := map[string]int64{} // histogram counts or sums by metric and a GenAI attribute
 	for _, sm := range rm.ScopeMetrics {
 		for _, m := range sm.Metrics {
 			switch d := m.Data.(type) {
@@ -47,10 +48,14 @@ func TestMetrics(t *testing.T) {
 			case metricdata.Histogram[float64]:
 				for _, p := range d.DataPoints {
 					hist[m.Name] += p.Count
+					op, _ := p.Attributes.Value("gen_ai.operation.name")
+					byAttr[m.Name+" "+op.AsString()] += int64(p.Count)
 				}
 			case metricdata.Histogram[int64]:
 				for _, p := range d.DataPoints {
 					hist[m.Name] += p.Count
+					typ, _ := p.Attributes.Value("gen_ai.token.type")
+					byAttr[m.Name+" "+typ.AsString()] += p.Sum
 				}
 			}
 		}
@@ -65,10 +70,20 @@ func TestMetrics(t *testing.T) {
 	if e := sums["agentry.agent.errors"]; e["type=tool_error "] != 1 || e["type=max_turns "] != 1 {
 		t.Errorf("errors %v", e)
 	}
-	if hist["agentry.agent.duration"] != 3 || hist["agentry.agent.iterations"] != 3 || hist["agentry.agent.cost"] != 0 {
+	if hist["agentry.agent.iterations"] != 3 || hist["agentry.agent.cost"] != 0 {
 		t.Errorf("histograms %v", hist)
 	}
-	if tk := sums["agentry.agent.tokens"]; tk["type=prompt "] != 50 || tk["type=completion "] != 25 {
-		t.Errorf("tokens %v", tk)
+	// The GenAI conventions' metrics: five model calls and three runs, the
+	// tokens of each call by type.
+	if byAttr["gen_ai.client.operation.duration chat"] != 5 || byAttr["gen_ai.client.operation.duration invoke_agent"] != 3 {
+		t.Errorf("operation durations %v", byAttr)
+	}
+	if byAttr["gen_ai.client.token.usage input"] != 50 || byAttr["gen_ai.client.token.usage output"] != 25 {
+		t.Errorf("token usage %v", byAttr)
+	}
+	for _, gone := range []string{"agentry.agent.duration", "agentry.agent.tokens"} {
+		if _, ok := hist[gone]; ok {
+			t.Errorf("%s is measured: the GenAI conventions name it", gone)
+		}
 	}
 }

@@ -125,14 +125,15 @@ func (a *Agent) addBinding(b *binding) error {
 	return nil
 }
 
-// toolChain is the handler of one tool: the user's middleware, then the
+// toolChain is the handler of one tool: its execute_tool span, the user's middleware, then the
 // spec's policy, then the run log (which passes calls through unless the
 // run is durable), then retry -> timeout -> panic recovery -> truncation
 // -> the tool. Retries
 // wrap the timeout so that each attempt has its own; truncation sits
 // innermost so that every layer sees the whole result.
 func (a *Agent) toolChain(info tool.Info) tool.Handler {
-	mws := make([]tool.Middleware, 0, len(a.o.toolMW)+6)
+	mws := make([]tool.Middleware, 0, len(a.o.toolMW)+7)
+	mws = append(mws, a.traceTools)
 	mws = append(mws, a.o.toolMW...)
 	if a.spec.Policy != nil || len(a.o.rules) > 0 {
 		if a.policyMW == nil {

@@ -1,0 +1,221 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+	oteltrace "go.opentelemetry.io/otel/trace"
+
+	"github.com/agentry/agentry/llm"
+)
+
+// otelCanary is a secret the model is shown: no span may carry it.
+const otelCanary = "sk-proj-CANARYotel00000000000000000000000001"
+
+// tracedRun runs a boss agent that calls a tool and a sub-agent, traced
+// into a span recorder.
+func tracedRun(t *testing.T, opts ...RunOption) (*Result, []sdktrace.ReadOnlySpan) {
+	t.Helper()
+	rec := tracetest.NewSpanRecorder()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
+	t.Cleanup(func() { tp.Shutdown(context.Background()) })
+	reg := NewRegistry()
+	// The sub-agent is given no tracer: its run is traced because its
+	// caller's is.
+	sub := newTestAgent(t, `{"agent_name": "helper", "version": "v2", "model_name": "m", "description": "Helps."}`,
+		&recorder{replies: []reply{answer("helped")}})
+	if err := reg.Register(sub); err != nil {
+		t.Fatal(err)
+	}
+	m := &recorder{replies: []reply{
+		calls(call("c1", "add", `{"a": 1, "b": 2}`), call("c2", "helper", `{"task": "help with `+otelCanary+`"}`)),
+		answer("3, and the key " + otelCanary)}}
+	a, err := New(mustSpec(t, `{"agent_name": "boss", "version": "v1", "model_name": "m", "tools": ["add", "agent:helper"]}`),
+		WithProvider(m, "openai"), WithTools(testTools(t)), WithRegistry(reg), WithTracerProvider(tp))
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := a.Run(context.Background(), map[string]any{"task": "add, my key is " + otelCanary}, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res, rec.Ended()
+}
+
+func attrs(s sdktrace.ReadOnlySpan) map[attribute.Key]attribute.Value {
+	m := map[attribute.Key]attribute.Value{}
+	for _, kv := range s.Attributes() {
+		m[kv.Key] = kv.Value
+	}
+	return m
+}
+
+func TestSpans(t *testing.T) {
+	res, spans := tracedRun(t)
+	byName := map[string][]sdktrace.ReadOnlySpan{}
+	for _, s := range spans {
+		byName[s.Name()] = append(byName[s.Name()], s)
+	}
+	for name, n := range map[string]int{"invoke_agent boss": 1, "invoke_agent helper": 1, "chat m": 3, "execute_tool add": 1, "execute_tool helper": 1} {
+		if len(byName[name]) != n {
+			t.Fatalf("%d spans %q, want %d; spans: %v", len(byName[name]), name, n, byName)
+		}
+	}
+	root, helper := byName["invoke_agent boss"][0], byName["invoke_agent helper"][0]
+	tool := byName["execute_tool helper"][0]
+	t.Run("parents", func(t *testing.T) {
+		if root.Parent().IsValid() {
+			t.Errorf("the run's span has a parent: %v", root.Parent())
+		}
+		if helper.Parent().SpanID() != tool.SpanContext().SpanID() {
+			t.Errorf("the sub-agent's run is not a child of the tool call that made it")
+		}
+		if tool.Parent().SpanID() != root.SpanContext().SpanID() || byName["execute_tool add"][0].Parent().SpanID() != root.SpanContext().SpanID() {
+			t.Errorf("a tool call's span is not a child of the run's")
+		}
+		for _, c := range byName["chat m"] {
+			want := root.SpanContext().SpanID()
+			if attrs(c)["gen_ai.agent.name"].AsString() == "helper" {
+				want = helper.SpanContext().SpanID()
+			}
+			if c.Parent().SpanID() != want {
+				t.Errorf("a chat span's parent is %v, want its run's %v", c.Parent().SpanID(), want)
+			}
+		}
+		if root.SpanContext().TraceID().String() != res.TraceID {
+			t.Errorf("the Result's trace id %q is not the span's %s", res.TraceID, root.SpanContext().TraceID())
+		}
+	})
+	t.Run("attributes", func(t *testing.T) {
+		ra := attrs(root)
+		for k, want := range map[attribute.Key]string{"gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": "boss",
+			"gen_ai.agent.version": "v1", "gen_ai.conversation.id": res.SessionID, "gen_ai.provider.name": "openai",
+			"gen_ai.request.model": "m", "agentry.run_id": res.ID} {
+			if got := ra[k].AsString(); got != want {
+				t.Errorf("invoke_agent %s = %q, want %q", k, got, want)
+			}
+		}
+		ta := attrs(byName["execute_tool add"][0])
+		if ta["gen_ai.tool.name"].AsString() != "add" || ta["gen_ai.tool.call.id"].AsString() != "c1" ||
+			ta["gen_ai.tool.type"].AsString() != "function" || ta["gen_ai.operation.name"].AsString() != "execute_tool" {
+			t.Errorf("execute_tool attributes %v", ta)
+		}
+		if attrs(helper)["gen_ai.agent.version"].AsString() != "v2" {
+			t.Errorf("the sub-agent's span names version %q", attrs(helper)["gen_ai.agent.version"].AsString())
+		}
+	})
+	t.Run("tokens equal the Result's", func(t *testing.T) {
+		var in, out int64
+		for _, c := range byName["chat m"] {
+			a := attrs(c)
+			in += a["gen_ai.usage.input_tokens"].AsInt64()
+			out += a["gen_ai.usage.output_tokens"].AsInt64()
+			if a["gen_ai.operation.name"].AsString() != "chat" || c.SpanKind() != oteltrace.SpanKindClient {
+				t.Errorf("chat span %v, kind %v", a, c.SpanKind())
+			}
+		}
+		if in != int64(res.TokenUsage.PromptTokens) || out != int64(res.TokenUsage.CompletionTokens) {
+			t.Errorf("chat spans count %d+%d tokens, the Result %+v", in, out, res.TokenUsage)
+		}
+		ra := attrs(root)
+		if ra["gen_ai.usage.input_tokens"].AsInt64() != int64(res.TokenUsage.PromptTokens) {
+			t.Errorf("invoke_agent input tokens %d, the Result's %d", ra["gen_ai.usage.input_tokens"].AsInt64(), res.TokenUsage.PromptTokens)
+		}
+	})
+	t.Run("no content by default", func(t *testing.T) {
+		for _, s := range spans {
+			for _, k := range []attribute.Key{"gen_ai.input.messages", "gen_ai.output.messages", "gen_ai.tool.call.arguments", "gen_ai.tool.call.result"} {
+				if _, ok := attrs(s)[k]; ok {
+					t.Errorf("span %s carries %s without %s", s.Name(), k, CaptureContentEnv)
+				}
+			}
+		}
+	})
+}
+
+// TestSpansContent: with content capture on, messages and tool calls are
+// on the spans, and the secret the model was shown is not.
+func TestSpansContent(t *testing.T) {
+	t.Setenv(CaptureContentEnv, "true")
+	_, spans := tracedRun(t)
+	seen := map[attribute.Key]bool{}
+	for _, s := range spans {
+		for k, v := range attrs(s) {
+			seen[k] = true
+			if strings.Contains(v.Emit(), "CANARYotel") {
+				t.Errorf("span %s attribute %s carries the secret: %s", s.Name(), k, v.Emit())
+			}
+		}
+		if strings.Contains(s.Status().Description, "CANARYotel") {
+			t.Errorf("span %s status carries the secret", s.Name())
+		}
+	}
+	for _, k := range []attribute.Key{"gen_ai.input.messages", "gen_ai.output.messages", "gen_ai.tool.call.arguments", "gen_ai.tool.call.result"} {
+		if !seen[k] {
+			t.Errorf("no span carries %s with %s=true", k, CaptureContentEnv)
+		}
+	}
+}
+
+// TestSpanParent: a run joins the caller's trace, from its context or
+// from a traceparent.
+func TestSpanParent(t *testing.T) {
+	const tp = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+	res, spans := tracedRun(t, WithTraceParent(tp))
+	for _, s := range spans {
+		if s.SpanContext().TraceID().String() != "4bf92f3577b34da6a3ce929d0e0e4736" {
+			t.Errorf("span %s is in trace %s", s.Name(), s.SpanContext().TraceID())
+		}
+		if s.Name() == "invoke_agent boss" && s.Parent().SpanID().String() != "00f067aa0ba902b7" {
+			t.Errorf("the run's parent is %s", s.Parent().SpanID())
+		}
+	}
+	if res.TraceID != "4bf92f3577b34da6a3ce929d0e0e4736" {
+		t.Errorf("trace id %q", res.TraceID)
+	}
+}
+
+// TestSpanErrors: a failed model call and a failed run say why.
+func TestSpanErrors(t *testing.T) {
+	rec := tracetest.NewSpanRecorder()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
+	defer tp.Shutdown(context.Background())
+	fail := &recorder{replies: []reply{{err: &llm.APIError{Kind: llm.KindAuth, Provider: "test", Message: "bad key " + otelCanary}}}}
+	a, err := New(mustSpec(t, `{`+base+`}`), WithProvider(fail, "anthropic"), WithTracerProvider(tp))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.Run(context.Background(), map[string]any{"who": "x"}); !errors.Is(err, ErrModel) {
+		t.Fatalf("err = %v", err)
+	}
+	var chat, run sdktrace.ReadOnlySpan
+	for _, s := range rec.Ended() {
+		switch s.Name() {
+		case "chat m":
+			chat = s
+		case "invoke_agent calc":
+			run = s
+		}
+	}
+	if chat == nil || run == nil {
+		t.Fatalf("spans %v", rec.Ended())
+	}
+	if chat.Status().Code != codes.Error || attrs(chat)["error.type"].AsString() != llm.KindAuth.String() ||
+		attrs(chat)["gen_ai.provider.name"].AsString() != "anthropic" {
+		t.Errorf("chat span status %v, attributes %v", chat.Status(), attrs(chat))
+	}
+	if run.Status().Code != codes.Error || attrs(run)["error.type"].AsString() != CodeLLMError {
+		t.Errorf("run span status %v, error.type %q", run.Status(), attrs(run)["error.type"].AsString())
+	}
+	for _, s := range rec.Ended() {
+		if strings.Contains(s.Status().Description, "CANARYotel") {
+			t.Errorf("span %s status carries the secret: %s", s.Name(), s.Status().Description)
+		}
+	}
+}
