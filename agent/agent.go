@@ -25,6 +25,7 @@ import (
 	"go.opentelemetry.io/otel/metric"
 	oteltrace "go.opentelemetry.io/otel/trace"
 
+	"github.com/agentry/agentry/internal/telemetry"
 	"github.com/agentry/agentry/llm"
 	"github.com/agentry/agentry/memory"
 	"github.com/agentry/agentry/policy"
@@ -544,7 +545,7 @@ func (a *Agent) modelChain(o options, p llm.Provider) llm.Provider {
 // nothing is observed: the session spends no wrapper on either.
 func (a *Agent) sessionChain(p llm.Provider, durable bool) llm.Provider {
 	p = llm.Chain(p, a.candidateMW...)
-	if a.tracing() || a.metrics.genai.on(context.Background()) {
+	if telemetry.Tracing(a.o.tracers) || a.metrics.genai.on(context.Background()) {
 		p = a.observe(p, a.providerName, a.model)
 	}
 	p = llm.Chain(p, a.o.providerMW...)

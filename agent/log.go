@@ -14,7 +14,7 @@ import (
 // turn, model call and tool call (debug), retries (warn) and failures
 // (warn for a failed call, error for a failed run or a panic). Each
 // record carries the agent, its version, the run, user, correlation and
-// trace ids and the turn. Nothing is built when the level is off.
+// trace ids (and the run's span id when it is traced) and the turn. Nothing is built when the level is off.
 type runLogger struct {
 	r    *run // its logger is the session's agent's
 	base []slog.Attr
@@ -41,6 +41,9 @@ func (g *runLogger) emit(level slog.Level, msg string, attrs ...slog.Attr) {
 					g.base = append(g.base, slog.String(kv[0], kv[1]))
 				}
 			}
+		}
+		if o := g.r.otel; o != nil && o.span.SpanContext().HasSpanID() {
+			g.base = append(g.base, slog.String("span_id", o.span.SpanContext().SpanID().String()))
 		}
 	}
 	all := make([]slog.Attr, 0, len(g.base)+1+len(attrs))

@@ -2,6 +2,7 @@ package agent
 
 import (
 	"context"
+	"github.com/agentry/agentry/internal/telemetry"
 
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
@@ -46,7 +47,7 @@ func newMetrics(mp metric.MeterProvider) *metrics {
 	if mp == nil {
 		mp = otel.GetMeterProvider()
 	}
-	m := mp.Meter(instrumentation)
+	m := mp.Meter(telemetry.Name)
 	var x metrics
 	// Instrument creation fails only for invalid names, which these are not;
 	// a failed instrument is a no-op.

@@ -8,33 +8,22 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"os"
-	"strconv"
 
-	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
 	semconv "go.opentelemetry.io/otel/semconv/v1.41.0"
 	"go.opentelemetry.io/otel/semconv/v1.41.0/genaiconv"
 	oteltrace "go.opentelemetry.io/otel/trace"
 
+	"github.com/agentry/agentry/internal/telemetry"
 	"github.com/agentry/agentry/policy"
 	"github.com/agentry/agentry/tool"
 )
 
-// instrumentation is the name agentry's tracer and meter go by.
-const instrumentation = "github.com/agentry/agentry/agent"
-
-// unsetGlobal is the global TracerProvider as it is before a program sets
-// one: a run that was given no provider traces through the global one
-// only once it is something else, so that nothing is built, not even a
-// non-recording span, when nobody collects.
-var unsetGlobal = otel.GetTracerProvider()
-
 // CaptureContentEnv names the environment variable that, set to true,
 // puts message contents and tool arguments and results on spans
 // (redacted as the Result is). Off by default: a span leaves the process.
-const CaptureContentEnv = "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"
+const CaptureContentEnv = telemetry.CaptureContentEnv
 
 // WithTracerProvider sets where the agent's spans go. Without it a run
 // traces through the global provider (otel.SetTracerProvider) when a
@@ -52,45 +41,18 @@ type runSpan struct {
 	agent   [3]attribute.KeyValue
 }
 
-// tracerOf is the tracer a run of a uses, or nil when nobody traces: the
-// agent's provider, else the global one once set, else the provider of
-// the recording span the run starts in (a sub-agent's or a pipeline
-// stage's run is traced when its caller is).
-func (a *Agent) tracerOf(ctx context.Context) oteltrace.Tracer {
-	tp := a.o.tracers
-	if tp == nil {
-		if tp = otel.GetTracerProvider(); tp == unsetGlobal {
-			span := oteltrace.SpanFromContext(ctx)
-			if !span.IsRecording() {
-				return nil
-			}
-			tp = span.TracerProvider()
-		}
-	}
-	return tp.Tracer(instrumentation)
-}
-
-// tracing says whether a run of a would be traced.
-func (a *Agent) tracing() bool {
-	return a.o.tracers != nil || otel.GetTracerProvider() != unsetGlobal
-}
-
 // startSpan opens the run's invoke_agent span, a child of the span in
 // ctx or of the caller's traceparent. A run without a trace id of its own
 // takes the span's, so that its Result and events name the trace that
 // was exported.
 func (r *run) startSpan(ctx context.Context) context.Context {
-	tracer := r.s.agent.tracerOf(ctx)
+	tracer := telemetry.Tracer(ctx, r.s.agent.o.tracers)
 	if tracer == nil {
 		return ctx
 	}
 	info, st, a := r.info, r.st, r.a
-	if !oteltrace.SpanContextFromContext(ctx).IsValid() && info.TraceParent != "" {
-		if sc, ok := parseTraceParent(info.TraceParent); ok {
-			ctx = oteltrace.ContextWithRemoteSpanContext(ctx, sc)
-		}
-	}
-	o := &runSpan{tracer: tracer, content: captureContent()}
+	ctx = telemetry.Join(ctx, info.TraceParent)
+	o := &runSpan{tracer: tracer, content: telemetry.CaptureContent()}
 	o.agent = [3]attribute.KeyValue{semconv.GenAIAgentName(st.AgentName), semconv.GenAIAgentVersion(st.AgentVersion),
 		semconv.GenAIConversationID(st.SessionID)}
 	attrs := make([]attribute.KeyValue, 0, 8)
@@ -104,7 +66,7 @@ func (r *run) startSpan(ctx context.Context) context.Context {
 	ctx, o.span = tracer.Start(ctx, string(genaiconv.OperationNameInvokeAgent)+" "+st.AgentName,
 		oteltrace.WithSpanKind(oteltrace.SpanKindInternal), oteltrace.WithAttributes(attrs...))
 	if sc := o.span.SpanContext(); sc.IsValid() && info.TraceID == "" {
-		info.TraceID, info.TraceParent = sc.TraceID().String(), traceParentOf(sc)
+		info.TraceID, info.TraceParent = sc.TraceID().String(), telemetry.TraceParent(sc)
 	}
 	r.otel = o
 	return ctx
@@ -183,33 +145,4 @@ func providerNameOf(name string) string {
 		return string(genaiconv.ProviderNameGCPGemini)
 	}
 	return name
-}
-
-func captureContent() bool {
-	on, _ := strconv.ParseBool(os.Getenv(CaptureContentEnv))
-	return on
-}
-
-// parseTraceParent is the remote span context of a W3C traceparent.
-func parseTraceParent(tp string) (oteltrace.SpanContext, bool) {
-	if _, err := traceIDOf(tp); err != nil {
-		return oteltrace.SpanContext{}, false
-	}
-	tid, err1 := oteltrace.TraceIDFromHex(tp[3:35])
-	sid, err2 := oteltrace.SpanIDFromHex(tp[36:52])
-	if err1 != nil || err2 != nil {
-		return oteltrace.SpanContext{}, false
-	}
-	flags, _ := strconv.ParseUint(tp[53:55], 16, 8) // checked by traceIDOf
-	return oteltrace.NewSpanContext(oteltrace.SpanContextConfig{TraceID: tid, SpanID: sid,
-		TraceFlags: oteltrace.TraceFlags(flags) & oteltrace.FlagsSampled, Remote: true}), true
-}
-
-// traceParentOf is the W3C traceparent of sc.
-func traceParentOf(sc oteltrace.SpanContext) string {
-	flags := "00"
-	if sc.IsSampled() {
-		flags = "01"
-	}
-	return "00-" + sc.TraceID().String() + "-" + sc.SpanID().String() + "-" + flags
 }

@@ -14,6 +14,7 @@ import (
 	"go.opentelemetry.io/otel/semconv/v1.41.0/genaiconv"
 	oteltrace "go.opentelemetry.io/otel/trace"
 
+	"github.com/agentry/agentry/internal/telemetry"
 	"github.com/agentry/agentry/llm"
 	"github.com/agentry/agentry/policy"
 )
@@ -94,7 +95,7 @@ func (o *observed) begin(ctx context.Context, req *llm.Request) (*modelCall, boo
 		c.ctx, c.span = t.tracer.Start(ctx, string(genaiconv.OperationNameChat)+" "+o.model,
 			oteltrace.WithSpanKind(oteltrace.SpanKindClient), oteltrace.WithAttributes(attrs...))
 		// The provider's HTTP request carries this span as its parent.
-		c.ctx = llm.WithTraceParent(c.ctx, traceParentOf(c.span.SpanContext()))
+		c.ctx = llm.WithTraceParent(c.ctx, telemetry.TraceParent(c.span.SpanContext()))
 	}
 	return c, true
 }

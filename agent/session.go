@@ -578,6 +578,8 @@ type Settings struct {
 	// TraceID is the runs' trace id (WithTraceID, or WithTraceParent's),
 	// or "".
 	TraceID string
+	// TraceParent is the caller's W3C trace context (WithTraceParent), or "".
+	TraceParent string
 	// Seed is the caller's seed (WithSeed), or nil.
 	Seed *int64
 	// Now is the runs' fixed clock (WithNow), or the zero time.
@@ -598,7 +600,7 @@ func SettingsOf(opts ...RunOption) Settings {
 // settings is what c sets, as SettingsOf reports it.
 func (c *runConfig) settings() Settings {
 	var s Settings
-	s.TraceID = c.info.TraceID
+	s.TraceID, s.TraceParent = c.info.TraceID, c.info.TraceParent
 	if tp := c.info.TraceParent; tp != "" {
 		s.TraceID, _ = traceIDOf(tp)
 	}

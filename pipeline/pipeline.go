@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	oteltrace "go.opentelemetry.io/otel/trace"
 	"log/slog"
 	"maps"
 	"path/filepath"
@@ -47,6 +48,7 @@ type options struct {
 	registry  *agent.Registry
 	logger    *slog.Logger
 	key       []byte
+	tracers   oteltrace.TracerProvider
 }
 
 // WithTools gives the registry that stage agents and plans use.
@@ -109,7 +111,8 @@ type Pipeline struct {
 	baseDir   string // what relative paths resolve against
 	agentsDir string // where stage agents were found
 	red       *policy.Redactor
-	logger    *slog.Logger   // nil: no records
+	logger    *slog.Logger // nil: no records
+	tracers   oteltrace.TracerProvider
 	seal      *runlog.Sealer // seals its stored runs' logs; nil: none
 }
 
@@ -148,7 +151,7 @@ func New(d *Definition, baseDir string, opts ...Option) (*Pipeline, error) {
 		dir = filepath.Join(baseDir, "agents")
 	}
 	p := &Pipeline{def: d, stages: map[string]*stage{}, tools: o.tools, mock: o.useMock, baseDir: baseDir, agentsDir: dir,
-		red: policy.Secrets(), logger: o.logger}
+		red: policy.Secrets(), logger: o.logger, tracers: o.tracers}
 	if o.key != nil {
 		s, err := runlog.NewSealer(o.key)
 		if err != nil {

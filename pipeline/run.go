@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	oteltrace "go.opentelemetry.io/otel/trace"
 	"log/slog"
 	"maps"
 	"slices"
@@ -38,7 +39,8 @@ type runState struct {
 	ctx         context.Context // the caller's, for log records
 	// set is what the session options set that the pipeline's own
 	// events and records follow: the trace id, the seed, the clock.
-	set agent.Settings
+	set  agent.Settings
+	span oteltrace.Span // the run's invoke_workflow span; nil when nobody traces
 }
 
 // now is the run's clock: the fixed instant of a deterministic run.
@@ -79,6 +81,7 @@ func (p *Pipeline) run(ctx context.Context, env *Envelope, opts []RunOption) (*R
 			env.ID = ids.Seeded("env", seed)
 		}
 	}
+	ctx = r.startSpan(ctx, env)
 	r.ctx = ctx
 	if p.logger != nil {
 		r.log = p.logger.With(slog.String("pipeline", p.def.PipelineName), slog.String("pipeline_version", p.def.Version),
@@ -270,10 +273,12 @@ func (r *runState) process(ctx context.Context, st *stage, rec *StageRecord) (ma
 		if st.hooks.Work == nil {
 			return map[string]any{}, agent.OutcomeSuccess, "", nil
 		}
-		out, err := st.hooks.Work(ctx, r.env)
+		sctx, end := r.serviceSpan(ctx, st)
+		out, err := st.hooks.Work(sctx, r.env)
 		if err == nil {
 			out, err = hookOutput(out)
 		}
+		end(err)
 		if err != nil {
 			return nil, "", agent.CodeToolError, fmt.Errorf("%w: stage %s: service: %v", ErrHook, st.def.Name, err)
 		}
@@ -456,6 +461,7 @@ func (r *runState) finish(outcome agent.Outcome, reason agent.TerminateReason, c
 		e.Error = &event.ErrorInfo{Code: t.Error.Code, Message: t.Error.Message}
 	}
 	r.emit(e)
+	r.endSpan(t)
 	r.redact()
 	if serr := r.closeStore(); serr != nil && err == nil {
 		err = serr

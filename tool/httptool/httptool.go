@@ -9,6 +9,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"go.opentelemetry.io/otel/propagation"
+	oteltrace "go.opentelemetry.io/otel/trace"
 	"io"
 	"mime"
 	"net"
@@ -146,8 +148,14 @@ func (c *client) do(ctx context.Context, method, rawURL string, headers map[stri
 	for k, v := range headers {
 		req.Header.Set(k, v)
 	}
-	if call := tool.CallFrom(ctx); call != nil && call.Run != nil && call.Run.TraceParent != "" && req.Header.Get("traceparent") == "" {
-		req.Header.Set("traceparent", call.Run.TraceParent) // the request joins the run's trace
+	if req.Header.Get("traceparent") == "" {
+		// The request joins the run's trace: as a child of the tool call's
+		// span when the run is traced, else of the run's trace context.
+		if oteltrace.SpanContextFromContext(ctx).IsValid() {
+			propagation.TraceContext{}.Inject(ctx, propagation.HeaderCarrier(req.Header))
+		} else if call := tool.CallFrom(ctx); call != nil && call.Run != nil && call.Run.TraceParent != "" {
+			req.Header.Set("traceparent", call.Run.TraceParent)
+		}
 	}
 	if method != http.MethodGet && method != http.MethodHead {
 		// The call's key, stable across retries and resumes, lets the

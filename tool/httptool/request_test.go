@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	oteltrace "go.opentelemetry.io/otel/trace"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -168,16 +169,25 @@ func TestTraceParentHeader(t *testing.T) {
 	}))
 	t.Cleanup(srv.Close)
 	tl := NewRequest(Options{AllowPrivate: true})
-	for _, run := range []*tool.Run{{RunID: "run_t", TraceParent: tp}, {RunID: "run_u"}} {
+	// A traced call's span is the parent: it wins over the run's context.
+	tid, _ := oteltrace.TraceIDFromHex("0af7651916cd43dd8448eb211c80319c")
+	sid, _ := oteltrace.SpanIDFromHex("b7ad6b7169203331")
+	spanCtx := oteltrace.ContextWithSpanContext(context.Background(),
+		oteltrace.NewSpanContext(oteltrace.SpanContextConfig{TraceID: tid, SpanID: sid, TraceFlags: oteltrace.FlagsSampled}))
+	for i, run := range []*tool.Run{{RunID: "run_t", TraceParent: tp}, {RunID: "run_u"}, {RunID: "run_s", TraceParent: tp}} {
 		c := &tool.Call{ID: "c", Name: "http_request", Arguments: json.RawMessage(`{"method": "GET", "url": "` + srv.URL + `"}`),
 			Tool: tl, Info: tl.Info(), Run: run}
-		if _, err := tool.Handle(context.Background(), c); err != nil {
+		ctx := context.Background()
+		if i == 2 {
+			ctx = spanCtx
+		}
+		if _, err := tool.Handle(ctx, c); err != nil {
 			t.Fatal(err)
 		}
 	}
 	mu.Lock()
 	defer mu.Unlock()
-	if len(got) != 2 || got[0] != tp || got[1] != "" {
+	if len(got) != 3 || got[0] != tp || got[1] != "" || got[2] != "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01" {
 		t.Errorf("traceparent headers %q", got)
 	}
 }
