@@ -11,6 +11,8 @@
 #   AGENTRY_TEST_POSTGRES   a postgres:// URL of an empty database
 #   AGENTRY_TEST_REDIS      a redis:// URL of an empty server (append-only
 #                           file, fsync on every write)
+#   AGENTRY_TEST_CHROMIUM   the path of a headless-capable Chromium, for the
+#                           trace viewer's browser tests (server/viewer_test.go)
 set -euo pipefail
 
 log() { echo "test-deps: $*" >&2; }
@@ -39,10 +41,16 @@ pg_bin() {
   done | sort -V | tail -n 1
 }
 
+# chromium_bin prints the path of Debian's Chromium, if it is installed.
+chromium_bin() {
+  command -v chromium || command -v chromium-browser || true
+}
+
 install() {
   local pkgs=()
   [ -n "$(pg_bin)" ] || pkgs+=(postgresql)
   command -v redis-server >/dev/null || pkgs+=(redis-server)
+  [ -n "$(chromium_bin)" ] || pkgs+=(chromium)
   if [ ${#pkgs[@]} -gt 0 ]; then
     apt_install "${pkgs[@]}"
   fi
@@ -119,6 +127,7 @@ start() {
   echo "export AGENTRY_TEST_DEPS='$dir'"
   start_postgres "$dir"
   start_redis "$dir"
+  echo "export AGENTRY_TEST_CHROMIUM='$(chromium_bin)'"
 }
 
 stop() {

@@ -128,3 +128,10 @@ func roleOf(p *policy.Principal) Role {
 	}
 	return best
 }
+
+// whoami answers who the caller is: the key's name ("" without keys)
+// and its role, so that a client shows only what the role may do.
+func (s *Server) whoami(w http.ResponseWriter, r *http.Request) {
+	p := policy.PrincipalFrom(r.Context())
+	writeJSON(w, http.StatusOK, map[string]any{"name": p.UserID, "role": roleOf(p), "keys": len(s.cfg.Keys) > 0})
+}

@@ -20,9 +20,11 @@ const (
 // events streams a run's events as server-sent events, cut from the run
 // store: each event's id is its sequence number in the run's log, so a
 // client that sends Last-Event-ID gets exactly the events after it, from
-// this server or another, before a restart or after. The stream closes
-// after run_end (or once the run has stopped and its log is read to the
-// end); ": heartbeat" comments keep a quiet one open. A slow client never
+// this server or another, before a restart or after. A resume is a
+// "resume" event, after which the resumed turn's events come again. The
+// stream closes after the run's last run_end (or once the run has
+// stopped and its log is read to the end); ": heartbeat" comments keep a
+// quiet one open. A slow client never
 // slows the run: it reads the store at its own pace.
 func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 	run, ok := s.storedRun(w, r)
@@ -58,15 +60,20 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 		if err != nil {
 			return // the client went away, or the store failed: the client resumes
 		}
-		for _, rec := range recs {
+		for i, rec := range recs {
 			after = rec.Seq
-			if rec.Kind != store.KindEvent {
+			switch rec.Kind {
+			case store.KindResume:
+				writeResume(w, run.ID, &rec)
+				continue
+			case store.KindEvent:
+			default:
 				continue
 			}
 			h := headOf(rec.Data)
 			fmt.Fprintf(w, "id: %d\nevent: %s\ndata: %s\n\n", rec.Seq, h.Type, bytes.TrimSpace(rec.Data))
 			quietSince = time.Now()
-			if h.Type == "run_end" && h.RunID == run.ID {
+			if h.Type == "run_end" && h.RunID == run.ID && !resumedIn(recs[i+1:]) {
 				flusher.Flush()
 				return
 			}
@@ -91,6 +98,26 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 		case <-poll.C:
 		}
 	}
+}
+
+// writeResume writes the mark a resume left in the log as a "resume"
+// event: the run went on from this turn, and its events of this turn and
+// after, written before the pause, are superseded by those that follow
+// (the resumed run writes its first turn's events again).
+func writeResume(w http.ResponseWriter, runID string, rec *store.Record) {
+	data, _ := json.Marshal(map[string]any{"type": "resume", "run_id": runID, "turn": rec.Turn, "time": rec.Time})
+	fmt.Fprintf(w, "id: %d\nevent: resume\ndata: %s\n\n", rec.Seq, data)
+}
+
+// resumedIn says whether recs hold a resume: a run_end before it ended a
+// pause, not the run.
+func resumedIn(recs []store.Record) bool {
+	for _, r := range recs {
+		if r.Kind == store.KindResume {
+			return true
+		}
+	}
+	return false
 }
 
 // head is what the stream reads of an event: its type, and its run (a

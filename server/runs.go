@@ -260,6 +260,25 @@ func (s *Server) abort(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusAccepted, map[string]string{"run_id": run.ID, "status": "aborting"})
 }
 
+// audit answers the run's records of the audit log, in order: every
+// decision of its policy (allowed, denied, paused, approved), redacted
+// as they were written.
+func (s *Server) audit(w http.ResponseWriter, r *http.Request) {
+	run, ok := s.storedRun(w, r)
+	if !ok {
+		return
+	}
+	recs, err := s.cfg.Store.AuditLog(r.Context(), run.ID)
+	if err != nil {
+		writeError(w, http.StatusInternalServerError, "store_error", "the run store failed to read the audit log")
+		return
+	}
+	if recs == nil {
+		recs = []store.AuditRecord{}
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"records": recs})
+}
+
 // storedRun is the run the path names, or the error answered.
 func (s *Server) storedRun(w http.ResponseWriter, r *http.Request) (store.Run, bool) {
 	id := r.PathValue("id")

@@ -51,7 +51,8 @@ type Config struct {
 type Server struct {
 	cfg      Config
 	mux      *http.ServeMux
-	patterns []string      // the routes, as registered
+	patterns []string      // the API's routes, as registered
+	pages    []string      // the viewer's routes (not the API's)
 	sums     [][]byte      // the keys' hashes, decoded
 	slots    chan struct{} // one per run going
 
@@ -84,6 +85,10 @@ func New(c Config) (*Server, error) {
 		}
 		s.sums = append(s.sums, sum)
 	}
+	v, err := loadViewer()
+	if err != nil {
+		return nil, fmt.Errorf("server: the viewer's files: %w", err)
+	}
 	s.base, s.close = context.WithCancel(context.Background())
 	s.route("POST /v1/runs", RoleRunner, s.createRun)
 	s.route("GET /v1/runs", RoleViewer, s.listRuns)
@@ -91,7 +96,9 @@ func New(c Config) (*Server, error) {
 	s.route("GET /v1/runs/{id}/events", RoleViewer, s.events)
 	s.route("POST /v1/runs/{id}/abort", RoleRunner, s.abort)
 	s.route("POST /v1/runs/{id}/resume", RoleRunner, s.resume)
+	s.route("GET /v1/runs/{id}/audit", RoleViewer, s.audit)
 	s.route("GET /v1/agents", RoleViewer, s.listAgents)
+	s.route("GET /v1/whoami", RoleViewer, s.whoami)
 	s.open("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
 		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
 	})
@@ -100,6 +107,10 @@ func New(c Config) (*Server, error) {
 		w.Header().Set("Content-Type", "application/json")
 		w.Write(openAPI)
 	})
+	// The trace viewer: a page and its files, served to anyone (they hold
+	// no data); not API routes, so not in the OpenAPI document.
+	s.page("GET /{$}", v.index)
+	s.page("GET /viewer/{file}", v.file)
 	s.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, "not_found", fmt.Sprintf("no route %s %s", r.Method, r.URL.Path))
 	})
@@ -150,6 +161,12 @@ var openAPI []byte
 // open serves pattern to anyone.
 func (s *Server) open(pattern string, h http.HandlerFunc) {
 	s.patterns = append(s.patterns, pattern)
+	s.mux.HandleFunc(pattern, h)
+}
+
+// page serves a route of the viewer to anyone.
+func (s *Server) page(pattern string, h http.HandlerFunc) {
+	s.pages = append(s.pages, pattern)
 	s.mux.HandleFunc(pattern, h)
 }
 

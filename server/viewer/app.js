@@ -1,0 +1,116 @@
+// The trace viewer: routes (#/ the runs, #/runs/ID a run), who the
+// caller is, the key dialog, and the keys that work everywhere.
+
+import {api, setKeyPrompt, getKey, setKey} from './api.js';
+import {mountRuns} from './runs.js';
+import {mountRun} from './run.js';
+import {h, fill} from './util.js';
+
+const main = document.getElementById('main');
+const who = document.getElementById('who');
+let unmount = () => {};
+
+// route reads the hash: {view: 'runs', query} or {view: 'run', id, tab}.
+function route() {
+  const [path, qs] = location.hash.replace(/^#/, '').split('?');
+  const query = new URLSearchParams(qs || '');
+  const m = path.match(/^\/runs\/([^/]+)$/);
+  if (m) return {view: 'run', id: decodeURIComponent(m[1]), tab: query.get('tab') || ''};
+  return {view: 'runs', query};
+}
+
+// go navigates: {run: ID} opens a run; filters open the list with them.
+function go(to) {
+  if (to.run) {
+    location.hash = '#/runs/' + encodeURIComponent(to.run);
+    return;
+  }
+  const q = new URLSearchParams();
+  for (const [k, v] of Object.entries(to)) if (v) q.set(k, v);
+  const s = q.toString();
+  location.hash = '#/' + (s ? '?' + s : '');
+}
+
+function show() {
+  unmount();
+  const r = route();
+  document.title = 'agentry · runs';
+  unmount = r.view === 'run' ? mountRun(main, r.id, window.agentryMe, r.tab) : mountRuns(main, r.query, go);
+  if (r.view === 'runs') {
+    const t = document.getElementById('runs-title');
+    if (t && document.activeElement === document.body) t.focus({preventScroll: true});
+  }
+}
+
+// askKey shows the key dialog; it answers the key, or null.
+function askKey(message) {
+  const dlg = document.getElementById('key-dialog');
+  const input = document.getElementById('key-input');
+  const note = document.getElementById('key-note');
+  note.textContent = message || 'This server needs a key.';
+  input.value = '';
+  return new Promise((resolve) => {
+    const form = dlg.querySelector('form');
+    const done = (key) => {
+      form.removeEventListener('submit', onSubmit);
+      dlg.removeEventListener('cancel', onCancel);
+      if (dlg.open) dlg.close();
+      resolve(key);
+    };
+    const onSubmit = (e) => { e.preventDefault(); const k = input.value.trim(); if (k) done(k); };
+    const onCancel = (e) => { e.preventDefault(); done(null); };
+    form.addEventListener('submit', onSubmit);
+    dlg.addEventListener('cancel', onCancel);
+    document.getElementById('key-cancel').onclick = () => done(null);
+    dlg.showModal();
+    input.focus();
+  });
+}
+
+async function whoami() {
+  try {
+    const me = await api('/v1/whoami');
+    window.agentryMe = me;
+    fill(who, me.keys ? [h('span', {class: 'who-name'}, me.name), ' · ', h('span', {class: 'who-role'}, me.role)]
+      : h('span', {class: 'who-role', title: 'The server has no keys: every caller is an admin.'}, 'no keys · admin'));
+  } catch (e) {
+    window.agentryMe = {role: ''};
+    fill(who, h('span', {class: 'who-role'}, 'signed out'));
+  }
+}
+
+// Keys anywhere but in a field: Escape (or u) goes back to the runs, /
+// goes to the filters, ? shows the keys.
+document.addEventListener('keydown', (e) => {
+  if (e.defaultPrevented || e.ctrlKey || e.metaKey || e.altKey) return;
+  const t = e.target;
+  if (t.closest && t.closest('input, select, textarea, dialog')) return;
+  if ((e.key === 'Escape' || e.key === 'u') && route().view === 'run') {
+    e.preventDefault();
+    location.hash = '#/';
+  } else if (e.key === '/' && route().view === 'runs') {
+    e.preventDefault();
+    document.getElementById('f-agent').focus();
+  } else if (e.key === '?') {
+    e.preventDefault();
+    document.getElementById('help-dialog').showModal();
+  }
+});
+
+document.getElementById('key-button').addEventListener('click', async () => {
+  const key = await askKey(getKey() ? 'Replace or forget the key this tab keeps.' : 'Give a key for this server.');
+  if (key !== null) setKey(key);
+  await whoami();
+  show();
+});
+document.getElementById('key-forget').addEventListener('click', () => {
+  setKey('');
+  document.getElementById('key-dialog').close();
+  location.reload();
+});
+document.getElementById('help-button').addEventListener('click', () => document.getElementById('help-dialog').showModal());
+document.getElementById('help-close').addEventListener('click', () => document.getElementById('help-dialog').close());
+
+setKeyPrompt(askKey);
+window.addEventListener('hashchange', show);
+whoami().then(show);

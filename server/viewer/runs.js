@@ -1,0 +1,173 @@
+// The runs list: filtered by agent, status and time, sorted by any
+// column, paged by the API's cursor, refreshed while it shows the newest.
+
+import {api} from './api.js';
+import {h, fill, fmtMs, fmtInt, fmtCost, fmtTime, relTime, shortId, badge} from './util.js';
+
+const STATUSES = ['running', 'awaiting_approval', 'completed', 'failed', 'aborted', 'interrupted'];
+const PAGE = 25;
+const REFRESH_MS = 2000;
+
+const COLUMNS = [
+  {key: 'status', label: 'Status', value: (r) => r.status},
+  {key: 'agent', label: 'Agent', value: (r) => r.agent + '@' + r.version},
+  {key: 'run_id', label: 'Run', value: (r) => r.run_id, cls: 'c-id'},
+  {key: 'created_at', label: 'Started', value: (r) => r.created_at},
+  {key: 'duration', label: 'Duration', value: duration, cls: 'num'},
+  {key: 'turns', label: 'Turns', value: (r) => r.turns, cls: 'num c-opt'},
+  {key: 'tokens', label: 'Tokens', value: (r) => r.tokens, cls: 'num c-opt'},
+  {key: 'cost_usd', label: 'Cost', value: (r) => r.cost_usd ?? -1, cls: 'num c-opt'},
+];
+
+function duration(r) {
+  const end = r.status === 'running' ? Date.now() : new Date(r.updated_at).getTime();
+  return end - new Date(r.created_at).getTime();
+}
+
+// mountRuns shows the list in root, with the filters of query (the
+// route's ?agent=&status=&since=&until=); it answers its unmount.
+export function mountRuns(root, query, go) {
+  const st = {filters: {agent: query.get('agent') || '', status: query.get('status') || '',
+    since: query.get('since') || '', until: query.get('until') || ''},
+  cursors: [''], runs: [], next: '', sort: {key: 'created_at', dir: -1}, timer: 0, gone: false, error: ''};
+  const body = h('tbody', {});
+  const pager = h('nav', {class: 'pager', 'aria-label': 'Pages'});
+  const status = h('p', {class: 'list-status', role: 'status', 'aria-live': 'polite'});
+  const head = h('tr', {}, COLUMNS.map((c) => sortHeader(c, st, () => { render(); })));
+  const table = h('table', {class: 'runs-table'}, h('caption', {class: 'sr-only'}, 'Runs, newest first'), h('thead', {}, head), body);
+  fill(root, h('section', {class: 'runs', 'aria-labelledby': 'runs-title'},
+    h('div', {class: 'title-row'}, h('h1', {id: 'runs-title', tabindex: -1}, 'Runs'), status),
+    filtersForm(st, () => { st.cursors = ['']; go(st.filters); }),
+    h('div', {class: 'table-wrap'}, table), pager));
+
+  function render() {
+    for (const th of head.children) th.setAttribute('aria-sort', th.dataset.key === st.sort.key ? (st.sort.dir > 0 ? 'ascending' : 'descending') : 'none');
+    const focused = document.activeElement && document.activeElement.dataset ? document.activeElement.dataset.runId : '';
+    const col = COLUMNS.find((c) => c.key === st.sort.key);
+    const rows = [...st.runs].sort((a, b) => cmp(col.value(a), col.value(b)) * st.sort.dir);
+    fill(body, rows.length ? rows.map((r) => runRow(r)) : h('tr', {}, h('td', {colspan: COLUMNS.length, class: 'empty'},
+      st.error || 'No run matches.')));
+    if (focused) { const tr = body.querySelector(`tr[data-run-id="${CSS.escape(focused)}"]`); if (tr) tr.focus(); }
+    renderPager();
+    status.textContent = st.error ? '' : `${st.runs.length} run${st.runs.length === 1 ? '' : 's'}` + (page() === 0 ? ' · updating' : '');
+  }
+
+  function renderPager() {
+    const newer = h('button', {type: 'button', disabled: page() === 0, onclick: () => { st.cursors.pop(); load(); }}, '← Newer');
+    const older = h('button', {type: 'button', disabled: !st.next, onclick: () => { st.cursors.push(st.next); load(); }}, 'Older →');
+    fill(pager, newer, h('span', {class: 'muted'}, 'page ' + (page() + 1)), older);
+  }
+
+  const page = () => st.cursors.length - 1;
+
+  async function load() {
+    clearTimeout(st.timer);
+    const q = new URLSearchParams({limit: PAGE});
+    const f = st.filters;
+    if (f.agent) q.set('agent', f.agent);
+    if (f.status) q.set('status', f.status);
+    if (f.since) q.set('since', rfc3339(f.since));
+    if (f.until) q.set('until', rfc3339(f.until));
+    if (st.cursors[page()]) q.set('cursor', st.cursors[page()]);
+    try {
+      const res = await api('/v1/runs?' + q);
+      if (st.gone) return;
+      st.runs = res.runs;
+      st.next = res.next_cursor || '';
+      st.error = '';
+    } catch (e) {
+      if (st.gone) return;
+      st.error = 'The runs could not be read: ' + e.message;
+    }
+    render();
+    if (page() === 0 && !st.gone) st.timer = setTimeout(load, REFRESH_MS);
+  }
+
+  body.addEventListener('keydown', (e) => rowKeys(e, go));
+  body.addEventListener('click', (e) => {
+    const tr = e.target.closest('tr[data-run-id]');
+    if (tr && !e.target.closest('a')) go({run: tr.dataset.runId});
+  });
+  load();
+  return () => { st.gone = true; clearTimeout(st.timer); };
+}
+
+function cmp(a, b) {
+  if (typeof a === 'number' && typeof b === 'number') return a - b;
+  return String(a).localeCompare(String(b));
+}
+
+function sortHeader(c, st, onSort) {
+  const btn = h('button', {type: 'button', class: 'sort'}, c.label, h('span', {class: 'sort-mark', 'aria-hidden': 'true'}));
+  btn.addEventListener('click', () => {
+    st.sort = st.sort.key === c.key ? {key: c.key, dir: -st.sort.dir} : {key: c.key, dir: c.key === 'agent' || c.key === 'status' ? 1 : -1};
+    onSort();
+  });
+  return h('th', {scope: 'col', class: c.cls || '', dataset: {key: c.key}}, btn);
+}
+
+function runRow(r) {
+  const href = '#/runs/' + encodeURIComponent(r.run_id);
+  const label = `${r.agent}@${r.version}, ${r.status.replaceAll('_', ' ')}, started ${fmtTime(r.created_at)}`;
+  return h('tr', {tabindex: 0, class: 'row s-' + r.status, dataset: {runId: r.run_id}, 'aria-label': label},
+    h('td', {}, badge(r.status)),
+    h('td', {class: 'c-agent'}, h('strong', {}, r.agent), h('span', {class: 'muted'}, '@' + r.version),
+      r.kind === 'pipeline' ? h('span', {class: 'tag'}, 'pipeline') : null, r.parent_run_id ? h('span', {class: 'tag'}, 'stage') : null),
+    h('td', {class: 'c-id'}, h('a', {href, tabindex: -1}, h('code', {}, shortId(r.run_id)))),
+    h('td', {class: 'nowrap', title: fmtTime(r.created_at)}, relTime(r.created_at)),
+    h('td', {class: 'num'}, r.status === 'running' ? 'going' : fmtMs(duration(r))),
+    h('td', {class: 'num c-opt'}, fmtInt(r.turns)),
+    h('td', {class: 'num c-opt'}, fmtInt(r.tokens)),
+    h('td', {class: 'num c-opt'}, fmtCost(r.cost_usd)));
+}
+
+// rowKeys: Enter or Space opens the focused run; j and k (or the arrows)
+// move between the rows.
+function rowKeys(e, go) {
+  const tr = e.target.closest('tr[data-run-id]');
+  if (!tr || e.altKey || e.ctrlKey || e.metaKey) return;
+  if (e.key === 'Enter' || e.key === ' ') {
+    e.preventDefault();
+    go({run: tr.dataset.runId});
+  } else if (e.key === 'j' || e.key === 'ArrowDown') {
+    e.preventDefault();
+    (tr.nextElementSibling || tr).focus();
+  } else if (e.key === 'k' || e.key === 'ArrowUp') {
+    e.preventDefault();
+    (tr.previousElementSibling || tr).focus();
+  }
+}
+
+function rfc3339(local) {
+  const d = new Date(local);
+  return Number.isNaN(d.getTime()) ? local : d.toISOString().replace(/\.\d{3}Z$/, 'Z');
+}
+
+function filtersForm(st, apply) {
+  const f = st.filters;
+  const agent = h('select', {id: 'f-agent', name: 'agent'}, h('option', {value: ''}, 'all agents'));
+  if (f.agent) agent.append(h('option', {value: f.agent, selected: true}, f.agent));
+  api('/v1/agents').then((res) => {
+    for (const name of [...new Set(res.agents.map((a) => a.name))].sort()) {
+      if (name !== f.agent) agent.append(h('option', {value: name}, name));
+    }
+  }).catch(() => {});
+  const status = h('select', {id: 'f-status', name: 'status'}, h('option', {value: ''}, 'any status'),
+    STATUSES.map((s) => h('option', {value: s, selected: s === f.status}, s.replaceAll('_', ' '))));
+  const since = h('input', {id: 'f-since', name: 'since', type: 'datetime-local', value: f.since});
+  const until = h('input', {id: 'f-until', name: 'until', type: 'datetime-local', value: f.until});
+  const form = h('form', {class: 'filters', role: 'search', 'aria-label': 'Filter the runs'},
+    field('Agent', agent), field('Status', status), field('From', since), field('To', until),
+    h('button', {type: 'button', class: 'quiet', onclick: () => {
+      for (const el of [agent, status, since, until]) el.value = '';
+      read();
+    }}, 'Clear'));
+  const read = () => { Object.assign(f, {agent: agent.value, status: status.value, since: since.value, until: until.value}); apply(); };
+  form.addEventListener('change', read);
+  form.addEventListener('submit', (e) => { e.preventDefault(); read(); });
+  return form;
+}
+
+function field(label, input) {
+  return h('label', {class: 'field', for: input.id}, h('span', {}, label), input);
+}
