@@ -28,8 +28,8 @@ const viewerCSP = "default-src 'self'; script-src 'self'; style-src 'self'; img-
 
 // asset is one file of the viewer, read once at New.
 type asset struct {
-	data []byte
-	etag string // a quoted hash of data
+	data  []byte
+	etag  string // a quoted hash of data
 	ctype string
 }
 
