@@ -29,6 +29,7 @@ func runPipeline(ctx context.Context, path string, f runFlags, stdout, stderr io
 		runOpts = append(runOpts, pipeline.WithStore(su.store))
 	}
 	opts := []pipeline.Option{pipeline.WithTools(builtinTools(f.allowPrivate)), pipeline.WithAgentOptions(su.agentOpts...)}
+	opts = append(opts, su.telemetry.pipelineOptions()...)
 	if su.logger != nil {
 		opts = append(opts, pipeline.WithLogger(su.logger))
 	}

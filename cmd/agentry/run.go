@@ -162,6 +162,7 @@ type setup struct {
 	sessionOpts []agent.RunOption
 	rec         *scripted.Recorder
 	logger      *slog.Logger // nil without --log-level
+	telemetry   *telemetry
 	listeners   []listener
 	close       func()
 }
@@ -230,17 +231,29 @@ func prepare(ctx context.Context, f runFlags, stderr io.Writer) (*setup, error) 
 	}
 	opts = append(opts, so...)
 	listeners, closeFn, err := eventListeners(f, stderr)
-	if err != nil {
-		if st != nil {
-			st.Close()
+	if err == nil {
+		var tel *telemetry
+		if tel, err = openTelemetry(ctx); err == nil {
+			opts = append(opts, tel.agentOptions()...)
+			su := &setup{input: input, store: st, agentOpts: opts, sessionOpts: sessionOpts, rec: rec, logger: logger, telemetry: tel, listeners: listeners}
+			su.close = func() {
+				closeFn()
+				if err := tel.shutdown(); err != nil {
+					fmt.Fprintf(stderr, "agentry: OpenTelemetry export: %v\n", err)
+				}
+				if st != nil {
+					st.Close()
+				}
+			}
+			return su, nil
 		}
-		return nil, err
+		closeFn()
+		err = usageErr(err)
 	}
-	su := &setup{input: input, store: st, agentOpts: opts, sessionOpts: sessionOpts, rec: rec, logger: logger, listeners: listeners, close: closeFn}
 	if st != nil {
-		su.close = func() { closeFn(); st.Close() }
+		st.Close()
 	}
-	return su, nil
+	return nil, err
 }
 
 // finish writes the recording, then the result (as JSON with --json, by

@@ -76,7 +76,17 @@ func serve(ctx context.Context, f serveFlags, stdout, stderr io.Writer) error {
 	if err != nil {
 		return usageErr(err)
 	}
+	tel, err := openTelemetry(ctx)
+	if err != nil {
+		return usageErr(err)
+	}
+	defer func() {
+		if err := tel.shutdown(); err != nil {
+			fmt.Fprintf(stderr, "agentry serve: OpenTelemetry export: %v\n", err)
+		}
+	}()
 	opts := append([]agent.Option{agent.WithTools(builtinTools(f.allowPrivate))}, so...)
+	opts = append(opts, tel.agentOptions()...)
 	reg, err := agent.LoadRegistry(spec.Dir{Path: f.agents}, opts...)
 	if err != nil {
 		return usageErr(fmt.Errorf("--agents %s: %w", f.agents, err))
