@@ -168,4 +168,3 @@ func TestOTLPExport(t *testing.T) {
 	}
 	toolMu.Unlock()
 }
-
