@@ -441,6 +441,19 @@ func TestResume(t *testing.T) {
 	if code, body := f.do(t, "POST", "/v1/runs/"+id+"/resume", "", `{"approve": ["`+waiting+`"]}`); code != 409 {
 		t.Errorf("a completed run resumed: %d %v", code, body)
 	}
+	// The approval is on record, naming who gave it (no keys: anonymous);
+	// the refused attempts wrote nothing.
+	_, audit := f.do(t, "GET", "/v1/runs/"+id+"/audit", "", "")
+	var human []string
+	for _, r := range audit["records"].([]any) {
+		rec := r.(map[string]any)
+		if rec["rule"] == "human_approval" {
+			human = append(human, fmt.Sprint(rec["decision"], " ", rec["target"], " by ", rec["user_id"]))
+		}
+	}
+	if want := "allow call:" + waiting + " by anonymous"; len(human) != 1 || human[0] != want {
+		t.Errorf("human decisions on record %q, want [%s]", human, want)
+	}
 }
 
 // TestCanary: a secret in a run's input reaches no API response and no
