@@ -51,6 +51,26 @@ func WithDenyReason(reason string) RunOption {
 	return func(c *runConfig) { c.more().denyReason = reason }
 }
 
+// DecidedBy names who approved or denied the calls Approve and Deny name
+// (a person, a key's name): the audit records of those decisions carry it
+// as their user, where they would carry the run's.
+func DecidedBy(name string) RunOption {
+	return func(c *runConfig) { c.more().decidedBy = name }
+}
+
+// decider is who decided the call with key, when a resume decided it:
+// DecidedBy's name, else the run's user.
+func (r *run) decider(key string) (string, bool) {
+	c := &r.s.cfg
+	if _, ok := c.decisions[key]; !ok {
+		return "", false
+	}
+	if c.extra != nil && c.extra.decidedBy != "" {
+		return c.extra.decidedBy, true
+	}
+	return r.info.UserID, true
+}
+
 func (c *runConfig) decide(ids []string, approve bool) {
 	if c.decisions == nil {
 		c.decisions = map[string]bool{}

@@ -274,9 +274,16 @@ func (j *journal) tool(ctx context.Context, call *tool.Call, next tool.Handler) 
 		if in, ok := l.Intents[key]; ok && class == tool.NonIdempotent {
 			switch {
 			case j.deny[key]:
+				if err := j.audit(ctx, call, "deny", "not sent again: its outcome is unknown"); err != nil {
+					return tool.Output{}, err
+				}
 				return j.unknownOutcome(call, time.Now())
 			case !j.approve[key] && !in.Deduplicates:
 				return tool.Output{}, &ApprovalError{CallID: call.ID, Tool: call.Name, Key: key, Arguments: call.Arguments}
+			case j.approve[key]:
+				if err := j.audit(ctx, call, "approve", "sent again under its idempotency key, though its outcome is unknown"); err != nil {
+					return tool.Output{}, err
+				}
 			}
 			intent = true // approved, or the tool deduplicates: sent again with the same key
 		} else if call.Turn < j.quiet {
@@ -324,6 +331,13 @@ func (j *journal) tool(ctx context.Context, call *tool.Call, next tool.Handler) 
 		j.add(store.KindToolResult, call.Turn, key, rec)
 	}
 	return out, err
+}
+
+// audit records a person's decision on a call of unknown outcome, as
+// theirs.
+func (j *journal) audit(ctx context.Context, call *tool.Call, decision, reason string) error {
+	by, _ := j.r.decider(call.Key())
+	return j.r.reportAs(ctx, "tool:"+call.Name, call.ID, by, "unknown_outcome", decision, reason)
 }
 
 // unknownOutcome answers a denied call: it may or may not have taken

@@ -63,7 +63,13 @@ func (r *run) Decided(ctx context.Context, call *tool.Call, rule, decision, reas
 	if call.Turn < r.quiet() {
 		return nil
 	}
-	return r.report(ctx, "tool:"+call.Name, call.ID, rule, decision, reason)
+	user := r.info.UserID
+	if decision == "approve" || decision == "deny" {
+		if by, ok := r.decider(call.Key()); ok {
+			user = by // a person's decision, on record as theirs
+		}
+	}
+	return r.reportAs(ctx, "tool:"+call.Name, call.ID, user, rule, decision, reason)
 }
 
 // checkPolicy refuses a rate limit of a tool the agent does not have (a
@@ -84,6 +90,11 @@ func (a *Agent) checkPolicy() []string {
 
 // report emits a policy decision on target and audits it.
 func (r *run) report(ctx context.Context, target, callID, rule, decision, reason string) error {
+	return r.reportAs(ctx, target, callID, r.info.UserID, rule, decision, reason)
+}
+
+// reportAs is report of a decision user made.
+func (r *run) reportAs(ctx context.Context, target, callID, user, rule, decision, reason string) error {
 	if r.s.bus.Active() {
 		data := map[string]any{"rule": rule, "decision": decision, "target": target, "reason": reason}
 		if callID != "" {
@@ -91,7 +102,7 @@ func (r *run) report(ctx context.Context, target, callID, rule, decision, reason
 		}
 		r.emit(event.Event{Type: event.PolicyDecision, Data: data})
 	}
-	rec := store.AuditRecord{Agent: r.a.spec.AgentName, UserID: r.info.UserID, Rule: rule,
+	rec := store.AuditRecord{Agent: r.a.spec.AgentName, UserID: user, Rule: rule,
 		Decision: decision, Target: target, Reason: reason}
 	switch j := r.link.journal; {
 	case j != nil && j.w != nil:

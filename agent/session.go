@@ -80,6 +80,7 @@ type runConfig struct {
 // runExtra is the rarely given part of a session's options.
 type runExtra struct {
 	denyReason string    // why the denied calls were denied (WithDenyReason)
+	decidedBy  string    // who approved or denied them (DecidedBy)
 	liveTools  bool      // a replay runs safe and idempotent tools again
 	seeded     bool      // WithSeed, or the spec's seed
 	seedIDs    bool      // WithSeed: the run's ids derive from the seed too

@@ -80,9 +80,11 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 		}
 		if len(recs) > 0 {
 			flusher.Flush()
-		} else if cur, err := s.cfg.Store.Get(ctx, run.ID); err == nil && cur.Status != store.Running {
+		} else if cur, err := s.cfg.Store.Get(ctx, run.ID); err == nil && cur.Status != store.Running && !s.driving(run.ID) {
 			// Stopped without a run_end of its own (refused, interrupted):
-			// read to the end once more, then close.
+			// read to the end once more, then close. A run this server
+			// has just resumed is not stopped, though its log may not say
+			// so yet.
 			if more, err := s.cfg.Store.Records(ctx, run.ID, after); err == nil && len(more) == 0 {
 				return
 			}

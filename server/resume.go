@@ -50,7 +50,12 @@ func (s *Server) resume(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusInternalServerError, "error", fmt.Sprintf("run %s: its agent does not build: %v", run.ID, err))
 		return
 	}
-	var opts []agent.RunOption
+	// The audit log names who decided: the key's name.
+	approver := policy.PrincipalFrom(r.Context()).UserID
+	if approver == "" {
+		approver = "anonymous" // a server without keys
+	}
+	opts := []agent.RunOption{agent.DecidedBy(approver)}
 	if len(req.Approve) > 0 {
 		opts = append(opts, agent.Approve(req.Approve...))
 	}
@@ -76,39 +81,9 @@ func (s *Server) resume(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	// The run goes on for the user it acts for; the approver's roles
-	// decide what it may do now, and the audit log names the approver.
+	// decide what it may do now.
 	p := policy.PrincipalFrom(r.Context())
-	if err := s.auditDecisions(r.Context(), run, p.UserID, req); err != nil {
-		<-s.slots // the session has not run: it holds nothing
-		a.Close()
-		writeError(w, http.StatusInternalServerError, "error", err.Error())
-		return
-	}
 	s.start(w, r, sess, a, true, policy.Principal{Roles: p.Roles}, http.StatusAccepted)
-}
-
-// auditDecisions writes who approved or denied which call of run, before
-// the run goes on: a human decision is on record as the policy's are.
-func (s *Server) auditDecisions(ctx context.Context, run store.Run, approver string, req resumeRequest) error {
-	if approver == "" {
-		approver = "anonymous" // a server without keys
-	}
-	for _, d := range []struct {
-		ids      []string
-		decision string
-	}{{req.Approve, "allow"}, {req.Deny, "deny"}} {
-		for _, id := range d.ids {
-			rec := store.AuditRecord{Agent: run.Name, UserID: approver, Rule: "human_approval", Decision: d.decision,
-				Target: "call:" + id, Reason: req.Reason}
-			if d.decision == "allow" {
-				rec.Reason = ""
-			}
-			if err := runlog.Audit(ctx, s.cfg.Store, policy.Secrets(), run.ID, rec); err != nil {
-				return err
-			}
-		}
-	}
-	return nil
 }
 
 // ResumeInterrupted resumes, in the background, every stored agent run

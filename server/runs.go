@@ -260,6 +260,14 @@ func (s *Server) abort(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusAccepted, map[string]string{"run_id": run.ID, "status": "aborting"})
 }
 
+// driving says whether this server drives the run.
+func (s *Server) driving(id string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	_, ok := s.runs[id]
+	return ok
+}
+
 // audit answers the run's records of the audit log, in order: every
 // decision of its policy (allowed, denied, paused, approved), redacted
 // as they were written.

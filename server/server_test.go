@@ -447,11 +447,11 @@ func TestResume(t *testing.T) {
 	var human []string
 	for _, r := range audit["records"].([]any) {
 		rec := r.(map[string]any)
-		if rec["rule"] == "human_approval" {
+		if rec["decision"] == "approve" {
 			human = append(human, fmt.Sprint(rec["decision"], " ", rec["target"], " by ", rec["user_id"]))
 		}
 	}
-	if want := "allow call:" + waiting + " by anonymous"; len(human) != 1 || human[0] != want {
+	if want := "approve tool:kv_set by anonymous"; len(human) != 1 || human[0] != want {
 		t.Errorf("human decisions on record %q, want [%s]", human, want)
 	}
 }
