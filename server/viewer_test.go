@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"encoding/json"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -9,18 +10,21 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/agentry/agentry/agent"
+	"github.com/agentry/agentry/llm"
 	"github.com/agentry/agentry/spec"
 	"github.com/agentry/agentry/store"
 )
 
 // newViewerFixture is a server over a fresh SQLite store with the agents
 // of testdata/agents (trip: three turns and three tool calls, priced;
-// approve: a write that waits for a person's approval) and waiter (held
-// until f.release closes). Every event stream it serves is cut once,
+// approve: a write that waits for a person's approval), waiter (held
+// until f.release closes) and stepper (a first turn with a tool call,
+// then a second held until f.release closes). Every event stream it serves is cut once,
 // after its first events, so that a client must resume it.
 func newViewerFixture(t *testing.T, keys []Key) (*fixture, *cutter) {
 	t.Helper()
@@ -38,7 +42,12 @@ func newViewerFixture(t *testing.T, keys []Key) (*fixture, *cutter) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := reg.Register(waiter); err != nil {
+	stepper, err := agent.New(&spec.Spec{AgentName: "stepper", Version: "v1", SystemText: "Step.", Tools: []string{"kv_set"}},
+		agent.WithProvider(&twoStep{release: f.release}, "test"), tools)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := reg.Register(waiter, stepper); err != nil {
 		t.Fatal(err)
 	}
 	f.srv, err = New(Config{Store: st, Agents: reg, Keys: keys, AgentOptions: []agent.Option{tools}})
@@ -61,9 +70,40 @@ func newViewerFixture(t *testing.T, keys []Key) (*fixture, *cutter) {
 		}
 		reg.Close()
 		waiter.Close()
+		stepper.Close()
 		st.Close()
 	})
 	return f, cut
+}
+
+// twoStep is a model whose first call asks for a tool after a moment,
+// long enough for the run's log to commit its first turn before the
+// next call (a run commits what it queued before a model call when it
+// waited 50 ms), and whose later calls answer once release is closed: a
+// run that stays going with its first turn on record.
+type twoStep struct {
+	release chan struct{}
+	calls   atomic.Int32
+}
+
+func (m *twoStep) Generate(ctx context.Context, _ *llm.Request) (*llm.Response, error) {
+	if m.calls.Add(1) == 1 {
+		t := time.NewTimer(60 * time.Millisecond)
+		defer t.Stop()
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+		return &llm.Response{Content: "Saving it first.", ToolCalls: []llm.ToolCall{{ID: "call_1_1", Name: "kv_set",
+			Arguments: json.RawMessage(`{"key": "k", "value": "v"}`)}}}, nil
+	}
+	select {
+	case <-m.release:
+		return &llm.Response{Content: "released"}, nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
 }
 
 // cutter ends the first event stream of each run after its first write

@@ -71,8 +71,9 @@ async function whoami() {
   try {
     const me = await api('/v1/whoami');
     window.agentryMe = me;
-    fill(who, me.keys ? [h('span', {class: 'who-name'}, me.name), ' · ', h('span', {class: 'who-role'}, me.role)]
-      : h('span', {class: 'who-role', title: 'The server has no keys: every caller is an admin.'}, 'no keys · admin'));
+    fill(who, me.keys ? [h('span', {class: 'who-name'}, me.name), h('span', {class: 'who-sep'}, ' · '), h('span', {class: 'who-role'}, me.role)]
+      : [h('span', {class: 'who-name'}, 'no keys'), h('span', {class: 'who-sep'}, ' · '),
+        h('span', {class: 'who-role', title: 'The server has no keys: every caller is an admin.'}, 'admin')]);
   } catch (e) {
     window.agentryMe = {role: ''};
     fill(who, h('span', {class: 'who-role'}, 'signed out'));

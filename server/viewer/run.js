@@ -22,7 +22,7 @@ const isPipeline = (st) => (st.run && st.run.kind === 'pipeline') || st.events.s
 // mountRun shows run id in root; me is the caller (GET /v1/whoami). It
 // answers its unmount.
 export function mountRun(root, id, me, tab) {
-  const st = {id, run: null, events: [], audit: null, tab: TABS.some((t) => t.id === tab) ? tab : 'timeline', conn: '',
+  const st = {id, run: null, events: [], audit: null, tab: TABS.some((t) => t.id === tab) ? tab : '', conn: '',
     open: new Set(), notice: '', error: '', busy: false, frame: 0, tick: 0, gone: false};
   const ui = skeleton(root, st);
   const follower = new Follower(id, {
@@ -78,9 +78,13 @@ export function mountRun(root, id, me, tab) {
     const b = e.target.closest('[role=tab]');
     if (b) { st.tab = b.dataset.tab; schedule(); }
   });
-  ui.panels.addEventListener('toggle', (e) => {
-    const key = e.target.dataset && e.target.dataset.key;
-    if (key) e.target.open ? st.open.add(key) : st.open.delete(key);
+  // A fold's state is noted at the click (a toggle event comes later,
+  // maybe after the panel was drawn anew).
+  ui.panels.addEventListener('click', (e) => {
+    const sum = e.target.closest('summary');
+    const d = sum && sum.parentElement;
+    const key = d && d.dataset.key;
+    if (key) d.open ? st.open.delete(key) : st.open.add(key);
   }, true);
   (async () => {
     try {
@@ -109,9 +113,6 @@ function addEvent(st, ev) {
     return;
   }
   st.events.push(ev);
-  if (st.run && st.run.status !== 'running' && ev.type !== 'run_end' && ev.data.run_id === st.id && st.conn === 'live') {
-    st.run = {...st.run, status: 'running'};
-  }
 }
 
 function skeleton(root, st) {
@@ -232,7 +233,7 @@ function argumentsOf(res, callId) {
 
 function renderTabs(st, ui) {
   const tabs = TABS.filter((t) => !t.only || t.only(st));
-  if (!tabs.some((t) => t.id === st.tab)) st.tab = 'timeline';
+  if (!tabs.some((t) => t.id === st.tab)) st.tab = isPipeline(st) ? 'stages' : 'timeline';
   if (ui.tabs.dataset.ids !== tabs.map((t) => t.id).join()) {
     ui.tabs.dataset.ids = tabs.map((t) => t.id).join();
     fill(ui.tabs, tabs.map((t) => h('button', {type: 'button', role: 'tab', id: 'tab-' + t.id, 'aria-controls': 'panel-' + t.id,

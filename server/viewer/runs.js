@@ -115,7 +115,7 @@ function runRow(r) {
       r.kind === 'pipeline' ? h('span', {class: 'tag'}, 'pipeline') : null, r.parent_run_id ? h('span', {class: 'tag'}, 'stage') : null),
     h('td', {class: 'c-id'}, h('a', {href, tabindex: -1}, h('code', {}, shortId(r.run_id)))),
     h('td', {class: 'nowrap', title: fmtTime(r.created_at)}, relTime(r.created_at)),
-    h('td', {class: 'num'}, r.status === 'running' ? 'going' : fmtMs(duration(r))),
+    h('td', {class: 'num'}, fmtMs(duration(r)) + (r.status === 'running' ? '…' : '')),
     h('td', {class: 'num c-opt'}, fmtInt(r.turns)),
     h('td', {class: 'num c-opt'}, fmtInt(r.tokens)),
     h('td', {class: 'num c-opt'}, fmtCost(r.cost_usd)));

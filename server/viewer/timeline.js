@@ -54,7 +54,7 @@ class Builder {
     const call = mc[mc.length - 1];
     const model = {kind: 'model', label: call ? (call.model || call.provider || 'model') : 'model call', t0: t, t1: null, depth: 1,
       meta: call ? modelMeta(call) : '', status: call && call.error ? 'error' : ''};
-    if (call && call.duration_ms) model.t1 = t + call.duration_ms;
+    if (call && call.duration_ms) { model.t1 = t + call.duration_ms; model.dur = call.duration_ms; }
     this.models.set(d.turn, model);
     this.rows.push(model);
   }
@@ -78,6 +78,7 @@ class Builder {
     const row = this.tools.get(d.turn + '/' + tool.id);
     if (!row) return;
     row.t1 = t;
+    row.dur = tool.duration_ms;
     row.status = tool.status || '';
     row.detail.output = tool.output;
     row.detail.error = tool.error;
@@ -86,9 +87,8 @@ class Builder {
 
   decision(d) {
     const p = d.data || {};
-    for (const [key, row] of this.tools) {
-      if (key.endsWith('/' + p.call_id) && key.startsWith(d.turn + '/')) row.decision = p.decision;
-    }
+    const row = this.tools.get(d.turn + '/' + p.call_id);
+    if (row) row.decision = p.decision;
   }
 
   turnEnd(d, t) {
@@ -96,8 +96,8 @@ class Builder {
     const row = this.turns.get(d.turn);
     if (!row) return;
     row.t1 = t;
-    row.meta = [d.duration_ms ? fmtMs(d.duration_ms) : '', d.total_tokens ? fmtInt(d.total_tokens) + ' tokens so far' : '']
-      .filter(Boolean).join(' · ');
+    row.dur = d.duration_ms;
+    row.meta = d.total_tokens ? fmtInt(d.total_tokens) + ' tokens so far' : '';
   }
 
   stageStart(d, t) {
@@ -126,8 +126,11 @@ class Builder {
       if (e.type === 'run_end') r.status = (e.data.data || {}).outcome || '';
       by.set(e.data.run_id, r);
     }
-    this.rows.push(...by.values());
-    this.rows.sort((a, b) => a.t0 - b.t0 || a.depth - b.depth);
+    for (const sub of by.values()) {
+      let i = this.rows.length;
+      while (i > 0 && this.rows[i - 1].t0 > sub.t0) i--;
+      this.rows.splice(i, 0, sub);
+    }
   }
 
   closeAll(t) {
@@ -186,19 +189,22 @@ export function renderTimeline(tl) {
   for (const r of tl.rows) list.append(row(r, tl.start, span));
   return h('div', {class: 'timeline'},
     tl.estimated ? h('p', {class: 'note'}, 'Placed from the Result: the durations are measured, the positions estimated.') : null,
-    h('div', {class: 'wf-axis', 'aria-hidden': 'true'}, h('span', {class: 'wf-axis-label'}, 'since the start'), h('span', {class: 'ticks'}, ticks)),
+    h('div', {class: 'wf-axis', 'aria-hidden': 'true'}, h('span', {class: 'wf-axis-label'}, 'since the start'), h('span', {class: 'ticks'}, ticks),
+      h('span', {class: 'wf-dur'}, 'took')),
     list);
 }
 
 function row(r, start, span) {
-  const dur = r.t1 - r.t0;
-  const bar = h('span', {class: 'wf-bar' + (r.open ? ' open' : '') + (r.status === 'error' ? ' failed' : '')});
+  const dur = r.dur || r.t1 - r.t0; // a measured duration is finer than the events' milliseconds
+  const paused = r.decision === 'pause';
+  const bar = h('span', {class: 'wf-bar' + (r.open ? ' open' : '') + (paused ? ' paused' : r.status === 'error' ? ' failed' : '')});
   bar.style.left = ((r.t0 - start) / span * 100).toFixed(3) + '%';
   bar.style.width = Math.max(dur / span * 100, 0.4).toFixed(3) + '%';
   const label = h('span', {class: 'wf-name'}, r.label);
   const meta = h('span', {class: 'wf-meta'}, r.meta || '',
-    r.status && r.kind !== 'turn' ? [' ', badge(r.status)] : null, r.decision ? [' ', badge(r.decision)] : null);
-  const track = h('span', {class: 'wf-track'}, bar, h('span', {class: 'wf-dur'}, r.open ? 'going…' : fmtMs(dur)));
+    paused ? [' ', badge('awaiting_approval')] : r.status && r.kind !== 'turn' ? [' ', badge(r.status)] : null,
+    r.decision && !paused && r.decision !== 'allow' ? [' ', badge(r.decision)] : null);
+  const track = [h('span', {class: 'wf-track'}, bar), h('span', {class: 'wf-dur'}, r.open ? fmtMs(dur) + '…' : fmtMs(dur))];
   const li = h('li', {class: `wf-row k-${r.kind} d-${r.depth}`, dataset: {kind: r.kind}});
   if (r.kind === 'tool' && r.detail) {
     const body = h('div', {class: 'wf-detail'},

@@ -34,6 +34,7 @@ export function fill(el, ...children) {
 
 export function fmtMs(ms) {
   if (ms === null || ms === undefined || Number.isNaN(ms)) return '–';
+  if (ms === 0) return '0';
   if (ms < 1) return ms.toFixed(2) + ' ms';
   if (ms < 1000) return Math.round(ms) + ' ms';
   if (ms < 60000) return (ms / 1000).toFixed(ms < 10000 ? 2 : 1) + ' s';

@@ -1,0 +1,263 @@
+package server
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/chromedp/chromedp"
+
+	"github.com/agentry/agentry/pipeline"
+)
+
+// TestViewerLive: a run started over the API appears in the list while
+// it goes; opened with the keyboard (j, k, Enter), it is followed live,
+// through a dropped stream resumed with Last-Event-ID, to its end, every
+// event shown once.
+func TestViewerLive(t *testing.T) {
+	f, cut := newViewerFixture(t, nil)
+	p := openPage(t, f.http.URL, 1280, 900)
+	p.open("")
+	p.waitJS("the empty list", `document.querySelector('.runs-table td.empty')`)
+	done := startRun(t, f, "", `{"agent": "trip", "input": {"task": "three days in Lisbon"}}`)
+	id := startRun(t, f, "", `{"agent": "stepper", "input": {"task": "step"}}`)
+	p.waitJS("the running run in the list", fmt.Sprintf(`(document.querySelector('%s .badge') || {}).textContent === 'running'`, rowSel(id)))
+	p.waitJS("the other run in the list", fmt.Sprintf(`document.querySelector('%s')`, rowSel(done)))
+
+	// The keyboard: the newest row, j to the next, k back, Enter opens.
+	p.do("focus the newest run", chromedp.Focus(chromedp.CSS(".runs-table tbody tr:first-child")))
+	if got := eval[string](p, `document.activeElement.dataset.runId`); got != id {
+		t.Fatalf("the newest row is %q, want %s", got, id)
+	}
+	p.key("j")
+	if got := eval[string](p, `document.activeElement.dataset.runId`); got != done {
+		t.Errorf("j went to %q, want %s", got, done)
+	}
+	p.key("k")
+	if got := eval[string](p, `getComputedStyle(document.activeElement).outlineStyle`); got == "none" {
+		t.Error("the focused row shows no focus")
+	}
+	p.key("\r")
+	p.waitJS("the run's page", fmt.Sprintf(`location.hash === '#/runs/%s' && document.querySelector('.conn.c-live')`, id))
+	p.waitJS("its first turn, and the second going", `document.querySelectorAll('.wf-row.k-turn').length === 2 && document.querySelector('.wf-row.k-tool') && document.querySelector('.wf-bar.open')`)
+	p.screenshot("live-wide")
+	if got := p.text(".head-meta .badge"); got != "running" {
+		t.Errorf("status %q while it goes", got)
+	}
+
+	close(f.release)
+	p.waitJS("its end", `(document.querySelector('.head-meta .badge') || {}).textContent === 'completed' && !document.querySelector('.conn')`)
+	if got := p.text(".answer .text"); got != "released" {
+		t.Errorf("the answer shown is %q", got)
+	}
+	if !cut.resumed() {
+		t.Error("the dropped stream was not resumed with Last-Event-ID")
+	}
+	// Every event once: the ids of the events tab are unique, one run_end.
+	p.do("the events tab", chromedp.Click(chromedp.CSS("#tab-events")))
+	ids := eval[[]string](p, `[...document.querySelectorAll('table.events tbody tr td:first-child')].map(td => td.textContent)`)
+	seen := map[string]bool{}
+	for _, i := range ids {
+		if seen[i] {
+			t.Errorf("event %s shown twice: %v", i, ids)
+		}
+		seen[i] = true
+	}
+	if n := eval[int](p, `[...document.querySelectorAll('table.events code')].filter(c => c.textContent === 'run_end').length`); n != 1 || len(ids) < 4 {
+		t.Errorf("%d events, %d run_end", len(ids), n)
+	}
+	p.key("\x1b")
+	p.waitJS("back to the list", fmt.Sprintf(`(document.querySelector('%s .badge') || {}).textContent === 'completed'`, rowSel(id)))
+}
+
+// TestViewerRun: a finished run's timeline (turns, model calls and tool
+// calls with their durations, tokens and cost), transcript, reasoning,
+// and audit; at 1280 and 390 px, with nothing wider than the window. The
+// screenshots are saved (and written to docs/ with AGENTRY_VIEWER_DOCS=1).
+func TestViewerRun(t *testing.T) {
+	f, _ := newViewerFixture(t, nil)
+	code, res := f.do(t, "POST", "/v1/runs?wait=true", "", `{"agent": "trip", "input": {"task": "three days in Lisbon"}}`)
+	if code != 200 || res["success"] != true {
+		t.Fatalf("%d %v", code, res)
+	}
+	id := res["id"].(string)
+	startRun(t, f, "", `{"agent": "waiter", "input": {"task": "wait"}}`)
+	f.do(t, "POST", "/v1/runs?wait=true", "", `{"agent": "approve", "input": {"task": "2.0.0"}}`)
+	for _, w := range []struct {
+		name          string
+		width, height int
+	}{{"wide", 1280, 900}, {"narrow", 390, 844}} {
+		p := openPage(t, f.http.URL, w.width, w.height)
+		p.open("")
+		p.waitJS("the runs", `document.querySelectorAll('.runs-table tbody tr[data-run-id]').length === 3`)
+		p.noOverflow("the list", w.width)
+		p.screenshot("list-" + w.name)
+		p.open("#/runs/" + id)
+		p.waitJS("the timeline", `document.querySelectorAll('.wf-row.k-tool').length === 3 && !document.querySelector('.conn') &&
+			(document.querySelector('.head-meta .badge') || {}).textContent === 'completed'`)
+		checkTimeline(t, p)
+		p.noOverflow("the timeline", w.width)
+		p.do("open a tool call", chromedp.Click(chromedp.CSS(".wf-row.k-tool summary")))
+		p.waitJS("its arguments", `document.querySelector('.wf-fold[open] .wf-detail pre')`)
+		p.screenshot("run-" + w.name)
+		for _, tab := range []string{"transcript", "reasoning", "policy", "events"} {
+			p.do("the "+tab+" tab", chromedp.Click(chromedp.CSS("#tab-"+tab)))
+			p.waitJS("the "+tab+" panel", fmt.Sprintf(`!document.querySelector('#panel-%s').hidden`, tab))
+			p.noOverflow("the "+tab+" tab", w.width)
+		}
+		p.do("the transcript tab", chromedp.Click(chromedp.CSS("#tab-transcript")))
+		if got := p.text("#panel-transcript"); !strings.Contains(got, "kv_set") || !strings.Contains(got, "Sintra") {
+			t.Errorf("the transcript: %s", got)
+		}
+		p.do("the reasoning tab", chromedp.Click(chromedp.CSS("#tab-reasoning")))
+		if got := p.text("#panel-reasoning"); !strings.Contains(got, "Confidence") || !strings.Contains(got, "Steps (3)") {
+			t.Errorf("the reasoning: %s", got)
+		}
+		p.screenshot("reasoning-" + w.name)
+	}
+}
+
+// checkTimeline: the waterfall has each turn with its model call (tokens
+// and cost) and its tool calls, bars inside the track.
+func checkTimeline(t *testing.T, p *page) {
+	t.Helper()
+	if n := eval[int](p, `document.querySelectorAll('.wf-row.k-turn').length`); n != 3 {
+		t.Errorf("%d turns in the timeline, want 3", n)
+	}
+	model := p.text(".wf-row.k-model")
+	if !strings.Contains(model, "gpt-4.1-mini") || !strings.Contains(model, "182 in / 61 out") || !strings.Contains(model, "$") {
+		t.Errorf("the first model call: %q", model)
+	}
+	if got := p.text(".stats"); !strings.Contains(got, "1,041") || !strings.Contains(got, "$0.") {
+		t.Errorf("the stats: %q", got)
+	}
+	bad := eval[int](p, `[...document.querySelectorAll('.wf-bar')].filter(b => {
+		const r = b.getBoundingClientRect(), tr = b.parentElement.getBoundingClientRect();
+		return r.left < tr.left - 1 || r.right > tr.right + 1 || r.width < 1; }).length`)
+	if bad > 0 {
+		t.Errorf("%d bars outside their track", bad)
+	}
+}
+
+// TestViewerApprove: a run paused for approval shows the call it waits
+// on, with its arguments redacted; approved with a click, it goes on
+// live to its end, its timeline shows the call once, and the audit
+// records the pause and the approval.
+func TestViewerApprove(t *testing.T) {
+	f, _ := newViewerFixture(t, nil)
+	code, res := f.do(t, "POST", "/v1/runs?wait=true", "", `{"agent": "approve", "input": {"task": "2.0.0"}}`)
+	if code != 200 || res["terminate_reason"] != "awaiting_approval" {
+		t.Fatalf("%d %v", code, res)
+	}
+	id := res["id"].(string)
+	p := openPage(t, f.http.URL, 1280, 900)
+	p.open("#/runs/" + id)
+	p.waitJS("the approval", `document.querySelector('.approval button.approve')`)
+	if got := p.text(".approval"); !strings.Contains(got, "kv_set") || !strings.Contains(got, "call_1_1") || !strings.Contains(got, "[REDACTED") {
+		t.Errorf("the approval panel: %q", got)
+	}
+	p.screenshot("approval-wide")
+	p.do("approve", chromedp.Click(chromedp.CSS(".approval button.approve")))
+	p.waitJS("the end", `(document.querySelector('.head-meta .badge') || {}).textContent === 'completed' && !document.querySelector('.conn')`)
+	if got := p.text(".answer .text"); got != "The release 2.0.0 is stored." {
+		t.Errorf("the answer: %q", got)
+	}
+	if n := eval[int](p, `document.querySelectorAll('.wf-row.k-tool').length`); n != 1 {
+		t.Errorf("%d tool calls in the timeline, want 1", n)
+	}
+	p.do("the policy tab", chromedp.Click(chromedp.CSS("#tab-policy")))
+	p.waitJS("the audit records", `document.querySelectorAll('table.audit tbody tr').length >= 2`)
+	if got := p.text("table.audit tbody"); !strings.Contains(got, "pause") || !strings.Contains(got, "approve") {
+		t.Errorf("the audit records: %q", got)
+	}
+	if run, _ := f.st.Get(context.Background(), id); run.Status != "completed" {
+		t.Errorf("the run is %s", run.Status)
+	}
+}
+
+// TestViewerRoles: with keys, the page asks for one (the API answered
+// 401), keeps it for the tab, and shows approve and deny only to a role
+// that may resume runs.
+func TestViewerRoles(t *testing.T) {
+	keys := []Key{{Name: "val", SHA256: HashKey("view-key"), Role: RoleViewer}, {Name: "rui", SHA256: HashKey("run-key"), Role: RoleRunner}}
+	f, _ := newViewerFixture(t, keys)
+	code, res := f.do(t, "POST", "/v1/runs?wait=true", "run-key", `{"agent": "approve", "input": {"task": "2.0.0"}}`)
+	if code != 200 {
+		t.Fatalf("%d %v", code, res)
+	}
+	id := res["id"].(string)
+	p := openPage(t, f.http.URL, 1280, 900)
+	p.open("#/runs/" + id)
+	p.waitJS("the key dialog", `document.querySelector('#key-dialog').open && document.activeElement.id === 'key-input'`)
+	p.do("type the viewer's key", chromedp.SendKeys(chromedp.CSS("#key-input"), "view-key\r"))
+	p.waitJS("the paused run", `document.querySelector('.approval')`)
+	if got := p.text("#who"); got != "val · viewer" {
+		t.Errorf("who: %q", got)
+	}
+	if n := eval[int](p, `document.querySelectorAll('.approval button').length`); n != 0 || !strings.Contains(p.text(".approval"), "may not approve") {
+		t.Errorf("a viewer sees %d buttons: %q", n, p.text(".approval"))
+	}
+	p.do("the runner's key", chromedp.Evaluate[chromedp.Void](`sessionStorage.setItem('agentry.key', 'run-key')`), chromedp.Reload())
+	p.waitJS("the buttons", `document.querySelector('.approval button.approve') && document.querySelector('.approval button.deny')`)
+	if got := p.text("#who"); got != "rui · runner" {
+		t.Errorf("who: %q", got)
+	}
+}
+
+// TestViewerCanary: a secret in a run's input and in its tool call's
+// arguments is nowhere in the page, whichever view is open.
+func TestViewerCanary(t *testing.T) {
+	const canary = "sk-proj-CANARYviewer00000000000000000011"
+	f, _ := newViewerFixture(t, nil)
+	code, res := f.do(t, "POST", "/v1/runs?wait=true", "", `{"agent": "trip", "input": {"task": "use `+canary+`"}}`)
+	if code != 200 {
+		t.Fatalf("%d %v", code, res)
+	}
+	_, paused := f.do(t, "POST", "/v1/runs?wait=true", "", `{"agent": "approve", "input": {"task": "use `+canary+`"}}`)
+	p := openPage(t, f.http.URL, 1280, 900)
+	for _, id := range []string{res["id"].(string), paused["id"].(string)} {
+		p.open("#/runs/" + id)
+		p.waitJS("the run", `document.querySelector('.stats .stat') && !document.querySelector('.conn')`)
+		for _, tab := range []string{"timeline", "transcript", "reasoning", "policy", "events"} {
+			p.do("the "+tab+" tab", chromedp.Click(chromedp.CSS("#tab-"+tab)))
+			p.do("open every fold", chromedp.Evaluate[chromedp.Void](`document.querySelectorAll('details').forEach(d => d.open = true)`))
+			html := eval[string](p, `document.documentElement.outerHTML`)
+			if strings.Contains(html, "CANARYviewer") {
+				t.Errorf("run %s, tab %s: the page holds the secret", id, tab)
+			}
+		}
+		if html := eval[string](p, `document.documentElement.outerHTML`); !strings.Contains(html, "[REDACTED") {
+			t.Errorf("run %s: the page shows no redaction at all", id)
+		}
+	}
+}
+
+// TestViewerPipeline: a stored pipeline run shows its stages in the
+// order they ran, the path taken, each linked to its stage's run.
+func TestViewerPipeline(t *testing.T) {
+	f, _ := newViewerFixture(t, nil)
+	pl, err := pipeline.FromFile("../examples/pipelines/review.json", pipeline.WithTools(kvRegistry(t)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pl.Close()
+	res, err := pl.Run(context.Background(), map[string]any{"task": "store the release"}, pipeline.WithStore(f.st))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want []string
+	for _, s := range res.Envelope.History {
+		want = append(want, s.Stage)
+	}
+	p := openPage(t, f.http.URL, 1280, 900)
+	p.open("#/runs/" + res.ID)
+	p.waitJS("the stages, shown first", `document.querySelectorAll('.stage-list .stage').length > 0 && !document.querySelector('#panel-stages').hidden`)
+	chips := eval[[]string](p, `[...document.querySelectorAll('.path .chip')].map(c => c.textContent)`)
+	if strings.Join(chips, " ") != strings.Join(append(want, "end"), " ") {
+		t.Errorf("the path shown %v, want %v then end", chips, want)
+	}
+	p.screenshot("pipeline-wide")
+	p.do("a stage's run", chromedp.Click(chromedp.CSS(".stage a")))
+	p.waitJS("the stage's run", `(document.querySelector('.run-title') || {}).textContent.startsWith('planner')`)
+}
