@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/agentry/agentry/agent"
+	"github.com/agentry/agentry/llm"
 	"github.com/agentry/agentry/event"
 	"github.com/agentry/agentry/internal/ids"
 	"github.com/agentry/agentry/runlog"
@@ -98,7 +99,7 @@ func (p *Pipeline) run(ctx context.Context, env *Envelope, opts []RunOption) (*R
 	r.res = &Result{Envelope: env}
 	r.res.Result = agent.Result{ID: r.runID, SessionID: env.ID, AgentName: p.def.PipelineName, AgentVersion: p.def.Version,
 		StartedAt: agent.Timestamp{Time: r.start}, Steps: []agent.Step{}, ToolsUsed: []string{}, ModelCalls: []agent.ModelCall{},
-		Messages: nil, Metrics: agent.Metrics{ToolLatencyMS: map[string]float64{}}, TraceID: r.set.TraceID,
+		Messages: []llm.Message{}, Metrics: agent.Metrics{ToolLatencyMS: map[string]float64{}}, TraceID: r.set.TraceID,
 		Seed: r.set.Seed, Deterministic: r.set.Seed != nil && !r.set.Now.IsZero()}
 	if p.def.TimeoutMS > 0 {
 		var cancel context.CancelFunc

@@ -20,6 +20,7 @@ import (
 // runRequest is the body of POST /v1/runs.
 type runRequest struct {
 	Agent    string            `json:"agent,omitempty"`
+	Pipeline string            `json:"pipeline,omitempty"`
 	Spec     json.RawMessage   `json:"spec,omitempty"`
 	Input    map[string]any    `json:"input,omitempty"`
 	User     string            `json:"user,omitempty"`
@@ -36,6 +37,14 @@ func (s *Server) createRun(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	p := policy.PrincipalFrom(r.Context())
+	if req.Pipeline != "" {
+		if req.Agent != "" || len(req.Spec) > 0 {
+			writeError(w, http.StatusBadRequest, "invalid_request", `give one of "agent", "pipeline" and "spec"`)
+			return
+		}
+		s.createPipelineRun(w, r, &req, *p)
+		return
+	}
 	a, owned, status, err := s.agentFor(&req, p)
 	if err != nil {
 		writeError(w, status, codeOf(status), err.Error())
@@ -72,8 +81,12 @@ func (s *Server) createRun(w http.ResponseWriter, r *http.Request) {
 // principal: the client going away does not end it. An owned agent is
 // closed when the run ends.
 func (s *Server) start(w http.ResponseWriter, r *http.Request, sess *agent.Session, a *agent.Agent, owned bool, p policy.Principal, status int) {
-	id := sess.RunID()
-	done := s.background(sess, a, owned, p)
+	s.answer(w, r, sess.RunID(), s.background(sess, a, owned, p), status)
+}
+
+// answer answers status with the id of the run going on, or 200 with its
+// Result once done has it when the request says ?wait=true.
+func (s *Server) answer(w http.ResponseWriter, r *http.Request, id string, done <-chan any, status int) {
 	if wait, _ := strconv.ParseBool(r.URL.Query().Get("wait")); wait {
 		select {
 		case res := <-done:
@@ -87,21 +100,17 @@ func (s *Server) start(w http.ResponseWriter, r *http.Request, sess *agent.Sessi
 
 // background runs sess in the slot taken for it, as p, in the server's
 // context; the channel gets its Result.
-func (s *Server) background(sess *agent.Session, a *agent.Agent, owned bool, p policy.Principal) <-chan *agent.Result {
+func (s *Server) background(sess *agent.Session, a *agent.Agent, owned bool, p policy.Principal) <-chan any {
 	id := sess.RunID()
-	done := make(chan *agent.Result, 1)
-	s.mu.Lock()
-	s.runs[id] = sess
-	s.mu.Unlock()
+	done := make(chan any, 1)
+	s.drive(id, sess)
 	s.wg.Add(1)
 	ctx := policy.WithPrincipal(s.base, p)
 	go func() {
 		defer s.wg.Done()
 		defer func() { <-s.slots }()
 		res, _ := sess.Run(ctx)
-		s.mu.Lock()
-		delete(s.runs, id)
-		s.mu.Unlock()
+		s.undrive(id)
 		if owned {
 			a.Close()
 		}
@@ -260,6 +269,19 @@ func (s *Server) abort(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusAccepted, map[string]string{"run_id": run.ID, "status": "aborting"})
 }
 
+// drive and undrive keep the runs this server drives.
+func (s *Server) drive(id string, st stopper) {
+	s.mu.Lock()
+	s.runs[id] = st
+	s.mu.Unlock()
+}
+
+func (s *Server) undrive(id string) {
+	s.mu.Lock()
+	delete(s.runs, id)
+	s.mu.Unlock()
+}
+
 // driving says whether this server drives the run.
 func (s *Server) driving(id string) bool {
 	s.mu.Lock()
@@ -291,6 +313,17 @@ func (s *Server) audit(w http.ResponseWriter, r *http.Request) {
 func (s *Server) storedRun(w http.ResponseWriter, r *http.Request) (store.Run, bool) {
 	id := r.PathValue("id")
 	run, err := s.cfg.Store.Get(r.Context(), id)
+	// A run this server has just started may not be in the store yet:
+	// the client that got its id must find it.
+	for tick := time.NewTicker(pollEvery); errors.Is(err, store.ErrNotFound) && s.driving(id); {
+		select {
+		case <-r.Context().Done():
+			tick.Stop()
+			return run, false
+		case <-tick.C:
+		}
+		run, err = s.cfg.Store.Get(r.Context(), id)
+	}
 	switch {
 	case errors.Is(err, store.ErrNotFound):
 		writeError(w, http.StatusNotFound, "not_found", fmt.Sprintf("no run %q", id))
@@ -319,7 +352,7 @@ func (s *Server) listAgents(w http.ResponseWriter, r *http.Request) {
 		out = append(out, agentView{Name: sp.AgentName, Version: sp.Version, Mode: string(sp.Mode), Model: sp.ModelName,
 			Description: sp.Description, Tools: append([]string{}, sp.Tools...)})
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"agents": out})
+	writeJSON(w, http.StatusOK, map[string]any{"agents": out, "pipelines": s.pipelineViews()})
 }
 
 // decodeBody reads r's JSON body into v, refusing unknown fields.

@@ -25,6 +25,7 @@ import (
 	"time"
 
 	"github.com/agentry/agentry/agent"
+	"github.com/agentry/agentry/pipeline"
 	"github.com/agentry/agentry/policy"
 	"github.com/agentry/agentry/store"
 )
@@ -35,6 +36,10 @@ type Config struct {
 	Store store.Store
 	// Agents are the agents served by name ("NAME" or "NAME@VERSION").
 	Agents *agent.Registry
+	// Pipelines are the pipelines served by name ("NAME", or
+	// "NAME@VERSION" when several versions are served). The server does
+	// not close them.
+	Pipelines []*pipeline.Pipeline
 	// AgentOptions build the agents of inline specs (tools, models).
 	AgentOptions []agent.Option
 	// Keys are the bearer keys callers present; none: no authentication.
@@ -57,7 +62,7 @@ type Server struct {
 	slots    chan struct{} // one per run going
 
 	mu    sync.Mutex
-	runs  map[string]*agent.Session // the runs this server drives, by id
+	runs  map[string]stopper // the runs this server drives, by id
 	wg    sync.WaitGroup
 	base  context.Context // the runs' context: cancelled by Close
 	close context.CancelFunc
@@ -77,7 +82,7 @@ func New(c Config) (*Server, error) {
 	if c.MaxBody <= 0 {
 		c.MaxBody = 1 << 20
 	}
-	s := &Server{cfg: c, mux: http.NewServeMux(), slots: make(chan struct{}, c.MaxRuns), runs: map[string]*agent.Session{}}
+	s := &Server{cfg: c, mux: http.NewServeMux(), slots: make(chan struct{}, c.MaxRuns), runs: map[string]stopper{}}
 	for _, k := range c.Keys {
 		sum, err := hex.DecodeString(k.SHA256)
 		if err != nil || len(sum) != sha256.Size {
@@ -134,8 +139,8 @@ func (s *Server) Close(ctx context.Context) error {
 	case <-ctx.Done():
 	}
 	s.mu.Lock()
-	for _, sess := range s.runs {
-		sess.Interrupt()
+	for _, run := range s.runs {
+		run.Interrupt()
 	}
 	s.mu.Unlock()
 	s.close()
@@ -147,6 +152,13 @@ func (s *Server) Close(ctx context.Context) error {
 	case <-grace.C:
 		return fmt.Errorf("server: runs still going %s after their abort: %w", stopGrace, ctx.Err())
 	}
+}
+
+// stopper is a run this server drives: an agent's Session, or a
+// pipeline's run.
+type stopper interface {
+	Abort()
+	Interrupt()
 }
 
 // stopGrace is how long Close waits for aborted runs to end.

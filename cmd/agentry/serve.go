@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"syscall"
 	"time"
 
@@ -16,13 +17,14 @@ import (
 
 	"github.com/agentry/agentry/agent"
 	"github.com/agentry/agentry/memory"
+	"github.com/agentry/agentry/pipeline"
 	"github.com/agentry/agentry/server"
 	"github.com/agentry/agentry/spec"
 )
 
 // serveFlags are the flags of agentry serve.
 type serveFlags struct {
-	addr, agents, db, prompts, keys string
+	addr, agents, pipelines, db, prompts, keys string
 	maxRuns                         int
 	allowPrivate, resumeInterrupted bool
 }
@@ -33,7 +35,7 @@ func newServeCmd(stdout, stderr io.Writer) *cobra.Command {
 		Use:   "serve",
 		Short: "Serve the agents of a directory over HTTP",
 		Long: `Serve every agent of the agents directory over HTTP (docs/server.md): runs created by
-name, read, listed, aborted, and their events streamed live (server-sent events, resumable
+name (and pipelines by name, with --pipelines), read, listed, aborted, and their events streamed live (server-sent events, resumable
 with Last-Event-ID). Without --auth-keys the server listens on loopback only.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -43,6 +45,7 @@ with Last-Event-ID). Without --auth-keys the server listens on loopback only.`,
 	fl := cmd.Flags()
 	fl.StringVar(&f.addr, "addr", "127.0.0.1:8080", "the address to listen on")
 	fl.StringVar(&f.agents, "agents", "agents", "the agents directory to serve")
+	fl.StringVar(&f.pipelines, "pipelines", "", "a directory of pipeline definitions (*.json) to serve too")
 	fl.StringVar(&f.keys, "auth-keys", "", `a JSON file of bearer keys: [{"name", "sha256", "role"}] (roles viewer, runner, admin; hashes from "agentry hash-key")`)
 	fl.IntVar(&f.maxRuns, "max-runs", 64, "the most runs going at once (429 beyond)")
 	fl.BoolVar(&f.allowPrivate, "allow-private-network", false, "let the HTTP tools reach private and loopback addresses")
@@ -92,7 +95,16 @@ func serve(ctx context.Context, f serveFlags, stdout, stderr io.Writer) error {
 		return usageErr(fmt.Errorf("--agents %s: %w", f.agents, err))
 	}
 	defer reg.Close()
-	srv, err := server.New(server.Config{Store: st, Agents: reg, AgentOptions: opts, Keys: keys, MaxRuns: f.maxRuns})
+	pipes, err := loadPipelines(f, reg, opts, tel)
+	if err != nil {
+		return usageErr(err)
+	}
+	defer func() {
+		for _, p := range pipes {
+			p.Close()
+		}
+	}()
+	srv, err := server.New(server.Config{Store: st, Agents: reg, Pipelines: pipes, AgentOptions: opts, Keys: keys, MaxRuns: f.maxRuns})
 	if err != nil {
 		return runFailed(err)
 	}
@@ -135,6 +147,36 @@ func serve(ctx context.Context, f serveFlags, stdout, stderr io.Writer) error {
 		return runFailed(err)
 	}
 	return nil
+}
+
+// loadPipelines compiles every pipeline definition of --pipelines: a
+// stage names a served agent first, then one of the pipeline's own
+// agents_dir.
+func loadPipelines(f serveFlags, reg *agent.Registry, opts []agent.Option, tel *telemetry) ([]*pipeline.Pipeline, error) {
+	if f.pipelines == "" {
+		return nil, nil
+	}
+	paths, err := filepath.Glob(filepath.Join(f.pipelines, "*.json"))
+	if err == nil && len(paths) == 0 {
+		err = errors.New("no *.json pipeline definitions")
+	}
+	if err != nil {
+		return nil, fmt.Errorf("--pipelines %s: %w", f.pipelines, err)
+	}
+	var out []*pipeline.Pipeline
+	for _, path := range paths {
+		popts := append([]pipeline.Option{pipeline.WithTools(builtinTools(f.allowPrivate)), pipeline.WithRegistry(reg),
+			pipeline.WithAgentOptions(opts...)}, tel.pipelineOptions()...)
+		p, err := pipeline.FromFile(path, popts...)
+		if err != nil {
+			for _, q := range out {
+				q.Close()
+			}
+			return nil, fmt.Errorf("--pipelines: %w", err)
+		}
+		out = append(out, p)
+	}
+	return out, nil
 }
 
 // loopback says addr's host is a loopback address (or localhost).

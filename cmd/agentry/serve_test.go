@@ -140,6 +140,14 @@ func TestServe(t *testing.T) {
 	}
 	s.stop(t)
 
+	// Pipelines are served by name too.
+	s = startServe(t, "--agents", agents, "--pipelines", "../../examples/pipelines", "--db", db)
+	code, res = s.call(t, "POST", "/v1/runs?wait=true", "", `{"pipeline": "review", "input": {"task": "store the release"}}`)
+	if code != 200 || res["success"] != true || res["envelope"] == nil {
+		t.Errorf("a pipeline run: %d %v\n%s", code, res, s.out)
+	}
+	s.stop(t)
+
 	// With keys: roles hold over the wire.
 	keys := filepath.Join(t.TempDir(), "keys.json")
 	os.WriteFile(keys, []byte(`[{"name": "viewer", "sha256": "`+hashOf("v-key")+`", "role": "viewer"}]`), 0o600)
