@@ -12,9 +12,9 @@ import (
 	"time"
 
 	"github.com/agentry/agentry/agent"
-	"github.com/agentry/agentry/llm"
 	"github.com/agentry/agentry/event"
 	"github.com/agentry/agentry/internal/ids"
+	"github.com/agentry/agentry/llm"
 	"github.com/agentry/agentry/runlog"
 	"github.com/agentry/agentry/spec"
 )

@@ -25,8 +25,8 @@ import (
 // serveFlags are the flags of agentry serve.
 type serveFlags struct {
 	addr, agents, pipelines, db, prompts, keys string
-	maxRuns                         int
-	allowPrivate, resumeInterrupted bool
+	maxRuns                                    int
+	allowPrivate, resumeInterrupted            bool
 }
 
 func newServeCmd(stdout, stderr io.Writer) *cobra.Command {
