@@ -8,7 +8,7 @@ import (
 	"github.com/agentry/agentry/tool/kv"
 )
 
-func kvRegistry(t *testing.T) *tool.Registry {
+func kvRegistry(t testing.TB) *tool.Registry {
 	t.Helper()
 	r, err := tool.NewRegistry(kv.Tools(kv.NewStore())...)
 	if err != nil {

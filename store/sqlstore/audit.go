@@ -12,10 +12,11 @@ import (
 // AppendAudit adds a record at the end of the chain, under the lock of
 // the chain's head, so that concurrent writers make one chain.
 func (s *DB) AppendAudit(ctx context.Context, r store.AuditRecord) (store.AuditRecord, error) {
-	tx, err := s.db.BeginTx(ctx, nil)
+	tx, done, err := s.beginWrite(ctx)
 	if err != nil {
 		return r, fmt.Errorf("store: audit: %w", err)
 	}
+	defer done()
 	defer tx.Rollback()
 	if r, err = s.appendAudit(ctx, tx, r); err != nil {
 		return r, err

@@ -50,10 +50,11 @@ func (s *DB) Append(ctx context.Context, w store.Write) error {
 	if w.Status != "" && (!w.Status.Valid() || w.Status == store.Interrupted) {
 		return fmt.Errorf("store: append to run %s: status %q cannot be written", w.RunID, w.Status)
 	}
-	tx, err := s.db.BeginTx(ctx, nil)
+	tx, done, err := s.beginWrite(ctx)
 	if err != nil {
 		return fmt.Errorf("store: append to run %s: %w", w.RunID, err)
 	}
+	defer done()
 	defer tx.Rollback()
 	var holder string
 	err = tx.QueryRowContext(ctx, s.q(`SELECT holder FROM agentry_runs WHERE id = ?`+s.d.ForUpdate), w.RunID).Scan(&holder)
@@ -172,7 +173,7 @@ func (s *DB) Acquire(ctx context.Context, runID, holder string, ttl time.Duratio
 		return fmt.Errorf("store: acquire run %s: empty holder", runID)
 	}
 	now := s.now()
-	res, err := s.db.ExecContext(ctx, s.q(`UPDATE agentry_runs SET holder = ?, lease_until = ?, updated_at = ?
+	res, err := s.exec(ctx, s.q(`UPDATE agentry_runs SET holder = ?, lease_until = ?, updated_at = ?
 		WHERE id = ? AND (holder = '' OR holder = ? OR lease_until < ?)`),
 		holder, now.Add(ttl).UnixMicro(), now.UnixMicro(), runID, holder, now.UnixMicro())
 	if err != nil {
@@ -191,7 +192,7 @@ func (s *DB) Acquire(ctx context.Context, runID, holder string, ttl time.Duratio
 // Renew extends holder's lease.
 func (s *DB) Renew(ctx context.Context, runID, holder string, ttl time.Duration) error {
 	now := s.now()
-	res, err := s.db.ExecContext(ctx, s.q(`UPDATE agentry_runs SET lease_until = ? WHERE id = ? AND holder = ? AND holder <> ''`),
+	res, err := s.exec(ctx, s.q(`UPDATE agentry_runs SET lease_until = ? WHERE id = ? AND holder = ? AND holder <> ''`),
 		now.Add(ttl).UnixMicro(), runID, holder)
 	if err != nil {
 		return fmt.Errorf("store: renew the lease of run %s: %w", runID, err)
@@ -201,7 +202,7 @@ func (s *DB) Renew(ctx context.Context, runID, holder string, ttl time.Duration)
 
 // Break frees the lease of a dead holder.
 func (s *DB) Break(ctx context.Context, runID, holder string) error {
-	res, err := s.db.ExecContext(ctx, s.q(`UPDATE agentry_runs SET holder = '', lease_until = 0,
+	res, err := s.exec(ctx, s.q(`UPDATE agentry_runs SET holder = '', lease_until = 0,
 		status = CASE WHEN status = 'running' THEN 'interrupted' ELSE status END
 		WHERE id = ? AND holder = ? AND holder <> ''`), runID, holder)
 	if err != nil {

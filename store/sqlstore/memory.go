@@ -26,10 +26,11 @@ func (m *streams) Append(ctx context.Context, e memory.Entry, keep memory.Retent
 		return memory.Entry{}, err
 	}
 	s := (*DB)(m)
-	tx, err := s.db.BeginTx(ctx, nil)
+	tx, done, err := s.beginWrite(ctx)
 	if err != nil {
 		return memory.Entry{}, s.memErr("append", err)
 	}
+	defer done()
 	defer tx.Rollback()
 	if l := s.d.Text.streamLock; l != "" {
 		if _, err := tx.ExecContext(ctx, s.q(l), e.Stream); err != nil {
@@ -138,7 +139,7 @@ func (m *streams) Clear(ctx context.Context, stream string) error {
 		return err
 	}
 	s := (*DB)(m)
-	if _, err := s.db.ExecContext(ctx, s.q(`DELETE FROM agentry_memory WHERE stream = ?`), stream); err != nil {
+	if _, err := s.exec(ctx, s.q(`DELETE FROM agentry_memory WHERE stream = ?`), stream); err != nil {
 		return s.memErr("clear "+stream, err)
 	}
 	return nil
@@ -168,7 +169,7 @@ func (m *docs) Write(ctx context.Context, d memory.Doc) (memory.Doc, error) {
 	s := (*DB)(m)
 	data, _ := json.Marshal(d.Value) // CheckDoc read it from JSON
 	d.Time = fromMicros(micros(s.now()))
-	_, err = s.db.ExecContext(ctx, s.q(`INSERT INTO agentry_docs (collection, doc_key, value, text, run_id, agent, user_id, at)
+	_, err = s.exec(ctx, s.q(`INSERT INTO agentry_docs (collection, doc_key, value, text, run_id, agent, user_id, at)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?)
 		ON CONFLICT (collection, doc_key) DO UPDATE SET value = excluded.value, text = excluded.text,
 			run_id = excluded.run_id, agent = excluded.agent, user_id = excluded.user_id, at = excluded.at`),

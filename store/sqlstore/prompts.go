@@ -79,10 +79,11 @@ func (p *prompts) Put(ctx context.Context, t prompt.Template) (prompt.Template, 
 	fail := func(err error) (prompt.Template, error) {
 		return t, fmt.Errorf("prompt (%s): put %s: %w", s.d.Name, t.ID, err)
 	}
-	tx, err := s.db.BeginTx(ctx, nil)
+	tx, done, err := s.beginWrite(ctx)
 	if err != nil {
 		return fail(err)
 	}
+	defer done()
 	defer tx.Rollback()
 	if l := s.d.Text.streamLock; l != "" {
 		if _, err := tx.ExecContext(ctx, s.q(l), "prompt:"+t.ID); err != nil {

@@ -33,6 +33,11 @@ type Dialect struct {
 	// (" FOR UPDATE" where rows can be locked; SQLite locks the database
 	// when the transaction begins).
 	ForUpdate string
+	// SerialWrites makes the writers of one process take turns before
+	// they begin (SQLite: one writer at a time). A writer waiting in
+	// SQLite's busy handler sleeps in growing steps; one waiting for its
+	// turn here starts the moment the one before commits.
+	SerialWrites bool
 	// MigrationLock, when set, runs first in the migration transaction so
 	// that two processes opening one database migrate it once.
 	MigrationLock string
@@ -162,7 +167,7 @@ var migrations = []string{
 // Pin records digest for name@version unless one is, and returns the one
 // recorded (store.Pins).
 func (s *DB) Pin(ctx context.Context, name, version, digest string) (string, error) {
-	if _, err := s.db.ExecContext(ctx, s.q(`INSERT INTO agentry_pins (name, version, digest, created_at) VALUES (?, ?, ?, ?)
+	if _, err := s.exec(ctx, s.q(`INSERT INTO agentry_pins (name, version, digest, created_at) VALUES (?, ?, ?, ?)
 		ON CONFLICT (name, version) DO NOTHING`), name, version, digest, s.now().UnixMicro()); err != nil {
 		return "", fmt.Errorf("store (%s): pin %s@%s: %w", s.d.Name, name, version, err)
 	}
@@ -189,6 +194,8 @@ func (d *Dialect) schema() []string {
 type DB struct {
 	db      *sql.DB
 	d       Dialect
+	writer  chan struct{} // the write turn, with Dialect.SerialWrites; nil: none
+	done    func()        // ends a write turn
 	now     func() time.Time
 	queries sync.Map // query text with ? → the dialect's text
 	inserts sync.Map // number of records → prepared INSERT
@@ -204,7 +211,11 @@ var (
 // d, and returns the store. It takes ownership of db: Close closes it,
 // and so does Open when it fails.
 func Open(ctx context.Context, db *sql.DB, d Dialect) (*DB, error) {
-	s := &DB{db: db, d: d, now: time.Now}
+	s := &DB{db: db, d: d, now: time.Now, done: func() {}}
+	if d.SerialWrites {
+		s.writer = make(chan struct{}, 1)
+		s.done = func() { <-s.writer }
+	}
 	if err := s.migrate(ctx); err != nil {
 		db.Close()
 		return nil, err
@@ -224,6 +235,42 @@ func (s *DB) Close() error {
 // SQL returns the database the store wraps, for a backend's own tests
 // and tools. Statements run on it bypass the store's checks.
 func (s *DB) SQL() *sql.DB { return s.db }
+
+// turn waits for the process's write turn (with Dialect.SerialWrites),
+// and returns what ends it.
+func (s *DB) turn(ctx context.Context) (func(), error) {
+	if s.writer != nil {
+		select {
+		case s.writer <- struct{}{}:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+	return s.done, nil
+}
+
+// beginWrite begins a write transaction in the process's write turn;
+// done ends the turn, after the transaction's Commit or Rollback.
+func (s *DB) beginWrite(ctx context.Context) (tx *sql.Tx, done func(), err error) {
+	if done, err = s.turn(ctx); err != nil {
+		return nil, nil, err
+	}
+	if tx, err = s.db.BeginTx(ctx, nil); err != nil {
+		done()
+		return nil, nil, err
+	}
+	return tx, done, nil
+}
+
+// exec runs one write statement in the process's write turn.
+func (s *DB) exec(ctx context.Context, query string, args ...any) (sql.Result, error) {
+	done, err := s.turn(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer done()
+	return s.db.ExecContext(ctx, query, args...)
+}
 
 // q turns a query written with ? into the dialect's placeholders, once.
 func (s *DB) q(query string) string {
@@ -250,10 +297,11 @@ func (s *DB) q(query string) string {
 }
 
 func (s *DB) migrate(ctx context.Context) error {
-	tx, err := s.db.BeginTx(ctx, nil)
+	tx, done, err := s.beginWrite(ctx)
 	if err != nil {
 		return fmt.Errorf("store (%s): migrate: %w", s.d.Name, err)
 	}
+	defer done()
 	defer tx.Rollback()
 	if s.d.MigrationLock != "" {
 		if _, err := tx.ExecContext(ctx, s.d.MigrationLock); err != nil {
@@ -311,7 +359,7 @@ func (s *DB) Create(ctx context.Context, r store.Run) error {
 	if r.CreatedAt.IsZero() {
 		r.CreatedAt = now
 	}
-	res, err := s.db.ExecContext(ctx, s.q(`INSERT INTO agentry_runs
+	res, err := s.exec(ctx, s.q(`INSERT INTO agentry_runs
 		(id, kind, name, version, parent_id, session_id, status, holder, lease_until, created_at, updated_at, outcome, turns, tokens, cost_usd, error)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING`),
 		r.ID, r.Kind, r.Name, r.Version, r.ParentID, r.SessionID, string(r.Status), r.Holder, micros(r.LeaseUntil),
@@ -434,10 +482,11 @@ func (s *DB) List(ctx context.Context, f store.Filter) ([]store.Run, error) {
 
 // Prune deletes old runs that nobody drives, with their logs.
 func (s *DB) Prune(ctx context.Context, before time.Time) (int, error) {
-	tx, err := s.db.BeginTx(ctx, nil)
+	tx, done, err := s.beginWrite(ctx)
 	if err != nil {
 		return 0, fmt.Errorf("store: prune: %w", err)
 	}
+	defer done()
 	defer tx.Rollback()
 	cond := `created_at < ? AND NOT (status = 'running' AND lease_until >= ?)`
 	now := s.now().UnixMicro()
