@@ -3,6 +3,8 @@ package server
 import (
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -100,7 +102,10 @@ func TestViewerRun(t *testing.T) {
 		p.noOverflow("the timeline", w.width)
 		p.do("open a tool call", chromedp.Click(chromedp.CSS(".wf-row.k-tool summary")))
 		p.waitJS("its arguments", `document.querySelector('.wf-fold[open] .wf-detail pre')`)
-		p.screenshot("run-" + w.name)
+		shot := p.screenshot("run-" + w.name)
+		if os.Getenv("AGENTRY_VIEWER_DOCS") == "1" {
+			copyFile(t, shot, filepath.Join("..", "docs", "viewer-"+w.name+".png"))
+		}
 		for _, tab := range []string{"transcript", "reasoning", "policy", "events"} {
 			p.do("the "+tab+" tab", chromedp.Click(chromedp.CSS("#tab-"+tab)))
 			p.waitJS("the "+tab+" panel", fmt.Sprintf(`!document.querySelector('#panel-%s').hidden`, tab))
@@ -260,4 +265,15 @@ func TestViewerPipeline(t *testing.T) {
 	p.screenshot("pipeline-wide")
 	p.do("a stage's run", chromedp.Click(chromedp.CSS(".stage a")))
 	p.waitJS("the stage's run", `(document.querySelector('.run-title') || {}).textContent.startsWith('planner')`)
+}
+
+func copyFile(t *testing.T, from, to string) {
+	t.Helper()
+	data, err := os.ReadFile(from)
+	if err == nil {
+		err = os.WriteFile(to, data, 0o644)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
 }

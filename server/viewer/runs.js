@@ -148,7 +148,8 @@ function filtersForm(st, apply) {
   const agent = h('select', {id: 'f-agent', name: 'agent'}, h('option', {value: ''}, 'all agents'));
   if (f.agent) agent.append(h('option', {value: f.agent, selected: true}, f.agent));
   api('/v1/agents').then((res) => {
-    for (const name of [...new Set(res.agents.map((a) => a.name))].sort()) {
+    const names = [...res.agents, ...(res.pipelines || [])].map((a) => a.name);
+    for (const name of [...new Set(names)].sort()) {
       if (name !== f.agent) agent.append(h('option', {value: name}, name));
     }
   }).catch(() => {});

@@ -141,7 +141,7 @@ class Builder {
     for (const r of this.rows) {
       if (r.t1 === null) { r.t1 = this.now; r.open = true; }
     }
-    const end = this.end || Math.max(this.now, ...this.rows.map((r) => r.t1));
+    const end = Math.max(this.end || this.now, ...this.rows.map((r) => r.t1));
     return {start: this.start, end, rows: this.rows, estimated: false};
   }
 }
@@ -198,8 +198,11 @@ function row(r, start, span) {
   const dur = r.dur || r.t1 - r.t0; // a measured duration is finer than the events' milliseconds
   const paused = r.decision === 'pause';
   const bar = h('span', {class: 'wf-bar' + (r.open ? ' open' : '') + (paused ? ' paused' : r.status === 'error' ? ' failed' : '')});
-  bar.style.left = ((r.t0 - start) / span * 100).toFixed(3) + '%';
-  bar.style.width = Math.max(dur / span * 100, 0.4).toFixed(3) + '%';
+  // Within the track: the events' times are in whole milliseconds.
+  const width = Math.min(Math.max(dur / span * 100, 0.4), 100);
+  const left = Math.min(Math.max((r.t0 - start) / span * 100, 0), 100 - width);
+  bar.style.left = left.toFixed(3) + '%';
+  bar.style.width = width.toFixed(3) + '%';
   const label = h('span', {class: 'wf-name'}, r.label);
   const meta = h('span', {class: 'wf-meta'}, r.meta || '',
     paused ? [' ', badge('awaiting_approval')] : r.status && r.kind !== 'turn' ? [' ', badge(r.status)] : null,
