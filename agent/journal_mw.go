@@ -111,9 +111,11 @@ func chunksOf(r *llm.Response) []llm.Chunk {
 }
 
 // beforeModel serves the call from the log when the log holds it, and
-// otherwise commits what is queued before the model is asked (when a
-// commit is due): a crash during a model call loses no turn before it,
-// unless those turns were all faster than commitEvery.
+// otherwise commits what is queued before the model is asked, or within
+// commitEvery when the last commit is more recent: a crash during a
+// model call loses no turn before it (unless those turns were all faster
+// than commitEvery), and a watcher sees the turn's events while the
+// model works.
 func (j *journal) beforeModel(ctx context.Context, req *llm.Request) (n int, digest string, resp *llm.Response, err error, served bool) {
 	n, digest = j.n, j.digest(req)
 	j.n++
@@ -136,8 +138,8 @@ func (j *journal) beforeModel(ctx context.Context, req *llm.Request) (n int, dig
 		}
 		j.live = true
 	}
-	if j.w != nil && j.w.Due(commitEvery) {
-		if err := j.commit(ctx); err != nil {
+	if j.w != nil {
+		if err := j.w.CommitWithin(ctx, commitEvery); err != nil {
 			return n, digest, nil, err, true
 		}
 	}

@@ -40,9 +40,11 @@ type Writer struct {
 	mu      sync.Mutex
 	sealed  uint64 // the run's sealed records so far
 	pending []store.Record
-	failed  error     // the first write that failed; every later one fails with it
-	last    time.Time // the last commit
-	release func()    // stops renewing the lease
+	failed  error       // the first write that failed; every later one fails with it
+	last    time.Time   // the last commit
+	release func()      // stops renewing the lease
+	timer   *time.Timer // commits what waits too long (CommitWithin); nil until needed
+	closed  bool        // ended or released: the timer writes nothing more
 }
 
 // Create creates run in st (its status running, its lease the Writer's)
@@ -179,12 +181,36 @@ func (w *Writer) Commit(ctx context.Context, recs ...store.Record) error {
 	return w.commitLocked(ctx, store.Write{}, recs...)
 }
 
-// Due reports whether what is queued has waited every or longer since
-// the last commit.
-func (w *Writer) Due(every time.Duration) bool {
+// CommitWithin makes what is queued reach the store within d: at once
+// when the last commit is d old, else by a timer. A queued record (an
+// event someone watches for) then never waits longer than d, however
+// long the call that follows takes.
+func (w *Writer) CommitWithin(ctx context.Context, d time.Duration) error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	return len(w.pending) > 0 && time.Since(w.last) >= every
+	if len(w.pending) == 0 {
+		return nil
+	}
+	age := time.Since(w.last)
+	if age >= d {
+		return w.commitLocked(ctx, store.Write{})
+	}
+	if w.timer == nil {
+		w.timer = time.AfterFunc(d-age, w.commitLate)
+	} else {
+		w.timer.Reset(d - age)
+	}
+	return nil
+}
+
+// commitLate is CommitWithin's timer: it commits what still waits. A
+// failure is the run's next write's.
+func (w *Writer) commitLate() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if !w.closed && len(w.pending) > 0 {
+		w.commitLocked(context.Background(), store.Write{})
+	}
 }
 
 func (w *Writer) commitLocked(ctx context.Context, wr store.Write, recs ...store.Record) error {
@@ -282,6 +308,12 @@ func (w *Writer) stopLease() {
 	if w.release != nil {
 		w.release()
 	}
+	w.mu.Lock()
+	w.closed = true
+	if w.timer != nil {
+		w.timer.Stop()
+	}
+	w.mu.Unlock()
 }
 
 // Interrupted returns the runs of st that were interrupted: their

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/agentry/agentry/runlog"
 	"github.com/agentry/agentry/store"
@@ -72,6 +73,41 @@ func TestWriterQueueIsBounded(t *testing.T) {
 		t.Errorf("%d records in the store after %d were added; want the first %d committed", len(recs), runlog.MaxQueued+10, runlog.MaxQueued)
 	}
 	w.Release(ctx)
+}
+
+// CommitWithin commits what is queued by itself once it has waited long
+// enough, with no other write after it: an event queued before a long
+// model call reaches a watcher while the model works. After the run is
+// released, the timer writes nothing.
+func TestCommitWithin(t *testing.T) {
+	ctx := context.Background()
+	st := openStore(t)
+	w, err := runlog.Create(ctx, st, store.Run{ID: "run_c", Kind: "agent", Name: "a"}, &runlog.Start{Kind: "agent", RunID: "run_c"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.Add(runlog.Record(store.KindEvent, 1, "", map[string]string{"type": "turn_start"}))
+	// The start was committed just now: the event is not due yet.
+	if err := w.CommitWithin(ctx, 20*time.Millisecond); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+		recs, _ := st.Records(ctx, "run_c", 0)
+		if len(recs) == 2 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the queued event never reached the store: %d records", len(recs))
+		}
+	}
+	w.Add(runlog.Record(store.KindEvent, 1, "", map[string]string{"type": "late"}))
+	if err := w.CommitWithin(ctx, time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	w.Release(ctx)
+	if recs, _ := st.Records(ctx, "run_c", 0); len(recs) != 2 {
+		t.Errorf("%d records after the release", len(recs))
+	}
 }
 
 // A writer refused by the store (its lease taken over) fails every later

@@ -26,6 +26,7 @@ import (
 type serveFlags struct {
 	addr, agents, pipelines, db, prompts, keys string
 	maxRuns                                    int
+	drain                                      time.Duration
 	allowPrivate, resumeInterrupted            bool
 }
 
@@ -48,6 +49,7 @@ with Last-Event-ID). Without --auth-keys the server listens on loopback only.`,
 	fl.StringVar(&f.pipelines, "pipelines", "", "a directory of pipeline definitions (*.json) to serve too")
 	fl.StringVar(&f.keys, "auth-keys", "", `a JSON file of bearer keys: [{"name", "sha256", "role"}] (roles viewer, runner, admin; hashes from "agentry hash-key")`)
 	fl.IntVar(&f.maxRuns, "max-runs", 64, "the most runs going at once (429 beyond)")
+	fl.DurationVar(&f.drain, "shutdown-timeout", 30*time.Second, "at SIGTERM, how long runs may go on before they are interrupted (resumable)")
 	fl.BoolVar(&f.allowPrivate, "allow-private-network", false, "let the HTTP tools reach private and loopback addresses")
 	fl.BoolVar(&f.resumeInterrupted, "resume-interrupted", false, "at start, resume the runs a stopped or crashed server left interrupted")
 	dbFlag(cmd, &f.db)
@@ -135,7 +137,7 @@ func serve(ctx context.Context, f serveFlags, stdout, stderr io.Writer) error {
 	case <-ctx.Done():
 	}
 	fmt.Fprintln(stderr, "agentry serve: stopping")
-	down, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	down, cancel := context.WithTimeout(context.Background(), f.drain)
 	defer cancel()
 	// Both at once: the listener closes at once, and the event streams
 	// end as their runs do.

@@ -197,3 +197,66 @@ func TestServeKilled(t *testing.T) {
 	}
 	s.stop(t)
 }
+
+// TestServeStopped: SIGTERM while a run waits on its model lets the run
+// go on for --shutdown-timeout, then interrupts it (resumable, not
+// aborted) and exits cleanly; the next server finishes it with
+// --resume-interrupted. While the run goes, --max-runs 1 turns a second
+// run away with 429.
+func TestServeStopped(t *testing.T) {
+	dir := t.TempDir()
+	os.MkdirAll(filepath.Join(dir, "agents", "slow"), 0o755)
+	os.MkdirAll(filepath.Join(dir, "replies"), 0o755)
+	os.WriteFile(filepath.Join(dir, "agents", "slow", "v1.json"), []byte(`{"agent_name": "slow", "version": "v1",
+		"model_name": "scripted:../../replies/slow.json", "mode": "tools", "system_text": "Work.", "tools": ["kv_set"]}`), 0o600)
+	os.WriteFile(filepath.Join(dir, "replies", "slow.json"), []byte(`{"turns": [
+		{"content": "Noting.", "tool_calls": [{"name": "kv_set", "arguments": {"key": "k", "value": "v"}}]},
+		{"content": "Done.", "delay_ms": 3000}]}`), 0o600)
+	db := filepath.Join(dir, "runs.db")
+	args := []string{"--agents", filepath.Join(dir, "agents"), "--db", db, "--max-runs", "1"}
+
+	s := startServe(t, append(args, "--shutdown-timeout", "200ms")...)
+	code, created := s.call(t, "POST", "/v1/runs", "", `{"agent": "slow", "input": {"task": "work"}}`)
+	if code != 201 {
+		t.Fatalf("%d %v\n%s", code, created, s.out)
+	}
+	id := created["run_id"].(string)
+	turns := 0
+	s.sse(t, id, 0, func(typ string) bool {
+		if typ == "turn_start" {
+			turns++
+		}
+		return turns == 2 // the second turn waits on its model
+	})
+	// The turn's events reached the store while its model works.
+	if _, now := s.call(t, "GET", "/v1/runs/"+id, "", ""); now["status"] != "running" {
+		t.Fatalf("the run is %v before its slow turn ended", now["status"])
+	}
+	if code, body := s.call(t, "POST", "/v1/runs", "", `{"agent": "slow", "input": {"task": "more"}}`); code != 429 {
+		t.Errorf("a second run past --max-runs 1: %d %v", code, body)
+	}
+	s.stop(t)
+	if !strings.Contains(s.out.String(), "stopping") {
+		t.Errorf("the server did not say it stops:\n%s", s.out)
+	}
+	s = startServe(t, args...)
+	s.waitStatus(t, id, "interrupted")
+	s.stop(t)
+
+	s = startServe(t, append(args, "--resume-interrupted")...)
+	final := s.waitStatus(t, id, "completed")
+	if res, _ := final["result"].(map[string]any); res == nil || res["result"] != "Done." {
+		t.Errorf("the resumed run's result: %v", final["result"])
+	}
+	_, types := s.sse(t, id, 0, nil)
+	ends := 0
+	for _, typ := range types {
+		if typ == "run_end" {
+			ends++
+		}
+	}
+	if ends != 1 {
+		t.Errorf("the run's stream holds %d run_end events: %v", ends, types)
+	}
+	s.stop(t)
+}
