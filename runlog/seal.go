@@ -90,6 +90,20 @@ func sealedBody(data json.RawMessage) ([]byte, bool) {
 	return raw, true
 }
 
+// Opener opens a run's records one by one, in order from the first, as
+// Read does: for a reader that follows a log as it grows (an event
+// stream). With a nil Sealer it refuses sealed records and passes the
+// others through.
+type Opener struct{ o opener }
+
+// NewOpener returns an Opener of runID's records, sealed with s.
+func NewOpener(s *Sealer, runID string) *Opener { return &Opener{opener{s: s, runID: runID}} }
+
+// Open replaces rec's data with what it holds. Records must come in
+// order, every one of the log from its first: a sealed record out of its
+// place is refused (ErrSealed).
+func (o *Opener) Open(rec *store.Record) error { return o.o.open(rec) }
+
 // opener opens a run's records in order, checking that each sealed one
 // comes at its place.
 type opener struct {

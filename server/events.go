@@ -6,8 +6,10 @@ import (
 	"fmt"
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
 
+	"github.com/agentry/agentry/runlog"
 	"github.com/agentry/agentry/store"
 )
 
@@ -55,16 +57,32 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 	poll := time.NewTicker(pollEvery)
 	defer poll.Stop()
 	quietSince := time.Now()
+	// A sealed log opens from its first record: with a key, read from
+	// there, and write what comes after the client's last event. Without
+	// one, a sealed record ends the stream.
+	open := runlog.NewOpener(s.seal, run.ID)
+	last, read := after, after
+	if s.seal != nil {
+		read = 0
+	}
 	for {
-		recs, err := s.cfg.Store.Records(ctx, run.ID, after)
+		recs, err := s.cfg.Store.Records(ctx, run.ID, read)
 		if err != nil {
 			return // the client went away, or the store failed: the client resumes
 		}
-		for i, rec := range recs {
-			after = rec.Seq
+		for i := range recs {
+			rec := &recs[i]
+			read = rec.Seq
+			if err := open.Open(rec); err != nil {
+				fmt.Fprintf(w, ": %s\n\n", strings.ReplaceAll(err.Error(), "\n", " "))
+				return
+			}
+			if rec.Seq <= last {
+				continue
+			}
 			switch rec.Kind {
 			case store.KindResume:
-				writeResume(w, run.ID, &rec)
+				writeResume(w, run.ID, rec)
 				continue
 			case store.KindEvent:
 			default:
@@ -85,7 +103,7 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 			// read to the end once more, then close. A run this server
 			// has just resumed is not stopped, though its log may not say
 			// so yet.
-			if more, err := s.cfg.Store.Records(ctx, run.ID, after); err == nil && len(more) == 0 {
+			if more, err := s.cfg.Store.Records(ctx, run.ID, read); err == nil && len(more) == 0 {
 				return
 			}
 		}

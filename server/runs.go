@@ -193,7 +193,7 @@ func (s *Server) getRun(w http.ResponseWriter, r *http.Request) {
 	}
 	v := viewOf(run)
 	if run.Status != store.Running {
-		if l, err := runlog.Read(r.Context(), s.cfg.Store, run.ID); err == nil && l.Result != nil {
+		if l, err := runlog.Read(r.Context(), s.cfg.Store, run.ID, s.logOptions()...); err == nil && l.Result != nil {
 			v.Result = l.Result
 		}
 	}
@@ -267,6 +267,14 @@ func (s *Server) abort(w http.ResponseWriter, r *http.Request) {
 	}
 	sess.Abort()
 	writeJSON(w, http.StatusAccepted, map[string]string{"run_id": run.ID, "status": "aborting"})
+}
+
+// logOptions read the server's run logs: opened with its key.
+func (s *Server) logOptions() []runlog.Option {
+	if s.seal == nil {
+		return nil
+	}
+	return []runlog.Option{runlog.Sealed(s.seal)}
 }
 
 // drive and undrive keep the runs this server drives.

@@ -26,6 +26,7 @@ import (
 
 	"github.com/agentry/agentry/agent"
 	"github.com/agentry/agentry/pipeline"
+	"github.com/agentry/agentry/runlog"
 	"github.com/agentry/agentry/policy"
 	"github.com/agentry/agentry/store"
 )
@@ -48,6 +49,10 @@ type Config struct {
 	MaxRuns int
 	// MaxBody caps a request's body in bytes (413 beyond); 0 is 1 MiB.
 	MaxBody int64
+	// EncryptionKey opens the run logs its agents seal (32 bytes, the
+	// key they were built with: agent.WithEncryptionKey); nil: logs are
+	// read as they are, and a sealed one is refused.
+	EncryptionKey []byte
 	// Logger receives the server's records; nil: none.
 	Logger *slog.Logger
 }
@@ -59,6 +64,7 @@ type Server struct {
 	patterns []string      // the API's routes, as registered
 	pages    []string      // the viewer's routes (not the API's)
 	sums     [][]byte      // the keys' hashes, decoded
+	seal     *runlog.Sealer // opens sealed run logs; nil: none
 	slots    chan struct{} // one per run going
 
 	mu    sync.Mutex
@@ -89,6 +95,13 @@ func New(c Config) (*Server, error) {
 			return nil, fmt.Errorf("server: key %q: sha256 is not 64 hex digits", k.Name)
 		}
 		s.sums = append(s.sums, sum)
+	}
+	if c.EncryptionKey != nil {
+		seal, err := runlog.NewSealer(c.EncryptionKey)
+		if err != nil {
+			return nil, fmt.Errorf("server: EncryptionKey: %w", err)
+		}
+		s.seal = seal
 	}
 	v, err := loadViewer()
 	if err != nil {

@@ -16,7 +16,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/agentry/agentry/agent"
-	"github.com/agentry/agentry/memory"
 	"github.com/agentry/agentry/pipeline"
 	"github.com/agentry/agentry/server"
 	"github.com/agentry/agentry/spec"
@@ -69,8 +68,9 @@ func serve(ctx context.Context, f serveFlags, stdout, stderr io.Writer) error {
 	} else if !loopback(f.addr) {
 		return usageErr(fmt.Errorf("--addr %s is not a loopback address: a server without --auth-keys listens on loopback only", f.addr))
 	}
-	if os.Getenv(memory.KeyEnv) != "" {
-		return usageErr(fmt.Errorf("%s is set: agentry serve does not yet read sealed run logs; serve without it", memory.KeyEnv))
+	key, err := encryptionKey() // seals memory and run logs; the server opens them
+	if err != nil {
+		return usageErr(err)
 	}
 	st, err := openStore(ctx, f.db)
 	if err != nil {
@@ -97,7 +97,7 @@ func serve(ctx context.Context, f serveFlags, stdout, stderr io.Writer) error {
 		return usageErr(fmt.Errorf("--agents %s: %w", f.agents, err))
 	}
 	defer reg.Close()
-	pipes, err := loadPipelines(f, reg, opts, tel)
+	pipes, err := loadPipelines(f, reg, opts, tel, key)
 	if err != nil {
 		return usageErr(err)
 	}
@@ -106,7 +106,8 @@ func serve(ctx context.Context, f serveFlags, stdout, stderr io.Writer) error {
 			p.Close()
 		}
 	}()
-	srv, err := server.New(server.Config{Store: st, Agents: reg, Pipelines: pipes, AgentOptions: opts, Keys: keys, MaxRuns: f.maxRuns})
+	srv, err := server.New(server.Config{Store: st, Agents: reg, Pipelines: pipes, AgentOptions: opts, Keys: keys, MaxRuns: f.maxRuns,
+		EncryptionKey: key})
 	if err != nil {
 		return runFailed(err)
 	}
@@ -154,7 +155,7 @@ func serve(ctx context.Context, f serveFlags, stdout, stderr io.Writer) error {
 // loadPipelines compiles every pipeline definition of --pipelines: a
 // stage names a served agent first, then one of the pipeline's own
 // agents_dir.
-func loadPipelines(f serveFlags, reg *agent.Registry, opts []agent.Option, tel *telemetry) ([]*pipeline.Pipeline, error) {
+func loadPipelines(f serveFlags, reg *agent.Registry, opts []agent.Option, tel *telemetry, key []byte) ([]*pipeline.Pipeline, error) {
 	if f.pipelines == "" {
 		return nil, nil
 	}
@@ -169,6 +170,9 @@ func loadPipelines(f serveFlags, reg *agent.Registry, opts []agent.Option, tel *
 	for _, path := range paths {
 		popts := append([]pipeline.Option{pipeline.WithTools(builtinTools(f.allowPrivate)), pipeline.WithRegistry(reg),
 			pipeline.WithAgentOptions(opts...)}, tel.pipelineOptions()...)
+		if key != nil {
+			popts = append(popts, pipeline.WithEncryptionKey(key))
+		}
 		p, err := pipeline.FromFile(path, popts...)
 		if err != nil {
 			for _, q := range out {
