@@ -26,8 +26,8 @@ import (
 
 	"github.com/agentry/agentry/agent"
 	"github.com/agentry/agentry/pipeline"
-	"github.com/agentry/agentry/runlog"
 	"github.com/agentry/agentry/policy"
+	"github.com/agentry/agentry/runlog"
 	"github.com/agentry/agentry/store"
 )
 
@@ -61,11 +61,11 @@ type Config struct {
 type Server struct {
 	cfg      Config
 	mux      *http.ServeMux
-	patterns []string      // the API's routes, as registered
-	pages    []string      // the viewer's routes (not the API's)
-	sums     [][]byte      // the keys' hashes, decoded
+	patterns []string       // the API's routes, as registered
+	pages    []string       // the viewer's routes (not the API's)
+	sums     [][]byte       // the keys' hashes, decoded
 	seal     *runlog.Sealer // opens sealed run logs; nil: none
-	slots    chan struct{} // one per run going
+	slots    chan struct{}  // one per run going
 
 	mu    sync.Mutex
 	runs  map[string]stopper // the runs this server drives, by id
