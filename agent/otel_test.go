@@ -2,6 +2,8 @@ package agent
 
 import (
 	"context"
+	"encoding/json"
+	"log/slog"
 	"errors"
 	"strings"
 	"testing"
@@ -178,6 +180,57 @@ func TestSpanParent(t *testing.T) {
 	}
 	if res.TraceID != "4bf92f3577b34da6a3ce929d0e0e4736" {
 		t.Errorf("trace id %q", res.TraceID)
+	}
+}
+
+// tpModel answers once and keeps the traceparent its call carried, as
+// a provider's HTTP request would send it.
+type tpModel struct{ tp string }
+
+func (m *tpModel) Generate(ctx context.Context, req *llm.Request) (*llm.Response, error) {
+	m.tp = llm.TraceParent(ctx)
+	return &llm.Response{Content: "ok", Usage: llm.Usage{PromptTokens: 1, CompletionTokens: 1}}, nil
+}
+
+// TestSpanContextOut: the model call carries its chat span as the
+// traceparent of its request, and the run's log records carry the run's
+// trace and span ids.
+func TestSpanContextOut(t *testing.T) {
+	rec := tracetest.NewSpanRecorder()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
+	defer tp.Shutdown(context.Background())
+	var logs strings.Builder
+	m := &tpModel{}
+	a, err := New(mustSpec(t, `{`+base+`}`), WithProvider(m, "test"), WithTracerProvider(tp),
+		WithLogger(slog.New(slog.NewJSONHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.Run(context.Background(), map[string]any{"who": "x"}); err != nil {
+		t.Fatal(err)
+	}
+	var chat, run sdktrace.ReadOnlySpan
+	for _, s := range rec.Ended() {
+		switch s.Name() {
+		case "chat m":
+			chat = s
+		case "invoke_agent calc":
+			run = s
+		}
+	}
+	if chat == nil || run == nil {
+		t.Fatalf("spans %v", rec.Ended())
+	}
+	sc := chat.SpanContext()
+	if want := "00-" + sc.TraceID().String() + "-" + sc.SpanID().String() + "-01"; m.tp != want {
+		t.Errorf("the model call carried traceparent %q, want its chat span's %q", m.tp, want)
+	}
+	for _, line := range strings.Split(strings.TrimSpace(logs.String()), "\n") {
+		var r map[string]any
+		json.Unmarshal([]byte(line), &r)
+		if r["trace_id"] != run.SpanContext().TraceID().String() || r["span_id"] != run.SpanContext().SpanID().String() {
+			t.Errorf("a log record without the run's trace and span ids: %s", line)
+		}
 	}
 }
 
