@@ -3,8 +3,8 @@ package agent
 import (
 	"context"
 	"encoding/json"
-	"log/slog"
 	"errors"
+	"log/slog"
 	"strings"
 	"testing"
 
