@@ -183,6 +183,24 @@ func TestSpanParent(t *testing.T) {
 	}
 }
 
+// chatAndRun are the chat span and the run's span of a one-call run of
+// calc.
+func chatAndRun(t *testing.T, rec *tracetest.SpanRecorder) (chat, run sdktrace.ReadOnlySpan) {
+	t.Helper()
+	for _, s := range rec.Ended() {
+		switch s.Name() {
+		case "chat m":
+			chat = s
+		case "invoke_agent calc":
+			run = s
+		}
+	}
+	if chat == nil || run == nil {
+		t.Fatalf("spans %v", rec.Ended())
+	}
+	return chat, run
+}
+
 // tpModel answers once and keeps the traceparent its call carried, as
 // a provider's HTTP request would send it.
 type tpModel struct{ tp string }
@@ -209,18 +227,7 @@ func TestSpanContextOut(t *testing.T) {
 	if _, err := a.Run(context.Background(), map[string]any{"who": "x"}); err != nil {
 		t.Fatal(err)
 	}
-	var chat, run sdktrace.ReadOnlySpan
-	for _, s := range rec.Ended() {
-		switch s.Name() {
-		case "chat m":
-			chat = s
-		case "invoke_agent calc":
-			run = s
-		}
-	}
-	if chat == nil || run == nil {
-		t.Fatalf("spans %v", rec.Ended())
-	}
+	chat, run := chatAndRun(t, rec)
 	sc := chat.SpanContext()
 	if want := "00-" + sc.TraceID().String() + "-" + sc.SpanID().String() + "-01"; m.tp != want {
 		t.Errorf("the model call carried traceparent %q, want its chat span's %q", m.tp, want)
@@ -247,18 +254,7 @@ func TestSpanErrors(t *testing.T) {
 	if _, err := a.Run(context.Background(), map[string]any{"who": "x"}); !errors.Is(err, ErrModel) {
 		t.Fatalf("err = %v", err)
 	}
-	var chat, run sdktrace.ReadOnlySpan
-	for _, s := range rec.Ended() {
-		switch s.Name() {
-		case "chat m":
-			chat = s
-		case "invoke_agent calc":
-			run = s
-		}
-	}
-	if chat == nil || run == nil {
-		t.Fatalf("spans %v", rec.Ended())
-	}
+	chat, run := chatAndRun(t, rec)
 	if chat.Status().Code != codes.Error || attrs(chat)["error.type"].AsString() != llm.KindAuth.String() ||
 		attrs(chat)["gen_ai.provider.name"].AsString() != "anthropic" {
 		t.Errorf("chat span status %v, attributes %v", chat.Status(), attrs(chat))

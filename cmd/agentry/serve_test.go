@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"encoding/json"
 	"io"
 	"net"
@@ -9,7 +8,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -84,33 +82,6 @@ func (s *served) call(t *testing.T, method, path, key, body string) (int, map[st
 	return resp.StatusCode, out
 }
 
-// eventIDs reads a run's event stream after last, to its end.
-func (s *served) eventIDs(t *testing.T, id string, last int64) (ids []int64, types []string) {
-	t.Helper()
-	req, _ := http.NewRequest("GET", s.base+"/v1/runs/"+id+"/events", nil)
-	if last > 0 {
-		req.Header.Set("Last-Event-ID", strconv.FormatInt(last, 10))
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	sc := bufio.NewScanner(resp.Body)
-	sc.Buffer(nil, 1<<20)
-	for sc.Scan() {
-		line := sc.Text()
-		if v, ok := strings.CutPrefix(line, "id: "); ok {
-			n, _ := strconv.ParseInt(v, 10, 64)
-			ids = append(ids, n)
-		}
-		if v, ok := strings.CutPrefix(line, "event: "); ok {
-			types = append(types, v)
-		}
-	}
-	return ids, types
-}
-
 // TestServe runs agentry serve as a process: a run created over HTTP,
 // its events streamed and resumed by Last-Event-ID after the server was
 // stopped with SIGTERM and started again, with none lost or repeated;
@@ -124,14 +95,14 @@ func TestServe(t *testing.T) {
 		t.Fatalf("%d %v\n%s", code, res, s.out)
 	}
 	id := res["id"].(string)
-	ids, types := s.eventIDs(t, id, 0)
+	ids, types := s.sse(t, id, 0, nil)
 	if len(ids) < 2 || types[0] != "run_start" || types[len(types)-1] != "run_end" {
 		t.Fatalf("events %v %v", ids, types)
 	}
 	s.stop(t)
 	// Another process over the same store resumes the stream exactly.
 	s = startServe(t, "--agents", agents, "--db", db)
-	rest, _ := s.eventIDs(t, id, ids[0])
+	rest, _ := s.sse(t, id, ids[0], nil)
 	if len(rest) != len(ids)-1 || rest[0] != ids[1] || rest[len(rest)-1] != ids[len(ids)-1] {
 		t.Errorf("after a restart, resumed after %d: %v, want %v", ids[0], rest, ids[1:])
 	}
