@@ -27,10 +27,15 @@ func TestViewerLive(t *testing.T) {
 	p.waitJS("the running run in the list", fmt.Sprintf(`(document.querySelector('%s .badge') || {}).textContent === 'running'`, rowSel(id)))
 	p.waitJS("the other run in the list", fmt.Sprintf(`document.querySelector('%s')`, rowSel(done)))
 
-	// The keyboard: the newest row, j to the next, k back, Enter opens.
-	p.do("focus the newest run", chromedp.Focus(chromedp.CSS(".runs-table tbody tr:first-child")))
-	if got := eval[string](p, `document.activeElement.dataset.runId`); got != id {
-		t.Fatalf("the newest row is %q, want %s", got, id)
+	// The keyboard: from the filters' last button, Tab goes through the
+	// eight columns' sort buttons to the newest row; j to the next, k
+	// back, Enter opens it.
+	p.do("focus the filters' last button", chromedp.Focus(chromedp.CSS(".filters button")))
+	for range 9 {
+		p.key("\t")
+	}
+	if got := eval[string](p, `document.activeElement.dataset.runId || document.activeElement.outerHTML`); got != id {
+		t.Fatalf("Tab went to %q, want the newest row, %s", got, id)
 	}
 	p.key("j")
 	if got := eval[string](p, `document.activeElement.dataset.runId`); got != done {
@@ -70,7 +75,8 @@ func TestViewerLive(t *testing.T) {
 		t.Errorf("%d events, %d run_end", len(ids), n)
 	}
 	p.key("\x1b")
-	p.waitJS("back to the list", fmt.Sprintf(`(document.querySelector('%s .badge') || {}).textContent === 'completed'`, rowSel(id)))
+	p.waitJS("back to the list, on the run's row", fmt.Sprintf(`(document.querySelector('%s .badge') || {}).textContent === 'completed' &&
+		document.activeElement.dataset.runId === %q`, rowSel(id), id))
 }
 
 // TestViewerRun: a finished run's timeline (turns, model calls and tool
@@ -110,6 +116,7 @@ func TestViewerRun(t *testing.T) {
 			p.do("the "+tab+" tab", chromedp.Click(chromedp.CSS("#tab-"+tab)))
 			p.waitJS("the "+tab+" panel", fmt.Sprintf(`!document.querySelector('#panel-%s').hidden`, tab))
 			p.noOverflow("the "+tab+" tab", w.width)
+			p.screenshot(tab + "-" + w.name)
 		}
 		p.do("the transcript tab", chromedp.Click(chromedp.CSS("#tab-transcript")))
 		if got := p.text("#panel-transcript"); !strings.Contains(got, "kv_set") || !strings.Contains(got, "Sintra") {
@@ -119,7 +126,6 @@ func TestViewerRun(t *testing.T) {
 		if got := p.text("#panel-reasoning"); !strings.Contains(got, "Confidence") || !strings.Contains(got, "Steps (3)") {
 			t.Errorf("the reasoning: %s", got)
 		}
-		p.screenshot("reasoning-" + w.name)
 	}
 }
 
@@ -163,6 +169,11 @@ func TestViewerApprove(t *testing.T) {
 		t.Errorf("the approval panel: %q", got)
 	}
 	p.screenshot("approval-wide")
+	p.do("a narrow window", chromedp.EmulateViewport(390, 844))
+	p.waitJS("the narrow layout", `window.innerWidth === 390`)
+	p.noOverflow("the approval", 390)
+	p.screenshot("approval-narrow")
+	p.do("a wide window", chromedp.EmulateViewport(1280, 900))
 	p.do("approve", chromedp.Click(chromedp.CSS(".approval button.approve")))
 	p.waitJS("the end", `(document.querySelector('.head-meta .badge') || {}).textContent === 'completed' && !document.querySelector('.conn')`)
 	if got := p.text(".answer .text"); got != "The release 2.0.0 is stored." {

@@ -9,6 +9,8 @@ import {h, fill} from './util.js';
 const main = document.getElementById('main');
 const who = document.getElementById('who');
 let unmount = () => {};
+let me = {role: ''}; // the caller, as GET /v1/whoami says
+let lastRun = ''; // the run shown last: its row has the focus back in the list
 
 // route reads the hash: {view: 'runs', query} or {view: 'run', id, tab}.
 function route() {
@@ -35,11 +37,14 @@ function show() {
   unmount();
   const r = route();
   document.title = 'agentry · runs';
-  unmount = r.view === 'run' ? mountRun(main, r.id, window.agentryMe, r.tab) : mountRuns(main, r.query, go);
-  if (r.view === 'runs') {
-    const t = document.getElementById('runs-title');
-    if (t && document.activeElement === document.body) t.focus({preventScroll: true});
+  if (r.view === 'run') {
+    lastRun = r.id;
+    unmount = mountRun(main, r.id, me, r.tab);
+    return;
   }
+  unmount = mountRuns(main, r.query, go, lastRun);
+  const t = document.getElementById('runs-title');
+  if (t && document.activeElement === document.body) t.focus({preventScroll: true});
 }
 
 // askKey shows the key dialog; it answers the key, or null.
@@ -69,13 +74,12 @@ function askKey(message) {
 
 async function whoami() {
   try {
-    const me = await api('/v1/whoami');
-    window.agentryMe = me;
+    me = await api('/v1/whoami');
     fill(who, me.keys ? [h('span', {class: 'who-name'}, me.name), h('span', {class: 'who-sep'}, ' · '), h('span', {class: 'who-role'}, me.role)]
       : [h('span', {class: 'who-name'}, 'no keys'), h('span', {class: 'who-sep'}, ' · '),
         h('span', {class: 'who-role', title: 'The server has no keys: every caller is an admin.'}, 'admin')]);
   } catch (e) {
-    window.agentryMe = {role: ''};
+    me = {role: ''};
     fill(who, h('span', {class: 'who-role'}, 'signed out'));
   }
 }

@@ -22,7 +22,7 @@ const isPipeline = (st) => (st.run && st.run.kind === 'pipeline') || st.events.s
 // mountRun shows run id in root; me is the caller (GET /v1/whoami). It
 // answers its unmount.
 export function mountRun(root, id, me, tab) {
-  const st = {id, run: null, events: [], audit: null, tab: TABS.some((t) => t.id === tab) ? tab : '', conn: '',
+  const st = {id, me: me || {}, run: null, events: [], audit: null, tab: TABS.some((t) => t.id === tab) ? tab : '', conn: '',
     open: new Set(), notice: '', error: '', busy: false, frame: 0, tick: 0, gone: false};
   const ui = skeleton(root, st);
   const follower = new Follower(id, {
@@ -73,19 +73,7 @@ export function mountRun(root, id, me, tab) {
     schedule();
   }
 
-  ui.tabs.addEventListener('keydown', (e) => tabKeys(e, st, ui, schedule));
-  ui.tabs.addEventListener('click', (e) => {
-    const b = e.target.closest('[role=tab]');
-    if (b) { st.tab = b.dataset.tab; schedule(); }
-  });
-  // A fold's state is noted at the click (a toggle event comes later,
-  // maybe after the panel was drawn anew).
-  ui.panels.addEventListener('click', (e) => {
-    const sum = e.target.closest('summary');
-    const d = sum && sum.parentElement;
-    const key = d && d.dataset.key;
-    if (key) d.open ? st.open.delete(key) : st.open.add(key);
-  }, true);
+  listen(st, ui, schedule);
   (async () => {
     try {
       st.run = await api(`/v1/runs/${encodeURIComponent(id)}`);
@@ -101,6 +89,23 @@ export function mountRun(root, id, me, tab) {
   })();
   st.tick = setInterval(() => { if (st.run && st.run.status === 'running') schedule(true); }, 1000);
   return () => { st.gone = true; follower.stop(); clearInterval(st.tick); cancelAnimationFrame(st.frame); };
+}
+
+// listen handles the tabs (a click, the arrow keys) and notes which
+// folds are open, at the click: a toggle event comes later, maybe after
+// the panel was drawn anew.
+function listen(st, ui, schedule) {
+  ui.tabs.addEventListener('keydown', (e) => tabKeys(e, st, ui, schedule));
+  ui.tabs.addEventListener('click', (e) => {
+    const b = e.target.closest('[role=tab]');
+    if (b) { st.tab = b.dataset.tab; schedule(); }
+  });
+  ui.panels.addEventListener('click', (e) => {
+    const sum = e.target.closest('summary');
+    const d = sum && sum.parentElement;
+    const key = d && d.dataset.key;
+    if (key) d.open ? st.open.delete(key) : st.open.add(key);
+  }, true);
 }
 
 // addEvent keeps ev; a resume supersedes the events of the resumed turn
@@ -201,7 +206,7 @@ function renderApproval(st, slot, decide) {
     fill(slot, st.notice ? h('p', {class: 'notice', role: 'status'}, st.notice) : null);
     return;
   }
-  const me = window.agentryMe || {};
+  const me = st.me;
   const may = me.role === 'runner' || me.role === 'admin';
   const reason = h('input', {type: 'text', id: 'deny-reason', placeholder: 'why (sent with a denial)', autocomplete: 'off'});
   const button = (text, cls, approve, deny) => h('button', {type: 'button', class: cls, disabled: st.busy || !may,

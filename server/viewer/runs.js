@@ -25,8 +25,9 @@ function duration(r) {
 }
 
 // mountRuns shows the list in root, with the filters of query (the
-// route's ?agent=&status=&since=&until=); it answers its unmount.
-export function mountRuns(root, query, go) {
+// route's ?agent=&status=&since=&until=), the focus on the row of run
+// focusId when it is there; it answers its unmount.
+export function mountRuns(root, query, go, focusId) {
   const st = {filters: {agent: query.get('agent') || '', status: query.get('status') || '',
     since: query.get('since') || '', until: query.get('until') || ''},
   cursors: [''], runs: [], next: '', sort: {key: 'created_at', dir: -1}, timer: 0, gone: false, error: ''};
@@ -42,7 +43,11 @@ export function mountRuns(root, query, go) {
 
   function render() {
     for (const th of head.children) th.setAttribute('aria-sort', th.dataset.key === st.sort.key ? (st.sort.dir > 0 ? 'ascending' : 'descending') : 'none');
-    const focused = document.activeElement && document.activeElement.dataset ? document.activeElement.dataset.runId : '';
+    let focused = document.activeElement && document.activeElement.dataset ? document.activeElement.dataset.runId : '';
+    if (focusId && st.runs.length) {
+      focused = focused || focusId;
+      focusId = '';
+    }
     const col = COLUMNS.find((c) => c.key === st.sort.key);
     const rows = [...st.runs].sort((a, b) => cmp(col.value(a), col.value(b)) * st.sort.dir);
     fill(body, rows.length ? rows.map((r) => runRow(r)) : h('tr', {}, h('td', {colspan: COLUMNS.length, class: 'empty'},
