@@ -129,6 +129,47 @@ func TestViewerRun(t *testing.T) {
 	}
 }
 
+// TestViewerList: the list filters by status and agent (and says so in
+// its link), sorts by a column, and pages by the API's cursor. (The
+// second trip fails: the agent's scripted model has three turns, which
+// the first run plays.)
+func TestViewerList(t *testing.T) {
+	f, _ := newViewerFixture(t, nil)
+	var trips []string
+	for range 2 {
+		_, res := f.do(t, "POST", "/v1/runs?wait=true", "", `{"agent": "trip", "input": {"task": "Lisbon"}}`)
+		trips = append(trips, res["id"].(string))
+	}
+	_, paused := f.do(t, "POST", "/v1/runs?wait=true", "", `{"agent": "approve", "input": {"task": "2.0.0"}}`)
+	p := openPage(t, f.http.URL, 1280, 900)
+	p.open("#/?limit=2")
+	p.waitJS("the first page", `document.querySelectorAll('.runs-table tbody tr[data-run-id]').length === 2 && !document.querySelector('.pager button:last-child').disabled`)
+	rows := `[...document.querySelectorAll('.runs-table tbody tr[data-run-id]')].map(r => r.dataset.runId).join(' ')`
+	if got := eval[string](p, rows); got != paused["id"].(string)+" "+trips[1] {
+		t.Errorf("the first page: %s", got)
+	}
+	p.do("older", chromedp.Click(chromedp.CSS(".pager button:last-child")))
+	p.waitJS("the second page", fmt.Sprintf(`document.querySelectorAll('.runs-table tbody tr[data-run-id]').length === 1 && document.querySelector('%s')`, rowSel(trips[0])))
+	p.do("newer", chromedp.Click(chromedp.CSS(".pager button:first-child")))
+	p.waitJS("the first page again", fmt.Sprintf(`document.querySelector('%s')`, rowSel(paused["id"].(string))))
+
+	p.open("#/")
+	p.waitJS("the agents in the filter", `document.querySelectorAll('#f-agent option').length === 5`)
+	p.do("the runs awaiting approval", chromedp.SetValue(chromedp.ID("f-status"), "awaiting_approval"),
+		chromedp.Evaluate[chromedp.Void](`document.querySelector('#f-status').dispatchEvent(new Event('change', {bubbles: true}))`))
+	p.waitJS("only the paused run", fmt.Sprintf(`location.hash === '#/?status=awaiting_approval' &&
+		document.querySelectorAll('.runs-table tbody tr[data-run-id]').length === 1 && document.querySelector('%s')`, rowSel(paused["id"].(string))))
+	p.do("the trip agent's", chromedp.SetValue(chromedp.ID("f-agent"), "trip"), chromedp.SetValue(chromedp.ID("f-status"), ""),
+		chromedp.Evaluate[chromedp.Void](`document.querySelector('#f-agent').dispatchEvent(new Event('change', {bubbles: true}))`))
+	p.waitJS("only the trips", fmt.Sprintf(`location.hash === '#/?agent=trip' && document.querySelectorAll('.runs-table tbody tr[data-run-id]').length === 2 &&
+		document.querySelector('%s') && document.querySelector('%s')`, rowSel(trips[0]), rowSel(trips[1])))
+	p.do("clear", chromedp.Click(chromedp.CSS(".filters button")))
+	p.waitJS("every run", `location.hash === '#/' && document.querySelectorAll('.runs-table tbody tr[data-run-id]').length === 3`)
+	p.do("sort by tokens", chromedp.Click(chromedp.CSS("th[data-key=tokens] button")))
+	p.waitJS("the most tokens first", fmt.Sprintf(`document.querySelector('th[data-key=tokens]').getAttribute('aria-sort') === 'descending' &&
+		document.querySelector('.runs-table tbody tr:first-child').dataset.runId === %q`, trips[0]))
+}
+
 // checkTimeline: the waterfall has each turn with its model call (tokens
 // and cost) and its tool calls, bars inside the track.
 func checkTimeline(t *testing.T, p *page) {

@@ -5,7 +5,7 @@ import {api} from './api.js';
 import {h, fill, fmtMs, fmtInt, fmtCost, fmtTime, relTime, shortId, badge} from './util.js';
 
 const STATUSES = ['running', 'awaiting_approval', 'completed', 'failed', 'aborted', 'interrupted'];
-const PAGE = 25;
+const PAGE = 25; // runs a page, unless the route says ?limit= (1–100)
 const REFRESH_MS = 2000;
 
 const COLUMNS = [
@@ -30,7 +30,8 @@ function duration(r) {
 export function mountRuns(root, query, go, focusId) {
   const st = {filters: {agent: query.get('agent') || '', status: query.get('status') || '',
     since: query.get('since') || '', until: query.get('until') || ''},
-  cursors: [''], runs: [], next: '', sort: {key: 'created_at', dir: -1}, timer: 0, gone: false, error: ''};
+  cursors: [''], runs: [], next: '', sort: {key: 'created_at', dir: -1}, timer: 0, gone: false, error: '',
+  limit: Math.min(Math.max(Number(query.get('limit')) || PAGE, 1), 100)};
   const body = h('tbody', {});
   const pager = h('nav', {class: 'pager', 'aria-label': 'Pages'});
   const status = h('p', {class: 'list-status', role: 'status', 'aria-live': 'polite'});
@@ -67,7 +68,7 @@ export function mountRuns(root, query, go, focusId) {
 
   async function load() {
     clearTimeout(st.timer);
-    const q = new URLSearchParams({limit: PAGE});
+    const q = new URLSearchParams({limit: st.limit});
     const f = st.filters;
     if (f.agent) q.set('agent', f.agent);
     if (f.status) q.set('status', f.status);
