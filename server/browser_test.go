@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chromedp/cdproto/emulation"
 	"github.com/chromedp/chromedp"
 )
 
@@ -183,6 +184,16 @@ func (p *page) noOverflow(what string, width int) {
 		wide := eval[string](p, fmt.Sprintf(`[...document.querySelectorAll('body *')].filter(e => e.getBoundingClientRect().right > %d + 1)
 			.slice(0, 5).map(e => e.tagName + '.' + e.className).join(', ')`, width))
 		p.t.Errorf("%s: the page is %d px wide in a %d px window (%s)", what, w, width, wide)
+	}
+}
+
+// colorScheme makes the page prefer scheme ("light" or "dark").
+func (p *page) colorScheme(scheme string) {
+	p.t.Helper()
+	_, err := chromedp.Call(p.ctx, emulation.SetEmulatedMedia, emulation.SetEmulatedMediaParams{
+		Features: []*emulation.MediaFeature{{Name: "prefers-color-scheme", Value: scheme}}})
+	if err != nil {
+		p.t.Fatalf("prefers-color-scheme %s: %v", scheme, err)
 	}
 }
 

@@ -215,6 +215,10 @@ func TestViewerApprove(t *testing.T) {
 	p.noOverflow("the approval", 390)
 	p.screenshot("approval-narrow")
 	p.do("a wide window", chromedp.EmulateViewport(1280, 900))
+	p.colorScheme("dark")
+	p.waitJS("the dark colours", `matchMedia('(prefers-color-scheme: dark)').matches`)
+	p.screenshot("approval-dark")
+	p.colorScheme("light")
 	p.do("approve", chromedp.Click(chromedp.CSS(".approval button.approve")))
 	p.waitJS("the end", `(document.querySelector('.head-meta .badge') || {}).textContent === 'completed' && !document.querySelector('.conn')`)
 	if got := p.text(".answer .text"); got != "The release 2.0.0 is stored." {
