@@ -63,7 +63,7 @@ export function mountRun(root, id, me, tab) {
     if (deny.length && reason) body.reason = reason;
     try {
       await api(`/v1/runs/${encodeURIComponent(id)}/resume`, {method: 'POST', body});
-      st.run = {...st.run, status: 'running'};
+      st.run = {...st.run, status: 'running', result: undefined}; // the paused Result is over
       st.notice = `${approve.length ? 'Approved' : 'Denied'}: the run goes on.`;
       follower.follow();
     } catch (e) {
@@ -114,7 +114,6 @@ function addEvent(st, ev) {
   if (ev.type === 'resume') {
     const turn = ev.data.turn || 0;
     st.events = st.events.filter((e) => (e.data.turn || 0) < turn);
-    if (st.run) st.run = {...st.run, status: 'running'};
     return;
   }
   st.events.push(ev);
