@@ -109,6 +109,35 @@ func TestServe(t *testing.T) {
 	if code, list := s.call(t, "GET", "/v1/agents", "", ""); code != 200 || len(list["agents"].([]any)) < 5 {
 		t.Errorf("agents: %d %v", code, list)
 	}
+	// Every other route over the wire, and the errors a client meets.
+	for _, tc := range []struct {
+		method, path, body string
+		status             int
+	}{
+		{"GET", "/v1/runs?agent=A2", "", 200},
+		{"GET", "/v1/runs/" + id, "", 200},
+		{"GET", "/v1/runs/" + id + "/audit", "", 200},
+		{"GET", "/v1/whoami", "", 200},
+		{"GET", "/healthz", "", 200},
+		{"GET", "/readyz", "", 200},
+		{"GET", "/openapi.json", "", 200},
+		{"GET", "/v1/runs?since=yesterday", "", 400},
+		{"POST", "/v1/runs", `{"agent": "A2", "inputs": {}}`, 400},
+		{"POST", "/v1/runs", `{"agent": "nobody"}`, 404},
+		{"GET", "/v1/runs/run_0000000000000000", "", 404},
+		{"POST", "/v1/runs/" + id + "/abort", "", 409},
+		{"POST", "/v1/runs/" + id + "/resume", `{}`, 409},
+		{"POST", "/v1/runs", `{"agent": "A2", "input": {"text": "` + strings.Repeat("x", 2<<20) + `"}}`, 413},
+	} {
+		if code, body := s.call(t, tc.method, tc.path, "", tc.body); code != tc.status {
+			t.Errorf("%s %s: %d, want %d: %v", tc.method, tc.path, code, tc.status, body)
+		}
+	}
+	if resp, err := http.Get(s.base + "/"); err != nil || resp.StatusCode != 200 || !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/html") {
+		t.Errorf("the viewer: %v %v", resp, err)
+	} else {
+		resp.Body.Close()
+	}
 	s.stop(t)
 
 	// Pipelines are served by name too.
