@@ -128,6 +128,8 @@ func TestOpenAPIRoutes(t *testing.T) {
 			documented = append(documented, strings.ToUpper(method)+" "+tpl)
 		}
 	}
+	// The API's routes; the viewer's (f.srv.pages: the page and its
+	// files) are not the API's, and TestViewerFiles checks them.
 	served := slices.Clone(f.srv.patterns)
 	slices.Sort(documented)
 	slices.Sort(served)

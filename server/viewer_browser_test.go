@@ -239,7 +239,8 @@ func TestViewerApprove(t *testing.T) {
 
 // TestViewerRoles: with keys, the page asks for one (the API answered
 // 401), keeps it for the tab, and shows approve and deny only to a role
-// that may resume runs.
+// that may resume runs; a runner's denial is audited under the runner's
+// name, and its reason reaches the model.
 func TestViewerRoles(t *testing.T) {
 	keys := []Key{{Name: "val", SHA256: HashKey("view-key"), Role: RoleViewer}, {Name: "rui", SHA256: HashKey("run-key"), Role: RoleRunner}}
 	f, _ := newViewerFixture(t, keys)
@@ -263,6 +264,16 @@ func TestViewerRoles(t *testing.T) {
 	p.waitJS("the buttons", `document.querySelector('.approval button.approve') && document.querySelector('.approval button.deny')`)
 	if got := p.text("#who"); got != "rui · runner" {
 		t.Errorf("who: %q", got)
+	}
+	// The runner denies the call, saying why: the run goes on without it.
+	p.do("a reason", chromedp.SendKeys(chromedp.ID("deny-reason"), "not this release"))
+	p.do("deny", chromedp.Click(chromedp.CSS(".approval button.deny")))
+	p.waitJS("the end", `(document.querySelector('.head-meta .badge') || {}).textContent === 'completed' && !document.querySelector('.conn')`)
+	p.do("the policy tab", chromedp.Click(chromedp.CSS("#tab-policy")))
+	p.waitJS("the denial in the audit", `[...document.querySelectorAll('table.audit tbody tr')].some(tr => tr.innerText.includes('deny') && tr.innerText.includes('rui'))`)
+	p.do("the transcript tab", chromedp.Click(chromedp.CSS("#tab-transcript")))
+	if got := p.text("#panel-transcript"); !strings.Contains(got, "not this release") {
+		t.Errorf("the model was not told why: %q", got)
 	}
 }
 

@@ -201,13 +201,19 @@ function renderApproval(st, slot, decide) {
   const run = st.run;
   const res = run.result;
   const calls = run.status === 'awaiting_approval' && res && res.error && res.error.details ? res.error.details.calls || [] : [];
+  // Drawn anew only when what it shows changes: a person may be typing
+  // the reason.
+  const me = st.me;
+  const may = me.role === 'runner' || me.role === 'admin';
+  const sig = JSON.stringify([calls, may, st.busy, st.notice]);
+  if (slot.dataset.sig === sig) return;
+  slot.dataset.sig = sig;
   if (calls.length === 0) {
     fill(slot, st.notice ? h('p', {class: 'notice', role: 'status'}, st.notice) : null);
     return;
   }
-  const me = st.me;
-  const may = me.role === 'runner' || me.role === 'admin';
-  const reason = h('input', {type: 'text', id: 'deny-reason', placeholder: 'why (sent with a denial)', autocomplete: 'off'});
+  const reason = h('input', {type: 'text', id: 'deny-reason', placeholder: 'why (sent with a denial)', autocomplete: 'off',
+    value: st.reason || '', oninput: (e) => { st.reason = e.target.value; }});
   const button = (text, cls, approve, deny) => h('button', {type: 'button', class: cls, disabled: st.busy || !may,
     onclick: () => decide(approve, deny, reason.value.trim())}, text);
   const ids = calls.map((c) => c.call_id);
