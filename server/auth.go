@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"net"
 	"net/http"
 	"os"
 	"strings"
@@ -106,6 +107,33 @@ func (s *Server) authenticate(r *http.Request) (*policy.Principal, int, error) {
 		}
 	}
 	return nil, http.StatusUnauthorized, errors.New("the bearer key is not known")
+}
+
+// sameOrigin refuses, on a server without keys (where every caller is
+// an admin), what a web page the user visits could send: a request for
+// another host name (DNS rebinding: a name of the attacker's that
+// resolves to loopback) or from another origin (a form or a fetch of
+// another site, or of another port of this machine). A browser cannot
+// forge either header; a bearer key, which a browser never sends by
+// itself, makes both checks moot.
+func (s *Server) sameOrigin(r *http.Request) error {
+	if len(s.cfg.Keys) > 0 {
+		return nil
+	}
+	host := r.Host
+	if h, _, err := net.SplitHostPort(host); err == nil {
+		host = h
+	}
+	if ip := net.ParseIP(strings.Trim(host, "[]")); !(host == "localhost" || ip != nil && ip.IsLoopback()) {
+		return fmt.Errorf("host %q: a server without keys answers loopback names only (localhost, 127.0.0.1, [::1])", r.Host)
+	}
+	if o := r.Header.Get("Origin"); o != "" && o != "http://"+r.Host && o != "https://"+r.Host {
+		return fmt.Errorf("origin %q: a server without keys answers its own pages only", o)
+	}
+	if r.Header.Get("Sec-Fetch-Site") == "cross-site" {
+		return errors.New("a cross-site request: a server without keys answers its own pages only")
+	}
+	return nil
 }
 
 // allows says whether p holds a role at least min.

@@ -85,10 +85,8 @@ func (s *Server) createPipelineRun(w http.ResponseWriter, r *http.Request, req *
 	}
 	done := make(chan any, 1)
 	errc := make(chan error, 1)
-	s.wg.Add(1)
 	go func() {
-		defer s.wg.Done()
-		defer func() { <-s.slots }()
+		defer s.release()
 		defer cancel(nil)
 		res, err := pl.Run(ctx, req.Input, pipeline.WithStore(s.cfg.Store), pipeline.WithSessionOptions(sessOpts...),
 			pipeline.WithEvents(first, event.Block()))

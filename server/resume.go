@@ -71,7 +71,7 @@ func (s *Server) resume(w http.ResponseWriter, r *http.Request) {
 	}
 	sess, err := a.Resume(r.Context(), s.cfg.Store, run.ID, opts...)
 	if err != nil {
-		<-s.slots
+		s.release()
 		a.Close()
 		status, code := http.StatusBadRequest, "invalid_request"
 		if errors.Is(err, agent.ErrNotResumable) || errors.Is(err, store.ErrHeld) {
@@ -101,10 +101,11 @@ func (s *Server) ResumeInterrupted(ctx context.Context) ([]string, error) {
 		if run.Kind != "agent" || run.ParentID != "" {
 			continue // sub-runs and stages are their parents' to resume
 		}
-		select {
-		case s.slots <- struct{}{}:
-		default:
-			return ids, errors.Join(errs...)
+		if err := s.admit(); err != nil {
+			if errors.Is(err, errFull) {
+				err = nil // the rest stay interrupted, for a later call
+			}
+			return ids, errors.Join(append(errs, err)...)
 		}
 		a, err := agent.Stored(ctx, s.cfg.Store, run.ID, s.cfg.AgentOptions...)
 		if err == nil {
@@ -116,7 +117,7 @@ func (s *Server) ResumeInterrupted(ctx context.Context) ([]string, error) {
 			}
 			a.Close()
 		}
-		<-s.slots
+		s.release()
 		errs = append(errs, fmt.Errorf("run %s: %w", run.ID, err))
 	}
 	return ids, errors.Join(errs...)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"mime"
 	"net/http"
 	"strconv"
 	"time"
@@ -65,7 +66,7 @@ func (s *Server) createRun(w http.ResponseWriter, r *http.Request) {
 	}
 	sess, err := a.NewSession(req.Input, opts...)
 	if err != nil {
-		<-s.slots
+		s.release()
 		if owned {
 			a.Close()
 		}
@@ -104,11 +105,9 @@ func (s *Server) background(sess *agent.Session, a *agent.Agent, owned bool, p p
 	id := sess.RunID()
 	done := make(chan any, 1)
 	s.drive(id, sess)
-	s.wg.Add(1)
 	ctx := policy.WithPrincipal(s.base, p)
 	go func() {
-		defer s.wg.Done()
-		defer func() { <-s.slots }()
+		defer s.release()
 		res, _ := sess.Run(ctx)
 		s.undrive(id)
 		if owned {
@@ -119,16 +118,48 @@ func (s *Server) background(sess *agent.Session, a *agent.Agent, owned bool, p p
 	return done
 }
 
-// takeSlot takes a slot for a run, or answers 429.
+// takeSlot takes a slot for a run, or answers 429 (503 once the server
+// is stopping).
 func (s *Server) takeSlot(w http.ResponseWriter) bool {
-	select {
-	case s.slots <- struct{}{}:
-		return true
-	default:
+	switch s.admit() {
+	case errStopping:
+		writeError(w, http.StatusServiceUnavailable, "stopping", "the server is shutting down; try another")
+		return false
+	case errFull:
 		w.Header().Set("Retry-After", "1")
 		writeError(w, http.StatusTooManyRequests, "too_many_runs", fmt.Sprintf("the server runs %d runs at once; try again", cap(s.slots)))
 		return false
 	}
+	return true
+}
+
+var (
+	errStopping = errors.New("the server is stopping")
+	errFull     = errors.New("the server runs all the runs it may")
+)
+
+// admit takes a slot for a run the server is about to start, and counts
+// it for Close, unless the server is stopping (Close waits for the runs
+// it counted: none may be counted after it began to wait) or full.
+func (s *Server) admit() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.stopping {
+		return errStopping
+	}
+	select {
+	case s.slots <- struct{}{}:
+		s.wg.Add(1)
+		return nil
+	default:
+		return errFull
+	}
+}
+
+// release gives back what admit took.
+func (s *Server) release() {
+	<-s.slots
+	s.wg.Done()
 }
 
 // agentFor is the agent req names: a served one, or one built from its
@@ -265,6 +296,12 @@ func (s *Server) abort(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusConflict, "conflict", fmt.Sprintf("run %s is %s and not driven by this server: it cannot be aborted here", run.ID, run.Status))
 		return
 	}
+	if run.Status != store.Running {
+		// Ended (or paused) in the store, though its goroutine may not
+		// have let go of it yet.
+		writeError(w, http.StatusConflict, "conflict", fmt.Sprintf("run %s is %s: it cannot be aborted", run.ID, run.Status))
+		return
+	}
 	sess.Abort()
 	writeJSON(w, http.StatusAccepted, map[string]string{"run_id": run.ID, "status": "aborting"})
 }
@@ -372,12 +409,24 @@ func decodeBody(r *http.Request, v any) error {
 	if len(data) == 0 {
 		return errors.New("the body is empty: want a JSON object")
 	}
+	if mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type")); err != nil || mt != "application/json" {
+		// A form a web page posts cannot say application/json: a
+		// cross-site write needs a preflight, which this server denies.
+		return errMediaType
+	}
 	return strictjson.Decode(data, v)
 }
 
+// errMediaType is a body that does not say it is JSON.
+var errMediaType = errors.New("the body must be JSON: send Content-Type: application/json")
+
 // writeBodyError answers a body that could not be read: 413 past the
-// cap, 400 otherwise.
+// cap, 415 for one not sent as JSON, 400 otherwise.
 func writeBodyError(w http.ResponseWriter, err error) {
+	if errors.Is(err, errMediaType) {
+		writeError(w, http.StatusUnsupportedMediaType, "unsupported_media_type", err.Error())
+		return
+	}
 	var tooBig *http.MaxBytesError
 	if errors.As(err, &tooBig) {
 		writeError(w, http.StatusRequestEntityTooLarge, "too_large", fmt.Sprintf("the body is over %d bytes", tooBig.Limit))

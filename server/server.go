@@ -67,11 +67,12 @@ type Server struct {
 	seal     *runlog.Sealer // opens sealed run logs; nil: none
 	slots    chan struct{}  // one per run going
 
-	mu    sync.Mutex
-	runs  map[string]stopper // the runs this server drives, by id
-	wg    sync.WaitGroup
-	base  context.Context // the runs' context: cancelled by Close
-	close context.CancelFunc
+	mu       sync.Mutex
+	runs     map[string]stopper // the runs this server drives, by id
+	stopping bool               // Close began
+	wg       sync.WaitGroup
+	base     context.Context // the runs' context: cancelled by Close
+	close    context.CancelFunc
 }
 
 // New returns a Server for c.
@@ -143,6 +144,9 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.mux.Serve
 // kept unended, reported interrupted: ResumeInterrupted finishes them
 // later) and waits for them to stop, at most stopGrace more.
 func (s *Server) Close(ctx context.Context) error {
+	s.mu.Lock()
+	s.stopping = true // no run starts from now on: 503
+	s.mu.Unlock()
 	done := make(chan struct{})
 	go func() { s.wg.Wait(); close(done) }()
 	select {
@@ -199,6 +203,10 @@ func (s *Server) page(pattern string, h http.HandlerFunc) {
 func (s *Server) route(pattern string, min Role, h func(http.ResponseWriter, *http.Request)) {
 	s.patterns = append(s.patterns, pattern)
 	s.mux.HandleFunc(pattern, func(w http.ResponseWriter, r *http.Request) {
+		if err := s.sameOrigin(r); err != nil {
+			writeError(w, http.StatusForbidden, "forbidden", err.Error())
+			return
+		}
 		p, status, err := s.authenticate(r)
 		if err != nil {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="agentry"`)
@@ -240,10 +248,14 @@ func writeError(w http.ResponseWriter, status int, code, message string) {
 // codeOf is the error code of an HTTP status.
 func codeOf(status int) string {
 	switch status {
+	case http.StatusBadRequest:
+		return "invalid_request"
 	case http.StatusUnauthorized:
 		return "unauthorized"
 	case http.StatusForbidden:
 		return "forbidden"
+	case http.StatusNotFound:
+		return "not_found"
 	}
 	return "error"
 }

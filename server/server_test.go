@@ -108,6 +108,9 @@ func newFixture(t *testing.T, c Config) *fixture {
 func (f *fixture) do(t *testing.T, method, path, key, body string) (int, map[string]any) {
 	t.Helper()
 	req, _ := http.NewRequest(method, f.http.URL+path, strings.NewReader(body))
+	if body != "" {
+		req.Header.Set("Content-Type", "application/json")
+	}
 	if key != "" {
 		req.Header.Set("Authorization", "Bearer "+key)
 	}
@@ -149,9 +152,15 @@ func (f *fixture) stream(t *testing.T, id string, after int64) []sse {
 		t.Errorf("events: %d %s", resp.StatusCode, ct)
 		return nil
 	}
+	return parseSSE(t, resp.Body)
+}
+
+// parseSSE reads server-sent events to the end of r.
+func parseSSE(t *testing.T, r io.Reader) []sse {
+	t.Helper()
 	var out []sse
 	var cur sse
-	sc := bufio.NewScanner(resp.Body)
+	sc := bufio.NewScanner(r)
 	sc.Buffer(nil, 1<<20)
 	for sc.Scan() {
 		line := sc.Text()
@@ -244,10 +253,22 @@ func TestLiveEvents(t *testing.T) {
 		t.Fatalf("%d %v", code, created)
 	}
 	id := created["run_id"].(string)
-	got := make(chan []sse, 1)
-	go func() { got <- f.stream(t, id, 0) }()
+	// The stream is open, and has shown the run's start, before the
+	// model answers.
+	resp, err := http.Get(f.http.URL + "/v1/runs/" + id + "/events")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	rd := bufio.NewReader(resp.Body)
+	if line, err := rd.ReadString('\n'); err != nil || !strings.HasPrefix(line, "id: ") {
+		t.Fatalf("the stream's first line %q, %v", line, err)
+	}
+	if _, r := f.do(t, "GET", "/v1/runs/"+id, "", ""); r["status"] != "running" {
+		t.Fatalf("the run is %v while its model waits", r["status"])
+	}
 	close(f.release)
-	events := <-got
+	events := parseSSE(t, rd) // the rest of the first event, and on
 	if len(events) == 0 {
 		t.Fatal("no events")
 	}
@@ -291,13 +312,13 @@ func TestErrors(t *testing.T) {
 	}{
 		{"GET", "/v1/runs/run_nope", "", 404, "not_found", "run_nope"},
 		{"GET", "/v1/runs/run_nope/events", "", 404, "not_found", "run_nope"},
-		{"POST", "/v1/runs", `{"agent": "ghost"}`, 404, "error", "ghost"},
+		{"POST", "/v1/runs", `{"agent": "ghost"}`, 404, "not_found", "ghost"},
 		{"POST", "/v1/runs", `{"agent": "greeter", "colour": 1}`, 400, "invalid_request", "colour"},
-		{"POST", "/v1/runs", `{"agent": "greeter", "spec": {}}`, 400, "error", "not both"},
-		{"POST", "/v1/runs", `{}`, 400, "error", "names no"},
+		{"POST", "/v1/runs", `{"agent": "greeter", "spec": {}}`, 400, "invalid_request", "not both"},
+		{"POST", "/v1/runs", `{}`, 400, "invalid_request", "names no"},
 		{"POST", "/v1/runs", ``, 400, "invalid_request", "empty"},
 		{"POST", "/v1/runs", `{"agent": "greeter", "input": {"task": "` + strings.Repeat("x", 300) + `"}}`, 413, "too_large", "256"},
-		{"POST", "/v1/runs", `{"spec": {"agent_name": "x"}}`, 400, "error", "version"},
+		{"POST", "/v1/runs", `{"spec": {"agent_name": "x"}}`, 400, "invalid_request", "version"},
 		{"GET", "/v1/runs?status=sleeping", "", 400, "invalid_request", "sleeping"},
 		{"GET", "/v1/runs?limit=0", "", 400, "invalid_request", "limit"},
 		{"GET", "/v1/runs?since=yesterday", "", 400, "invalid_request", "since"},
@@ -537,5 +558,85 @@ func TestInterruptAndResume(t *testing.T) {
 	events := f.stream(t, id, 0)
 	if last := events[len(events)-1]; ends != 1 || last.typ != "run_end" || last.data["data"].(map[string]any)["outcome"] != "success" {
 		t.Errorf("%d run_end records; the stream ends with %+v", ends, last)
+	}
+}
+
+// TestCrossSite attacks a server without keys (every caller an admin)
+// the way a web page the user visits would: a form post, a fetch from
+// another origin or another port of this machine, a DNS name of the
+// attacker's that resolves to loopback. Each is refused before it runs
+// anything; the server's own page and a command-line client are not.
+func TestCrossSite(t *testing.T) {
+	f := newFixture(t, Config{})
+	inline := `{"spec": {"agent_name": "evil", "version": "v1", "system_text": "Greet."}}`
+	host := strings.TrimPrefix(f.http.URL, "http://")
+	for _, tc := range []struct {
+		name    string
+		headers map[string]string
+		status  int
+	}{
+		{"a form post", map[string]string{"Content-Type": "text/plain"}, 415},
+		{"a urlencoded form", map[string]string{"Content-Type": "application/x-www-form-urlencoded"}, 415},
+		{"another site's fetch", map[string]string{"Content-Type": "application/json", "Origin": "https://evil.example"}, 403},
+		{"another port of this machine", map[string]string{"Content-Type": "application/json", "Origin": "http://127.0.0.1:1"}, 403},
+		{"a cross-site request", map[string]string{"Content-Type": "application/json", "Sec-Fetch-Site": "cross-site"}, 403},
+		{"DNS rebinding", map[string]string{"Content-Type": "application/json", "Host": "attacker.example"}, 403},
+		{"the server's own page", map[string]string{"Content-Type": "application/json", "Origin": "http://" + host, "Sec-Fetch-Site": "same-origin"}, 200},
+		{"a command-line client", map[string]string{"Content-Type": "application/json"}, 200},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			req, _ := http.NewRequest("POST", f.http.URL+"/v1/runs?wait=true", strings.NewReader(inline))
+			for k, v := range tc.headers {
+				req.Header.Set(k, v)
+			}
+			if h := tc.headers["Host"]; h != "" {
+				req.Host = h
+			}
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			body, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode != tc.status {
+				t.Errorf("%d, want %d: %s", resp.StatusCode, tc.status, body)
+			}
+		})
+	}
+	// Reads are refused to another origin too: a page of another site
+	// cannot read the runs through a rebound name.
+	req, _ := http.NewRequest("GET", f.http.URL+"/v1/runs", nil)
+	req.Host = "attacker.example"
+	if resp, err := http.DefaultClient.Do(req); err != nil || resp.StatusCode != 403 {
+		t.Errorf("a rebound read: %v %v", resp, err)
+	} else {
+		resp.Body.Close()
+	}
+}
+
+// TestStopping: once Close has begun, a new run is answered 503 rather
+// than started behind its back; the runs going finish.
+func TestStopping(t *testing.T) {
+	f := newFixture(t, Config{})
+	code, created := f.do(t, "POST", "/v1/runs", "", `{"agent": "waiter"}`)
+	if code != 201 {
+		t.Fatalf("%d %v", code, created)
+	}
+	closed := make(chan error, 1)
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		closed <- f.srv.Close(ctx)
+	}()
+	waitFor(t, func() bool {
+		code, _ := f.do(t, "POST", "/v1/runs", "", `{"agent": "greeter"}`)
+		return code == 503
+	})
+	close(f.release)
+	if err := <-closed; err != nil {
+		t.Fatal(err)
+	}
+	if _, run := f.do(t, "GET", "/v1/runs/"+created["run_id"].(string), "", ""); run["status"] != "completed" {
+		t.Errorf("the run going at Close: %v", run["status"])
 	}
 }
