@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/agentry/agentry/policy"
 	"github.com/agentry/agentry/runlog"
 	"github.com/agentry/agentry/spec"
 	"github.com/agentry/agentry/store"
@@ -136,6 +137,9 @@ func (j *journal) begin(ctx context.Context, s *Session) error {
 		start := &runlog.Start{Kind: "agent", RunID: r.st.RunID, SessionID: r.st.SessionID, ParentRunID: r.st.ParentRunID,
 			Spec: runlog.JSON(a.spec), BaseDir: runlog.AbsDir(a.o.baseDir), Model: a.o.model, Input: r.st.Input, UserID: s.cfg.info.UserID,
 			CorrelationID: s.cfg.info.CorrelationID, TraceParent: s.cfg.info.TraceParent, Metadata: s.cfg.info.Metadata, StartedAt: r.st.StartedAt.Time}
+		if p := policy.PrincipalFrom(ctx); p != nil {
+			start.Roles = p.Roles
+		}
 		if r.mem != nil {
 			start.Memory = r.mem.startRecord(r.st.RunID)
 		}

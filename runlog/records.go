@@ -22,17 +22,20 @@ import (
 // Start opens a run's log: enough to build the agent (Spec) or the
 // pipeline (Definition) again, and to start its session as it was.
 type Start struct {
-	Kind          string            `json:"kind"` // "agent" or "pipeline"
-	RunID         string            `json:"run_id"`
-	SessionID     string            `json:"session_id,omitempty"`
-	ParentRunID   string            `json:"parent_run_id,omitempty"`
-	Spec          json.RawMessage   `json:"spec,omitempty"`
-	Definition    json.RawMessage   `json:"definition,omitempty"`
-	BaseDir       string            `json:"base_dir,omitempty"`
-	AgentsDir     string            `json:"agents_dir,omitempty"`
-	Model         string            `json:"model,omitempty"`
-	Input         map[string]any    `json:"input"`
-	UserID        string            `json:"user_id,omitempty"`
+	Kind        string          `json:"kind"` // "agent" or "pipeline"
+	RunID       string          `json:"run_id"`
+	SessionID   string          `json:"session_id,omitempty"`
+	ParentRunID string          `json:"parent_run_id,omitempty"`
+	Spec        json.RawMessage `json:"spec,omitempty"`
+	Definition  json.RawMessage `json:"definition,omitempty"`
+	BaseDir     string          `json:"base_dir,omitempty"`
+	AgentsDir   string          `json:"agents_dir,omitempty"`
+	Model       string          `json:"model,omitempty"`
+	Input       map[string]any  `json:"input"`
+	UserID      string          `json:"user_id,omitempty"`
+	// Roles are the roles of the principal the run started for: a run
+	// resumed with no caller (one a stopped server left) goes on with them.
+	Roles         []string          `json:"roles,omitempty"`
 	CorrelationID string            `json:"correlation_id,omitempty"`
 	TraceParent   string            `json:"trace_parent,omitempty"`
 	Metadata      map[string]string `json:"metadata,omitempty"`

@@ -45,6 +45,12 @@ func (s *Server) resume(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusConflict, "conflict", fmt.Sprintf("run %s is %s: only a run awaiting approval or interrupted resumes", run.ID, run.Status))
 		return
 	}
+	if _, err := s.cfg.Agents.Get(run.Name + "@" + run.Version); err != nil && roleOf(policy.PrincipalFrom(r.Context())) != RoleAdmin {
+		// Not a served agent: an inline spec's run, which only an admin
+		// may run, and so resume.
+		writeError(w, http.StatusForbidden, "forbidden", fmt.Sprintf("run %s is of an inline spec (%s@%s): resuming it needs the role admin", run.ID, run.Name, run.Version))
+		return
+	}
 	a, err := agent.Stored(r.Context(), s.cfg.Store, run.ID, s.cfg.AgentOptions...)
 	if err != nil {
 		writeError(w, http.StatusInternalServerError, "error", fmt.Sprintf("run %s: its agent does not build: %v", run.ID, err))
@@ -86,6 +92,16 @@ func (s *Server) resume(w http.ResponseWriter, r *http.Request) {
 	s.start(w, r, sess, a, true, policy.Principal{Roles: p.Roles}, http.StatusAccepted)
 }
 
+// startedFor is the principal a run started for, as its log says: a run
+// resumed with no caller goes on with its roles and for its user.
+func (s *Server) startedFor(ctx context.Context, runID string) (policy.Principal, error) {
+	l, err := runlog.Read(ctx, s.cfg.Store, runID, s.logOptions()...)
+	if err != nil {
+		return policy.Principal{}, err
+	}
+	return policy.Principal{UserID: l.Start.UserID, Roles: l.Start.Roles}, nil
+}
+
 // ResumeInterrupted resumes, in the background, every stored agent run
 // whose process stopped before it ended (a server interrupted at its
 // Close, or one that crashed), and returns their ids. Each counts
@@ -110,8 +126,12 @@ func (s *Server) ResumeInterrupted(ctx context.Context) ([]string, error) {
 		a, err := agent.Stored(ctx, s.cfg.Store, run.ID, s.cfg.AgentOptions...)
 		if err == nil {
 			var sess *agent.Session
-			if sess, err = a.Resume(ctx, s.cfg.Store, run.ID); err == nil {
-				s.background(sess, a, true, policy.Principal{})
+			var p policy.Principal
+			if p, err = s.startedFor(ctx, run.ID); err == nil {
+				sess, err = a.Resume(ctx, s.cfg.Store, run.ID)
+			}
+			if err == nil {
+				s.background(sess, a, true, p)
 				ids = append(ids, run.ID)
 				continue
 			}

@@ -38,6 +38,10 @@ func (s *Server) createRun(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	p := policy.PrincipalFrom(r.Context())
+	if req.User != "" && p.UserID != "" && req.User != p.UserID {
+		writeError(w, http.StatusForbidden, "forbidden", fmt.Sprintf("user %q: a key acts for its own name (%s)", req.User, p.UserID))
+		return
+	}
 	if req.Pipeline != "" {
 		if req.Agent != "" || len(req.Spec) > 0 {
 			writeError(w, http.StatusBadRequest, "invalid_request", `give one of "agent", "pipeline" and "spec"`)

@@ -19,6 +19,7 @@ import (
 	"github.com/agentry/agentry/agent"
 	"github.com/agentry/agentry/llm"
 	"github.com/agentry/agentry/llm/scripted"
+	"github.com/agentry/agentry/policy"
 	"github.com/agentry/agentry/spec"
 	"github.com/agentry/agentry/store"
 	_ "github.com/agentry/agentry/store/sqlite"
@@ -354,6 +355,8 @@ func TestRoles(t *testing.T) {
 		{"a runner creates", "POST", "/v1/runs?wait=true", "run-key", `{"agent": "greeter"}`, 200},
 		{"a runner runs a spec", "POST", "/v1/runs", "run-key", inline, 403},
 		{"an admin runs a spec", "POST", "/v1/runs?wait=true", "admin-key", inline, 200},
+		{"a runner acts for another user", "POST", "/v1/runs", "run-key", `{"agent": "greeter", "user": "ada"}`, 403},
+		{"a runner acts for itself", "POST", "/v1/runs?wait=true", "run-key", `{"agent": "greeter", "user": "rui"}`, 200},
 		{"health needs no key", "GET", "/healthz", "", "", 200},
 		{"readiness needs no key", "GET", "/readyz", "", "", 200},
 	} {
@@ -364,9 +367,24 @@ func TestRoles(t *testing.T) {
 			}
 		})
 	}
+	// An admin's inline spec pauses for approval; a runner may not resume
+	// it (it could not have run it), an admin may.
+	f2 := newFixture(t, Config{Keys: keys}) // its script not yet played
+	_, paused := f2.do(t, "POST", "/v1/runs?wait=true", "admin-key", `{"spec": {"agent_name": "ap", "version": "v1", "system_text": "Greet.",
+		"tools": ["kv_set"], "policy": {"approval": {"tools": ["kv_set"]}}}}`)
+	if paused["terminate_reason"] != "awaiting_approval" {
+		t.Fatalf("the inline run: %v", paused)
+	}
+	pid := paused["id"].(string)
+	if code, body := f2.do(t, "POST", "/v1/runs/"+pid+"/resume", "run-key", `{"deny": ["call_1_1"]}`); code != 403 {
+		t.Errorf("a runner resumes an inline spec's run: %d %v", code, body)
+	}
+	if code, body := f2.do(t, "POST", "/v1/runs/"+pid+"/resume?wait=true", "admin-key", `{"deny": ["call_1_1"]}`); code != 200 {
+		t.Errorf("an admin resumes it: %d %v", code, body)
+	}
 	// The audit log names the caller as the key's name.
 	runs, _ := f.st.List(context.Background(), store.Filter{Name: "greeter"})
-	if len(runs) != 1 {
+	if len(runs) != 2 {
 		t.Fatalf("%d greeter runs", len(runs))
 	}
 	l, _ := f.st.Records(context.Background(), runs[0].ID, 0)
@@ -638,5 +656,65 @@ func TestStopping(t *testing.T) {
 	}
 	if _, run := f.do(t, "GET", "/v1/runs/"+created["run_id"].(string), "", ""); run["status"] != "completed" {
 		t.Errorf("the run going at Close: %v", run["status"])
+	}
+}
+
+// TestResumeInterruptedKeepsRoles: a run whose agent only admins may run,
+// interrupted by a server's Close, is resumed by the next server with no
+// caller at all: it goes on with the roles it started with, instead of
+// failing the access rule.
+func TestResumeInterruptedKeepsRoles(t *testing.T) {
+	ctx := context.Background()
+	st, err := store.Open(ctx, filepath.Join(t.TempDir(), "runs.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	guarded := func(release chan struct{}) *agent.Registry {
+		a, err := agent.New(&spec.Spec{AgentName: "guarded", Version: "v1", SystemText: "Wait.",
+			Policy: &policy.Policy{Access: &policy.Access{Run: []string{"admin"}}}}, agent.WithProvider(held{release}, "test"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { a.Close() })
+		reg := agent.NewRegistry()
+		reg.Register(a)
+		return reg
+	}
+	first, err := New(Config{Store: st, Agents: guarded(make(chan struct{}))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs := httptest.NewServer(first)
+	req, _ := http.NewRequest("POST", hs.URL+"/v1/runs", strings.NewReader(`{"agent": "guarded"}`))
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var created map[string]string
+	json.NewDecoder(resp.Body).Decode(&created)
+	resp.Body.Close()
+	id := created["run_id"]
+	waitFor(t, func() bool { r, err := st.Get(ctx, id); return err == nil && r.Status == store.Running })
+	gone, cancel := context.WithCancel(ctx)
+	cancel()
+	first.Close(gone)
+	hs.Close()
+
+	open := make(chan struct{})
+	close(open)
+	next, err := New(Config{Store: st, Agents: guarded(open), AgentOptions: []agent.Option{agent.WithProvider(held{open}, "test")}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ids, err := next.ResumeInterrupted(ctx); err != nil || len(ids) != 1 {
+		t.Fatalf("resumed %v, %v", ids, err)
+	}
+	done, stop := context.WithTimeout(ctx, 20*time.Second)
+	defer stop()
+	next.Close(done)
+	if r, _ := st.Get(ctx, id); r.Status != store.Completed {
+		t.Errorf("the resumed run is %s (%s)", r.Status, r.Error)
 	}
 }
