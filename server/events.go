@@ -13,10 +13,12 @@ import (
 	"github.com/agentry/agentry/store"
 )
 
-// How the event stream polls the store and keeps a quiet stream open.
+// How the event stream polls the store, keeps a quiet stream open, and
+// gives up on a client that stopped reading.
 const (
 	pollEvery      = 50 * time.Millisecond
 	heartbeatEvery = 15 * time.Second
+	writeTimeout   = 30 * time.Second
 )
 
 // events streams a run's events as server-sent events, cut from the run
@@ -42,17 +44,22 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 		}
 		after = n
 	}
-	flusher, ok := w.(http.Flusher)
-	if !ok {
-		writeError(w, http.StatusInternalServerError, "error", "the connection cannot stream")
-		return
+	rc := http.NewResponseController(w)
+	// flush sends what is written, and gives the client writeTimeout to
+	// take it: one that stopped reading without going away is let go
+	// (it resumes with Last-Event-ID); the run never waits for it.
+	flush := func() bool {
+		rc.SetWriteDeadline(time.Now().Add(writeTimeout))
+		return rc.Flush() == nil
 	}
 	h := w.Header()
 	h.Set("Content-Type", "text/event-stream")
 	h.Set("Cache-Control", "no-cache")
 	h.Set("X-Accel-Buffering", "no")
 	w.WriteHeader(http.StatusOK)
-	flusher.Flush()
+	if !flush() {
+		return // the connection cannot stream, or the client is gone
+	}
 	ctx := r.Context()
 	poll := time.NewTicker(pollEvery)
 	defer poll.Stop()
@@ -92,12 +99,14 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 			fmt.Fprintf(w, "id: %d\nevent: %s\ndata: %s\n\n", rec.Seq, h.Type, bytes.TrimSpace(rec.Data))
 			quietSince = time.Now()
 			if h.Type == "run_end" && h.RunID == run.ID && !resumedIn(recs[i+1:]) {
-				flusher.Flush()
+				flush()
 				return
 			}
 		}
 		if len(recs) > 0 {
-			flusher.Flush()
+			if !flush() {
+				return
+			}
 		} else if cur, err := s.cfg.Store.Get(ctx, run.ID); err == nil && cur.Status != store.Running && !s.driving(run.ID) {
 			// Stopped without a run_end of its own (refused, interrupted):
 			// read to the end once more, then close. A run this server
@@ -109,7 +118,9 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 		}
 		if time.Since(quietSince) >= heartbeatEvery {
 			fmt.Fprint(w, ": heartbeat\n\n")
-			flusher.Flush()
+			if !flush() {
+				return
+			}
 			quietSince = time.Now()
 		}
 		select {

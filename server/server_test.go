@@ -718,3 +718,26 @@ func TestResumeInterruptedKeepsRoles(t *testing.T) {
 		t.Errorf("the resumed run is %s (%s)", r.Status, r.Error)
 	}
 }
+
+// TestSlowClient: a client that opens a run's stream and reads nothing
+// does not hold the run back: the run ends while the client sleeps, and
+// the client, reading at last, gets every event to run_end.
+func TestSlowClient(t *testing.T) {
+	f := newFixture(t, Config{})
+	code, created := f.do(t, "POST", "/v1/runs", "", `{"agent": "waiter"}`)
+	if code != 201 {
+		t.Fatalf("%d %v", code, created)
+	}
+	id := created["run_id"].(string)
+	resp, err := http.Get(f.http.URL + "/v1/runs/" + id + "/events")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	close(f.release) // the run goes on; the client reads nothing yet
+	waitFor(t, func() bool { _, r := f.do(t, "GET", "/v1/runs/"+id, "", ""); return r["status"] == "completed" })
+	events := parseSSE(t, resp.Body)
+	if len(events) < 3 || events[0].typ != "run_start" || events[len(events)-1].typ != "run_end" {
+		t.Errorf("the slow client's events: %v", events)
+	}
+}
