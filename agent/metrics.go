@@ -23,11 +23,13 @@ import (
 //
 // and agentry's own where they have none:
 //
-//	agentry.agent.runs        counter   runs, by agent, outcome, terminate_reason, success (success rate)
+//	agentry.agent.runs        counter   runs, by agent, agentry.outcome, agentry.terminate_reason, agentry.success (success rate)
 //	agentry.agent.iterations  histogram loop turns per run, by agent
 //	agentry.agent.cost        histogram estimated cost per run in USD, by agent
-//	agentry.tool.calls        counter   tool calls, by agent, tool and status (tool usage)
-//	agentry.agent.errors      counter   failed runs and tool calls, by agent and error type
+//	agentry.tool.calls        counter   tool calls, by agent, gen_ai.tool.name and agentry.tool.status (tool usage)
+//	agentry.agent.errors      counter   failed runs and tool calls, by agent and error.type
+//
+// The agent is gen_ai.agent.name.
 type metrics struct {
 	runs       metric.Int64Counter
 	iterations metric.Int64Histogram
@@ -66,12 +68,11 @@ func (m *metrics) record(res *Result) {
 	if !m.runs.Enabled(ctx) {
 		return // nobody collects: build no attributes
 	}
-	agent := attribute.String("agent", res.AgentName)
-	m.runs.Add(ctx, 1, metric.WithAttributes(agent, attribute.String("outcome", string(res.Outcome)),
-		attribute.String("terminate_reason", string(res.TerminateReason)), attribute.Bool("success", res.Success)))
+	agent := semconv.GenAIAgentName(res.AgentName)
+	m.runs.Add(ctx, 1, metric.WithAttributes(agent, attribute.String("agentry.outcome", string(res.Outcome)),
+		attribute.String("agentry.terminate_reason", string(res.TerminateReason)), attribute.Bool("agentry.success", res.Success)))
 	one := metric.WithAttributes(agent)
-	m.genai.duration.Record(ctx, res.Metrics.DurationMS/1000, genaiconv.OperationNameInvokeAgent, genaiconv.ProviderNameAttr(providerNameOf(res.Provider)),
-		semconv.GenAIAgentName(res.AgentName))
+	m.genai.duration.Record(ctx, res.Metrics.DurationMS/1000, genaiconv.OperationNameInvokeAgent, genaiconv.ProviderNameAttr(providerNameOf(res.Provider)), agent)
 	m.iterations.Record(ctx, int64(res.Iterations), one)
 	if res.EstimatedCost != nil {
 		m.cost.Record(ctx, *res.EstimatedCost, one)
@@ -79,18 +80,18 @@ func (m *metrics) record(res *Result) {
 	for _, s := range res.Steps {
 		if s.Action == nil {
 			if s.ParseError != "" {
-				m.errors.Add(ctx, 1, metric.WithAttributes(agent, attribute.String("type", CodeParseError)))
+				m.errors.Add(ctx, 1, metric.WithAttributes(agent, semconv.ErrorTypeKey.String(CodeParseError)))
 			}
 			continue
 		}
 		status := "success"
 		if s.Action.Error != "" {
 			status = "error"
-			m.errors.Add(ctx, 1, metric.WithAttributes(agent, attribute.String("type", CodeToolError)))
+			m.errors.Add(ctx, 1, metric.WithAttributes(agent, semconv.ErrorTypeKey.String(CodeToolError)))
 		}
-		m.toolCalls.Add(ctx, 1, metric.WithAttributes(agent, attribute.String("tool", s.Action.Tool), attribute.String("status", status)))
+		m.toolCalls.Add(ctx, 1, metric.WithAttributes(agent, semconv.GenAIToolName(s.Action.Tool), attribute.String("agentry.tool.status", status)))
 	}
 	if res.Error != nil {
-		m.errors.Add(ctx, 1, metric.WithAttributes(agent, attribute.String("type", res.Error.Code)))
+		m.errors.Add(ctx, 1, metric.WithAttributes(agent, semconv.ErrorTypeKey.String(res.Error.Code)))
 	}
 }

@@ -39,7 +39,7 @@ func TestMetrics(t *testing.T) {
 				for _, p := range d.DataPoints {
 					key := ""
 					for _, kv := range p.Attributes.ToSlice() {
-						if kv.Key != "agent" {
+						if kv.Key != "gen_ai.agent.name" {
 							key += string(kv.Key) + "=" + kv.Value.String() + " "
 						}
 					}
@@ -61,13 +61,13 @@ func TestMetrics(t *testing.T) {
 		}
 	}
 	runs := sums["agentry.agent.runs"]
-	if runs["outcome=success success=true terminate_reason=completed "] != 2 || runs["outcome=partial success=false terminate_reason=max_turns "] != 1 {
+	if runs["agentry.outcome=success agentry.success=true agentry.terminate_reason=completed "] != 2 || runs["agentry.outcome=partial agentry.success=false agentry.terminate_reason=max_turns "] != 1 {
 		t.Errorf("runs %v", runs)
 	}
-	if c := sums["agentry.tool.calls"]; c["status=success tool=add "] != 3 || c["status=error tool=nope "] != 1 {
+	if c := sums["agentry.tool.calls"]; c["agentry.tool.status=success gen_ai.tool.name=add "] != 3 || c["agentry.tool.status=error gen_ai.tool.name=nope "] != 1 {
 		t.Errorf("tool calls %v", c)
 	}
-	if e := sums["agentry.agent.errors"]; e["type=tool_error "] != 1 || e["type=max_turns "] != 1 {
+	if e := sums["agentry.agent.errors"]; e["error.type=tool_error "] != 1 || e["error.type=max_turns "] != 1 {
 		t.Errorf("errors %v", e)
 	}
 	if hist["agentry.agent.iterations"] != 3 || hist["agentry.agent.cost"] != 0 {

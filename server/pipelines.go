@@ -70,7 +70,7 @@ func (s *Server) createPipelineRun(w http.ResponseWriter, r *http.Request, req *
 	if req.User != "" {
 		sessOpts = append(sessOpts, agent.WithUser(req.User))
 	}
-	if tp := r.Header.Get("Traceparent"); tp != "" {
+	if tp := traceParent(r); tp != "" {
 		sessOpts = append(sessOpts, agent.WithTraceParent(tp))
 	}
 	ctx, cancel := context.WithCancelCause(policy.WithPrincipal(s.base, p))

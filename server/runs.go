@@ -12,6 +12,7 @@ import (
 
 	"github.com/agentry/agentry/agent"
 	"github.com/agentry/agentry/internal/strictjson"
+	"github.com/agentry/agentry/internal/telemetry"
 	"github.com/agentry/agentry/policy"
 	"github.com/agentry/agentry/runlog"
 	"github.com/agentry/agentry/spec"
@@ -65,7 +66,7 @@ func (s *Server) createRun(w http.ResponseWriter, r *http.Request) {
 	if req.User != "" {
 		opts = append(opts, agent.WithUser(req.User))
 	}
-	if tp := r.Header.Get("Traceparent"); tp != "" {
+	if tp := traceParent(r); tp != "" {
 		opts = append(opts, agent.WithTraceParent(tp))
 	}
 	sess, err := a.NewSession(req.Input, opts...)
@@ -78,6 +79,17 @@ func (s *Server) createRun(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.start(w, r, sess, a, owned, *p, http.StatusCreated)
+}
+
+// traceParent is the request's W3C traceparent, or "" when it has none
+// or a malformed one: as the standard says, the run then starts a trace
+// of its own rather than fail.
+func traceParent(r *http.Request) string {
+	tp := r.Header.Get("Traceparent")
+	if _, ok := telemetry.Parse(tp); !ok {
+		return ""
+	}
+	return tp
 }
 
 // start runs sess in the background, in a slot the caller took, and

@@ -741,3 +741,32 @@ func TestSlowClient(t *testing.T) {
 		t.Errorf("the slow client's events: %v", events)
 	}
 }
+
+// TestTraceParent: a run joins the trace of the request's traceparent;
+// a malformed one is ignored, as the W3C standard says, not refused.
+func TestTraceParent(t *testing.T) {
+	f := newFixture(t, Config{})
+	for _, tc := range []struct{ tp, want string }{
+		{"00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01", "4bf92f3577b34da6a3ce929d0e0e4736"},
+		{"00-not-a-trace-01", ""},
+	} {
+		req, _ := http.NewRequest("POST", f.http.URL+"/v1/runs?wait=true", strings.NewReader(`{"agent": "waiter"}`))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Traceparent", tc.tp)
+		select {
+		case <-f.release:
+		default:
+			close(f.release)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var res map[string]any
+		json.NewDecoder(resp.Body).Decode(&res)
+		resp.Body.Close()
+		if got, _ := res["trace_id"].(string); resp.StatusCode != 200 || got != tc.want {
+			t.Errorf("traceparent %q: %d, trace_id %q, want %q", tc.tp, resp.StatusCode, got, tc.want)
+		}
+	}
+}
