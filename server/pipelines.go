@@ -2,6 +2,8 @@ package server
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"sort"
@@ -12,6 +14,8 @@ import (
 	"github.com/agentry/agentry/event"
 	"github.com/agentry/agentry/pipeline"
 	"github.com/agentry/agentry/policy"
+	"github.com/agentry/agentry/runlog"
+	"github.com/agentry/agentry/store"
 )
 
 // pipelineRun is a pipeline run this server drives: stopping it is
@@ -73,6 +77,69 @@ func (s *Server) createPipelineRun(w http.ResponseWriter, r *http.Request, req *
 	if tp := traceParent(r); tp != "" {
 		sessOpts = append(sessOpts, agent.WithTraceParent(tp))
 	}
+	s.drivePipeline(w, r, p, http.StatusCreated, func(ctx context.Context, opts ...pipeline.RunOption) (*pipeline.Result, error) {
+		return pl.Run(ctx, req.Input, append(opts, pipeline.WithSessionOptions(sessOpts...))...)
+	})
+}
+
+// resumePipeline answers the question a stored pipeline run waits on
+// (a stage's ask, or its confirm approved or denied), with the served
+// pipeline of its name and version, and goes on as the same run.
+func (s *Server) resumePipeline(w http.ResponseWriter, r *http.Request, run store.Run, req resumeRequest) {
+	pl, err := s.pipelineFor(run.Name + "@" + run.Version)
+	if err != nil {
+		writeError(w, http.StatusConflict, "conflict", fmt.Sprintf("run %s: %v", run.ID, err))
+		return
+	}
+	var env *pipeline.Envelope
+	if l, err := runlog.Read(r.Context(), s.cfg.Store, run.ID, s.logOptions()...); err == nil && l.Result != nil {
+		var res pipeline.Result
+		if json.Unmarshal(l.Result, &res) == nil {
+			env = res.Envelope
+		}
+	}
+	if run.Status != store.AwaitingApproval || env == nil || env.Pending == nil {
+		writeError(w, http.StatusConflict, "conflict", fmt.Sprintf("run %s is %s: a pipeline run resumes when it waits for an answer", run.ID, run.Status))
+		return
+	}
+	answer, err := answerOf(req, env.Pending)
+	if err != nil {
+		writeError(w, http.StatusBadRequest, "invalid_request", fmt.Sprintf("run %s: %v", run.ID, err))
+		return
+	}
+	if !s.takeSlot(w) {
+		return
+	}
+	p := *policy.PrincipalFrom(r.Context())
+	s.drivePipeline(w, r, p, http.StatusAccepted, func(ctx context.Context, opts ...pipeline.RunOption) (*pipeline.Result, error) {
+		return pl.Resume(ctx, env, answer, append(opts, pipeline.WithRunID(run.ID))...)
+	})
+}
+
+// answerOf is what a resume request answers a pending question with:
+// its answer, or, at a confirm, its stage approved or denied (as a call
+// is). The stage is the one the store says waits, whatever the client
+// names.
+func answerOf(req resumeRequest, q *pipeline.Pending) (any, error) {
+	ids := append(append([]string(nil), req.Approve...), req.Deny...)
+	switch {
+	case len(ids) == 0 && req.Answer == "":
+		return nil, fmt.Errorf("it waits at stage %s (%s): give an \"answer\"", q.Stage, q.Outcome)
+	case len(ids) > 0 && req.Answer != "":
+		return nil, errors.New(`give "answer", or "approve"/"deny", not both`)
+	case len(ids) == 0:
+		return req.Answer, nil
+	case q.Outcome != "confirm" || len(ids) != 1 || ids[0] != q.Stage:
+		return nil, fmt.Errorf("it waits at stage %s (%s): approve or deny %q at a confirm, give an \"answer\" otherwise", q.Stage, q.Outcome, q.Stage)
+	}
+	return pipeline.Confirmation{Approved: len(req.Approve) == 1, Reason: req.Reason}, nil
+}
+
+// drivePipeline runs a pipeline in the slot the caller took, for p, in
+// the server's context, and answers status with the run's id once it is
+// in the store (or its Result with ?wait=true).
+func (s *Server) drivePipeline(w http.ResponseWriter, r *http.Request, p policy.Principal, status int,
+	run func(context.Context, ...pipeline.RunOption) (*pipeline.Result, error)) {
 	ctx, cancel := context.WithCancelCause(policy.WithPrincipal(s.base, p))
 	// The run's id comes with its first event, once it is in the store.
 	started := make(chan string, 1)
@@ -88,8 +155,7 @@ func (s *Server) createPipelineRun(w http.ResponseWriter, r *http.Request, req *
 	go func() {
 		defer s.release()
 		defer cancel(nil)
-		res, err := pl.Run(ctx, req.Input, pipeline.WithStore(s.cfg.Store), pipeline.WithSessionOptions(sessOpts...),
-			pipeline.WithEvents(first, event.Block()))
+		res, err := run(ctx, pipeline.WithStore(s.cfg.Store), pipeline.WithEvents(first, event.Block()))
 		if res == nil {
 			errc <- err
 			return
@@ -99,9 +165,9 @@ func (s *Server) createPipelineRun(w http.ResponseWriter, r *http.Request, req *
 	}()
 	select {
 	case id := <-started:
-		s.answer(w, r, id, done, http.StatusCreated)
+		s.answer(w, r, id, done, status)
 	case err := <-errc:
-		writeError(w, http.StatusInternalServerError, "error", fmt.Sprintf("pipeline %s did not start: %v", req.Pipeline, err))
+		writeError(w, http.StatusInternalServerError, "error", fmt.Sprintf("the pipeline did not start: %v", err))
 	}
 }
 

@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"fmt"
 	"testing"
 
 	"github.com/agentry/agentry/pipeline"
@@ -76,5 +77,62 @@ func TestPipelineRuns(t *testing.T) {
 				t.Errorf("%d %v", code, body)
 			}
 		})
+	}
+}
+
+// TestPipelineAnswer: a served pipeline that asks its user pauses; the
+// answer given over HTTP reaches the stage that asked, and the run goes
+// on as the same run to its end. What the client names is checked
+// against what the store says waits.
+func TestPipelineAnswer(t *testing.T) {
+	d, err := pipeline.Parse("ask", []byte(`{"pipeline_name": "ask", "version": "v1", "stages": [
+		{"name": "where", "agent": {"agent_name": "where", "version": "v1", "mode": "service"}}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := pipeline.New(d, ".", pipeline.WithHooks("where", pipeline.Hooks{Work: func(_ context.Context, env *pipeline.Envelope) (map[string]any, error) {
+		if ans, ok := env.Metadata["user_response"]; ok {
+			return map[string]any{"env": ans}, nil
+		}
+		return map[string]any{"outcome": "clarify", "question": "Which environment?"}, nil
+	}}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	f := newFixture(t, Config{Pipelines: []*pipeline.Pipeline{p}})
+	code, res := f.do(t, "POST", "/v1/runs?wait=true", "", `{"pipeline": "ask"}`)
+	if code != 200 || res["terminate_reason"] != "awaiting_approval" {
+		t.Fatalf("%d %v", code, res)
+	}
+	id := res["id"].(string)
+	for _, tc := range []struct {
+		name, body string
+		status     int
+	}{
+		{"no answer", `{}`, 400},
+		{"a confirm of a question", `{"approve": ["where"]}`, 400},
+		{"an answer and a decision", `{"answer": "x", "deny": ["where"]}`, 400},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if code, body := f.do(t, "POST", "/v1/runs/"+id+"/resume", "", tc.body); code != tc.status {
+				t.Errorf("%d %v", code, body)
+			}
+		})
+	}
+	code, res = f.do(t, "POST", "/v1/runs/"+id+"/resume?wait=true", "", `{"answer": "staging"}`)
+	if code != 200 || res["success"] != true || res["id"] != id {
+		t.Fatalf("resumed: %d %v", code, res)
+	}
+	if out := res["envelope"].(map[string]any)["outputs"].(map[string]any); fmt.Sprint(out) != "map[where:map[env:staging]]" {
+		t.Errorf("the stage's output: %v", out)
+	}
+	if code, body := f.do(t, "POST", "/v1/runs/"+id+"/resume", "", `{"answer": "again"}`); code != 409 {
+		t.Errorf("a finished pipeline resumed: %d %v", code, body)
+	}
+	// An agent's run takes no answer.
+	_, ar := f.do(t, "POST", "/v1/runs?wait=true", "", `{"agent": "greeter"}`)
+	if code, body := f.do(t, "POST", "/v1/runs/"+ar["id"].(string)+"/resume", "", `{"answer": "x"}`); code != 400 {
+		t.Errorf("an answer to an agent's run: %d %v", code, body)
 	}
 }

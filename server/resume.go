@@ -17,6 +17,7 @@ type resumeRequest struct {
 	Approve []string `json:"approve,omitempty"`
 	Deny    []string `json:"deny,omitempty"`
 	Reason  string   `json:"reason,omitempty"`
+	Answer  string   `json:"answer,omitempty"`
 }
 
 // resume continues a run that awaits approval, or was interrupted: the
@@ -38,8 +39,14 @@ func (s *Server) resume(w http.ResponseWriter, r *http.Request) {
 	case req.Reason != "" && len(req.Deny) == 0:
 		writeError(w, http.StatusBadRequest, "invalid_request", `"reason" says why calls are denied: name them in "deny"`)
 		return
+	case run.Kind == "pipeline":
+		s.resumePipeline(w, r, run, req)
+		return
+	case req.Answer != "":
+		writeError(w, http.StatusBadRequest, "invalid_request", `"answer" answers a pipeline's question: an agent's run takes "approve" and "deny"`)
+		return
 	case run.Kind != "agent":
-		writeError(w, http.StatusConflict, "conflict", fmt.Sprintf("run %s is a %s's: only agents' runs resume over HTTP", run.ID, run.Kind))
+		writeError(w, http.StatusConflict, "conflict", fmt.Sprintf("run %s is a %s's: it does not resume over HTTP", run.ID, run.Kind))
 		return
 	case !run.Status.Resumable():
 		writeError(w, http.StatusConflict, "conflict", fmt.Sprintf("run %s is %s: only a run awaiting approval or interrupted resumes", run.ID, run.Status))

@@ -7,6 +7,7 @@ import (
 	"io"
 	"mime"
 	"net/http"
+	"slices"
 	"strconv"
 	"time"
 
@@ -23,6 +24,7 @@ import (
 type runRequest struct {
 	Agent    string            `json:"agent,omitempty"`
 	Pipeline string            `json:"pipeline,omitempty"`
+	Model    string            `json:"model,omitempty"`
 	Spec     json.RawMessage   `json:"spec,omitempty"`
 	Input    map[string]any    `json:"input,omitempty"`
 	User     string            `json:"user,omitempty"`
@@ -46,6 +48,10 @@ func (s *Server) createRun(w http.ResponseWriter, r *http.Request) {
 	if req.Pipeline != "" {
 		if req.Agent != "" || len(req.Spec) > 0 {
 			writeError(w, http.StatusBadRequest, "invalid_request", `give one of "agent", "pipeline" and "spec"`)
+			return
+		}
+		if req.Model != "" {
+			writeError(w, http.StatusBadRequest, "invalid_request", `"model": a pipeline's stages keep their own models`)
 			return
 		}
 		s.createPipelineRun(w, r, &req, *p)
@@ -189,7 +195,15 @@ func (s *Server) agentFor(req *runRequest, p *policy.Principal) (a *agent.Agent,
 		if err != nil {
 			return nil, false, http.StatusNotFound, err
 		}
-		return a, false, 0, nil
+		if req.Model == "" {
+			return a, false, 0, nil
+		}
+		// Another model for this run: the agent built anew around it.
+		sp := a.Spec()
+		if a, err = agent.New(&sp, append(slices.Clip(s.cfg.AgentOptions), agent.WithModel(req.Model))...); err != nil {
+			return nil, false, http.StatusBadRequest, fmt.Errorf("model %q: %w", req.Model, err)
+		}
+		return a, true, 0, nil
 	case len(req.Spec) > 0:
 		if roleOf(p) != RoleAdmin {
 			return nil, false, http.StatusForbidden, errors.New("running an inline spec needs the role admin")
@@ -198,7 +212,11 @@ func (s *Server) agentFor(req *runRequest, p *policy.Principal) (a *agent.Agent,
 		if err != nil {
 			return nil, false, http.StatusBadRequest, err
 		}
-		a, err := agent.New(sp, s.cfg.AgentOptions...)
+		opts := s.cfg.AgentOptions
+		if req.Model != "" {
+			opts = append(slices.Clip(opts), agent.WithModel(req.Model))
+		}
+		a, err := agent.New(sp, opts...)
 		if err != nil {
 			return nil, false, http.StatusBadRequest, err
 		}

@@ -770,3 +770,19 @@ func TestTraceParent(t *testing.T) {
 		}
 	}
 }
+
+// TestRunModel: a run may name another model for its agent; the served
+// agent keeps its own.
+func TestRunModel(t *testing.T) {
+	f := newFixture(t, Config{})
+	code, res := f.do(t, "POST", "/v1/runs?wait=true", "", `{"agent": "greeter", "model": "scripted:other-model"}`)
+	if code != 200 || res["model"] != "other-model" {
+		t.Fatalf("%d model %v", code, res["model"])
+	}
+	if code, body := f.do(t, "POST", "/v1/runs", "", `{"pipeline": "p", "model": "x:y"}`); code != 400 {
+		t.Errorf("a model for a pipeline: %d %v", code, body)
+	}
+	if _, res := f.do(t, "POST", "/v1/runs?wait=true", "", `{"agent": "greeter"}`); res["model"] == "other-model" {
+		t.Errorf("the served agent took the run's model: %v", res["model"])
+	}
+}
