@@ -53,7 +53,9 @@ type Config struct {
 	// key they were built with: agent.WithEncryptionKey); nil: logs are
 	// read as they are, and a sealed one is refused.
 	EncryptionKey []byte
-	// Logger receives the server's records; nil: none.
+	// Logger receives a record of each API request answered (route,
+	// status, duration, caller, run and trace ids); nil: none. Runs log
+	// through their agents' loggers (agent.WithLogger).
 	Logger *slog.Logger
 }
 
@@ -202,7 +204,7 @@ func (s *Server) page(pattern string, h http.HandlerFunc) {
 // route serves pattern to callers whose role is at least min.
 func (s *Server) route(pattern string, min Role, h func(http.ResponseWriter, *http.Request)) {
 	s.patterns = append(s.patterns, pattern)
-	s.mux.HandleFunc(pattern, func(w http.ResponseWriter, r *http.Request) {
+	s.mux.HandleFunc(pattern, s.logged(pattern, func(w http.ResponseWriter, r *http.Request) {
 		if err := s.sameOrigin(r); err != nil {
 			writeError(w, http.StatusForbidden, "forbidden", err.Error())
 			return
@@ -218,8 +220,9 @@ func (s *Server) route(pattern string, min Role, h func(http.ResponseWriter, *ht
 			return
 		}
 		r.Body = http.MaxBytesReader(w, r.Body, s.cfg.MaxBody)
-		h(w, r.WithContext(policy.WithPrincipal(r.Context(), *p)))
-	})
+		*r = *r.WithContext(policy.WithPrincipal(r.Context(), *p)) // the log record names the caller
+		h(w, r)
+	}))
 }
 
 // ready says whether the store answers.

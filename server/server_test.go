@@ -2,15 +2,18 @@ package server
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -785,4 +788,58 @@ func TestRunModel(t *testing.T) {
 	if _, res := f.do(t, "POST", "/v1/runs?wait=true", "", `{"agent": "greeter"}`); res["model"] == "other-model" {
 		t.Errorf("the served agent took the run's model: %v", res["model"])
 	}
+}
+
+// TestRequestLog: the server's logger gets a record of each request
+// answered, naming its route, status, caller, run and trace; an event
+// stream's when it ends.
+func TestRequestLog(t *testing.T) {
+	var buf syncBuffer
+	keys := []Key{{Name: "rui", SHA256: HashKey("run-key"), Role: RoleRunner}}
+	f := newFixture(t, Config{Keys: keys, Logger: slog.New(slog.NewJSONHandler(&buf, nil))})
+	req, _ := http.NewRequest("POST", f.http.URL+"/v1/runs?wait=true", strings.NewReader(`{"agent": "greeter"}`))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Authorization", "Bearer run-key")
+	req.Header.Set("Traceparent", "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var res map[string]any
+	json.NewDecoder(resp.Body).Decode(&res)
+	resp.Body.Close()
+	f.do(t, "GET", "/v1/runs/nope", "run-key", "")
+	var recs []map[string]any
+	for _, line := range strings.Split(strings.TrimSpace(buf.String()), "\n") {
+		var r map[string]any
+		json.Unmarshal([]byte(line), &r)
+		recs = append(recs, r)
+	}
+	if len(recs) != 2 {
+		t.Fatalf("records: %s", buf.String())
+	}
+	if r := recs[0]; r["route"] != "POST /v1/runs" || r["status"] != 200.0 || r["user_id"] != "rui" || r["trace_id"] != "4bf92f3577b34da6a3ce929d0e0e4736" {
+		t.Errorf("the run's request: %v", r)
+	}
+	if r := recs[1]; r["route"] != "GET /v1/runs/{id}" || r["status"] != 404.0 || r["run_id"] != "nope" {
+		t.Errorf("a missing run's request: %v", r)
+	}
+}
+
+// syncBuffer is a bytes.Buffer the server's goroutines write to.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }

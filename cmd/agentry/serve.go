@@ -24,6 +24,7 @@ import (
 // serveFlags are the flags of agentry serve.
 type serveFlags struct {
 	addr, agents, pipelines, db, prompts, keys string
+	logLevel, logFormat                        string
 	maxRuns                                    int
 	drain                                      time.Duration
 	allowPrivate, resumeInterrupted            bool
@@ -48,6 +49,8 @@ with Last-Event-ID). Without --auth-keys the server listens on loopback only.`,
 	fl.StringVar(&f.pipelines, "pipelines", "", "a directory of pipeline definitions (*.json) to serve too")
 	fl.StringVar(&f.keys, "auth-keys", "", `a JSON file of bearer keys: [{"name", "sha256", "role"}] (roles viewer, runner, admin; hashes from "agentry hash-key")`)
 	fl.IntVar(&f.maxRuns, "max-runs", 64, "the most runs going at once (429 beyond)")
+	fl.StringVar(&f.logLevel, "log-level", os.Getenv("AGENTRY_LOG_LEVEL"), "log requests and runs on stderr at this level: debug, info, warn, error, off (env AGENTRY_LOG_LEVEL; off by default)")
+	fl.StringVar(&f.logFormat, "log-format", os.Getenv("AGENTRY_LOG_FORMAT"), "log records as json or text (env AGENTRY_LOG_FORMAT; implies --log-level info)")
 	fl.DurationVar(&f.drain, "shutdown-timeout", 30*time.Second, "at SIGTERM, how long runs may go on before they are interrupted (resumable)")
 	fl.BoolVar(&f.allowPrivate, "allow-private-network", false, "let the HTTP tools reach private and loopback addresses")
 	fl.BoolVar(&f.resumeInterrupted, "resume-interrupted", false, "at start, resume the runs a stopped or crashed server left interrupted")
@@ -92,6 +95,13 @@ func serve(ctx context.Context, f serveFlags, stdout, stderr io.Writer) error {
 	}()
 	opts := append([]agent.Option{agent.WithTools(builtinTools(f.allowPrivate))}, so...)
 	opts = append(opts, tel.agentOptions()...)
+	logger, err := newLogger(f.logLevel, f.logFormat, stderr)
+	if err != nil {
+		return usageErr(err)
+	}
+	if logger != nil {
+		opts = append(opts, agent.WithLogger(logger))
+	}
 	reg, err := agent.LoadRegistry(spec.Dir{Path: f.agents}, opts...)
 	if err != nil {
 		return usageErr(fmt.Errorf("--agents %s: %w", f.agents, err))
@@ -107,7 +117,7 @@ func serve(ctx context.Context, f serveFlags, stdout, stderr io.Writer) error {
 		}
 	}()
 	srv, err := server.New(server.Config{Store: st, Agents: reg, Pipelines: pipes, AgentOptions: opts, Keys: keys, MaxRuns: f.maxRuns,
-		EncryptionKey: key})
+		EncryptionKey: key, Logger: logger})
 	if err != nil {
 		return runFailed(err)
 	}
