@@ -94,8 +94,13 @@ func New(c Config) (*Server, error) {
 	s := &Server{cfg: c, mux: http.NewServeMux(), slots: make(chan struct{}, c.MaxRuns), runs: map[string]stopper{}}
 	for _, k := range c.Keys {
 		sum, err := hex.DecodeString(k.SHA256)
-		if err != nil || len(sum) != sha256.Size {
+		switch {
+		case err != nil || len(sum) != sha256.Size:
 			return nil, fmt.Errorf("server: key %q: sha256 is not 64 hex digits", k.Name)
+		case k.Role.rank() == 0:
+			return nil, fmt.Errorf("server: key %q: role %q is not viewer, runner or admin", k.Name, k.Role)
+		case k.Name == "":
+			return nil, errors.New("server: a key has no name (the user its runs act for)")
 		}
 		s.sums = append(s.sums, sum)
 	}

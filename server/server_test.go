@@ -843,3 +843,24 @@ func (s *syncBuffer) String() string {
 	defer s.mu.Unlock()
 	return s.b.String()
 }
+
+// TestBadKeys: New refuses keys LoadKeys would, naming the problem.
+func TestBadKeys(t *testing.T) {
+	st, err := store.Open(context.Background(), filepath.Join(t.TempDir(), "runs.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	for _, tc := range []struct {
+		key  Key
+		says string
+	}{
+		{Key{Name: "a", SHA256: "xyz", Role: RoleAdmin}, "64 hex"},
+		{Key{Name: "a", SHA256: HashKey("k"), Role: "root"}, "root"},
+		{Key{SHA256: HashKey("k"), Role: RoleViewer}, "no name"},
+	} {
+		if _, err := New(Config{Store: st, Keys: []Key{tc.key}}); err == nil || !strings.Contains(err.Error(), tc.says) {
+			t.Errorf("%+v: %v, want an error saying %q", tc.key, err, tc.says)
+		}
+	}
+}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"fmt"
@@ -10,6 +11,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"time"
 
@@ -210,11 +212,27 @@ func loopback(addr string) bool {
 
 func newHashKeyCmd(stdout io.Writer) *cobra.Command {
 	return &cobra.Command{
-		Use:   "hash-key KEY",
+		Use:   "hash-key [KEY]",
 		Short: "Print the SHA-256 an --auth-keys file keeps of a bearer key",
-		Args:  cobra.ExactArgs(1),
-		RunE: func(_ *cobra.Command, args []string) error {
-			fmt.Fprintln(stdout, server.HashKey(args[0]))
+		Long: `Print the SHA-256 an --auth-keys file keeps of a bearer key, read from standard input
+(its first line), so that the key does not show in the process list or the shell's history;
+or given as the argument.`,
+		Args: cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			key := ""
+			if len(args) == 1 {
+				key = args[0]
+			} else {
+				line, err := bufio.NewReader(cmd.InOrStdin()).ReadString('\n')
+				if err != nil && !errors.Is(err, io.EOF) {
+					return usageErr(err)
+				}
+				key = strings.TrimRight(line, "\r\n")
+			}
+			if key == "" {
+				return usageErr(errors.New("no key: give it on standard input (or as the argument)"))
+			}
+			fmt.Fprintln(stdout, server.HashKey(key))
 			return nil
 		},
 	}

@@ -68,6 +68,9 @@ func (s *served) stop(t *testing.T) {
 func (s *served) call(t *testing.T, method, path, key, body string) (int, map[string]any) {
 	t.Helper()
 	req, _ := http.NewRequest(method, s.base+path, strings.NewReader(body))
+	if body != "" {
+		req.Header.Set("Content-Type", "application/json")
+	}
 	if key != "" {
 		req.Header.Set("Authorization", "Bearer "+key)
 	}
@@ -169,6 +172,11 @@ func TestServe(t *testing.T) {
 	}
 	if code, out, _ := run(t, "hash-key", "v-key"); code != 0 || strings.TrimSpace(out) != hashOf("v-key") {
 		t.Errorf("hash-key: %d %q", code, out)
+	}
+	cmd := exec.Command(binary(t), "hash-key")
+	cmd.Stdin = strings.NewReader("v-key\n")
+	if out, err := cmd.Output(); err != nil || strings.TrimSpace(string(out)) != hashOf("v-key") {
+		t.Errorf("hash-key from stdin: %v %q", err, out)
 	}
 }
 
