@@ -116,7 +116,7 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 				return
 			}
 		}
-		if time.Since(quietSince) >= heartbeatEvery {
+		if time.Since(quietSince) >= s.heartbeat {
 			fmt.Fprint(w, ": heartbeat\n\n")
 			if !flush() {
 				return

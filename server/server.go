@@ -72,9 +72,11 @@ type Server struct {
 	mu       sync.Mutex
 	runs     map[string]stopper // the runs this server drives, by id
 	stopping bool               // Close began
-	wg       sync.WaitGroup
-	base     context.Context // the runs' context: cancelled by Close
-	close    context.CancelFunc
+
+	heartbeat time.Duration // how often a quiet event stream gets a comment
+	wg        sync.WaitGroup
+	base      context.Context // the runs' context: cancelled by Close
+	close     context.CancelFunc
 }
 
 // New returns a Server for c.
@@ -91,7 +93,8 @@ func New(c Config) (*Server, error) {
 	if c.MaxBody <= 0 {
 		c.MaxBody = 1 << 20
 	}
-	s := &Server{cfg: c, mux: http.NewServeMux(), slots: make(chan struct{}, c.MaxRuns), runs: map[string]stopper{}}
+	s := &Server{cfg: c, mux: http.NewServeMux(), slots: make(chan struct{}, c.MaxRuns), runs: map[string]stopper{},
+		heartbeat: heartbeatEvery}
 	for _, k := range c.Keys {
 		sum, err := hex.DecodeString(k.SHA256)
 		switch {

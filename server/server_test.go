@@ -864,3 +864,30 @@ func TestBadKeys(t *testing.T) {
 		}
 	}
 }
+
+// TestHeartbeat: a stream whose run is quiet (its model thinking) gets
+// comment lines that keep proxies from closing it, and goes on after.
+func TestHeartbeat(t *testing.T) {
+	f := newFixture(t, Config{})
+	f.srv.heartbeat = 20 * time.Millisecond
+	_, created := f.do(t, "POST", "/v1/runs", "", `{"agent": "waiter"}`)
+	resp, err := http.Get(f.http.URL + "/v1/runs/" + created["run_id"].(string) + "/events")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	rd := bufio.NewReader(resp.Body)
+	for {
+		line, err := rd.ReadString('\n')
+		if err != nil {
+			t.Fatalf("the stream ended before a heartbeat: %v", err)
+		}
+		if line == ": heartbeat\n" {
+			break
+		}
+	}
+	close(f.release)
+	if events := parseSSE(t, rd); len(events) == 0 || events[len(events)-1].typ != "run_end" {
+		t.Errorf("after the heartbeat: %v", events)
+	}
+}
