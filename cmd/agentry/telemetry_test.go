@@ -168,3 +168,45 @@ func TestOTLPExport(t *testing.T) {
 	}
 	toolMu.Unlock()
 }
+
+// TestOTLPServe: agentry serve exports too: a run created over HTTP with
+// a traceparent is exported as a span of the caller's trace, a child of
+// the caller's span, flushed when the server stops.
+func TestOTLPServe(t *testing.T) {
+	rc := &otlpReceiver{}
+	col := httptest.NewServer(rc)
+	defer col.Close()
+	dir := t.TempDir()
+	os.MkdirAll(filepath.Join(dir, "agents", "hello"), 0o755)
+	os.WriteFile(filepath.Join(dir, "agents", "hello", "v1.json"), []byte(`{"agent_name": "hello", "version": "v1",
+		"model_name": "scripted:../../turns.json", "system_text": "Greet."}`), 0o600)
+	os.WriteFile(filepath.Join(dir, "turns.json"), []byte(`{"turns": [{"content": "Hello.", "usage": {"prompt_tokens": 5, "completion_tokens": 2}}]}`), 0o600)
+	t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", col.URL)
+	s := startServe(t, "--agents", filepath.Join(dir, "agents"), "--db", filepath.Join(dir, "runs.db"))
+	req, _ := http.NewRequest("POST", s.base+"/v1/runs?wait=true", strings.NewReader(`{"agent": "hello"}`))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Traceparent", "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 200 {
+		t.Fatalf("%d\n%s", resp.StatusCode, s.out)
+	}
+	s.stop(t)
+	rc.mu.Lock() // the receiver's writes reach here over TCP, which the race detector does not see
+	defer rc.mu.Unlock()
+	var run *tracepb.Span
+	for _, sp := range rc.spans {
+		if sp.Name == "invoke_agent hello" {
+			run = sp
+		}
+	}
+	if run == nil {
+		t.Fatalf("no run span exported: %d spans", len(rc.spans))
+	}
+	if hex.EncodeToString(run.TraceId) != "4bf92f3577b34da6a3ce929d0e0e4736" || hex.EncodeToString(run.ParentSpanId) != "00f067aa0ba902b7" {
+		t.Errorf("the run's span is in trace %x under %x, not the caller's", run.TraceId, run.ParentSpanId)
+	}
+}
