@@ -3,12 +3,12 @@ package main
 import (
 	"encoding/json"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -16,24 +16,39 @@ import (
 	"github.com/agentry/agentry/server"
 )
 
-// served is an agentry serve process on a free loopback port.
+// served is an agentry serve process on a port of its own choosing.
 type served struct {
 	cmd  *exec.Cmd
 	base string
-	out  *strings.Builder
+	out  *lockedBuffer
 }
 
-// startServe starts agentry serve with args and waits until it answers.
+// lockedBuffer is the process's output, written by the goroutine that
+// copies it and read by the test.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// startServe starts agentry serve with args on a free loopback port (the
+// process picks it: no other can take it in between) and waits until it
+// answers.
 func startServe(t *testing.T, args ...string) *served {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
-	s := &served{base: "http://" + addr, out: &strings.Builder{}}
-	s.cmd = exec.Command(binary(t), append([]string{"serve", "--addr", addr}, args...)...)
+	s := &served{out: &lockedBuffer{}}
+	s.cmd = exec.Command(binary(t), append([]string{"serve", "--addr", "127.0.0.1:0"}, args...)...)
 	s.cmd.Stdout, s.cmd.Stderr = s.out, s.out
 	if err := s.cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -45,9 +60,14 @@ func startServe(t *testing.T, args ...string) *served {
 		}
 	})
 	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(20 * time.Millisecond) {
-		if resp, err := http.Get(s.base + "/healthz"); err == nil {
-			resp.Body.Close()
-			return s
+		if _, rest, ok := strings.Cut(s.out.String(), "listening on "); ok && s.base == "" {
+			s.base, _, _ = strings.Cut(rest, " ")
+		}
+		if s.base != "" {
+			if resp, err := http.Get(s.base + "/healthz"); err == nil {
+				resp.Body.Close()
+				return s
+			}
 		}
 		if time.Now().After(deadline) {
 			t.Fatalf("the server did not start:\n%s", s.out)
