@@ -4,16 +4,21 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"iter"
 	"log/slog"
 	"strings"
 	"testing"
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	oteltrace "go.opentelemetry.io/otel/trace"
 
+	"github.com/agentry/agentry/event"
 	"github.com/agentry/agentry/llm"
 )
 
@@ -266,5 +271,71 @@ func TestSpanErrors(t *testing.T) {
 		if strings.Contains(s.Status().Description, "CANARYotel") {
 			t.Errorf("span %s status carries the secret: %s", s.Name(), s.Status().Description)
 		}
+	}
+}
+
+// streamed is a model that streams its answer: two pieces of text, then
+// the call's usage (with cached prompt tokens), model and finish reason.
+type streamed struct{}
+
+func (streamed) Generate(ctx context.Context, req *llm.Request) (*llm.Response, error) {
+	return llm.Collect(streamed{}.Stream(ctx, req), nil)
+}
+
+func (streamed) Stream(context.Context, *llm.Request) iter.Seq2[llm.Chunk, error] {
+	return func(yield func(llm.Chunk, error) bool) {
+		for _, ch := range []llm.Chunk{{Text: "Hel"}, {Text: "lo."},
+			{Usage: &llm.Usage{PromptTokens: 7, CompletionTokens: 3, CachedPromptTokens: 4}, Model: "m-2026-01", FinishReason: "stop"}} {
+			if !yield(ch, nil) {
+				return
+			}
+		}
+	}
+}
+
+// TestStreamedSpan: a streamed call's span and metrics carry its time to
+// the first chunk, the model that answered, the finish reason and the
+// cached prompt tokens.
+func TestStreamedSpan(t *testing.T) {
+	rec := tracetest.NewSpanRecorder()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
+	defer tp.Shutdown(context.Background())
+	reader := sdkmetric.NewManualReader()
+	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
+	defer mp.Shutdown(context.Background())
+	a, err := New(mustSpec(t, `{`+base+`}`), WithProvider(streamed{}, "openai"), WithTracerProvider(tp), WithMeterProvider(mp))
+	if err != nil {
+		t.Fatal(err)
+	}
+	chunks := 0
+	if _, err := a.Run(context.Background(), map[string]any{"who": "x"}, WithEvents(func(e event.Event) {
+		if e.Type == event.ContentChunk {
+			chunks++
+		}
+	})); err != nil || chunks == 0 {
+		t.Fatalf("%v, %d chunks: the run did not stream", err, chunks)
+	}
+	chat, _ := chatAndRun(t, rec)
+	at := attrs(chat)
+	if at["gen_ai.response.time_to_first_chunk"].AsFloat64() <= 0 || at["gen_ai.response.model"].AsString() != "m-2026-01" ||
+		fmt.Sprint(at["gen_ai.response.finish_reasons"].AsStringSlice()) != "[stop]" || at["gen_ai.usage.cache_read.input_tokens"].AsInt64() != 4 {
+		t.Errorf("the streamed call's span: %v", at)
+	}
+	var rm metricdata.ResourceMetrics
+	if err := reader.Collect(context.Background(), &rm); err != nil {
+		t.Fatal(err)
+	}
+	first := uint64(0)
+	for _, sm := range rm.ScopeMetrics {
+		for _, m := range sm.Metrics {
+			if h, ok := m.Data.(metricdata.Histogram[float64]); ok && m.Name == "gen_ai.client.operation.time_to_first_chunk" {
+				for _, p := range h.DataPoints {
+					first += p.Count
+				}
+			}
+		}
+	}
+	if first != 1 {
+		t.Errorf("time to first chunk recorded %d times, want once", first)
 	}
 }

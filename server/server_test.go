@@ -891,3 +891,34 @@ func TestHeartbeat(t *testing.T) {
 		t.Errorf("after the heartbeat: %v", events)
 	}
 }
+
+// TestClientGoes: a client that stops waiting (?wait=true) does not end
+// the run: it goes on to its end, for anyone to read.
+func TestClientGoes(t *testing.T) {
+	f := newFixture(t, Config{})
+	ctx, cancel := context.WithCancel(context.Background())
+	req, _ := http.NewRequestWithContext(ctx, "POST", f.http.URL+"/v1/runs?wait=true", strings.NewReader(`{"agent": "waiter"}`))
+	req.Header.Set("Content-Type", "application/json")
+	errc := make(chan error, 1)
+	go func() {
+		resp, err := http.DefaultClient.Do(req)
+		if err == nil {
+			resp.Body.Close()
+		}
+		errc <- err
+	}()
+	var id string
+	waitFor(t, func() bool {
+		runs, _ := f.st.List(context.Background(), store.Filter{Name: "waiter"})
+		if len(runs) == 1 && runs[0].Status == store.Running {
+			id = runs[0].ID
+		}
+		return id != ""
+	})
+	cancel()
+	if err := <-errc; err == nil {
+		t.Fatal("the request did not end with its client")
+	}
+	close(f.release)
+	waitFor(t, func() bool { _, r := f.do(t, "GET", "/v1/runs/"+id, "", ""); return r["status"] == "completed" })
+}
