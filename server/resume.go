@@ -26,6 +26,10 @@ type resumeRequest struct {
 // client sends back. The run goes on in the background (202), or to its
 // end with ?wait=true.
 func (s *Server) resume(w http.ResponseWriter, r *http.Request) {
+	if _, err := waits(r); err != nil {
+		writeError(w, http.StatusBadRequest, "invalid_request", err.Error())
+		return
+	}
 	run, ok := s.storedRun(w, r)
 	if !ok {
 		return

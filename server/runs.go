@@ -35,6 +35,10 @@ type runRequest struct {
 // inline spec), and answers 201 with its id at once, or 200 with its
 // Result when ?wait=true. The run goes on whatever the client does.
 func (s *Server) createRun(w http.ResponseWriter, r *http.Request) {
+	if _, err := waits(r); err != nil {
+		writeError(w, http.StatusBadRequest, "invalid_request", err.Error())
+		return
+	}
 	var req runRequest
 	if err := decodeBody(r, &req); err != nil {
 		writeBodyError(w, err)
@@ -87,6 +91,20 @@ func (s *Server) createRun(w http.ResponseWriter, r *http.Request) {
 	s.start(w, r, sess, a, owned, *p, http.StatusCreated)
 }
 
+// waits reads ?wait=: true to answer with the Result, false (or none)
+// to answer at once.
+func waits(r *http.Request) (bool, error) {
+	v := r.URL.Query().Get("wait")
+	if v == "" {
+		return false, nil
+	}
+	b, err := strconv.ParseBool(v)
+	if err != nil {
+		return false, fmt.Errorf("wait=%q: want true or false", v)
+	}
+	return b, nil
+}
+
 // traceParent is the request's W3C traceparent, or "" when it has none
 // or a malformed one: as the standard says, the run then starts a trace
 // of its own rather than fail.
@@ -110,7 +128,7 @@ func (s *Server) start(w http.ResponseWriter, r *http.Request, sess *agent.Sessi
 // answer answers status with the id of the run going on, or 200 with its
 // Result once done has it when the request says ?wait=true.
 func (s *Server) answer(w http.ResponseWriter, r *http.Request, id string, done <-chan any, status int) {
-	if wait, _ := strconv.ParseBool(r.URL.Query().Get("wait")); wait {
+	if wait, _ := waits(r); wait {
 		select {
 		case res := <-done:
 			writeJSON(w, http.StatusOK, res)

@@ -326,6 +326,7 @@ func TestErrors(t *testing.T) {
 		{"GET", "/v1/runs?status=sleeping", "", 400, "invalid_request", "sleeping"},
 		{"GET", "/v1/runs?limit=0", "", 400, "invalid_request", "limit"},
 		{"GET", "/v1/runs?since=yesterday", "", 400, "invalid_request", "since"},
+		{"POST", "/v1/runs?wait=yes", `{"agent": "greeter"}`, 400, "invalid_request", "wait"},
 		{"GET", "/v2/nothing", "", 404, "not_found", "/v2/nothing"},
 		{"PUT", "/v1/runs", "", 404, "not_found", "PUT /v1/runs"},
 	} {
