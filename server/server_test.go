@@ -87,6 +87,13 @@ func newFixture(t *testing.T, c Config) *fixture {
 		t.Fatal(err)
 	}
 	f.http = httptest.NewServer(f.srv)
+	f.cleanup(t, reg, greeter, waiter, st)
+	return f
+}
+
+// cleanup stops the fixture when the test ends: its held models let go,
+// its server closed, then what it was built on.
+func (f *fixture) cleanup(t *testing.T, closers ...io.Closer) {
 	t.Cleanup(func() {
 		select {
 		case <-f.release:
@@ -99,12 +106,10 @@ func newFixture(t *testing.T, c Config) *fixture {
 		if err := f.srv.Close(ctx); err != nil {
 			t.Errorf("close: %v", err)
 		}
-		reg.Close()
-		greeter.Close()
-		waiter.Close()
-		st.Close()
+		for _, c := range closers {
+			c.Close()
+		}
 	})
-	return f
 }
 
 // do sends a request with key (none when ""), and returns the status and
@@ -129,6 +134,28 @@ func (f *fixture) do(t *testing.T, method, path, key, body string) (int, map[str
 		t.Fatalf("%s %s: not JSON (%d): %s", method, path, resp.StatusCode, data)
 	}
 	checkResponse(t, method, path, resp.StatusCode, data)
+	return resp.StatusCode, out
+}
+
+// post sends body as JSON to url with the given headers and returns the
+// status and the body decoded from JSON.
+func post(t *testing.T, url, body string, header map[string]string) (int, map[string]any) {
+	t.Helper()
+	req, _ := http.NewRequest("POST", url, strings.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	for k, v := range header {
+		req.Header.Set(k, v)
+	}
+	if h := header["Host"]; h != "" {
+		req.Host = h
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var out map[string]any
+	json.NewDecoder(resp.Body).Decode(&out)
 	return resp.StatusCode, out
 }
 
@@ -607,21 +634,8 @@ func TestCrossSite(t *testing.T) {
 		{"a command-line client", map[string]string{"Content-Type": "application/json"}, 200},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			req, _ := http.NewRequest("POST", f.http.URL+"/v1/runs?wait=true", strings.NewReader(inline))
-			for k, v := range tc.headers {
-				req.Header.Set(k, v)
-			}
-			if h := tc.headers["Host"]; h != "" {
-				req.Host = h
-			}
-			resp, err := http.DefaultClient.Do(req)
-			if err != nil {
-				t.Fatal(err)
-			}
-			body, _ := io.ReadAll(resp.Body)
-			resp.Body.Close()
-			if resp.StatusCode != tc.status {
-				t.Errorf("%d, want %d: %s", resp.StatusCode, tc.status, body)
+			if code, body := post(t, f.http.URL+"/v1/runs?wait=true", inline, tc.headers); code != tc.status {
+				t.Errorf("%d, want %d: %v", code, tc.status, body)
 			}
 		})
 	}
@@ -690,16 +704,8 @@ func TestResumeInterruptedKeepsRoles(t *testing.T) {
 		t.Fatal(err)
 	}
 	hs := httptest.NewServer(first)
-	req, _ := http.NewRequest("POST", hs.URL+"/v1/runs", strings.NewReader(`{"agent": "guarded"}`))
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var created map[string]string
-	json.NewDecoder(resp.Body).Decode(&created)
-	resp.Body.Close()
-	id := created["run_id"]
+	_, created := post(t, hs.URL+"/v1/runs", `{"agent": "guarded"}`, nil)
+	id, _ := created["run_id"].(string)
 	waitFor(t, func() bool { r, err := st.Get(ctx, id); return err == nil && r.Status == store.Running })
 	gone, cancel := context.WithCancel(ctx)
 	cancel()
@@ -754,23 +760,14 @@ func TestTraceParent(t *testing.T) {
 		{"00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01", "4bf92f3577b34da6a3ce929d0e0e4736"},
 		{"00-not-a-trace-01", ""},
 	} {
-		req, _ := http.NewRequest("POST", f.http.URL+"/v1/runs?wait=true", strings.NewReader(`{"agent": "waiter"}`))
-		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set("Traceparent", tc.tp)
 		select {
 		case <-f.release:
 		default:
 			close(f.release)
 		}
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var res map[string]any
-		json.NewDecoder(resp.Body).Decode(&res)
-		resp.Body.Close()
-		if got, _ := res["trace_id"].(string); resp.StatusCode != 200 || got != tc.want {
-			t.Errorf("traceparent %q: %d, trace_id %q, want %q", tc.tp, resp.StatusCode, got, tc.want)
+		code, res := post(t, f.http.URL+"/v1/runs?wait=true", `{"agent": "waiter"}`, map[string]string{"Traceparent": tc.tp})
+		if got, _ := res["trace_id"].(string); code != 200 || got != tc.want {
+			t.Errorf("traceparent %q: %d, trace_id %q, want %q", tc.tp, code, got, tc.want)
 		}
 	}
 }
@@ -798,17 +795,8 @@ func TestRequestLog(t *testing.T) {
 	var buf syncBuffer
 	keys := []Key{{Name: "rui", SHA256: HashKey("run-key"), Role: RoleRunner}}
 	f := newFixture(t, Config{Keys: keys, Logger: slog.New(slog.NewJSONHandler(&buf, nil))})
-	req, _ := http.NewRequest("POST", f.http.URL+"/v1/runs?wait=true", strings.NewReader(`{"agent": "greeter"}`))
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Authorization", "Bearer run-key")
-	req.Header.Set("Traceparent", "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var res map[string]any
-	json.NewDecoder(resp.Body).Decode(&res)
-	resp.Body.Close()
+	post(t, f.http.URL+"/v1/runs?wait=true", `{"agent": "greeter"}`,
+		map[string]string{"Authorization": "Bearer run-key", "Traceparent": "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"})
 	f.do(t, "GET", "/v1/runs/nope", "run-key", "")
 	var recs []map[string]any
 	for _, line := range strings.Split(strings.TrimSpace(buf.String()), "\n") {

@@ -56,23 +56,7 @@ func newViewerFixture(t *testing.T, keys []Key) (*fixture, *cutter) {
 	}
 	cut := &cutter{h: f.srv, cut: map[string]bool{}}
 	f.http = httptest.NewServer(cut)
-	t.Cleanup(func() {
-		select {
-		case <-f.release:
-		default:
-			close(f.release)
-		}
-		f.http.Close()
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		if err := f.srv.Close(ctx); err != nil {
-			t.Errorf("close: %v", err)
-		}
-		reg.Close()
-		waiter.Close()
-		stepper.Close()
-		st.Close()
-	})
+	f.cleanup(t, reg, waiter, stepper, st)
 	return f, cut
 }
 
