@@ -61,10 +61,9 @@ func newViewerFixture(t *testing.T, keys []Key) (*fixture, *cutter) {
 }
 
 // twoStep is a model whose first call asks for a tool after a moment,
-// long enough for the run's log to commit its first turn before the
-// next call (a run commits what it queued before a model call when it
-// waited 50 ms), and whose later calls answer once release is closed: a
-// run that stays going with its first turn on record.
+// and whose later calls answer once release is closed: a run that stays
+// going with its first turn on record (what a turn queued reaches the
+// store within 50 ms, however long the next model call takes).
 type twoStep struct {
 	release chan struct{}
 	calls   atomic.Int32
