@@ -244,6 +244,9 @@ func (s *Server) ready(w http.ResponseWriter, r *http.Request) {
 
 // writeJSON writes v as the response, with status.
 func writeJSON(w http.ResponseWriter, status int, v any) {
+	// A client that stops reading a large answer is let go: the server
+	// sets no write timeout of its own, which would cut event streams.
+	http.NewResponseController(w).SetWriteDeadline(time.Now().Add(writeTimeout))
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
 	enc := json.NewEncoder(w)
