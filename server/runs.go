@@ -454,19 +454,28 @@ func (s *Server) listAgents(w http.ResponseWriter, r *http.Request) {
 
 // decodeBody reads r's JSON body into v, refusing unknown fields.
 func decodeBody(r *http.Request, v any) error {
-	data, err := io.ReadAll(r.Body)
+	data, err := bodyOf(r)
 	if err != nil {
 		return err
 	}
+	return strictjson.Decode(data, v)
+}
+
+// bodyOf reads r's body, which must be JSON, and not empty.
+func bodyOf(r *http.Request) ([]byte, error) {
+	data, err := io.ReadAll(r.Body)
+	if err != nil {
+		return nil, err
+	}
 	if len(data) == 0 {
-		return errors.New("the body is empty: want a JSON object")
+		return nil, errors.New("the body is empty: want a JSON object")
 	}
 	if mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type")); err != nil || mt != "application/json" {
 		// A form a web page posts cannot say application/json: a
 		// cross-site write needs a preflight, which this server denies.
-		return errMediaType
+		return nil, errMediaType
 	}
-	return strictjson.Decode(data, v)
+	return data, nil
 }
 
 // errMediaType is a body that does not say it is JSON.

@@ -128,6 +128,8 @@ func New(c Config) (*Server, error) {
 	s.route("GET /v1/runs/{id}/audit", RoleViewer, s.audit)
 	s.route("GET /v1/agents", RoleViewer, s.listAgents)
 	s.route("GET /v1/whoami", RoleViewer, s.whoami)
+	s.routeWith("POST /v1/chat/completions", RoleRunner, writeOpenAIError, s.chatCompletions)
+	s.routeWith("GET /v1/models", RoleViewer, writeOpenAIError, s.models)
 	s.open("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
 		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
 	})
@@ -211,20 +213,27 @@ func (s *Server) page(pattern string, h http.HandlerFunc) {
 
 // route serves pattern to callers whose role is at least min.
 func (s *Server) route(pattern string, min Role, h func(http.ResponseWriter, *http.Request)) {
+	s.routeWith(pattern, min, writeError, h)
+}
+
+// routeWith is route with the errors of the caller's refusal written by
+// fail (an OpenAI-compatible route writes them in OpenAI's shape).
+func (s *Server) routeWith(pattern string, min Role, fail func(w http.ResponseWriter, status int, code, message string),
+	h func(http.ResponseWriter, *http.Request)) {
 	s.patterns = append(s.patterns, pattern)
 	s.mux.HandleFunc(pattern, s.logged(pattern, func(w http.ResponseWriter, r *http.Request) {
 		if err := s.sameOrigin(r); err != nil {
-			writeError(w, http.StatusForbidden, "forbidden", err.Error())
+			fail(w, http.StatusForbidden, "forbidden", err.Error())
 			return
 		}
 		p, status, err := s.authenticate(r)
 		if err != nil {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="agentry"`)
-			writeError(w, status, codeOf(status), err.Error())
+			fail(w, status, codeOf(status), err.Error())
 			return
 		}
 		if !allows(p, min) {
-			writeError(w, http.StatusForbidden, "forbidden", fmt.Sprintf("this needs the role %s", min))
+			fail(w, http.StatusForbidden, "forbidden", fmt.Sprintf("this needs the role %s", min))
 			return
 		}
 		r.Body = http.MaxBytesReader(w, r.Body, s.cfg.MaxBody)

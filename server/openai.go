@@ -1,0 +1,258 @@
+// The OpenAI-compatible endpoint (DESIGN.md 3.12): POST
+// /v1/chat/completions where "model" names a served agent, and GET
+// /v1/models, so that the OpenAI SDKs and any OpenAI-compatible client
+// call an agent. Each call is an ordinary stored run.
+
+package server
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/agentry/agentry/agent"
+	"github.com/agentry/agentry/event"
+	"github.com/agentry/agentry/policy"
+)
+
+// chatRequest is what agentry reads of OpenAI's chat completion request;
+// the rest (temperature, tools, …) belongs to the agent's spec and is
+// ignored.
+type chatRequest struct {
+	Model         string        `json:"model"`
+	Messages      []chatMessage `json:"messages"`
+	Stream        bool          `json:"stream"`
+	StreamOptions *struct {
+		IncludeUsage bool `json:"include_usage"`
+	} `json:"stream_options"`
+	User string `json:"user"`
+}
+
+type chatMessage struct {
+	Role    string          `json:"role"`
+	Content json.RawMessage `json:"content"` // a string, or an array of parts
+}
+
+// text is the message's text: its string, or its text parts joined.
+func (m chatMessage) text() (string, error) {
+	var s string
+	if json.Unmarshal(m.Content, &s) == nil {
+		return s, nil
+	}
+	var parts []struct {
+		Type string `json:"type"`
+		Text string `json:"text"`
+	}
+	if err := json.Unmarshal(m.Content, &parts); err != nil {
+		return "", errors.New("messages: content is neither a string nor an array of parts")
+	}
+	var b strings.Builder
+	for _, p := range parts {
+		if p.Type == "text" {
+			b.WriteString(p.Text)
+		}
+	}
+	return b.String(), nil
+}
+
+// chatInput is the run's input: the last user message, as the agent's
+// one input key, as its input when it is a JSON object, or as "task".
+// The agent's own system prompt stands; the client's system messages and
+// earlier turns are not its input (a run is one task).
+func chatInput(a *agent.Agent, msgs []chatMessage) (map[string]any, error) {
+	for i := len(msgs) - 1; i >= 0; i-- {
+		if msgs[i].Role != "user" {
+			continue
+		}
+		text, err := msgs[i].text()
+		if err != nil {
+			return nil, err
+		}
+		var obj map[string]any
+		keys := a.Spec().InputKeys
+		switch {
+		case json.Unmarshal([]byte(text), &obj) == nil && len(keys) != 1:
+			return obj, nil
+		case len(keys) == 1:
+			return map[string]any{keys[0]: text}, nil
+		case len(keys) > 1:
+			return nil, fmt.Errorf("agent %s takes %s: send them as a JSON object in the user message", a.Name(), strings.Join(keys, ", "))
+		}
+		return map[string]any{"task": text}, nil
+	}
+	return nil, errors.New("messages: no user message")
+}
+
+// chatCompletions runs the agent "model" names on the last user message
+// and answers as OpenAI's API does, streamed (server-sent chunks, then
+// "data: [DONE]") or not. The run goes on if the client goes away.
+func (s *Server) chatCompletions(w http.ResponseWriter, r *http.Request) {
+	var req chatRequest
+	data, err := bodyOf(r)
+	if err == nil {
+		err = json.Unmarshal(data, &req)
+	}
+	if err != nil {
+		status := http.StatusBadRequest
+		if errors.Is(err, errMediaType) {
+			status = http.StatusUnsupportedMediaType
+		}
+		writeOpenAIError(w, status, "invalid_body", err.Error())
+		return
+	}
+	a, err := s.cfg.Agents.Get(req.Model)
+	if err != nil {
+		writeOpenAIError(w, http.StatusNotFound, "model_not_found", fmt.Sprintf("model %q: no such agent is served (GET /v1/models lists them)", req.Model))
+		return
+	}
+	input, err := chatInput(a, req.Messages)
+	if err != nil {
+		writeOpenAIError(w, http.StatusBadRequest, "invalid_messages", err.Error())
+		return
+	}
+	p := policy.PrincipalFrom(r.Context())
+	opts := []agent.RunOption{agent.WithStore(s.cfg.Store)}
+	if user := req.User; user != "" && p.UserID == "" {
+		opts = append(opts, agent.WithUser(user)) // a key acts for its own name
+	}
+	if tp := traceParent(r); tp != "" {
+		opts = append(opts, agent.WithTraceParent(tp))
+	}
+	var text *chunks
+	if req.Stream {
+		text = &chunks{ready: make(chan struct{}, 1), live: len(a.Spec().Tools) == 0}
+		opts = append(opts, agent.WithEvents(text.add, event.Inline(), event.Types(event.ContentChunk, event.ToolCallStart, event.TurnEnd)))
+	}
+	if err := s.admit(); err != nil {
+		status := http.StatusTooManyRequests
+		if errors.Is(err, errStopping) {
+			status = http.StatusServiceUnavailable
+		}
+		writeOpenAIError(w, status, "unavailable", err.Error())
+		return
+	}
+	sess, err := a.NewSession(input, opts...)
+	if err != nil {
+		s.release()
+		writeOpenAIError(w, http.StatusBadRequest, "invalid_input", err.Error())
+		return
+	}
+	if text != nil {
+		text.runID = sess.RunID() // before the run starts: its sub-runs' text is not its answer
+	}
+	done := s.background(sess, a, false, *p)
+	c := completion{id: "chatcmpl-" + sess.RunID(), model: req.Model, created: time.Now().Unix()}
+	w.Header().Set("X-Agentry-Run-Id", sess.RunID())
+	if !req.Stream {
+		select {
+		case res := <-done:
+			c.answer(w, res.(*agent.Result))
+		case <-r.Context().Done():
+		}
+		return
+	}
+	c.usage = req.StreamOptions != nil && req.StreamOptions.IncludeUsage
+	c.stream(r.Context(), w, text, done)
+}
+
+// chunks is the run's streamed text, kept for the handler: the run
+// never waits for the client. The text of a turn that calls a tool is a
+// thought, not the answer: an agent with tools has each turn's text held
+// until the turn ends, then sent as the answer or as reasoning; an agent
+// without tools has its text sent as it comes.
+type chunks struct {
+	runID string
+	live  bool // no tools: every turn's text is the answer
+
+	mu      sync.Mutex
+	held    strings.Builder // the turn's text, until the turn ends
+	thought bool            // the turn called a tool
+	pieces  []piece
+	ready   chan struct{} // a signal that pieces has more
+}
+
+// piece is streamed text: the answer's, or a thought's.
+type piece struct {
+	text      string
+	reasoning bool
+}
+
+func (c *chunks) add(e event.Event) {
+	if e.RunID != c.runID {
+		return
+	}
+	c.mu.Lock()
+	switch e.Type {
+	case event.ContentChunk:
+		if c.live {
+			c.pieces = append(c.pieces, piece{text: e.Content})
+		} else {
+			c.held.WriteString(e.Content)
+		}
+	case event.ToolCallStart:
+		c.thought = true
+	case event.TurnEnd:
+		if c.held.Len() > 0 {
+			c.pieces = append(c.pieces, piece{text: c.held.String(), reasoning: c.thought})
+			c.held.Reset()
+		}
+		c.thought = false
+	}
+	c.mu.Unlock()
+	select {
+	case c.ready <- struct{}{}:
+	default:
+	}
+}
+
+func (c *chunks) take() []piece {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	p := c.pieces
+	c.pieces = nil
+	return p
+}
+
+// models lists the served agents as OpenAI models: NAME@VERSION for each,
+// and NAME for the version a bare name runs.
+func (s *Server) models(w http.ResponseWriter, r *http.Request) {
+	type model struct {
+		ID      string `json:"id"`
+		Object  string `json:"object"`
+		Created int64  `json:"created"`
+		OwnedBy string `json:"owned_by"`
+	}
+	out := []model{}
+	seen := map[string]bool{}
+	for _, a := range s.cfg.Agents.Agents() {
+		sp := a.Spec()
+		for _, id := range []string{sp.AgentName + "@" + sp.Version, sp.AgentName} {
+			if !seen[id] {
+				seen[id] = true
+				out = append(out, model{ID: id, Object: "model", OwnedBy: "agentry"})
+			}
+		}
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"object": "list", "data": out})
+}
+
+// writeOpenAIError writes an error in OpenAI's shape:
+// {"error": {"message", "type", "param", "code"}}.
+func writeOpenAIError(w http.ResponseWriter, status int, code, message string) {
+	typ := "invalid_request_error"
+	switch {
+	case status == http.StatusUnauthorized:
+		typ = "authentication_error"
+	case status == http.StatusForbidden:
+		typ = "permission_error"
+	case status == http.StatusTooManyRequests:
+		typ = "rate_limit_error"
+	case status >= 500:
+		typ = "server_error"
+	}
+	writeJSON(w, status, map[string]any{"error": map[string]any{"message": message, "type": typ, "param": nil, "code": code}})
+}

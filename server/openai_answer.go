@@ -1,0 +1,158 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/agentry/agentry/agent"
+)
+
+// completion is one chat completion as OpenAI's API writes it.
+type completion struct {
+	id, model string
+	created   int64
+	usage     bool // stream_options.include_usage
+}
+
+// finishReason is OpenAI's word for how the run ended.
+func finishReason(res *agent.Result) string {
+	switch {
+	case res.TerminateReason == agent.ReasonCompleted:
+		return "stop"
+	case res.Outcome == agent.OutcomePartial:
+		return "length" // a budget, the turns or the time ran out
+	case res.Error != nil && strings.HasPrefix(res.Error.Code, "policy"):
+		return "content_filter"
+	}
+	return "stop"
+}
+
+// answerText is the run's answer as message content: its text, or its
+// structured output as JSON.
+func answerText(res *agent.Result) string {
+	switch v := res.Result.(type) {
+	case nil:
+		return ""
+	case string:
+		return v
+	}
+	b, _ := json.Marshal(res.Result)
+	return string(b)
+}
+
+func usageOf(res *agent.Result) map[string]int {
+	u := res.TokenUsage
+	return map[string]int{"prompt_tokens": u.PromptTokens, "completion_tokens": u.CompletionTokens, "total_tokens": u.TotalTokens}
+}
+
+// failed reports a run that ended in error (not a pause, not a budget):
+// the caller gets an error, not an empty answer.
+func failed(res *agent.Result) bool {
+	return res.Error != nil && res.Outcome == agent.OutcomeError
+}
+
+// answer writes the run's Result as a chat.completion object, or its
+// error as OpenAI's error.
+func (c *completion) answer(w http.ResponseWriter, res *agent.Result) {
+	if failed(res) {
+		writeOpenAIError(w, http.StatusInternalServerError, res.Error.Code, res.Error.Message) // redacted with the Result
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{
+		"id": c.id, "object": "chat.completion", "created": c.created, "model": c.model,
+		"choices": []map[string]any{{"index": 0, "message": map[string]any{"role": "assistant", "content": answerText(res)},
+			"finish_reason": finishReason(res)}},
+		"usage": usageOf(res),
+	})
+}
+
+// stream writes the run as chat.completion.chunk events: the role, the
+// text as the model streams it, the rest of the answer when the run
+// ends (all of it, when the run did not stream), the finish reason, the
+// usage when asked for, and "data: [DONE]".
+func (c *completion) stream(ctx context.Context, w http.ResponseWriter, text *chunks, done <-chan any) {
+	h := w.Header()
+	h.Set("Content-Type", "text/event-stream")
+	h.Set("Cache-Control", "no-cache")
+	w.WriteHeader(http.StatusOK)
+	rc := http.NewResponseController(w)
+	send := func(v any) bool {
+		b, ok := v.([]byte) // the last line, as it is
+		if !ok {
+			b, _ = json.Marshal(v)
+		}
+		fmt.Fprintf(w, "data: %s\n\n", b)
+		rc.SetWriteDeadline(time.Now().Add(writeTimeout))
+		return rc.Flush() == nil
+	}
+	var sent strings.Builder
+	delta := func(d map[string]any) bool {
+		return send(c.chunk([]map[string]any{{"index": 0, "delta": d, "finish_reason": nil}}))
+	}
+	if !delta(map[string]any{"role": "assistant", "content": ""}) {
+		return
+	}
+	for {
+		select {
+		case <-ctx.Done():
+			return // the run goes on
+		case <-text.ready:
+			if !c.send(delta, text.take(), &sent) {
+				return
+			}
+		case v := <-done:
+			res := v.(*agent.Result)
+			c.send(delta, text.take(), &sent)
+			c.finish(send, res, sent.String())
+			return
+		}
+	}
+}
+
+// send writes pieces as deltas: the answer's as content (kept in sent),
+// a thought's as reasoning_content, which clients that know it show
+// apart and the others ignore.
+func (c *completion) send(delta func(map[string]any) bool, pieces []piece, sent *strings.Builder) bool {
+	for _, p := range pieces {
+		key := "content"
+		if p.reasoning {
+			key = "reasoning_content"
+		} else {
+			sent.WriteString(p.text)
+		}
+		if !delta(map[string]any{key: p.text}) {
+			return false
+		}
+	}
+	return true
+}
+
+// finish writes the end of a streamed completion.
+func (c *completion) finish(send func(any) bool, res *agent.Result, sent string) {
+	if failed(res) {
+		send(map[string]any{"error": map[string]any{"message": res.Error.Message, "type": "server_error", "param": nil, "code": res.Error.Code}})
+		send0(send)
+		return
+	}
+	if rest, ok := strings.CutPrefix(answerText(res), sent); ok && rest != "" {
+		send(c.chunk([]map[string]any{{"index": 0, "delta": map[string]any{"content": rest}, "finish_reason": nil}}))
+	}
+	send(c.chunk([]map[string]any{{"index": 0, "delta": map[string]any{}, "finish_reason": finishReason(res)}}))
+	if c.usage {
+		ch := c.chunk([]map[string]any{})
+		ch["usage"] = usageOf(res)
+		send(ch)
+	}
+	send0(send)
+}
+
+// send0 ends a stream as OpenAI's does: "data: [DONE]".
+func send0(send func(any) bool) { send([]byte("[DONE]")) }
+
+func (c *completion) chunk(choices []map[string]any) map[string]any {
+	return map[string]any{"id": c.id, "object": "chat.completion.chunk", "created": c.created, "model": c.model, "choices": choices}
+}
