@@ -13,6 +13,9 @@
 #                           file, fsync on every write)
 #   AGENTRY_TEST_CHROMIUM   the path of a headless-capable Chromium, for the
 #                           trace viewer's browser tests (server/viewer_test.go)
+#   AGENTRY_TEST_NPM        a node_modules of the pinned npm packages the
+#                           protocol tests run (the npm "openai" client),
+#                           cached outside the repository
 set -euo pipefail
 
 log() { echo "test-deps: $*" >&2; }
@@ -51,9 +54,33 @@ install() {
   [ -n "$(pg_bin)" ] || pkgs+=(postgresql)
   command -v redis-server >/dev/null || pkgs+=(redis-server)
   [ -n "$(chromium_bin)" ] || pkgs+=(chromium)
+  command -v node >/dev/null || pkgs+=(nodejs)
+  command -v npm >/dev/null || pkgs+=(npm)
   if [ ${#pkgs[@]} -gt 0 ]; then
     apt_install "${pkgs[@]}"
   fi
+  install_npm
+}
+
+# The npm packages the protocol tests run against, pinned, installed once
+# into a cache outside the repository (AGENTRY_TEST_NPM: its node_modules).
+NPM_PACKAGES=(openai@6.30.1)
+
+npm_dir() {
+  echo "${AGENTRY_NPM_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/agentry-test-deps/npm}"
+}
+
+install_npm() {
+  local dir want
+  dir=$(npm_dir)
+  want="${NPM_PACKAGES[*]}"
+  if [ -f "$dir/.installed" ] && [ "$(cat "$dir/.installed")" = "$want" ]; then
+    return
+  fi
+  log "npm install $want"
+  mkdir -p "$dir"
+  npm install --prefix "$dir" --no-audit --no-fund --no-save --loglevel=error "${NPM_PACKAGES[@]}" >&2
+  echo "$want" >"$dir/.installed"
 }
 
 # free_port prints a loopback port nothing listens on.
@@ -128,6 +155,7 @@ start() {
   start_postgres "$dir"
   start_redis "$dir"
   echo "export AGENTRY_TEST_CHROMIUM='$(chromium_bin)'"
+  echo "export AGENTRY_TEST_NPM='$(npm_dir)/node_modules'"
 }
 
 stop() {

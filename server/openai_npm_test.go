@@ -1,0 +1,102 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"testing"
+
+	"github.com/agentry/agentry/agent"
+	"github.com/agentry/agentry/llm"
+	"github.com/agentry/agentry/spec"
+)
+
+// npmModules is the node_modules of the pinned npm packages
+// (scripts/test-deps.sh exports it as AGENTRY_TEST_NPM); without it the
+// test is skipped, or fails under AGENTRY_REQUIRE_SERVICES=1
+// (scripts/test.sh).
+func npmModules(t *testing.T, pkg string) string {
+	t.Helper()
+	dir := os.Getenv("AGENTRY_TEST_NPM")
+	_, err := os.Stat(filepath.Join(dir, pkg))
+	_, noNode := exec.LookPath("node")
+	if dir != "" && err == nil && noNode == nil {
+		return dir
+	}
+	if os.Getenv("AGENTRY_REQUIRE_SERVICES") == "1" {
+		t.Fatalf("no node, or no npm package %s in AGENTRY_TEST_NPM (%q): run scripts/test-deps.sh start", pkg, dir)
+	}
+	t.Skipf("no node, or no npm package %s: run the tests with scripts/test.sh", pkg)
+	return ""
+}
+
+// keeper is a model that, on each call, stores a value with a tool and
+// then says so: an agent that uses a tool, as many times as it is run.
+type keeper struct{}
+
+func (keeper) Generate(_ context.Context, req *llm.Request) (*llm.Response, error) {
+	u := llm.Usage{PromptTokens: 9, CompletionTokens: 4, TotalTokens: 13}
+	if req.Messages[len(req.Messages)-1].Role == llm.RoleTool {
+		return &llm.Response{Content: "Stored.", Usage: u}, nil
+	}
+	return &llm.Response{Content: "Storing.", ToolCalls: []llm.ToolCall{{ID: "c1", Name: "kv_set",
+		Arguments: json.RawMessage(`{"key": "k", "value": "v"}`)}}, Usage: u}, nil
+}
+
+// TestOpenAINodeClient: the official npm "openai" client, in Node, calls
+// agents through the OpenAI-compatible endpoint, one that uses a tool
+// and one that does not: a call, a streamed call with usage, the models,
+// and an error it understands.
+func TestOpenAINodeClient(t *testing.T) {
+	modules := npmModules(t, "openai")
+	f := newFixture(t, Config{Keys: []Key{{Name: "rui", SHA256: HashKey("run-key"), Role: RoleRunner}}})
+	k, err := agent.New(&spec.Spec{AgentName: "keeper", Version: "v1", SystemText: "Store.", Tools: []string{"kv_set"}},
+		agent.WithProvider(keeper{}, "test"), agent.WithTools(kvRegistry(t)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer k.Close()
+	if err := f.srv.cfg.Agents.Register(k); err != nil {
+		t.Fatal(err)
+	}
+	close(f.release) // the waiter answers each call at once
+	for _, tc := range []struct{ model, answer string }{{"keeper", "Stored."}, {"waiter@v1", "released"}} {
+		t.Run(tc.model, func(t *testing.T) {
+			cmd := exec.Command("node", "testdata/openai-client.cjs", f.http.URL+"/v1", "run-key", tc.model, "go")
+			cmd.Env = append(os.Environ(), "NODE_PATH="+modules)
+			out, err := cmd.Output()
+			if err != nil {
+				var stderr []byte
+				if ee, ok := err.(*exec.ExitError); ok {
+					stderr = ee.Stderr
+				}
+				t.Fatalf("node: %v\n%s", err, stderr)
+			}
+			var got struct {
+				Content, Finish, Streamed, StreamedFinish string
+				Chunks                                    int
+				Usage, StreamedUsage                      map[string]int
+				Models                                    []string
+				Error                                     struct {
+					Status int
+					Code   string
+				}
+			}
+			if err := json.Unmarshal(out, &got); err != nil {
+				t.Fatalf("%v: %s", err, out)
+			}
+			if got.Content != tc.answer || got.Finish != "stop" || got.Usage["total_tokens"] != got.Usage["prompt_tokens"]+got.Usage["completion_tokens"] {
+				t.Errorf("the call: %+v", got)
+			}
+			if got.Streamed != tc.answer || got.StreamedFinish != "stop" || got.StreamedUsage == nil || got.Chunks < 3 {
+				t.Errorf("the streamed call: %+v", got)
+			}
+			if !slices.Contains(got.Models, "keeper@v1") || got.Error.Status != 404 || got.Error.Code != "model_not_found" {
+				t.Errorf("models %v, error %+v", got.Models, got.Error)
+			}
+		})
+	}
+}
