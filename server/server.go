@@ -47,6 +47,9 @@ type Config struct {
 	Keys []Key
 	// MaxRuns bounds the runs going at once (429 beyond); 0 is 64.
 	MaxRuns int
+	// MaxStreams bounds the event streams open at once (429 beyond): each
+	// reads the store while its run goes. 0 is 1,024.
+	MaxStreams int
 	// MaxBody caps a request's body in bytes (413 beyond); 0 is 1 MiB.
 	MaxBody int64
 	// EncryptionKey opens the run logs its agents seal (32 bytes, the
@@ -68,6 +71,7 @@ type Server struct {
 	sums     [][]byte       // the keys' hashes, decoded
 	seal     *runlog.Sealer // opens sealed run logs; nil: none
 	slots    chan struct{}  // one per run going
+	streams  chan struct{}  // one per event stream open
 
 	mu       sync.Mutex
 	runs     map[string]stopper // the runs this server drives, by id
@@ -90,10 +94,13 @@ func New(c Config) (*Server, error) {
 	if c.MaxRuns <= 0 {
 		c.MaxRuns = 64
 	}
+	if c.MaxStreams <= 0 {
+		c.MaxStreams = 1024
+	}
 	if c.MaxBody <= 0 {
 		c.MaxBody = 1 << 20
 	}
-	s := &Server{cfg: c, mux: http.NewServeMux(), slots: make(chan struct{}, c.MaxRuns), runs: map[string]stopper{},
+	s := &Server{cfg: c, mux: http.NewServeMux(), slots: make(chan struct{}, c.MaxRuns), streams: make(chan struct{}, c.MaxStreams), runs: map[string]stopper{},
 		heartbeat: heartbeatEvery}
 	for _, k := range c.Keys {
 		sum, err := hex.DecodeString(k.SHA256)

@@ -911,3 +911,30 @@ func TestClientGoes(t *testing.T) {
 	close(f.release)
 	waitFor(t, func() bool { _, r := f.do(t, "GET", "/v1/runs/"+id, "", ""); return r["status"] == "completed" })
 }
+
+// TestStreamLimit: past MaxStreams a new event stream is refused with
+// 429 and Retry-After; once one closes there is room again.
+func TestStreamLimit(t *testing.T) {
+	f := newFixture(t, Config{MaxStreams: 1})
+	_, created := f.do(t, "POST", "/v1/runs", "", `{"agent": "waiter"}`)
+	id := created["run_id"].(string)
+	resp, err := http.Get(f.http.URL + "/v1/runs/" + id + "/events")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if code, body := f.do(t, "GET", "/v1/runs/"+id+"/events", "", ""); code != 429 {
+		t.Errorf("a second stream: %d %v", code, body)
+	}
+	close(f.release)
+	parseSSE(t, resp.Body) // to the run's end: the stream closes
+	resp.Body.Close()
+	waitFor(t, func() bool {
+		req, _ := http.NewRequest("GET", f.http.URL+"/v1/runs/"+id+"/events", nil)
+		r, err := http.DefaultClient.Do(req)
+		if err != nil {
+			return false
+		}
+		r.Body.Close()
+		return r.StatusCode == 200
+	})
+}

@@ -27,7 +27,7 @@ import (
 type serveFlags struct {
 	addr, agents, pipelines, db, prompts, keys string
 	logLevel, logFormat                        string
-	maxRuns                                    int
+	maxRuns, maxStreams                        int
 	drain                                      time.Duration
 	allowPrivate, resumeInterrupted            bool
 }
@@ -51,6 +51,7 @@ with Last-Event-ID). Without --auth-keys the server listens on loopback only.`,
 	fl.StringVar(&f.pipelines, "pipelines", "", "a directory of pipeline definitions (*.json) to serve too")
 	fl.StringVar(&f.keys, "auth-keys", "", `a JSON file of bearer keys: [{"name", "sha256", "role"}] (roles viewer, runner, admin; hashes from "agentry hash-key")`)
 	fl.IntVar(&f.maxRuns, "max-runs", 64, "the most runs going at once (429 beyond)")
+	fl.IntVar(&f.maxStreams, "max-streams", 1024, "the most event streams open at once (429 beyond)")
 	fl.StringVar(&f.logLevel, "log-level", os.Getenv("AGENTRY_LOG_LEVEL"), "log requests and runs on stderr at this level: debug, info, warn, error, off (env AGENTRY_LOG_LEVEL; off by default)")
 	fl.StringVar(&f.logFormat, "log-format", os.Getenv("AGENTRY_LOG_FORMAT"), "log records as json or text (env AGENTRY_LOG_FORMAT; implies --log-level info)")
 	fl.DurationVar(&f.drain, "shutdown-timeout", 30*time.Second, "at SIGTERM, how long runs may go on before they are interrupted (resumable)")
@@ -118,7 +119,7 @@ func serve(ctx context.Context, f serveFlags, stdout, stderr io.Writer) error {
 			p.Close()
 		}
 	}()
-	srv, err := server.New(server.Config{Store: st, Agents: reg, Pipelines: pipes, AgentOptions: opts, Keys: keys, MaxRuns: f.maxRuns,
+	srv, err := server.New(server.Config{Store: st, Agents: reg, Pipelines: pipes, AgentOptions: opts, Keys: keys, MaxRuns: f.maxRuns, MaxStreams: f.maxStreams,
 		EncryptionKey: key, Logger: logger})
 	if err != nil {
 		return runFailed(err)
