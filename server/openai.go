@@ -243,16 +243,20 @@ func (s *Server) models(w http.ResponseWriter, r *http.Request) {
 // writeOpenAIError writes an error in OpenAI's shape:
 // {"error": {"message", "type", "param", "code"}}.
 func writeOpenAIError(w http.ResponseWriter, status int, code, message string) {
-	typ := "invalid_request_error"
+	writeJSON(w, status, map[string]any{"error": map[string]any{"message": message, "type": openAIType(status), "param": nil, "code": code}})
+}
+
+// openAIType is the error type OpenAI's API gives with status.
+func openAIType(status int) string {
 	switch {
 	case status == http.StatusUnauthorized:
-		typ = "authentication_error"
+		return "authentication_error"
 	case status == http.StatusForbidden:
-		typ = "permission_error"
+		return "permission_error"
 	case status == http.StatusTooManyRequests:
-		typ = "rate_limit_error"
+		return "rate_limit_error"
 	case status >= 500:
-		typ = "server_error"
+		return "server_error"
 	}
-	writeJSON(w, status, map[string]any{"error": map[string]any{"message": message, "type": typ, "param": nil, "code": code}})
+	return "invalid_request_error"
 }

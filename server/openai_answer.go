@@ -49,17 +49,25 @@ func usageOf(res *agent.Result) map[string]int {
 	return map[string]int{"prompt_tokens": u.PromptTokens, "completion_tokens": u.CompletionTokens, "total_tokens": u.TotalTokens}
 }
 
-// failed reports a run that ended in error (not a pause, not a budget):
-// the caller gets an error, not an empty answer.
-func failed(res *agent.Result) bool {
-	return res.Error != nil && res.Outcome == agent.OutcomeError
+// failure is what the caller is told of a run that gave no answer: one
+// that ended in error (not a budget's end, which answers what it has),
+// or one that waits for a person's approval. status 0: it answered.
+func failure(res *agent.Result) (status int, code, message string) {
+	switch {
+	case res.TerminateReason == agent.ReasonAwaitingApproval:
+		return http.StatusConflict, agent.CodeAwaitingApproval, fmt.Sprintf("run %s waits for a person's approval of a tool call: "+
+			"approve or deny it in the viewer, or with POST /v1/runs/%s/resume", res.ID, res.ID)
+	case res.Error != nil && res.Outcome == agent.OutcomeError:
+		return http.StatusInternalServerError, res.Error.Code, res.Error.Message // redacted with the Result
+	}
+	return 0, "", ""
 }
 
-// answer writes the run's Result as a chat.completion object, or its
-// error as OpenAI's error.
+// answer writes the run's Result as a chat.completion object, or why it
+// has none as OpenAI's error.
 func (c *completion) answer(w http.ResponseWriter, res *agent.Result) {
-	if failed(res) {
-		writeOpenAIError(w, http.StatusInternalServerError, res.Error.Code, res.Error.Message) // redacted with the Result
+	if status, code, msg := failure(res); status != 0 {
+		writeOpenAIError(w, status, code, msg)
 		return
 	}
 	writeJSON(w, http.StatusOK, map[string]any{
@@ -133,8 +141,8 @@ func (c *completion) send(delta func(map[string]any) bool, pieces []piece, sent 
 
 // finish writes the end of a streamed completion.
 func (c *completion) finish(send func(any) bool, res *agent.Result, sent string) {
-	if failed(res) {
-		send(map[string]any{"error": map[string]any{"message": res.Error.Message, "type": "server_error", "param": nil, "code": res.Error.Code}})
+	if status, code, msg := failure(res); status != 0 {
+		send(map[string]any{"error": map[string]any{"message": msg, "type": openAIType(status), "param": nil, "code": code}})
 		send0(send)
 		return
 	}

@@ -3,10 +3,15 @@ package server
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
+
+	"github.com/agentry/agentry/agent"
+	"github.com/agentry/agentry/policy"
+	"github.com/agentry/agentry/spec"
 )
 
 // openAIClient is the official OpenAI Go client pointed at the server.
@@ -85,6 +90,23 @@ func TestOpenAICompatible(t *testing.T) {
 		}
 		if !ids["greeter"] || !ids["greeter@v1"] || !ids["waiter@v1"] {
 			t.Errorf("models %v", ids)
+		}
+	})
+	t.Run("a run that waits for approval", func(t *testing.T) {
+		ap, err := agent.New(&spec.Spec{AgentName: "careful", Version: "v1", SystemText: "Store.", Tools: []string{"kv_set"},
+			Policy: &policy.Policy{Approval: policy.Approval{Tools: []string{"kv_set"}}}},
+			agent.WithProvider(keeper{}, "test"), agent.WithTools(kvRegistry(t)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer ap.Close()
+		if err := f.srv.cfg.Agents.Register(ap); err != nil {
+			t.Fatal(err)
+		}
+		_, err = client.Chat.Completions.New(ctx, params("careful"))
+		var apiErr *openai.Error
+		if !errors.As(err, &apiErr) || apiErr.StatusCode != 409 || apiErr.Code != "awaiting_approval" || !strings.Contains(apiErr.Message, "/resume") {
+			t.Errorf("%v, want a 409 saying how to approve", err)
 		}
 	})
 	for _, tc := range []struct {
