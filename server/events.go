@@ -16,9 +16,12 @@ import (
 // How the event stream polls the store, keeps a quiet stream open, and
 // gives up on a client that stopped reading.
 const (
-	pollEvery      = 50 * time.Millisecond
-	heartbeatEvery = 15 * time.Second
-	writeTimeout   = 30 * time.Second
+	pollEvery = 50 * time.Millisecond
+	// watchedPollEvery is how often a stream asks a store that tells of
+	// its own writes (store.Watcher) for another process's.
+	watchedPollEvery = 500 * time.Millisecond
+	heartbeatEvery   = 15 * time.Second
+	writeTimeout     = 30 * time.Second
 )
 
 // events streams a run's events as server-sent events, cut from the run
@@ -69,7 +72,17 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 		return // the connection cannot stream, or the client is gone
 	}
 	ctx := r.Context()
-	poll := time.NewTicker(pollEvery)
+	// A store that tells of its writes wakes the stream when this
+	// process writes the run; the store is asked again, less often, for
+	// another process's writes.
+	every, changed := pollEvery, (<-chan struct{})(nil)
+	if wt, ok := s.cfg.Store.(store.Watcher); ok {
+		var stop func()
+		changed, stop = wt.Watch(run.ID)
+		defer stop()
+		every = watchedPollEvery
+	}
+	poll := time.NewTicker(every)
 	defer poll.Stop()
 	quietSince := time.Now()
 	// A sealed log opens from its first record: with a key, read from
@@ -135,6 +148,7 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 		case <-ctx.Done():
 			return
 		case <-poll.C:
+		case <-changed:
 		}
 	}
 }

@@ -212,6 +212,17 @@ type Store interface {
 	io.Closer
 }
 
+// Watcher is what a store that tells of its own writes can do: a reader
+// that follows a run's log as it grows (an event stream) waits for the
+// next write instead of asking again and again. It hears the writes of
+// this process only; another process's are found by asking.
+type Watcher interface {
+	// Watch returns a channel that receives after writes to runID's
+	// log or status (several writes may make one receive), and a func
+	// that ends the watch.
+	Watch(runID string) (<-chan struct{}, func())
+}
+
 // Pins is what a store that remembers agent versions can do: the first
 // run of NAME@VERSION pins the digest of what defines the version (its
 // output schema), and a later run with another digest is refused, so

@@ -166,3 +166,46 @@ func TestOpenAnyPath(t *testing.T) {
 		})
 	}
 }
+
+// TestWatch: a watcher of a run hears this process's writes to it, and
+// not another run's; once stopped it hears nothing.
+func TestWatch(t *testing.T) {
+	ctx := context.Background()
+	s, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "runs.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	for _, id := range []string{"run_w", "run_x"} {
+		if err := s.Create(ctx, store.Run{ID: id, Kind: "agent", Name: "a", Status: store.Running, Holder: "h"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	changed, stop := s.Watch("run_w")
+	write := func(id string) {
+		t.Helper()
+		if err := s.Append(ctx, store.Write{RunID: id, Holder: "h", Records: []store.Record{{Kind: store.KindEvent, Data: []byte(`{}`)}}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("run_x")
+	select {
+	case <-changed:
+		t.Fatal("a write to another run was heard")
+	default:
+	}
+	write("run_w")
+	write("run_w") // two writes, one wake-up: the reader reads both
+	select {
+	case <-changed:
+	default:
+		t.Fatal("the run's write was not heard")
+	}
+	stop()
+	write("run_w")
+	select {
+	case <-changed:
+		t.Fatal("heard after the watch was stopped")
+	default:
+	}
+}

@@ -77,6 +77,7 @@ func (s *DB) Append(ctx context.Context, w store.Write) error {
 	if err := tx.Commit(); err != nil {
 		return fmt.Errorf("store: append to run %s: %w", w.RunID, err)
 	}
+	s.watchers.notify(w.RunID)
 	return nil
 }
 

@@ -192,18 +192,20 @@ func (d *Dialect) schema() []string {
 // (memory.Backend: Memory and DB) and a prompt store (Prompts), all in
 // the same database. It is safe for concurrent use. Open makes one.
 type DB struct {
-	db      *sql.DB
-	d       Dialect
-	writer  chan struct{} // the write turn, with Dialect.SerialWrites; nil: none
-	done    func()        // ends a write turn
-	now     func() time.Time
-	queries sync.Map // query text with ? → the dialect's text
-	inserts sync.Map // number of records → prepared INSERT
+	db       *sql.DB
+	d        Dialect
+	writer   chan struct{} // the write turn, with Dialect.SerialWrites; nil: none
+	watchers watchers      // the readers waiting for a run's writes (Watch)
+	done     func()        // ends a write turn
+	now      func() time.Time
+	queries  sync.Map // query text with ? → the dialect's text
+	inserts  sync.Map // number of records → prepared INSERT
 }
 
 // What DB promises to be.
 var (
 	_ store.Store    = (*DB)(nil)
+	_ store.Watcher  = (*DB)(nil)
 	_ memory.Backend = (*DB)(nil)
 )
 
