@@ -81,12 +81,7 @@ func (m *twoStep) Generate(ctx context.Context, _ *llm.Request) (*llm.Response, 
 		return &llm.Response{Content: "Saving it first.", ToolCalls: []llm.ToolCall{{ID: "call_1_1", Name: "kv_set",
 			Arguments: json.RawMessage(`{"key": "k", "value": "v"}`)}}}, nil
 	}
-	select {
-	case <-m.release:
-		return &llm.Response{Content: "released"}, nil
-	case <-ctx.Done():
-		return nil, ctx.Err()
-	}
+	return held{m.release}.Generate(ctx, nil)
 }
 
 // cutter ends the first event stream of each run after its first write
