@@ -17,6 +17,7 @@ import (
 	"github.com/agentry/agentry/agent"
 	"github.com/agentry/agentry/event"
 	"github.com/agentry/agentry/policy"
+	"github.com/agentry/agentry/spec"
 )
 
 // chatRequest is what agentry reads of OpenAI's chat completion request;
@@ -63,7 +64,7 @@ func (m chatMessage) text() (string, error) {
 // one input key, as its input when it is a JSON object, or as "task".
 // The agent's own system prompt stands; the client's system messages and
 // earlier turns are not its input (a run is one task).
-func chatInput(a *agent.Agent, msgs []chatMessage) (map[string]any, error) {
+func chatInput(sp *spec.Spec, msgs []chatMessage) (map[string]any, error) {
 	for i := len(msgs) - 1; i >= 0; i-- {
 		if msgs[i].Role != "user" {
 			continue
@@ -73,14 +74,14 @@ func chatInput(a *agent.Agent, msgs []chatMessage) (map[string]any, error) {
 			return nil, err
 		}
 		var obj map[string]any
-		keys := a.Spec().InputKeys
+		keys := sp.InputKeys
 		switch {
 		case json.Unmarshal([]byte(text), &obj) == nil && len(keys) != 1:
 			return obj, nil
 		case len(keys) == 1:
 			return map[string]any{keys[0]: text}, nil
 		case len(keys) > 1:
-			return nil, fmt.Errorf("agent %s takes %s: send them as a JSON object in the user message", a.Name(), strings.Join(keys, ", "))
+			return nil, fmt.Errorf("agent %s takes %s: send them as a JSON object in the user message", sp.AgentName, strings.Join(keys, ", "))
 		}
 		return map[string]any{"task": text}, nil
 	}
@@ -109,7 +110,8 @@ func (s *Server) chatCompletions(w http.ResponseWriter, r *http.Request) {
 		writeOpenAIError(w, http.StatusNotFound, "model_not_found", fmt.Sprintf("model %q: no such agent is served (GET /v1/models lists them)", req.Model))
 		return
 	}
-	input, err := chatInput(a, req.Messages)
+	sp := a.Spec()
+	input, err := chatInput(&sp, req.Messages)
 	if err != nil {
 		writeOpenAIError(w, http.StatusBadRequest, "invalid_messages", err.Error())
 		return
@@ -124,15 +126,10 @@ func (s *Server) chatCompletions(w http.ResponseWriter, r *http.Request) {
 	}
 	var text *chunks
 	if req.Stream {
-		text = &chunks{ready: make(chan struct{}, 1), live: len(a.Spec().Tools) == 0}
+		text = &chunks{ready: make(chan struct{}, 1), live: len(sp.Tools) == 0}
 		opts = append(opts, agent.WithEvents(text.add, event.Inline(), event.Types(event.ContentChunk, event.ToolCallStart, event.TurnEnd)))
 	}
-	if err := s.admit(); err != nil {
-		status := http.StatusTooManyRequests
-		if errors.Is(err, errStopping) {
-			status = http.StatusServiceUnavailable
-		}
-		writeOpenAIError(w, status, "unavailable", err.Error())
+	if !s.takeSlotWith(w, writeOpenAIError) {
 		return
 	}
 	sess, err := a.NewSession(input, opts...)

@@ -160,14 +160,17 @@ func (s *Server) background(sess *agent.Session, a *agent.Agent, owned bool, p p
 
 // takeSlot takes a slot for a run, or answers 429 (503 once the server
 // is stopping).
-func (s *Server) takeSlot(w http.ResponseWriter) bool {
+func (s *Server) takeSlot(w http.ResponseWriter) bool { return s.takeSlotWith(w, writeError) }
+
+// takeSlotWith is takeSlot with its refusal written by fail.
+func (s *Server) takeSlotWith(w http.ResponseWriter, fail func(w http.ResponseWriter, status int, code, message string)) bool {
 	switch s.admit() {
 	case errStopping:
-		writeError(w, http.StatusServiceUnavailable, "stopping", "the server is shutting down; try another")
+		fail(w, http.StatusServiceUnavailable, "stopping", "the server is shutting down; try another")
 		return false
 	case errFull:
 		w.Header().Set("Retry-After", "1")
-		writeError(w, http.StatusTooManyRequests, "too_many_runs", fmt.Sprintf("the server runs %d runs at once; try again", cap(s.slots)))
+		fail(w, http.StatusTooManyRequests, "too_many_runs", fmt.Sprintf("the server runs %d runs at once; try again", cap(s.slots)))
 		return false
 	}
 	return true
