@@ -2,7 +2,6 @@ package server
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -13,13 +12,13 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"go.uber.org/goleak"
 
 	"github.com/agentry/agentry/agent"
+	"github.com/agentry/agentry/internal/syncbuf"
 	"github.com/agentry/agentry/llm"
 	"github.com/agentry/agentry/llm/scripted"
 	"github.com/agentry/agentry/policy"
@@ -135,6 +134,23 @@ func (f *fixture) do(t *testing.T, method, path, key, body string) (int, map[str
 	}
 	checkResponse(t, method, path, resp.StatusCode, data)
 	return resp.StatusCode, out
+}
+
+// waiting starts a run of the waiter (held until f.release closes) and
+// opens its event stream, closed when the test ends.
+func (f *fixture) waiting(t *testing.T) (id string, stream io.ReadCloser) {
+	t.Helper()
+	code, created := f.do(t, "POST", "/v1/runs", "", `{"agent": "waiter", "input": {"task": "wait"}}`)
+	if code != 201 || created["status"] != "running" {
+		t.Fatalf("%d %v", code, created)
+	}
+	id = created["run_id"].(string)
+	resp, err := http.Get(f.http.URL + "/v1/runs/" + id + "/events")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { resp.Body.Close() })
+	return id, resp.Body
 }
 
 // post sends body as JSON to url with the given headers and returns the
@@ -279,19 +295,10 @@ func TestRunLifecycle(t *testing.T) {
 // when it connects; aborting it ends it as aborted.
 func TestLiveEvents(t *testing.T) {
 	f := newFixture(t, Config{})
-	code, created := f.do(t, "POST", "/v1/runs", "", `{"agent": "waiter", "input": {"task": "wait"}}`)
-	if code != 201 || created["status"] != "running" {
-		t.Fatalf("%d %v", code, created)
-	}
-	id := created["run_id"].(string)
 	// The stream is open, and has shown the run's start, before the
 	// model answers.
-	resp, err := http.Get(f.http.URL + "/v1/runs/" + id + "/events")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	rd := bufio.NewReader(resp.Body)
+	id, stream := f.waiting(t)
+	rd := bufio.NewReader(stream)
 	if line, err := rd.ReadString('\n'); err != nil || !strings.HasPrefix(line, "id: ") {
 		t.Fatalf("the stream's first line %q, %v", line, err)
 	}
@@ -309,7 +316,7 @@ func TestLiveEvents(t *testing.T) {
 	}
 	// Abort: a run still going ends aborted; one that ended is a conflict.
 	f2 := newFixture(t, Config{})
-	_, created = f2.do(t, "POST", "/v1/runs", "", `{"agent": "waiter"}`)
+	_, created := f2.do(t, "POST", "/v1/runs", "", `{"agent": "waiter"}`)
 	id = created["run_id"].(string)
 	waitFor(t, func() bool { _, r := f2.do(t, "GET", "/v1/runs/"+id, "", ""); return r["status"] == "running" })
 	if code, body := f2.do(t, "POST", "/v1/runs/"+id+"/abort", "", ""); code != 202 {
@@ -734,19 +741,10 @@ func TestResumeInterruptedKeepsRoles(t *testing.T) {
 // the client, reading at last, gets every event to run_end.
 func TestSlowClient(t *testing.T) {
 	f := newFixture(t, Config{})
-	code, created := f.do(t, "POST", "/v1/runs", "", `{"agent": "waiter"}`)
-	if code != 201 {
-		t.Fatalf("%d %v", code, created)
-	}
-	id := created["run_id"].(string)
-	resp, err := http.Get(f.http.URL + "/v1/runs/" + id + "/events")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
+	id, stream := f.waiting(t)
 	close(f.release) // the run goes on; the client reads nothing yet
 	waitFor(t, func() bool { _, r := f.do(t, "GET", "/v1/runs/"+id, "", ""); return r["status"] == "completed" })
-	events := parseSSE(t, resp.Body)
+	events := parseSSE(t, stream)
 	if len(events) < 3 || events[0].typ != "run_start" || events[len(events)-1].typ != "run_end" {
 		t.Errorf("the slow client's events: %v", events)
 	}
@@ -792,7 +790,7 @@ func TestRunModel(t *testing.T) {
 // answered, naming its route, status, caller, run and trace; an event
 // stream's when it ends.
 func TestRequestLog(t *testing.T) {
-	var buf syncBuffer
+	var buf syncbuf.Buffer
 	keys := []Key{{Name: "rui", SHA256: HashKey("run-key"), Role: RoleRunner}}
 	f := newFixture(t, Config{Keys: keys, Logger: slog.New(slog.NewJSONHandler(&buf, nil))})
 	post(t, f.http.URL+"/v1/runs?wait=true", `{"agent": "greeter"}`,
@@ -813,24 +811,6 @@ func TestRequestLog(t *testing.T) {
 	if r := recs[1]; r["route"] != "GET /v1/runs/{id}" || r["status"] != 404.0 || r["run_id"] != "nope" {
 		t.Errorf("a missing run's request: %v", r)
 	}
-}
-
-// syncBuffer is a bytes.Buffer the server's goroutines write to.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 // TestBadKeys: New refuses keys LoadKeys would, naming the problem.
@@ -859,13 +839,8 @@ func TestBadKeys(t *testing.T) {
 func TestHeartbeat(t *testing.T) {
 	f := newFixture(t, Config{})
 	f.srv.heartbeat = 20 * time.Millisecond
-	_, created := f.do(t, "POST", "/v1/runs", "", `{"agent": "waiter"}`)
-	resp, err := http.Get(f.http.URL + "/v1/runs/" + created["run_id"].(string) + "/events")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	rd := bufio.NewReader(resp.Body)
+	_, stream := f.waiting(t)
+	rd := bufio.NewReader(stream)
 	for {
 		line, err := rd.ReadString('\n')
 		if err != nil {
@@ -916,18 +891,13 @@ func TestClientGoes(t *testing.T) {
 // 429 and Retry-After; once one closes there is room again.
 func TestStreamLimit(t *testing.T) {
 	f := newFixture(t, Config{MaxStreams: 1})
-	_, created := f.do(t, "POST", "/v1/runs", "", `{"agent": "waiter"}`)
-	id := created["run_id"].(string)
-	resp, err := http.Get(f.http.URL + "/v1/runs/" + id + "/events")
-	if err != nil {
-		t.Fatal(err)
-	}
+	id, stream := f.waiting(t)
 	if code, body := f.do(t, "GET", "/v1/runs/"+id+"/events", "", ""); code != 429 {
 		t.Errorf("a second stream: %d %v", code, body)
 	}
 	close(f.release)
-	parseSSE(t, resp.Body) // to the run's end: the stream closes
-	resp.Body.Close()
+	parseSSE(t, stream) // to the run's end: the stream closes
+	stream.Close()
 	waitFor(t, func() bool {
 		req, _ := http.NewRequest("GET", f.http.URL+"/v1/runs/"+id+"/events", nil)
 		r, err := http.DefaultClient.Do(req)

@@ -8,11 +8,11 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/agentry/agentry/internal/syncbuf"
 	"github.com/agentry/agentry/server"
 )
 
@@ -20,26 +20,7 @@ import (
 type served struct {
 	cmd  *exec.Cmd
 	base string
-	out  *lockedBuffer
-}
-
-// lockedBuffer is the process's output, written by the goroutine that
-// copies it and read by the test.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
+	out  *syncbuf.Buffer
 }
 
 // startServe starts agentry serve with args on a free loopback port (the
@@ -47,7 +28,7 @@ func (l *lockedBuffer) String() string {
 // answers.
 func startServe(t *testing.T, args ...string) *served {
 	t.Helper()
-	s := &served{out: &lockedBuffer{}}
+	s := &served{out: &syncbuf.Buffer{}}
 	s.cmd = exec.Command(binary(t), append([]string{"serve", "--addr", "127.0.0.1:0"}, args...)...)
 	s.cmd.Stdout, s.cmd.Stderr = s.out, s.out
 	if err := s.cmd.Start(); err != nil {
