@@ -49,30 +49,54 @@ func (s *Server) resume(w http.ResponseWriter, r *http.Request) {
 	case req.Answer != "":
 		writeError(w, http.StatusBadRequest, "invalid_request", `"answer" answers a pipeline's question: an agent's run takes "approve" and "deny"`)
 		return
+	}
+	sess, a, ok := s.resumeAgent(w, r, run, req, writeError)
+	if !ok {
+		return
+	}
+	// The run goes on for the user it acts for; the approver's roles
+	// decide what it may do now.
+	p := policy.PrincipalFrom(r.Context())
+	s.start(w, r, sess, a, true, policy.Principal{Roles: p.Roles}, http.StatusAccepted)
+}
+
+// failFunc writes an error answer in a route's shape (agentry's, or a
+// protocol's).
+type failFunc func(w http.ResponseWriter, status int, code, message string)
+
+// resumeAgent resumes the stored agent run with the decisions of req, in
+// a slot it takes for it, after checking that it resumes: an agent's
+// run, awaiting approval or interrupted, of a served agent (an inline
+// spec's only for an admin). more are further options of the resumed
+// session. Refusals are answered by fail; ok false then. The caller runs
+// the session, and closes the agent when it ends.
+func (s *Server) resumeAgent(w http.ResponseWriter, r *http.Request, run store.Run, req resumeRequest, fail failFunc,
+	more ...agent.RunOption) (sess *agent.Session, a *agent.Agent, ok bool) {
+	switch {
 	case run.Kind != "agent":
-		writeError(w, http.StatusConflict, "conflict", fmt.Sprintf("run %s is a %s's: it does not resume over HTTP", run.ID, run.Kind))
-		return
+		fail(w, http.StatusConflict, "conflict", fmt.Sprintf("run %s is a %s's: it does not resume over HTTP", run.ID, run.Kind))
+		return nil, nil, false
 	case !run.Status.Resumable():
-		writeError(w, http.StatusConflict, "conflict", fmt.Sprintf("run %s is %s: only a run awaiting approval or interrupted resumes", run.ID, run.Status))
-		return
+		fail(w, http.StatusConflict, "conflict", fmt.Sprintf("run %s is %s: only a run awaiting approval or interrupted resumes", run.ID, run.Status))
+		return nil, nil, false
 	}
 	if _, err := s.cfg.Agents.Get(run.Name + "@" + run.Version); err != nil && roleOf(policy.PrincipalFrom(r.Context())) != RoleAdmin {
 		// Not a served agent: an inline spec's run, which only an admin
 		// may run, and so resume.
-		writeError(w, http.StatusForbidden, "forbidden", fmt.Sprintf("run %s is of an inline spec (%s@%s): resuming it needs the role admin", run.ID, run.Name, run.Version))
-		return
+		fail(w, http.StatusForbidden, "forbidden", fmt.Sprintf("run %s is of an inline spec (%s@%s): resuming it needs the role admin", run.ID, run.Name, run.Version))
+		return nil, nil, false
 	}
 	a, err := agent.Stored(r.Context(), s.cfg.Store, run.ID, s.cfg.AgentOptions...)
 	if err != nil {
-		writeError(w, http.StatusInternalServerError, "error", fmt.Sprintf("run %s: its agent does not build: %v", run.ID, err))
-		return
+		fail(w, http.StatusInternalServerError, "error", fmt.Sprintf("run %s: its agent does not build: %v", run.ID, err))
+		return nil, nil, false
 	}
 	// The audit log names who decided: the key's name.
 	approver := policy.PrincipalFrom(r.Context()).UserID
 	if approver == "" {
 		approver = "anonymous" // a server without keys
 	}
-	opts := []agent.RunOption{agent.DecidedBy(approver)}
+	opts := append([]agent.RunOption{agent.DecidedBy(approver)}, more...)
 	if len(req.Approve) > 0 {
 		opts = append(opts, agent.Approve(req.Approve...))
 	}
@@ -82,11 +106,11 @@ func (s *Server) resume(w http.ResponseWriter, r *http.Request) {
 	if req.Reason != "" {
 		opts = append(opts, agent.WithDenyReason(req.Reason))
 	}
-	if !s.takeSlot(w) {
+	if !s.takeSlotWith(w, fail) {
 		a.Close()
-		return
+		return nil, nil, false
 	}
-	sess, err := a.Resume(r.Context(), s.cfg.Store, run.ID, opts...)
+	sess, err = a.Resume(r.Context(), s.cfg.Store, run.ID, opts...)
 	if err != nil {
 		s.release()
 		a.Close()
@@ -94,13 +118,10 @@ func (s *Server) resume(w http.ResponseWriter, r *http.Request) {
 		if errors.Is(err, agent.ErrNotResumable) || errors.Is(err, store.ErrHeld) {
 			status, code = http.StatusConflict, "conflict"
 		}
-		writeError(w, status, code, err.Error())
-		return
+		fail(w, status, code, err.Error())
+		return nil, nil, false
 	}
-	// The run goes on for the user it acts for; the approver's roles
-	// decide what it may do now.
-	p := policy.PrincipalFrom(r.Context())
-	s.start(w, r, sess, a, true, policy.Principal{Roles: p.Roles}, http.StatusAccepted)
+	return sess, a, true
 }
 
 // startedFor is the principal a run started for, as its log says: a run

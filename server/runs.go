@@ -163,7 +163,7 @@ func (s *Server) background(sess *agent.Session, a *agent.Agent, owned bool, p p
 func (s *Server) takeSlot(w http.ResponseWriter) bool { return s.takeSlotWith(w, writeError) }
 
 // takeSlotWith is takeSlot with its refusal written by fail.
-func (s *Server) takeSlotWith(w http.ResponseWriter, fail func(w http.ResponseWriter, status int, code, message string)) bool {
+func (s *Server) takeSlotWith(w http.ResponseWriter, fail failFunc) bool {
 	switch s.admit() {
 	case errStopping:
 		fail(w, http.StatusServiceUnavailable, "stopping", "the server is shutting down; try another")

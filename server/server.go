@@ -225,8 +225,7 @@ func (s *Server) route(pattern string, min Role, h func(http.ResponseWriter, *ht
 
 // routeWith is route with the errors of the caller's refusal written by
 // fail (an OpenAI-compatible route writes them in OpenAI's shape).
-func (s *Server) routeWith(pattern string, min Role, fail func(w http.ResponseWriter, status int, code, message string),
-	h func(http.ResponseWriter, *http.Request)) {
+func (s *Server) routeWith(pattern string, min Role, fail failFunc, h func(http.ResponseWriter, *http.Request)) {
 	s.patterns = append(s.patterns, pattern)
 	s.mux.HandleFunc(pattern, s.logged(pattern, func(w http.ResponseWriter, r *http.Request) {
 		if err := s.sameOrigin(r); err != nil {
