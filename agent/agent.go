@@ -20,6 +20,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"go.opentelemetry.io/otel/metric"
@@ -44,11 +45,13 @@ type Agent struct {
 	planner      Planner      // from the mode table or WithPlanner
 	provider     llm.Provider // the whole model chain
 	providerName string
-	model        string // the id the provider is called with
-	priceModel   string // the model prices are looked up for
-	modelName    string // the model as the spec or --model wrote it
-	tools        map[string]*binding
-	toolSpecs    []llm.ToolSpec
+	model        string                    // the id the provider is called with
+	priceModel   string                    // the model prices are looked up for
+	modelName    string                    // the model as the spec or --model wrote it
+	tools        toolTable                 // as built
+	live         atomic.Pointer[toolTable] // as an MCP server's tools changed since; nil until then
+	mcp          []*mcpSet                 // the MCP servers whose tools it has
+	mcpMu        sync.Mutex                // one refresh of live at a time
 	inputSchema  *schema.Schema
 	inputLabels  map[string]string   // "input:KEY" for the spec's input keys, made once
 	prompt       *prompt.AgentPrompt // set when the spec has an output schema
@@ -86,6 +89,7 @@ type binding struct {
 	label   string   // "tool:NAME", the Result's context_used, made once
 	sub     *Agent   // set for agent:NAME tools
 	handoff *handoff // set for transfer_to_NAME tools
+	set     *mcpSet  // set for an MCP server's tools
 }
 
 type options struct {

@@ -37,7 +37,7 @@ func (r *run) runTools(d *Decision) {
 	clear(results)
 	var transfer = -1
 	for i := range calls {
-		if b := r.a.tools[calls[i].Name]; b != nil && b.handoff != nil && transfer < 0 {
+		if b := r.a.table().byName[calls[i].Name]; b != nil && b.handoff != nil && transfer < 0 {
 			transfer = i
 		}
 	}
@@ -102,7 +102,7 @@ func (r *run) exec(index, base int, call *llm.ToolCall, res *ToolResult, transfe
 	res.Call = *call
 	start := time.Now()
 	res.at = r.since(r.runStart, start)
-	b := r.a.tools[call.Name]
+	b := r.a.table().byName[call.Name]
 	attempts := 0
 	switch {
 	case !checked && r.ctx.Err() != nil:
@@ -116,7 +116,7 @@ func (r *run) exec(index, base int, call *llm.ToolCall, res *ToolResult, transfe
 	default:
 		c := &tool.Call{ID: call.ID, Name: call.Name, Arguments: call.Arguments, Tool: b.tool, Info: b.info,
 			Turn: r.st.Turn, Index: index, Started: start, Time: r.at(start),
-			Run: r.info, Budget: r.remaining(index + 1)}
+			Run: r.info, Budget: r.remaining(index + 1), Reporter: r}
 		out, err := b.handler(r.ctx, c)
 		attempts = c.Attempt
 		res.attachments = c.Attachments()
@@ -164,8 +164,8 @@ func (r *run) callEnded(tc *event.ToolCall, res *ToolResult, attempts int) {
 }
 
 func (r *run) toolNames() string {
-	names := make([]string, 0, len(r.a.tools))
-	for n := range r.a.tools {
+	names := make([]string, 0, len(r.a.table().byName))
+	for n := range r.a.table().byName {
 		names = append(names, n)
 	}
 	sort.Strings(names)
@@ -237,7 +237,7 @@ func (r *run) record(thought string, call *llm.ToolCall, res *ToolResult) {
 		r.warn("the result of %s (call %s) was cut from %d to %d bytes for the model", call.Name, call.ID, len(res.Output), len(res.Observation))
 	}
 	r.attach(res.attachments)
-	_, rec.known = r.a.tools[res.Call.Name]
+	_, rec.known = r.a.table().byName[res.Call.Name]
 	if res.Hints != nil {
 		r.noteHints(res.Hints)
 	}

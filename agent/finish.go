@@ -172,7 +172,7 @@ func (a *Agent) contextUsed(st *State) []string {
 	}
 	slices.Sort(out) // as the keys sort: the prefix is the same
 	for _, t := range st.ToolsUsed {
-		if b := a.tools[t]; b != nil && b.label != "" {
+		if b := a.table().byName[t]; b != nil && b.label != "" {
 			out = append(out, b.label)
 		} else {
 			out = append(out, "tool:"+t)

@@ -166,7 +166,7 @@ func (r *run) transfer(b *binding, call *llm.ToolCall, index int, start time.Tim
 // transcript stays; the system prompt, tools, model and limits become the
 // target's.
 func (r *run) takeHandoff(call *llm.ToolCall) {
-	target, _ := r.a.tools[call.Name].handoff.agent() // built by exec
+	target, _ := r.a.table().byName[call.Name].handoff.agent() // built by exec
 	msgs, _ := toolsMessages(target, r.st.Input)
 	if len(msgs) > 1 && msgs[0].Role == llm.RoleSystem {
 		if len(r.st.Messages) > 0 && r.st.Messages[0].Role == llm.RoleSystem {

@@ -205,7 +205,7 @@ func (r *run) prepare(ctx context.Context) context.Context {
 // setRequest prepares the request the model is called with; a handoff
 // calls it again for the new agent.
 func (r *run) setRequest(a *Agent) {
-	r.req = llm.Request{Model: a.model, Tools: a.toolSpecs, Temperature: a.spec.Temperature,
+	r.req = llm.Request{Model: a.model, Tools: a.table().specs, Temperature: a.spec.Temperature,
 		TopP: a.spec.TopP, MaxOutputTokens: a.spec.MaxOutputTokens, ResponseSchema: a.spec.OutputSchema}
 	if _, ok := r.planner.(reactPlanner); ok {
 		// The text protocol: tools are described in the prompt, the final
@@ -340,6 +340,9 @@ func (r *run) skip(calls []llm.ToolCall, why error) {
 }
 
 func (r *run) startTurn() {
+	if r.a.mcp != nil {
+		r.refreshTools()
+	}
 	r.logger.turnStart()
 	if r.s.bus.Active() {
 		now := r.now()

@@ -59,13 +59,13 @@ func TestToolTimeoutPrecedence(t *testing.T) {
 	}
 	a := newTestAgent(t, `{`+base+`, "tools": ["w1", "w2", "w3"], "limits": {"tool_timeout_ms": 30000, "tool_timeouts_ms": {"w1": 5}}}`,
 		&recorder{}, waits("w1", time.Hour), waits("w2", 5*time.Millisecond), waits("w3", 0))
-	if got := a.toolTimeout(a.tools["w1"].info); got != 5*time.Millisecond {
+	if got := a.toolTimeout(a.tools.byName["w1"].info); got != 5*time.Millisecond {
 		t.Errorf("the spec's per-tool timeout lost to the tool's own: %v", got)
 	}
-	if got := a.toolTimeout(a.tools["w2"].info); got != 5*time.Millisecond {
+	if got := a.toolTimeout(a.tools.byName["w2"].info); got != 5*time.Millisecond {
 		t.Errorf("the tool's own timeout lost to tool_timeout_ms: %v", got)
 	}
-	if got := a.toolTimeout(a.tools["w3"].info); got != 30*time.Second {
+	if got := a.toolTimeout(a.tools.byName["w3"].info); got != 30*time.Second {
 		t.Errorf("tool_timeout_ms not used: %v", got)
 	}
 }

@@ -79,7 +79,7 @@ func (a *Agent) checkPolicy() []string {
 	probs := policy.CheckRules(a.o.rules)
 	if p := a.spec.Policy; p != nil {
 		for name := range p.RateLimits {
-			if _, ok := a.tools[name]; !ok && name != "*" {
+			if _, ok := a.tools.byName[name]; !ok && name != "*" {
 				probs = append(probs, fmt.Sprintf("policy.rate_limits.%s: the agent has no tool %q (name one of its tools, or *)", name, name))
 			}
 		}

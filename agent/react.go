@@ -84,7 +84,7 @@ func reactMessages(a *Agent, input map[string]any) ([]llm.Message, []string) {
 	if a.limits.TimeoutMS > 0 {
 		d.Timeout = (time.Duration(a.limits.TimeoutMS) * time.Millisecond).String()
 	}
-	for _, ts := range a.toolSpecs {
+	for _, ts := range a.table().specs {
 		d.Tools = append(d.Tools, react.Tool{Name: ts.Name, Description: ts.Description, Parameters: compactSchema(ts.Parameters)})
 	}
 	if a.fewShot() {
@@ -233,7 +233,7 @@ func reactObservation(obs string, h *tool.Hints, notes []string) string {
 // what the reads see, so it forgets them (a get, set, get is no
 // contradiction).
 func (r *run) checkContradiction(rs *reasoning, res *ToolResult) {
-	b := r.a.tools[res.Call.Name]
+	b := r.a.table().byName[res.Call.Name]
 	if b == nil {
 		return // no such tool: nothing ran
 	}

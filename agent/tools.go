@@ -17,9 +17,11 @@ import (
 
 func (a *Agent) bindTools(o options) []string {
 	var problems []string
-	a.tools = make(map[string]*binding, len(a.spec.Tools))
+	a.tools.byName = make(map[string]*binding, len(a.spec.Tools))
 	conn, cprobs := a.connectorTools(o)
 	problems = append(problems, cprobs...)
+	sets, mprobs := a.openMCP(o)
+	problems = append(problems, mprobs...)
 	var mem map[string]tool.Tool
 	if a.mem != nil {
 		mem = memtool.Tools()
@@ -43,6 +45,9 @@ func (a *Agent) bindTools(o options) []string {
 				a.closers = append(a.closers, sub.Close)
 			}
 			b = &binding{tool: subTool{sub}, sub: sub}
+		} else if _, _, ok := spec.ParseMCPTool(name); ok {
+			problems = append(problems, a.bindMCP(i, name, sets)...)
+			continue
 		} else {
 			t := conn[name]
 			if t == nil {
@@ -68,7 +73,7 @@ func (a *Agent) bindTools(o options) []string {
 	}
 	if a.mem != nil && a.mem.spec.Tools {
 		for _, name := range memtool.MemoryNames {
-			if _, bound := a.tools[name]; !bound {
+			if _, bound := a.tools.byName[name]; !bound {
 				if err := a.addBinding(&binding{tool: mem[name]}); err != nil {
 					problems = append(problems, fmt.Sprintf("memory.tools: %v", err))
 				}
@@ -76,12 +81,12 @@ func (a *Agent) bindTools(o options) []string {
 		}
 	}
 	for name := range a.limits.ToolTimeoutsMS {
-		if _, ok := a.tools[name]; !ok {
+		if _, ok := a.tools.byName[name]; !ok {
 			problems = append(problems, fmt.Sprintf("limits.tool_timeouts_ms.%s: the agent has no tool %q", name, name))
 		}
 	}
 	for _, name := range slices.Sorted(maps.Keys(a.retry.Tools)) {
-		if _, ok := a.tools[name]; !ok {
+		if _, ok := a.tools.byName[name]; !ok {
 			problems = append(problems, fmt.Sprintf("retry.tools.%s: the agent has no tool %q", name, name))
 		}
 	}
@@ -116,12 +121,12 @@ func (a *Agent) connectorTools(o options) (map[string]tool.Tool, []string) {
 func (a *Agent) addBinding(b *binding) error {
 	b.info = b.tool.Info()
 	b.label = "tool:" + b.info.Name
-	if _, dup := a.tools[b.info.Name]; dup {
+	if _, dup := a.tools.byName[b.info.Name]; dup {
 		return fmt.Errorf("two tools are named %q", b.info.Name)
 	}
 	b.handler = a.toolChain(b.info)
-	a.tools[b.info.Name] = b
-	a.toolSpecs = append(a.toolSpecs, llm.ToolSpec{Name: b.info.Name, Description: describe(b.info), Parameters: b.info.Parameters})
+	a.tools.byName[b.info.Name] = b
+	a.tools.specs = append(a.tools.specs, llm.ToolSpec{Name: b.info.Name, Description: describe(b.info), Parameters: b.info.Parameters})
 	return nil
 }
 

@@ -12,12 +12,16 @@ type Type string
 
 // The event types, in the order a run emits them.
 const (
-	RunStart       Type = "run_start"
-	TurnStart      Type = "turn_start"
-	Thinking       Type = "thinking"
-	ContentChunk   Type = "content_chunk"
-	ToolCallStart  Type = "tool_call_start"
-	ToolCallEnd    Type = "tool_call_end"
+	RunStart      Type = "run_start"
+	TurnStart     Type = "turn_start"
+	Thinking      Type = "thinking"
+	ContentChunk  Type = "content_chunk"
+	ToolCallStart Type = "tool_call_start"
+	ToolCallEnd   Type = "tool_call_end"
+	// ToolProgress: a tool told how far its call got, or its server
+	// logged a message, while the call ran (Tool: the call's id and name;
+	// Progress: what it said).
+	ToolProgress   Type = "tool_progress"
 	PolicyDecision Type = "policy_decision"
 	Retry          Type = "retry"
 	// Compaction: the transcript was shortened to fit the model's context
@@ -51,6 +55,8 @@ type Event struct {
 	Content string `json:"content,omitempty"`
 	// Tool is set on tool_call_start and tool_call_end.
 	Tool *ToolCall `json:"tool,omitempty"`
+	// Progress is set on tool_progress.
+	Progress *Progress `json:"progress,omitempty"`
 	// Attempt is the failed attempt of a retry event (1 for the first).
 	Attempt int `json:"attempt,omitempty"`
 	// WaitMS is how long a retry waits.
@@ -85,6 +91,16 @@ type ToolCall struct {
 	Error      string          `json:"error,omitempty"`
 	DurationMS float64         `json:"duration_ms,omitempty"`
 	Attempts   int             `json:"attempts,omitempty"`
+}
+
+// Progress is what a tool told of its call while it ran: how far it got
+// (Progress of Total; Total 0 when unknown) and a message; a message its
+// server logged has Level set.
+type Progress struct {
+	Progress float64 `json:"progress,omitempty"`
+	Total    float64 `json:"total,omitempty"`
+	Message  string  `json:"message,omitempty"`
+	Level    string  `json:"level,omitempty"`
 }
 
 // ErrorInfo is an error as events carry it.

@@ -347,6 +347,9 @@ func (r *Redactor) Event(e *event.Event) {
 	if e.Error != nil {
 		e.Error.Message = r.String(e.Error.Message)
 	}
+	if e.Progress != nil {
+		e.Progress.Message = r.String(e.Progress.Message)
+	}
 	for k, v := range e.Data {
 		switch v := v.(type) {
 		case string:

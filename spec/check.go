@@ -54,6 +54,7 @@ func (s *Spec) Compile() (*Schemas, error) {
 	s.checkMode(&c)
 	s.checkIO(&c, &sc)
 	c.p = append(c.p, s.checkEnums()...)
+	s.checkMCP(&c)
 	s.checkTools(&c)
 	s.checkVars(&c, sc.Input)
 	if s.Memory != nil {
@@ -228,6 +229,8 @@ func (s *Spec) checkTools(c *checker) {
 			if !ValidName(ref) {
 				c.bad("tools[%d] %q: bad agent name", i, name)
 			}
+		} else if server, tn, ok := ParseMCPTool(name); ok {
+			s.checkMCPTool(c, i, name, server, tn)
 		} else if !tool.ValidName(name) {
 			c.bad("tools[%d] %q is not a valid tool name", i, name)
 		}

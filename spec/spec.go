@@ -84,8 +84,11 @@ type Spec struct {
 	Defaults     map[string]any      `json:"defaults,omitempty"`
 
 	// Tools names tools of the registry; "agent:NAME" makes another agent
-	// a tool.
+	// a tool; "mcp:SERVER/TOOL" and "mcp:SERVER/*" take tools from an MCP
+	// server of MCPServers.
 	Tools []string `json:"tools,omitempty"`
+	// MCPServers are the MCP servers whose tools the agent may use.
+	MCPServers []MCPServer `json:"mcp_servers,omitempty"`
 	// Handoffs name agents ("NAME[@VERSION]") this one may pass the
 	// conversation and control to, through a transfer_to_NAME tool.
 	Handoffs []string          `json:"handoffs,omitempty"`

@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/agentry/agentry/event"
 	"github.com/agentry/agentry/internal/lazyctx"
 	"github.com/agentry/agentry/retry"
 )
@@ -45,6 +46,10 @@ type Call struct {
 	Run    *Run
 	Budget Budget
 
+	// Reporter receives what the tool Reports while the call runs (the
+	// run turns it into tool_progress events); nil drops it.
+	Reporter ProgressReporter
+
 	// The first attempt's context and deadline live in the call, so that
 	// handing them over allocates nothing; later attempts make their own
 	// (a tool may still hold an earlier attempt's).
@@ -61,6 +66,21 @@ func (c *Call) Attach(name, ref string) {
 		c.attachments = map[string]string{}
 	}
 	c.attachments[name] = ref
+}
+
+// ProgressReporter receives the progress tools report of their calls.
+// Calls may report concurrently.
+type ProgressReporter interface {
+	ReportProgress(call *Call, p event.Progress)
+}
+
+// Report passes p, how far the call got or what its server logged, to
+// the call's Reporter; it does nothing when the call has none. A tool
+// finds its call with CallFrom.
+func (c *Call) Report(p event.Progress) {
+	if c != nil && c.Reporter != nil {
+		c.Reporter.ReportProgress(c, p)
+	}
 }
 
 // Attachments are what the call attached.

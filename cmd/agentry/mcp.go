@@ -1,0 +1,202 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/spf13/cobra"
+
+	"github.com/agentry/agentry/spec"
+	"github.com/agentry/agentry/tool/mcp"
+)
+
+func newMCPCmd(stdout, stderr io.Writer) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "mcp",
+		Short: "Use MCP servers, and serve agents as one",
+	}
+	cmd.AddCommand(newMCPToolsCmd(stdout))
+	return cmd
+}
+
+// mcpToolInfo is one tool as `mcp tools --json` prints it.
+type mcpToolInfo struct {
+	Server      string          `json:"server"`
+	Name        string          `json:"name"`
+	Remote      string          `json:"remote_name"`
+	Description string          `json:"description,omitempty"`
+	Idempotency string          `json:"idempotency"`
+	Risk        string          `json:"risk,omitempty"`
+	InputSchema json.RawMessage `json:"input_schema"`
+}
+
+func newMCPToolsCmd(stdout io.Writer) *cobra.Command {
+	var (
+		cfg       spec.MCPServer
+		server    string
+		env, hdrs []string
+		asJSON    bool
+	)
+	cmd := &cobra.Command{
+		Use:   "tools SERVER-SPEC",
+		Short: "List an MCP server's tools as agents see them",
+		Long: `List the tools of an MCP server: the name a model calls each by, the server's
+name for it, its idempotency class and risk (from its annotations) and its
+description. SERVER-SPEC is one of:
+
+  an http or https URL            a remote server (--transport sse for the legacy transport)
+  an agent spec (.json)           the servers of its mcp_servers (--server NAME for one)
+  a command and its arguments     a stdio server, after --: agentry mcp tools -- mcp-server-everything stdio
+
+A server that cannot be started or reached is an error naming it (exit 1).`,
+		Example: `  agentry mcp tools -- npx -y @modelcontextprotocol/server-everything stdio
+  agentry mcp tools http://127.0.0.1:3001/mcp --header "Authorization=Bearer \${env:TOKEN}"
+  agentry mcp tools agents/files/v1.json --server fs`,
+		Args: cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			servers, baseDir, err := mcpServers(args, cfg, server, env, hdrs)
+			if err != nil {
+				return usageErr(err)
+			}
+			var list []mcpToolInfo
+			for _, s := range servers {
+				c, err := mcp.Open(cmd.Context(), s, mcp.Options{BaseDir: baseDir, Version: version()})
+				if err != nil {
+					return runFailed(err)
+				}
+				tools, err := c.Tools(cmd.Context())
+				c.Close()
+				if err != nil {
+					return runFailed(err)
+				}
+				for _, t := range tools {
+					info := t.Info()
+					list = append(list, mcpToolInfo{Server: s.Name, Name: info.Name, Remote: t.Remote(), Description: info.Description,
+						Idempotency: string(info.Idempotency), Risk: string(info.Risk), InputSchema: info.Parameters})
+				}
+			}
+			if asJSON {
+				if list == nil {
+					list = []mcpToolInfo{}
+				}
+				if err := writeJSON(stdout, list); err != nil {
+					return runFailed(err)
+				}
+				return nil
+			}
+			printMCPTools(stdout, list)
+			return nil
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&cfg.Transport, "transport", "", "streamable_http (the default for a URL) or sse")
+	f.StringArrayVar(&hdrs, "header", nil, "a header for a remote server, NAME=VALUE (VALUE may hold ${env:VAR}); repeatable")
+	f.StringArrayVar(&env, "env", nil, "a variable for a stdio server, NAME=VALUE (VALUE may hold ${env:VAR}); repeatable")
+	f.StringVar(&server, "server", "", "with an agent spec: the one server of its mcp_servers to list")
+	f.Int64Var(&cfg.ConnectTimeoutMS, "connect-timeout-ms", 0, "how long the server may take to start and answer (default 30000)")
+	f.BoolVar(&asJSON, "json", false, "print the tools as JSON, with their input schemas")
+	return cmd
+}
+
+// mcpServers reads SERVER-SPEC: a URL, an agent spec, or a command.
+func mcpServers(args []string, cfg spec.MCPServer, server string, env, hdrs []string) ([]spec.MCPServer, string, error) {
+	first := args[0]
+	switch {
+	case strings.HasPrefix(first, "http://") || strings.HasPrefix(first, "https://"):
+		cfg.Name, cfg.URL = "server", first
+		if len(args) > 1 {
+			return nil, "", fmt.Errorf("a URL takes no arguments (got %q)", args[1:])
+		}
+	case strings.HasSuffix(first, ".json") && len(args) == 1:
+		sp, err := spec.Load(first)
+		if err != nil {
+			return nil, "", err
+		}
+		if len(sp.MCPServers) == 0 {
+			return nil, "", fmt.Errorf("%s has no mcp_servers", first)
+		}
+		if server == "" {
+			return sp.MCPServers, filepath.Dir(first), nil
+		}
+		if s := sp.MCPServer(server); s != nil {
+			return []spec.MCPServer{*s}, filepath.Dir(first), nil
+		}
+		return nil, "", fmt.Errorf("%s has no MCP server %q", first, server)
+	default:
+		cfg.Name, cfg.Command, cfg.Args = "server", first, args[1:]
+	}
+	if server != "" {
+		return nil, "", errors.New("--server is for an agent spec")
+	}
+	var err error
+	if cfg.Env, err = pairs("--env", env); err != nil {
+		return nil, "", err
+	}
+	if cfg.Headers, err = pairs("--header", hdrs); err != nil {
+		return nil, "", err
+	}
+	var s spec.Spec
+	s.AgentName, s.Version, s.MCPServers = "mcp", "v1", []spec.MCPServer{cfg}
+	if err := s.Check(); err != nil {
+		var se *spec.Error
+		if errors.As(err, &se) {
+			var mine []string
+			for _, p := range se.Problems {
+				if strings.HasPrefix(p, "mcp_servers") {
+					mine = append(mine, strings.TrimPrefix(p, `mcp_servers[0] "server": `))
+				}
+			}
+			if len(mine) > 0 {
+				return nil, "", errors.New(strings.Join(mine, "; "))
+			}
+		}
+	}
+	wd, _ := os.Getwd()
+	return []spec.MCPServer{cfg}, wd, nil
+}
+
+func pairs(flag string, vals []string) (map[string]string, error) {
+	if len(vals) == 0 {
+		return nil, nil
+	}
+	m := make(map[string]string, len(vals))
+	for _, v := range vals {
+		k, val, ok := strings.Cut(v, "=")
+		if !ok || k == "" {
+			return nil, fmt.Errorf("%s %q: want NAME=VALUE", flag, v)
+		}
+		m[k] = val
+	}
+	return m, nil
+}
+
+func printMCPTools(w io.Writer, list []mcpToolInfo) {
+	if len(list) == 0 {
+		fmt.Fprintln(w, "no tools")
+		return
+	}
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "SERVER\tTOOL\tCLASS\tRISK\tDESCRIPTION")
+	for _, t := range list {
+		name := t.Name
+		if t.Remote != t.Name {
+			name += " (" + t.Remote + ")"
+		}
+		desc, _, _ := strings.Cut(t.Description, "\n")
+		if len(desc) > 80 {
+			desc = desc[:77] + "..."
+		}
+		risk := t.Risk
+		if risk == "" {
+			risk = "-"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", t.Server, name, t.Idempotency, risk, desc)
+	}
+	tw.Flush()
+}

@@ -1,0 +1,305 @@
+// Package mcp makes the tools of MCP servers agentry tools, through the
+// official MCP Go SDK: servers started as commands (stdio), and remote
+// servers over streamable HTTP or the legacy SSE transport.
+//
+// A Client is one server as an agent uses it: one session, opened by
+// Open and shared by every run of the agent, reopened by the next call
+// after the server went away, closed by Close. Its tools are ordinary
+// tools: the agent's policy, rate limits, approvals, timeouts and run log
+// apply to them; their idempotency class comes from their annotations.
+package mcp
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"slices"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/agentry/agentry/event"
+	"github.com/agentry/agentry/spec"
+	"github.com/agentry/agentry/tool"
+)
+
+// DefaultConnectTimeout bounds starting a server and its handshake when
+// the spec gives no connect_timeout_ms.
+const DefaultConnectTimeout = 30 * time.Second
+
+// Options are what a Client needs beyond the spec's entry.
+type Options struct {
+	// BaseDir resolves a relative media_dir (the spec's directory).
+	BaseDir string
+	// Logger receives what servers log while no call of theirs runs, and
+	// a stdio server's stderr at debug level; nil discards them.
+	Logger *slog.Logger
+	// HTTPClient makes the requests to remote servers; nil is
+	// http.DefaultClient's transport.
+	HTTPClient *http.Client
+	// LookupEnv reads the variables ${env:NAME} takes and those a stdio
+	// server inherits; nil is os.LookupEnv.
+	LookupEnv func(name string) (string, bool)
+	// Version is the client version servers are told; "" is "dev".
+	Version string
+}
+
+// Error is a server that could not be started, reached or kept: its
+// message names the server.
+type Error struct {
+	Server string
+	Op     string // "start", "list tools", "call TOOL"
+	Err    error
+	// Stderr is the end of what a stdio server wrote to its stderr, when
+	// it wrote anything.
+	Stderr string
+}
+
+func (e *Error) Error() string {
+	msg := fmt.Sprintf("mcp server %s: %s: %v", e.Server, e.Op, e.Err)
+	if e.Stderr != "" {
+		msg += " (its stderr ends: " + e.Stderr + ")"
+	}
+	return msg
+}
+
+func (e *Error) Unwrap() error { return e.Err }
+
+// Client is one MCP server as an agent uses it. It is safe for
+// concurrent use.
+type Client struct {
+	cfg  spec.MCPServer
+	o    Options
+	conn connector
+	sdk  *sdk.Client
+
+	mu      sync.Mutex
+	sess    *sdk.ClientSession
+	proc    *process // the stdio server's process, nil for a URL
+	tools   []*Tool
+	listed  uint64 // changes when tools was read
+	closed  bool
+	changes atomic.Uint64 // counts the server's list_changed notifications and reconnects
+
+	calls  sync.Map // progress token → *tool.Call
+	nextID atomic.Uint64
+}
+
+// Open starts or reaches the server cfg describes, completes the
+// handshake and lists its tools, within cfg's connect timeout. A server
+// that fails is an *Error naming it, and leaves no process behind.
+func Open(ctx context.Context, cfg spec.MCPServer, o Options) (*Client, error) {
+	c := &Client{cfg: cfg, o: o}
+	if c.o.Logger == nil {
+		c.o.Logger = slog.New(slog.DiscardHandler)
+	}
+	var err error
+	if c.conn, err = newConnector(&c.cfg, &c.o); err != nil {
+		return nil, &Error{Server: cfg.Name, Op: "configure", Err: err}
+	}
+	version := o.Version
+	if version == "" {
+		version = "dev"
+	}
+	c.sdk = sdk.NewClient(&sdk.Implementation{Name: "agentry", Version: version}, &sdk.ClientOptions{
+		// No roots, sampling or elicitation: a server that asks is refused
+		// (docs/mcp.md).
+		Capabilities:                &sdk.ClientCapabilities{},
+		ToolListChangedHandler:      func(context.Context, *sdk.ToolListChangedRequest) { c.changes.Add(1) },
+		ProgressNotificationHandler: c.progress,
+		LoggingMessageHandler:       c.logged,
+	})
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if err := c.connect(ctx); err != nil {
+		return nil, err
+	}
+	if err := c.list(ctx); err != nil {
+		c.disconnect()
+		return nil, err
+	}
+	return c, nil
+}
+
+// Name is the server's name in the spec.
+func (c *Client) Name() string { return c.cfg.Name }
+
+// Changes counts the times the server's tools may have changed: its
+// list_changed notifications and reconnections. Tools lists them again
+// when it moved.
+func (c *Client) Changes() uint64 { return c.changes.Load() }
+
+// Tools returns the server's tools, listing them again first when the
+// server said they changed (or came back) since they were last listed.
+func (c *Client) Tools(ctx context.Context) ([]*Tool, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return nil, &Error{Server: c.cfg.Name, Op: "list tools", Err: sdk.ErrConnectionClosed}
+	}
+	if c.listed != c.changes.Load() {
+		if _, err := c.session(ctx); err != nil {
+			return nil, err
+		}
+		if err := c.list(ctx); err != nil {
+			return nil, err
+		}
+	}
+	return slices.Clone(c.tools), nil
+}
+
+// Close ends the session and stops a stdio server (its whole process
+// group, after it had a moment to exit on its own).
+func (c *Client) Close() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.closed = true
+	c.disconnect()
+	return nil
+}
+
+// connect opens a session, within the connect timeout; c.mu is held.
+func (c *Client) connect(ctx context.Context) error {
+	d := DefaultConnectTimeout
+	if c.cfg.ConnectTimeoutMS > 0 {
+		d = time.Duration(c.cfg.ConnectTimeoutMS) * time.Millisecond
+	}
+	ctx, cancel := context.WithTimeout(ctx, d)
+	defer cancel()
+	t, proc, err := c.conn.transport()
+	if err != nil {
+		return &Error{Server: c.cfg.Name, Op: "start", Err: err}
+	}
+	sess, err := c.sdk.Connect(ctx, t, nil)
+	if err != nil {
+		if proc != nil {
+			proc.stop()
+		}
+		if ctx.Err() != nil && !errors.Is(err, context.Canceled) {
+			err = fmt.Errorf("no answer within %s: %w", d, err)
+		}
+		return &Error{Server: c.cfg.Name, Op: "start", Err: err, Stderr: proc.stderrTail()}
+	}
+	c.sess, c.proc = sess, proc
+	go c.watch(sess)
+	return nil
+}
+
+// watch forgets a session once it ends (the server exited or hung up),
+// so that the next call opens another.
+func (c *Client) watch(sess *sdk.ClientSession) {
+	err := sess.Wait()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.sess != sess {
+		return
+	}
+	if !c.closed {
+		c.o.Logger.Warn("mcp server went away", "server", c.cfg.Name, "error", err, "stderr", c.proc.stderrTail())
+	}
+	c.disconnect()
+}
+
+// disconnect closes the session and stops its process; c.mu is held.
+func (c *Client) disconnect() {
+	if c.sess != nil {
+		_ = c.sess.Close()
+		c.sess = nil
+	}
+	if c.proc != nil {
+		c.proc.stop()
+		c.proc = nil
+	}
+}
+
+// session is the open session, opening one when the last went away;
+// c.mu is held.
+func (c *Client) session(ctx context.Context) (*sdk.ClientSession, error) {
+	if c.closed {
+		return nil, &Error{Server: c.cfg.Name, Op: "connect", Err: sdk.ErrConnectionClosed}
+	}
+	if c.sess == nil {
+		if err := c.connect(ctx); err != nil {
+			return nil, err
+		}
+		c.changes.Add(1) // a new session: its tools are listed again
+	}
+	return c.sess, nil
+}
+
+// list reads the server's tools; c.mu is held.
+func (c *Client) list(ctx context.Context) error {
+	seen := c.changes.Load()
+	var tools []*Tool
+	names := map[string]bool{}
+	for t, err := range c.sess.Tools(ctx, nil) {
+		if err != nil {
+			return &Error{Server: c.cfg.Name, Op: "list tools", Err: err}
+		}
+		tt, err := newTool(c, t, names)
+		if err != nil {
+			c.o.Logger.Warn("mcp tool left out", "server", c.cfg.Name, "tool", t.Name, "error", err)
+			continue
+		}
+		tools = append(tools, tt)
+	}
+	c.tools, c.listed = tools, seen
+	return nil
+}
+
+// call sends one tools/call on the open session (opening one if the last
+// went away), with a progress token that routes the server's progress to
+// the agentry call.
+func (c *Client) call(ctx context.Context, params *sdk.CallToolParams) (*sdk.CallToolResult, error) {
+	c.mu.Lock()
+	sess, err := c.session(ctx)
+	c.mu.Unlock()
+	if err != nil {
+		return nil, err
+	}
+	if call := tool.CallFrom(ctx); call != nil {
+		token := "agentry-" + strconv.FormatUint(c.nextID.Add(1), 10)
+		params.SetProgressToken(token)
+		c.calls.Store(token, call)
+		defer c.calls.Delete(token)
+	}
+	return sess.CallTool(ctx, params)
+}
+
+// progress passes a server's progress to the call it names.
+func (c *Client) progress(_ context.Context, req *sdk.ProgressNotificationClientRequest) {
+	p := req.Params
+	if call, ok := c.calls.Load(fmt.Sprint(p.ProgressToken)); ok {
+		call.(*tool.Call).Report(event.Progress{Progress: p.Progress, Total: p.Total, Message: p.Message})
+	}
+}
+
+// logged passes what the server logs to the calls in flight, which may
+// have caused it (nothing ties a log message to a request); with none in
+// flight it goes to the logger.
+func (c *Client) logged(_ context.Context, req *sdk.LoggingMessageRequest) {
+	p := req.Params
+	msg, ok := p.Data.(string)
+	if !ok {
+		b, _ := json.Marshal(p.Data)
+		msg = string(b)
+	}
+	if p.Logger != "" {
+		msg = p.Logger + ": " + msg
+	}
+	inFlight := false
+	c.calls.Range(func(_, v any) bool {
+		inFlight = true
+		v.(*tool.Call).Report(event.Progress{Message: msg, Level: string(p.Level)})
+		return true
+	})
+	if !inFlight {
+		c.o.Logger.Info("mcp server log", "server", c.cfg.Name, "level", string(p.Level), "message", msg)
+	}
+}

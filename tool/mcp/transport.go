@@ -1,0 +1,182 @@
+package mcp
+
+import (
+	"fmt"
+	"net/http"
+	"os"
+	"os/exec"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/agentry/agentry/spec"
+)
+
+// connector makes a transport for each session: a command to start, or
+// a URL to reach.
+type connector interface {
+	transport() (sdk.Transport, *process, error)
+}
+
+func newConnector(cfg *spec.MCPServer, o *Options) (connector, error) {
+	lookup := o.LookupEnv
+	if lookup == nil {
+		lookup = os.LookupEnv
+	}
+	switch t := cfg.TransportName(); t {
+	case spec.MCPStdio:
+		env, err := childEnv(cfg.Env, lookup)
+		if err != nil {
+			return nil, err
+		}
+		return &command{cfg: cfg, env: env, o: o}, nil
+	case spec.MCPStreamableHTTP, spec.MCPSSE:
+		hdr := http.Header{}
+		for k, v := range cfg.Headers {
+			val, err := spec.ExpandEnv(v, lookup)
+			if err != nil {
+				return nil, fmt.Errorf("headers.%s: %w", k, err)
+			}
+			hdr.Set(k, val)
+		}
+		base := http.DefaultTransport
+		if o.HTTPClient != nil && o.HTTPClient.Transport != nil {
+			base = o.HTTPClient.Transport
+		}
+		hc := &http.Client{Transport: &headers{base: base, h: hdr}}
+		if o.HTTPClient != nil {
+			hc.Timeout, hc.Jar, hc.CheckRedirect = o.HTTPClient.Timeout, o.HTTPClient.Jar, o.HTTPClient.CheckRedirect
+		}
+		return &remote{url: cfg.URL, sse: t == spec.MCPSSE, client: hc}, nil
+	default:
+		return nil, fmt.Errorf("transport %q: want stdio, streamable_http or sse", t)
+	}
+}
+
+// inherited are the variables a stdio server sees of agentry's own
+// environment: enough to find programs and a home, none of agentry's
+// secrets (API keys stay with agentry unless the spec's env passes them).
+var inherited = []string{"PATH", "HOME", "USER", "LOGNAME", "SHELL", "TERM", "TMPDIR", "LANG", "LC_ALL", "TZ",
+	"SYSTEMROOT", "APPDATA", "LOCALAPPDATA", "PROGRAMFILES", "USERPROFILE", "NODE_PATH"}
+
+func childEnv(extra map[string]string, lookup func(string) (string, bool)) ([]string, error) {
+	env := map[string]string{}
+	for _, k := range inherited {
+		if v, ok := lookup(k); ok {
+			env[k] = v
+		}
+	}
+	for k, v := range extra {
+		val, err := spec.ExpandEnv(v, lookup)
+		if err != nil {
+			return nil, fmt.Errorf("env.%s: %w", k, err)
+		}
+		env[k] = val
+	}
+	out := make([]string, 0, len(env))
+	for k, v := range env {
+		out = append(out, k+"="+v)
+	}
+	sort.Strings(out)
+	return out, nil
+}
+
+// command starts a stdio server.
+type command struct {
+	cfg    *spec.MCPServer
+	env    []string
+	o      *Options
+}
+
+func (c *command) transport() (sdk.Transport, *process, error) {
+	cmd := exec.Command(c.cfg.Command, c.cfg.Args...)
+	cmd.Env = c.env
+	cmd.Dir = c.o.BaseDir
+	p := &process{cmd: cmd}
+	cmd.Stderr = &p.stderr
+	ownGroup(cmd)
+	// The SDK closes stdin and waits before it signals; a server that
+	// ignores both is killed with its group by process.stop.
+	return &sdk.CommandTransport{Command: cmd, TerminateDuration: 2 * time.Second}, p, nil
+}
+
+// process is a started stdio server.
+type process struct {
+	cmd    *exec.Cmd
+	stderr tail
+}
+
+// stop kills what is left of the server's process group: a server that
+// started children of its own (npx starts node) leaves none behind.
+func (p *process) stop() {
+	if p == nil || p.cmd.Process == nil {
+		return
+	}
+	killGroup(p.cmd)
+}
+
+// stderrTail is the end of the server's stderr, on one line.
+func (p *process) stderrTail() string {
+	if p == nil {
+		return ""
+	}
+	return p.stderr.String()
+}
+
+// tail keeps the last 2 KiB written to it.
+type tail struct {
+	mu  sync.Mutex
+	buf []byte
+}
+
+const tailSize = 2048
+
+func (t *tail) Write(b []byte) (int, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.buf = append(t.buf, b...)
+	if len(t.buf) > tailSize {
+		t.buf = append(t.buf[:0], t.buf[len(t.buf)-tailSize:]...)
+	}
+	return len(b), nil
+}
+
+func (t *tail) String() string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return strings.Join(strings.Fields(strings.ToValidUTF8(string(t.buf), "?")), " ")
+}
+
+// remote reaches a server over HTTP.
+type remote struct {
+	url    string
+	sse    bool
+	client *http.Client
+}
+
+func (r *remote) transport() (sdk.Transport, *process, error) {
+	if r.sse {
+		return &sdk.SSEClientTransport{Endpoint: r.url, HTTPClient: r.client}, nil, nil
+	}
+	return &sdk.StreamableClientTransport{Endpoint: r.url, HTTPClient: r.client, MaxRetries: 2}, nil, nil
+}
+
+// headers adds the spec's headers to every request to a server.
+type headers struct {
+	base http.RoundTripper
+	h    http.Header
+}
+
+func (h *headers) RoundTrip(req *http.Request) (*http.Response, error) {
+	if len(h.h) == 0 {
+		return h.base.RoundTrip(req)
+	}
+	req = req.Clone(req.Context())
+	for k, v := range h.h {
+		req.Header[k] = v
+	}
+	return h.base.RoundTrip(req)
+}
