@@ -86,9 +86,9 @@ func childEnv(extra map[string]string, lookup func(string) (string, bool)) ([]st
 
 // command starts a stdio server.
 type command struct {
-	cfg    *spec.MCPServer
-	env    []string
-	o      *Options
+	cfg *spec.MCPServer
+	env []string
+	o   *Options
 }
 
 func (c *command) transport() (sdk.Transport, *process, error) {
