@@ -47,14 +47,10 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 		}
 		after = n
 	}
-	select {
-	case s.streams <- struct{}{}:
-		defer func() { <-s.streams }()
-	default:
-		w.Header().Set("Retry-After", "1")
-		writeError(w, http.StatusTooManyRequests, "too_many_streams", fmt.Sprintf("the server streams %d runs' events at once; try again", cap(s.streams)))
+	if !s.takeStream(w) {
 		return
 	}
+	defer s.releaseStream()
 	rc := http.NewResponseController(w)
 	// flush sends what is written, and gives the client writeTimeout to
 	// take it: one that stopped reading without going away is let go

@@ -135,6 +135,7 @@ func New(c Config) (*Server, error) {
 	s.route("GET /v1/runs/{id}/audit", RoleViewer, s.audit)
 	s.route("GET /v1/agents", RoleViewer, s.listAgents)
 	s.route("GET /v1/whoami", RoleViewer, s.whoami)
+	s.route("POST /ag-ui/{agent}", RoleRunner, s.agui)
 	s.routeWith("POST /v1/chat/completions", RoleRunner, writeOpenAIError, s.chatCompletions)
 	s.routeWith("GET /v1/models", RoleViewer, writeOpenAIError, s.models)
 	s.open("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {

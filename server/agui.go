@@ -1,0 +1,272 @@
+// The AG-UI endpoint (DESIGN.md 3.12): POST /ag-ui/{agent} runs a served
+// agent for an agent front-end (CopilotKit, or any @ag-ui/client) and
+// answers with the run as a stream of AG-UI events. The run is an
+// ordinary stored run. An AG-UI thread is an agentry session; a run
+// paused for approval ends its AG-UI run with an interrupt, which a
+// second request on the same thread answers, resuming the same agentry
+// run (docs/protocols.md#ag-ui).
+
+package server
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"slices"
+	"strings"
+
+	"github.com/agentry/agentry/agent"
+	"github.com/agentry/agentry/event"
+	"github.com/agentry/agentry/policy"
+	"github.com/agentry/agentry/runlog"
+	"github.com/agentry/agentry/store"
+)
+
+// aguiInput is what agentry reads of AG-UI's RunAgentInput. Its tools,
+// context and forwardedProps are the front-end's; the agent's spec
+// decides its tools and prompt, so they are ignored.
+type aguiInput struct {
+	ThreadID string          `json:"threadId"`
+	RunID    string          `json:"runId"`
+	Messages []chatMessage   `json:"messages"`
+	State    json.RawMessage `json:"state"`
+	Resume   []aguiResume    `json:"resume"`
+}
+
+// aguiResume answers one interrupt of the run before (AG-UI's
+// ResumeEntry).
+type aguiResume struct {
+	InterruptID string          `json:"interruptId"`
+	Status      string          `json:"status"` // "resolved" or "cancelled"
+	Payload     json.RawMessage `json:"payload"`
+}
+
+// maxThreadID bounds the ids a client names its thread and run with:
+// the thread's is stored as the runs' session id.
+const maxThreadID = 256
+
+// check says what the input lacks: AG-UI requires threadId, runId and
+// messages; a resume names each interrupt once, as resolved or
+// cancelled.
+func (in *aguiInput) check() error {
+	switch {
+	case in.ThreadID == "" || in.RunID == "":
+		return errors.New(`the input needs "threadId" and "runId" (AG-UI's RunAgentInput)`)
+	case len(in.ThreadID) > maxThreadID || len(in.RunID) > maxThreadID:
+		return fmt.Errorf(`"threadId" and "runId" are at most %d bytes`, maxThreadID)
+	}
+	seen := map[string]bool{}
+	for _, e := range in.Resume {
+		switch {
+		case e.InterruptID == "":
+			return errors.New(`resume: an entry has no "interruptId"`)
+		case e.Status != "resolved" && e.Status != "cancelled":
+			return fmt.Errorf(`resume: interrupt %q: status %q is neither "resolved" nor "cancelled"`, e.InterruptID, e.Status)
+		case seen[e.InterruptID]:
+			return fmt.Errorf("resume: interrupt %q is answered twice", e.InterruptID)
+		}
+		seen[e.InterruptID] = true
+	}
+	return nil
+}
+
+// decision is what an answer decides: approve only when it is resolved
+// with a payload whose "approved" is true; anything else (cancelled, no
+// payload, "approved" false or not a boolean) denies, with the payload's
+// "reason" if it gives one. Deny by default.
+func (e aguiResume) decision() (approve bool, reason string) {
+	var p struct {
+		Approved json.RawMessage `json:"approved"`
+		Reason   string          `json:"reason"`
+	}
+	if e.Status != "resolved" || json.Unmarshal(e.Payload, &p) != nil {
+		return false, ""
+	}
+	return string(p.Approved) == "true", p.Reason
+}
+
+// agui runs the agent the path names for an AG-UI client: a new run on
+// the last user message, or, when the input resumes interrupts, the
+// paused run they belong to, with their decisions. It answers with the
+// run's AG-UI events; the run goes on if the client goes away. Refusals
+// before the stream begins are HTTP errors; after, RUN_ERROR events.
+func (s *Server) agui(w http.ResponseWriter, r *http.Request) {
+	var in aguiInput
+	data, err := bodyOf(r)
+	if err == nil {
+		// Not strict: a RunAgentInput carries much agentry does not read.
+		if err = json.Unmarshal(data, &in); err != nil {
+			err = fmt.Errorf("the body is not an AG-UI RunAgentInput: %w", err)
+		}
+	}
+	if err != nil {
+		writeBodyError(w, err)
+		return
+	}
+	if err := in.check(); err != nil {
+		writeError(w, http.StatusBadRequest, "invalid_request", err.Error())
+		return
+	}
+	name := r.PathValue("agent")
+	a, err := s.cfg.Agents.Get(name)
+	if err != nil {
+		writeError(w, http.StatusNotFound, "not_found", fmt.Sprintf("agent %q: no such agent is served (GET /v1/agents lists them)", name))
+		return
+	}
+	if !s.takeStream(w) {
+		return
+	}
+	defer s.releaseStream()
+	sp := a.Spec()
+	st := newAGUIStream(&in, sp.AgentName+"@"+sp.Version, len(sp.Tools) == 0)
+	var done <-chan any
+	if len(in.Resume) > 0 {
+		done = s.aguiResume(w, r, name, &in, st)
+	} else {
+		done = s.aguiStart(w, r, a, &in, st)
+	}
+	if done != nil {
+		st.stream(r.Context(), w, done, s.heartbeat)
+	}
+}
+
+// aguiStart starts a run of a on the input's last user message, as the
+// OpenAI-compatible endpoint does, in the session of the input's thread;
+// nil when it answered why not.
+func (s *Server) aguiStart(w http.ResponseWriter, r *http.Request, a *agent.Agent, in *aguiInput, st *aguiStream) <-chan any {
+	sp := a.Spec()
+	input, err := chatInput(&sp, in.Messages)
+	if err != nil {
+		writeError(w, http.StatusBadRequest, "invalid_request", err.Error())
+		return nil
+	}
+	p := policy.PrincipalFrom(r.Context())
+	opts := []agent.RunOption{agent.WithStore(s.cfg.Store), agent.WithSessionID(in.ThreadID),
+		agent.WithMetadata(map[string]string{"ag_ui_thread_id": in.ThreadID, "ag_ui_run_id": in.RunID}), st.listener()}
+	if tp := traceParent(r); tp != "" {
+		opts = append(opts, agent.WithTraceParent(tp))
+	}
+	if !s.takeSlot(w) {
+		return nil
+	}
+	sess, err := a.NewSession(input, opts...)
+	if err != nil {
+		s.release()
+		writeError(w, http.StatusBadRequest, "invalid_input", err.Error())
+		return nil
+	}
+	st.agentRun = sess.RunID() // before the run starts: its sub-runs' events are not its own
+	return s.background(sess, a, false, *p)
+}
+
+// aguiResume resumes the paused run the input's interrupts belong to,
+// with their decisions; nil when it answered why not. An interrupt's id
+// is the waiting call's idempotency key (RUN:TURN:INDEX), so it names
+// its run; the run must be of the input's thread and of the agent the
+// path names, and the interrupts answered must be exactly the calls the
+// store says are waiting, whatever the client echoes.
+func (s *Server) aguiResume(w http.ResponseWriter, r *http.Request, name string, in *aguiInput, st *aguiStream) <-chan any {
+	run, waiting, status, err := s.interrupted(r, name, in)
+	if err != nil {
+		writeError(w, status, codeOf(status), err.Error())
+		return nil
+	}
+	var req resumeRequest
+	for _, e := range in.Resume {
+		if approve, reason := e.decision(); approve {
+			req.Approve = append(req.Approve, e.InterruptID)
+		} else {
+			req.Deny = append(req.Deny, e.InterruptID)
+			if req.Reason == "" {
+				req.Reason = reason
+			}
+		}
+		st.answered[waiting[e.InterruptID]] = true
+	}
+	sess, a, ok := s.resumeAgent(w, r, run, req, writeError, st.listener())
+	if !ok {
+		return nil
+	}
+	st.agentRun, st.replayTurn = sess.RunID(), -1
+	// The run goes on for the user it acts for; the approver's roles
+	// decide what it may do now.
+	return s.background(sess, a, true, policy.Principal{Roles: policy.PrincipalFrom(r.Context()).Roles})
+}
+
+// interrupted is the paused run the input's resume answers, and its
+// waiting calls (idempotency key to call id), or why the answer does not
+// resume it, with the status to answer.
+func (s *Server) interrupted(r *http.Request, name string, in *aguiInput) (store.Run, map[string]string, int, error) {
+	ids := make([]string, len(in.Resume))
+	for i, e := range in.Resume {
+		ids[i] = e.InterruptID
+	}
+	runID, _, _ := strings.Cut(ids[0], ":")
+	for _, id := range ids {
+		if other, _, _ := strings.Cut(id, ":"); other != runID {
+			return store.Run{}, nil, http.StatusBadRequest, fmt.Errorf("resume: interrupts %q and %q are of two runs: answer one run's", ids[0], id)
+		}
+	}
+	run, err := s.cfg.Store.Get(r.Context(), runID)
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		return run, nil, http.StatusNotFound, fmt.Errorf("resume: interrupt %q names no run of this server", ids[0])
+	case err != nil:
+		return run, nil, http.StatusInternalServerError, errors.New("the run store failed to read the run")
+	case run.SessionID != in.ThreadID:
+		return run, nil, http.StatusBadRequest, fmt.Errorf("resume: run %s is not of thread %q: answer its interrupts on its own thread", run.ID, in.ThreadID)
+	case !sameAgent(name, run):
+		return run, nil, http.StatusBadRequest, fmt.Errorf("resume: run %s is agent %s@%s's, not %s's", run.ID, run.Name, run.Version, name)
+	case run.Status != store.AwaitingApproval:
+		return run, nil, http.StatusConflict, fmt.Errorf("run %s is %s: it waits for no approval", run.ID, run.Status)
+	}
+	l, err := runlog.Read(r.Context(), s.cfg.Store, run.ID, s.logOptions()...)
+	if err != nil {
+		return run, nil, http.StatusInternalServerError, fmt.Errorf("run %s: its log does not read: %v", run.ID, err)
+	}
+	waiting := l.Waiting()
+	var missing []string
+	for key := range waiting {
+		if !slices.Contains(ids, key) {
+			missing = append(missing, key)
+		}
+	}
+	for _, id := range ids {
+		if _, ok := waiting[id]; !ok {
+			return run, nil, http.StatusBadRequest, fmt.Errorf("resume: interrupt %q does not wait in run %s", id, run.ID)
+		}
+	}
+	if len(missing) > 0 {
+		slices.Sort(missing)
+		return run, nil, http.StatusBadRequest, fmt.Errorf("resume: answer every interrupt of run %s at once: %s unanswered", run.ID, strings.Join(missing, ", "))
+	}
+	return run, waiting, 0, nil
+}
+
+// sameAgent says whether the path's agent (NAME or NAME@VERSION) ran run.
+func sameAgent(name string, run store.Run) bool {
+	n, v, versioned := strings.Cut(name, "@")
+	return n == run.Name && (!versioned || v == run.Version)
+}
+
+// takeStream takes a slot for an event stream, or answers 429.
+func (s *Server) takeStream(w http.ResponseWriter) bool {
+	select {
+	case s.streams <- struct{}{}:
+		return true
+	default:
+		w.Header().Set("Retry-After", "1")
+		writeError(w, http.StatusTooManyRequests, "too_many_streams", fmt.Sprintf("the server streams %d runs' events at once; try again", cap(s.streams)))
+		return false
+	}
+}
+
+// releaseStream gives back what takeStream took.
+func (s *Server) releaseStream() { <-s.streams }
+
+// listener subscribes the stream to the events of its run it maps.
+func (st *aguiStream) listener() agent.RunOption {
+	return agent.WithEvents(st.add, event.Inline(), event.Types(event.TurnStart, event.Thinking, event.ContentChunk,
+		event.ToolCallStart, event.PolicyDecision, event.ToolCallEnd, event.TurnEnd))
+}
