@@ -64,7 +64,7 @@ install() {
 
 # The npm packages the protocol tests run against, pinned, installed once
 # into a cache outside the repository (AGENTRY_TEST_NPM: its node_modules).
-NPM_PACKAGES=(openai@6.30.1)
+NPM_PACKAGES=(openai@6.30.1 @modelcontextprotocol/server-everything@2026.8.31 @modelcontextprotocol/server-filesystem@2026.8.31 @modelcontextprotocol/server-memory@2026.8.31 @ag-ui/client@1.0.0)
 
 npm_dir() {
   echo "${AGENTRY_NPM_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/agentry-test-deps/npm}"

@@ -22,6 +22,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/agentry/agentry/event"
@@ -81,7 +82,8 @@ type Client struct {
 
 	mu      sync.Mutex
 	sess    *sdk.ClientSession
-	proc    *process // the stdio server's process, nil for a URL
+	proc    *process                // the stdio server's process, nil for a URL
+	cancel  context.CancelCauseFunc // ends the context the session was opened with
 	tools   []*Tool
 	listed  uint64 // changes when tools was read
 	closed  bool
@@ -100,21 +102,20 @@ func Open(ctx context.Context, cfg spec.MCPServer, o Options) (*Client, error) {
 		c.o.Logger = slog.New(slog.DiscardHandler)
 	}
 	var err error
-	if c.conn, err = newConnector(&c.cfg, &c.o); err != nil {
+	if c.conn, err = newConnector(&c.cfg, &c.o, c.notified); err != nil {
 		return nil, &Error{Server: cfg.Name, Op: "configure", Err: err}
 	}
 	version := o.Version
 	if version == "" {
 		version = "dev"
 	}
-	c.sdk = sdk.NewClient(&sdk.Implementation{Name: "agentry", Version: version}, &sdk.ClientOptions{
+	opts := &sdk.ClientOptions{
 		// No roots, sampling or elicitation: a server that asks is refused
 		// (docs/mcp.md).
-		Capabilities:                &sdk.ClientCapabilities{},
-		ToolListChangedHandler:      func(context.Context, *sdk.ToolListChangedRequest) { c.changes.Add(1) },
-		ProgressNotificationHandler: c.progress,
-		LoggingMessageHandler:       c.logged,
-	})
+		Capabilities:           &sdk.ClientCapabilities{},
+		ToolListChangedHandler: func(context.Context, *sdk.ToolListChangedRequest) { c.changes.Add(1) },
+	}
+	c.sdk = sdk.NewClient(&sdk.Implementation{Name: "agentry", Version: version}, opts)
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if err := c.connect(ctx); err != nil {
@@ -170,24 +171,40 @@ func (c *Client) connect(ctx context.Context) error {
 	if c.cfg.ConnectTimeoutMS > 0 {
 		d = time.Duration(c.cfg.ConnectTimeoutMS) * time.Millisecond
 	}
-	ctx, cancel := context.WithTimeout(ctx, d)
-	defer cancel()
+	// The SSE transport keeps the context it connects with for its event
+	// stream: it must outlive the connect, so only the timeout or the
+	// caller's giving up cancels it before the session is open.
+	cctx, cancel := context.WithCancelCause(context.WithoutCancel(ctx))
+	timer := time.AfterFunc(d, func() { cancel(fmt.Errorf("no answer within %s", d)) })
+	stop := context.AfterFunc(ctx, func() { cancel(ctx.Err()) })
+	defer func() { timer.Stop(); stop() }()
 	t, proc, err := c.conn.transport()
 	if err != nil {
 		return &Error{Server: c.cfg.Name, Op: "start", Err: err}
 	}
-	sess, err := c.sdk.Connect(ctx, t, nil)
+	if c.cfg.TransportName() != spec.MCPStreamableHTTP {
+		t = ordered{t, c}
+	} // streamable HTTP: the response bodies are tapped (tap)
+	sess, err := c.sdk.Connect(cctx, t, nil)
+	if err == nil && cctx.Err() != nil { // timed out just as it opened
+		_ = sess.Close()
+		err = cctx.Err()
+	}
 	if err != nil {
-		if proc != nil {
-			proc.stop()
-		}
-		if ctx.Err() != nil && !errors.Is(err, context.Canceled) {
-			err = fmt.Errorf("no answer within %s: %w", d, err)
+		cancel(err)
+		proc.stop()
+		if cause := context.Cause(cctx); cause != nil && !errors.Is(err, cause) {
+			err = fmt.Errorf("%w: %w", cause, err)
 		}
 		return &Error{Server: c.cfg.Name, Op: "start", Err: err, Stderr: proc.stderrTail()}
 	}
-	c.sess, c.proc = sess, proc
+	c.sess, c.proc, c.cancel = sess, proc, cancel
 	go c.watch(sess)
+	if init := sess.InitializeResult(); init != nil && init.Capabilities != nil && init.Capabilities.Logging != nil {
+		// Servers send no log messages until asked (for calls in flight
+		// they become events); one that refuses is still usable.
+		_ = sess.SetLoggingLevel(cctx, &sdk.SetLoggingLevelParams{Level: "info"})
+	}
 	return nil
 }
 
@@ -211,6 +228,7 @@ func (c *Client) disconnect() {
 	if c.sess != nil {
 		_ = c.sess.Close()
 		c.sess = nil
+		c.cancel(nil)
 	}
 	if c.proc != nil {
 		c.proc.stop()
@@ -265,6 +283,8 @@ func (c *Client) call(ctx context.Context, params *sdk.CallToolParams) (*sdk.Cal
 	}
 	if call := tool.CallFrom(ctx); call != nil {
 		token := "agentry-" + strconv.FormatUint(c.nextID.Add(1), 10)
+		// Servers of protocol 2026-07-28 take the log level per request.
+		params.Meta = sdk.Meta{sdk.MetaKeyLogLevel: "info"}
 		params.SetProgressToken(token)
 		c.calls.Store(token, call)
 		defer c.calls.Delete(token)
@@ -272,9 +292,25 @@ func (c *Client) call(ctx context.Context, params *sdk.CallToolParams) (*sdk.Cal
 	return sess.CallTool(ctx, params)
 }
 
+// notified passes on a progress or log notification, in the order the
+// connection read it.
+func (c *Client) notified(req *jsonrpc.Request) {
+	switch req.Method {
+	case "notifications/progress":
+		var p sdk.ProgressNotificationParams
+		if json.Unmarshal(req.Params, &p) == nil {
+			c.progress(&p)
+		}
+	case "notifications/message":
+		var p sdk.LoggingMessageParams
+		if json.Unmarshal(req.Params, &p) == nil {
+			c.logged(&p)
+		}
+	}
+}
+
 // progress passes a server's progress to the call it names.
-func (c *Client) progress(_ context.Context, req *sdk.ProgressNotificationClientRequest) {
-	p := req.Params
+func (c *Client) progress(p *sdk.ProgressNotificationParams) {
 	if call, ok := c.calls.Load(fmt.Sprint(p.ProgressToken)); ok {
 		call.(*tool.Call).Report(event.Progress{Progress: p.Progress, Total: p.Total, Message: p.Message})
 	}
@@ -283,8 +319,7 @@ func (c *Client) progress(_ context.Context, req *sdk.ProgressNotificationClient
 // logged passes what the server logs to the calls in flight, which may
 // have caused it (nothing ties a log message to a request); with none in
 // flight it goes to the logger.
-func (c *Client) logged(_ context.Context, req *sdk.LoggingMessageRequest) {
-	p := req.Params
+func (c *Client) logged(p *sdk.LoggingMessageParams) {
 	msg, ok := p.Data.(string)
 	if !ok {
 		b, _ := json.Marshal(p.Data)

@@ -1,7 +1,10 @@
 package mcp
 
 import (
+	"bytes"
+	"context"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"os/exec"
@@ -10,6 +13,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/agentry/agentry/spec"
@@ -21,7 +25,7 @@ type connector interface {
 	transport() (sdk.Transport, *process, error)
 }
 
-func newConnector(cfg *spec.MCPServer, o *Options) (connector, error) {
+func newConnector(cfg *spec.MCPServer, o *Options, notify func(*jsonrpc.Request)) (connector, error) {
 	lookup := o.LookupEnv
 	if lookup == nil {
 		lookup = os.LookupEnv
@@ -46,7 +50,11 @@ func newConnector(cfg *spec.MCPServer, o *Options) (connector, error) {
 		if o.HTTPClient != nil && o.HTTPClient.Transport != nil {
 			base = o.HTTPClient.Transport
 		}
-		hc := &http.Client{Transport: &headers{base: base, h: hdr}}
+		h := &headers{base: base, h: hdr}
+		if t == spec.MCPStreamableHTTP {
+			h.notify = notify // SSE's connection is ordered instead
+		}
+		hc := &http.Client{Transport: h}
 		if o.HTTPClient != nil {
 			hc.Timeout, hc.Jar, hc.CheckRedirect = o.HTTPClient.Timeout, o.HTTPClient.Jar, o.HTTPClient.CheckRedirect
 		}
@@ -97,6 +105,9 @@ func (c *command) transport() (sdk.Transport, *process, error) {
 	cmd.Dir = c.o.BaseDir
 	p := &process{cmd: cmd}
 	cmd.Stderr = &p.stderr
+	// A child the server started may hold its stderr open: waiting for
+	// the server stops waiting for that after a second.
+	cmd.WaitDelay = time.Second
 	ownGroup(cmd)
 	// The SDK closes stdin and waits before it signals; a server that
 	// ignores both is killed with its group by process.stop.
@@ -164,19 +175,104 @@ func (r *remote) transport() (sdk.Transport, *process, error) {
 	return &sdk.StreamableClientTransport{Endpoint: r.url, HTTPClient: r.client, MaxRetries: 2}, nil, nil
 }
 
-// headers adds the spec's headers to every request to a server.
+// headers adds the spec's headers to every request to a server, and
+// taps the event streams it answers with.
 type headers struct {
-	base http.RoundTripper
-	h    http.Header
+	base   http.RoundTripper
+	h      http.Header
+	notify func(*jsonrpc.Request)
 }
 
 func (h *headers) RoundTrip(req *http.Request) (*http.Response, error) {
-	if len(h.h) == 0 {
-		return h.base.RoundTrip(req)
+	if len(h.h) > 0 {
+		req = req.Clone(req.Context())
+		for k, v := range h.h {
+			req.Header[k] = v
+		}
 	}
-	req = req.Clone(req.Context())
-	for k, v := range h.h {
-		req.Header[k] = v
+	resp, err := h.base.RoundTrip(req)
+	if err == nil && h.notify != nil && strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
+		resp.Body = &tap{ReadCloser: resp.Body, notify: h.notify}
 	}
-	return h.base.RoundTrip(req)
+	return resp, err
+}
+
+// tap reads the server-sent events of a response as the SDK reads them,
+// and passes on the notifications among them before the SDK sees what
+// follows (see ordered).
+type tap struct {
+	io.ReadCloser
+	notify func(*jsonrpc.Request)
+	line   []byte
+	data   []byte
+}
+
+func (t *tap) Read(p []byte) (int, error) {
+	n, err := t.ReadCloser.Read(p)
+	for _, b := range p[:n] {
+		if b != '\n' {
+			if len(t.line) < maxTapLine {
+				t.line = append(t.line, b)
+			}
+			continue
+		}
+		line := bytes.TrimSuffix(t.line, []byte("\r"))
+		switch {
+		case len(line) == 0:
+			t.event()
+		case bytes.HasPrefix(line, []byte("data:")):
+			t.data = append(t.data, bytes.TrimPrefix(bytes.TrimPrefix(line, []byte("data:")), []byte(" "))...)
+		}
+		t.line = t.line[:0]
+	}
+	return n, err
+}
+
+// maxTapLine bounds what a tap keeps of one line: notifications are
+// small, results may not be (and are the SDK's to read).
+const maxTapLine = 64 << 10
+
+func (t *tap) event() {
+	data := t.data
+	t.data = t.data[:0]
+	if !bytes.Contains(data, []byte(`"notifications/`)) {
+		return
+	}
+	if msg, err := jsonrpc.DecodeMessage(data); err == nil {
+		if req, ok := msg.(*jsonrpc.Request); ok && !req.IsCall() {
+			t.notify(req)
+		}
+	}
+}
+
+// ordered passes a server's progress and log notifications to their
+// calls as the connection reads them, before the result that follows
+// them: the SDK would hand them over after it returned the result, and
+// a call's last progress would be lost. (The streamable HTTP connection
+// cannot be wrapped: the SDK tells it of the session through a method
+// of its own.)
+type ordered struct {
+	sdk.Transport
+	c *Client
+}
+
+func (o ordered) Connect(ctx context.Context) (sdk.Connection, error) {
+	conn, err := o.Transport.Connect(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return &orderedConn{conn, o.c}, nil
+}
+
+type orderedConn struct {
+	sdk.Connection
+	c *Client
+}
+
+func (o *orderedConn) Read(ctx context.Context) (jsonrpc.Message, error) {
+	msg, err := o.Connection.Read(ctx)
+	if req, ok := msg.(*jsonrpc.Request); ok && !req.IsCall() {
+		o.c.notified(req)
+	}
+	return msg, err
 }
