@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/agentry/agentry/agent"
 	"github.com/agentry/agentry/llm"
@@ -254,4 +255,68 @@ func interrupted(t *testing.T, f *fixture, agentName, thread, key string) (runID
 		t.Fatalf("the paused run: %v", run)
 	}
 	return got.runID, interrupts
+}
+
+// aguiOpen posts body to /ag-ui/AGENT and returns the open stream, read
+// line by line, closed when the test ends.
+func (f *fixture) aguiOpen(t *testing.T, agentName, body string) *bufio.Scanner {
+	t.Helper()
+	resp, err := http.Post(f.http.URL+"/ag-ui/"+agentName, "application/json", strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { resp.Body.Close() })
+	if resp.StatusCode != 200 {
+		t.Fatalf("%d", resp.StatusCode)
+	}
+	return bufio.NewScanner(resp.Body)
+}
+
+// readTo reads sc to the first line that has want, and returns it.
+func readTo(t *testing.T, sc *bufio.Scanner, want string) string {
+	t.Helper()
+	for sc.Scan() {
+		if strings.Contains(sc.Text(), want) {
+			return sc.Text()
+		}
+	}
+	t.Fatalf("the stream ended before %q", want)
+	return ""
+}
+
+// TestAGUIQuiet: a quiet stream gets heartbeat comments; a client that
+// goes away leaves the run going, to its end.
+func TestAGUIQuiet(t *testing.T) {
+	f := newFixture(t, Config{})
+	f.srv.heartbeat = time.Millisecond
+	sc := f.aguiOpen(t, "waiter", aguiInputOf("t", "r", "user", "wait"))
+	start := readTo(t, sc, "RUN_STARTED")
+	readTo(t, sc, ": heartbeat")
+	var e struct {
+		Metadata struct{ Agentry struct{ RunID string } }
+	}
+	json.Unmarshal([]byte(strings.TrimPrefix(start, "data: ")), &e)
+	f.http.CloseClientConnections() // the client goes away
+	close(f.release)
+	waitFor(t, func() bool {
+		_, run := f.do(t, "GET", "/v1/runs/"+e.Metadata.Agentry.RunID, "", "")
+		return run["status"] == "completed"
+	})
+}
+
+// TestAGUIInterrupted: a run the server interrupts as it shuts down ends
+// its AG-UI run with RUN_ERROR "interrupted".
+func TestAGUIInterrupted(t *testing.T) {
+	f := newFixture(t, Config{})
+	sc := f.aguiOpen(t, "waiter", aguiInputOf("t", "r", "user", "wait"))
+	readTo(t, sc, "STEP_STARTED") // the run is going
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel() // no grace: the runs going are interrupted at once
+	if err := f.srv.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	end := readTo(t, sc, "RUN_ERROR")
+	if !strings.Contains(end, `"code":"interrupted"`) || !strings.Contains(end, "--resume-interrupted") {
+		t.Errorf("%s", end)
+	}
 }
