@@ -265,7 +265,8 @@ func (s *Server) takeStream(w http.ResponseWriter) bool {
 // releaseStream gives back what takeStream took.
 func (s *Server) releaseStream() { <-s.streams }
 
-// listener subscribes the stream to the events of its run it maps.
+// listener subscribes the stream to the events it maps to AG-UI's, on
+// the run's goroutine (Inline: none is dropped; add never blocks).
 func (st *aguiStream) listener() agent.RunOption {
 	return agent.WithEvents(st.add, event.Inline(), event.Types(event.TurnStart, event.Thinking, event.ContentChunk,
 		event.ToolCallStart, event.PolicyDecision, event.ToolCallEnd, event.TurnEnd))
