@@ -14,6 +14,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net/http"
 	"slices"
@@ -217,9 +218,7 @@ func (c *Client) watch(sess *sdk.ClientSession) {
 	if c.sess != sess {
 		return
 	}
-	if !c.closed {
-		c.o.Logger.Warn("mcp server went away", "server", c.cfg.Name, "error", err, "stderr", c.proc.stderrTail())
-	}
+	c.o.Logger.Warn("mcp server went away", "server", c.cfg.Name, "error", err, "stderr", c.proc.stderrTail())
 	c.disconnect()
 }
 
@@ -289,7 +288,26 @@ func (c *Client) call(ctx context.Context, params *sdk.CallToolParams) (*sdk.Cal
 		c.calls.Store(token, call)
 		defer c.calls.Delete(token)
 	}
-	return sess.CallTool(ctx, params)
+	res, err := sess.CallTool(ctx, params)
+	if err != nil && ctx.Err() == nil && gone(err) {
+		c.forget(sess) // the next call starts or reaches the server again
+	}
+	return res, err
+}
+
+// gone reports whether err says the session ended.
+func gone(err error) bool {
+	return errors.Is(err, sdk.ErrConnectionClosed) || errors.Is(err, sdk.ErrSessionMissing) ||
+		errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF)
+}
+
+// forget drops sess if it is still the open session.
+func (c *Client) forget(sess *sdk.ClientSession) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.sess == sess {
+		c.disconnect()
+	}
 }
 
 // notified passes on a progress or log notification, in the order the

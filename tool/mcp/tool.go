@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"path"
 	"strings"
 
@@ -73,7 +72,7 @@ func (t *Tool) failure(ctx context.Context, err error) error {
 	switch {
 	case errors.As(err, &me):
 		return &tool.ErrorDetails{Type: "mcp_unavailable", Recoverable: false, Message: me.Error()}
-	case errors.Is(err, sdk.ErrConnectionClosed) || errors.Is(err, sdk.ErrSessionMissing) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF):
+	case gone(err):
 		return &tool.ErrorDetails{Type: "mcp_unavailable", Recoverable: false,
 			Message: fmt.Sprintf("mcp server %s went away during the call of %s: %v", t.c.cfg.Name, t.remote, err)}
 	case errors.As(err, &rpc):
