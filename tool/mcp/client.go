@@ -310,10 +310,14 @@ func (c *Client) forget(sess *sdk.ClientSession) {
 	}
 }
 
-// notified passes on a progress or log notification, in the order the
-// connection read it.
+// notified passes on a progress or log notification, and marks the tools
+// changed on a list_changed, in the order the connection read them: a
+// server that changed its tools during a call has them listed again
+// from the next turn on.
 func (c *Client) notified(req *jsonrpc.Request) {
 	switch req.Method {
+	case "notifications/tools/list_changed":
+		c.changes.Add(1)
 	case "notifications/progress":
 		var p sdk.ProgressNotificationParams
 		if json.Unmarshal(req.Params, &p) == nil {

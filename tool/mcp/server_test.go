@@ -67,6 +67,18 @@ func text(s string) *sdk.CallToolResult {
 // handle.
 func testServer() *sdk.Server {
 	s := sdk.NewServer(&sdk.Implementation{Name: "test-server", Version: "1"}, nil)
+	// grow answers once the server sent its list_changed (which the SDK
+	// sends a moment after the change), so that the client reads it first.
+	announced := make(chan struct{}, 16)
+	s.AddSendingMiddleware(func(next sdk.MethodHandler) sdk.MethodHandler {
+		return func(ctx context.Context, method string, req sdk.Request) (sdk.Result, error) {
+			res, err := next(ctx, method, req)
+			if method == "notifications/tools/list_changed" {
+				announced <- struct{}{}
+			}
+			return res, err
+		}
+	})
 	sdk.AddTool(s, &sdk.Tool{Name: "get-sum", Description: "Adds two numbers",
 		Annotations: &sdk.ToolAnnotations{ReadOnlyHint: true}},
 		func(_ context.Context, _ *sdk.CallToolRequest, in sumIn) (*sdk.CallToolResult, any, error) {
@@ -140,6 +152,11 @@ func testServer() *sdk.Server {
 				func(context.Context, *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
 					return text("late but here"), nil
 				})
+			select {
+			case <-announced:
+			case <-time.After(10 * time.Second):
+				return nil, fmt.Errorf("the list_changed was not sent")
+			}
 			return text("grown"), nil
 		})
 	return s

@@ -1,0 +1,163 @@
+package mcp_test
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/agentry/agentry/agent"
+	"github.com/agentry/agentry/event"
+	"github.com/agentry/agentry/llm"
+	"github.com/agentry/agentry/llm/scripted"
+	"github.com/agentry/agentry/policy"
+	"github.com/agentry/agentry/spec"
+)
+
+// offered records the tools each model call was offered.
+type offered struct {
+	next  llm.Provider
+	mu    sync.Mutex
+	calls [][]string
+}
+
+func (o *offered) Generate(ctx context.Context, req *llm.Request) (*llm.Response, error) {
+	var names []string
+	for _, t := range req.Tools {
+		names = append(names, t.Name)
+	}
+	o.mu.Lock()
+	o.calls = append(o.calls, names)
+	o.mu.Unlock()
+	return o.next.Generate(ctx, req)
+}
+
+func scriptedModel(t *testing.T, turns ...scripted.Turn) *offered {
+	t.Helper()
+	s, err := scripted.New("mcp", turns...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &offered{next: s.Model()}
+}
+
+func mcpAgent(t *testing.T, sp *spec.Spec, model llm.Provider) *agent.Agent {
+	t.Helper()
+	if sp.AgentName == "" {
+		sp.AgentName, sp.Version, sp.SystemText = "mcp-user", "v1", "Use the tools."
+	}
+	a, err := agent.New(sp, agent.WithProvider(model, "scripted"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { a.Close() })
+	return a
+}
+
+// An agent calls an MCP server's tools like any other: offered with their
+// schemas under their model names, their results as observations, their
+// progress as tool_progress events; a server that adds a tool offers it
+// from the next turn on.
+func TestAgentUsesMCPTools(t *testing.T) {
+	t.Setenv("AGENTRY_TEST_GIVEN", "x")
+	srv := stdioServer("serve")
+	srv.MediaDir = t.TempDir()
+	model := scriptedModel(t,
+		scripted.Turn{ToolCalls: []scripted.ToolCall{{Name: "get-sum", Arguments: map[string]int{"a": 2, "b": 3}},
+			{Name: "slow", Arguments: map[string]any{}}, {Name: "grow", Arguments: map[string]any{}}}},
+		scripted.Turn{ToolCalls: []scripted.ToolCall{{Name: "late", Arguments: map[string]any{}}}},
+		scripted.Turn{Content: "5, done, late but here"})
+	a := mcpAgent(t, &spec.Spec{MCPServers: []spec.MCPServer{srv},
+		Tools: []string{"mcp:local/*"}}, model)
+
+	var mu sync.Mutex
+	var progress []event.Progress
+	res, err := a.Run(context.Background(), nil, agent.WithEvents(func(e event.Event) {
+		if e.Type == event.ToolProgress && e.Tool.Name == "slow" {
+			mu.Lock()
+			progress = append(progress, *e.Progress)
+			mu.Unlock()
+		}
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Result != "5, done, late but here" {
+		t.Fatalf("result %v", res.Result)
+	}
+	obs := map[string]string{}
+	for _, s := range res.Steps {
+		if s.Action != nil {
+			obs[s.Action.Tool] = s.Observation
+		}
+	}
+	if obs["get-sum"] != `"The sum of 2 and 3 is 5."` || obs["slow"] != `"done"` || obs["late"] != `"late but here"` {
+		t.Errorf("observations: %v", obs)
+	}
+	if len(progress) != 4 || progress[3].Progress != 3 || progress[0].Level != "info" {
+		t.Errorf("progress events: %+v", progress)
+	}
+	// "late" was not there when the agent was built: the list_changed
+	// after "grow" made the second turn offer it.
+	if len(model.calls) != 3 || slices.Contains(model.calls[0], "late") || !slices.Contains(model.calls[1], "late") {
+		t.Errorf("tools offered per call: %v", model.calls)
+	}
+}
+
+// Policy applies to MCP tools: a denied tool is refused before it reaches
+// the server, and a tool under approval pauses the run.
+func TestPolicyOnMCPTools(t *testing.T) {
+	srv := httpServer(t, false)
+	t.Setenv("AGENTRY_TEST_TOKEN", "tok-123")
+	model := scriptedModel(t,
+		scripted.Turn{ToolCalls: []scripted.ToolCall{{Name: "delete", Arguments: map[string]any{}}}},
+		scripted.Turn{ToolCalls: []scripted.ToolCall{{Name: "pay", Arguments: map[string]any{}}}},
+		scripted.Turn{Content: "unreachable"})
+	a := mcpAgent(t, &spec.Spec{MCPServers: []spec.MCPServer{srv}, Tools: []string{"mcp:remote/*"},
+		Policy: &policy.Policy{Tools: policy.ToolRules{Deny: []string{"delete"}}, Approval: policy.Approval{Tools: []string{"pay"}}}}, model)
+	res, err := a.Run(context.Background(), nil)
+	if !errors.Is(err, agent.ErrAwaitingApproval) {
+		t.Fatal(err)
+	}
+	if res.TerminateReason != agent.ReasonAwaitingApproval {
+		t.Fatalf("terminate reason %s, want awaiting_approval", res.TerminateReason)
+	}
+	if len(res.Steps) == 0 || !strings.Contains(res.Steps[0].Observation, "tools.deny") {
+		t.Errorf("the denied call: %+v", res.Steps)
+	}
+}
+
+// A tools entry naming a tool the server lacks, or a server that does not
+// start, fails the agent's build with a problem naming them.
+func TestMCPBuildProblems(t *testing.T) {
+	model := scriptedModel(t, scripted.Turn{Content: "x"})
+	for _, tc := range []struct {
+		name string
+		sp   spec.Spec
+		want string
+	}{
+		{"unknown tool", spec.Spec{MCPServers: []spec.MCPServer{stdioServer("serve")}, Tools: []string{"mcp:local/teleport"}},
+			`server local has no tool "teleport" (it has: crash, delete, env, fail, get-sum, grow, image, pay, slow, spawn, wait, weather.now)`},
+		{"server fails", spec.Spec{MCPServers: []spec.MCPServer{stdioServer("exit")}, Tools: []string{"mcp:local/*"}},
+			"mcp server local: start"},
+		{"two servers, one name", spec.Spec{MCPServers: []spec.MCPServer{stdioServer("serve"), func() spec.MCPServer {
+			s := stdioServer("serve")
+			s.Name = "other"
+			return s
+		}()}, Tools: []string{"mcp:local/pay", "mcp:other/pay"}}, `two tools are named "pay"`},
+		{"undeclared server", spec.Spec{Tools: []string{"mcp:nowhere/x"}}, "the spec has no mcp_servers"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Setenv("AGENTRY_TEST_GIVEN", "x")
+			sp := tc.sp
+			sp.AgentName, sp.Version = "bad", "v1"
+			_, err := agent.New(&sp, agent.WithProvider(model, "scripted"))
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("got %v, want %q", err, tc.want)
+			}
+		})
+	}
+}
+
