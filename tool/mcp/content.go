@@ -71,6 +71,9 @@ func (c *Client) media() media {
 	case !filepath.IsAbs(dir):
 		dir = filepath.Join(c.o.BaseDir, dir)
 	}
+	if abs, err := filepath.Abs(dir); err == nil {
+		dir = abs // the references are file URLs
+	}
 	return media(dir)
 }
 

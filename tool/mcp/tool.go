@@ -54,8 +54,11 @@ func (t *Tool) Call(ctx context.Context, args json.RawMessage) (json.RawMessage,
 			Message: fmt.Sprintf("mcp server %s: tool %s: %v", t.c.cfg.Name, t.remote, err)}
 	}
 	if res.IsError {
-		return nil, &tool.ErrorDetails{Type: "tool_error", Recoverable: true, Message: errorText(res),
-			Details: map[string]any{"server": t.c.cfg.Name, "result": out}}
+		d := &tool.ErrorDetails{Type: "tool_error", Recoverable: true, Message: errorText(res), Details: map[string]any{"server": t.c.cfg.Name}}
+		if len(out) > 0 && out[0] != '"' { // more than its text
+			d.Details["result"] = out
+		}
+		return nil, d
 	}
 	return out, nil
 }

@@ -1,0 +1,271 @@
+package main
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"net"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/agentry/agentry/internal/syncbuf"
+	"github.com/agentry/agentry/internal/testdb"
+)
+
+// mcpRun runs the agent of specJSON with the scripted turns through the
+// binary, and returns each step's observation by tool and the events.
+func mcpRun(t *testing.T, dir, specJSON, turns string) (map[string]string, []map[string]any) {
+	t.Helper()
+	os.WriteFile(filepath.Join(dir, "agent.json"), []byte(specJSON), 0o600)
+	os.WriteFile(filepath.Join(dir, "turns.json"), []byte(turns), 0o600)
+	events := filepath.Join(dir, "events.jsonl")
+	code, out, errs := runCLI(t, "run", filepath.Join(dir, "agent.json"), "--no-store", "--json", "-q", "--events", events)
+	if code != 0 {
+		t.Fatalf("exit %d\n%s", code, errs)
+	}
+	var res struct {
+		Result any `json:"result"`
+		Steps  []struct {
+			Action *struct {
+				Tool string `json:"tool"`
+			} `json:"action"`
+			Observation string `json:"observation"`
+		} `json:"steps"`
+	}
+	if err := json.Unmarshal([]byte(out), &res); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	obs := map[string]string{}
+	for _, s := range res.Steps {
+		if s.Action != nil {
+			obs[s.Action.Tool] += s.Observation
+		}
+	}
+	f, err := os.Open(events)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var evs []map[string]any
+	for sc := bufio.NewScanner(f); sc.Scan(); {
+		var e map[string]any
+		json.Unmarshal(sc.Bytes(), &e)
+		evs = append(evs, e)
+	}
+	return obs, evs
+}
+
+// startNodeServer starts an npm MCP server that listens on PORT, on a free
+// port (another one if it finds the port taken), until the test ends.
+func startNodeServer(t *testing.T, bin string, args ...string) string {
+	t.Helper()
+	for attempt := 0; ; attempt++ {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		port := l.Addr().(*net.TCPAddr).Port
+		l.Close()
+		out := &syncbuf.Buffer{}
+		cmd := exec.Command(bin, args...)
+		cmd.Env = append(os.Environ(), "PORT="+strconv.Itoa(port))
+		cmd.Stdout, cmd.Stderr = out, out
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		exited := make(chan error, 1)
+		go func() { exited <- cmd.Wait() }()
+		t.Cleanup(func() {
+			cmd.Process.Kill()
+			<-exited
+		})
+		for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+			if c, err := net.Dial("tcp", "127.0.0.1:"+strconv.Itoa(port)); err == nil {
+				c.Close()
+				return "http://127.0.0.1:" + strconv.Itoa(port)
+			}
+			select {
+			case <-exited:
+				if attempt < 3 && strings.Contains(out.String(), "in use") {
+					break
+				}
+				t.Fatalf("%s exited:\n%s", bin, out)
+			default:
+				if time.Now().After(deadline) {
+					t.Fatalf("%s did not listen:\n%s", bin, out)
+				}
+				continue
+			}
+			break
+		}
+	}
+}
+
+// Through the binary, the MCP reference server "everything" from npm,
+// over stdio, streamable HTTP and SSE: an agent calls its tools and gets
+// the right results; the image is a reference to a kept file, not its
+// base64; the long operation's progress arrives as events.
+func TestMCPEverythingServer(t *testing.T) {
+	modules := testdb.NPM(t, "@modelcontextprotocol/server-everything")
+	bin := filepath.Join(modules, ".bin", "mcp-server-everything")
+	turns := `{"turns": [{"tool_calls": [{"name": "echo", "arguments": {"message": "hello"}}, {"name": "get-sum", "arguments": {"a": 2, "b": 3}},
+		{"name": "get-structured-content", "arguments": {"location": "Chicago"}}, {"name": "get-tiny-image", "arguments": {}},
+		{"name": "trigger-long-running-operation", "arguments": {"duration": 1, "steps": 2}}]},
+		{"content": "Done."}]}`
+	for _, tc := range []struct {
+		name   string
+		server func(t *testing.T) string
+	}{
+		{"stdio", func(*testing.T) string {
+			return fmt.Sprintf(`{"name": "every", "command": %q, "args": ["stdio"], "media_dir": "media"}`, bin)
+		}},
+		{"streamable_http", func(t *testing.T) string {
+			return fmt.Sprintf(`{"name": "every", "url": %q, "media_dir": "media"}`, startNodeServer(t, bin, "streamableHttp")+"/mcp")
+		}},
+		{"sse", func(t *testing.T) string {
+			return fmt.Sprintf(`{"name": "every", "url": %q, "transport": "sse", "media_dir": "media"}`, startNodeServer(t, bin, "sse")+"/sse")
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			obs, events := mcpRun(t, dir, `{"agent_name": "every", "version": "v1", "model_name": "scripted:turns.json", "system_text": "Use the tools.",
+				"mcp_servers": [`+tc.server(t)+`],
+				"tools": ["mcp:every/echo", "mcp:every/get-sum", "mcp:every/get-structured-content", "mcp:every/get-tiny-image", "mcp:every/trigger-long-running-operation"]}`, turns)
+			for tool, want := range map[string]string{"echo": `"Echo: hello"`, "get-sum": `"The sum of 2 and 3 is 5."`,
+				"trigger-long-running-operation": `"Long running operation completed. Duration: 1 seconds, Steps: 2."`} {
+				if obs[tool] != want {
+					t.Errorf("%s: %s, want %s", tool, obs[tool], want)
+				}
+			}
+			var weather map[string]any
+			if err := json.Unmarshal([]byte(obs["get-structured-content"]), &weather); err != nil || weather["temperature"] == nil || weather["conditions"] == nil {
+				t.Errorf("get-structured-content: %s", obs["get-structured-content"])
+			}
+			checkKeptImage(t, obs["get-tiny-image"], filepath.Join(dir, "media"))
+			var steps []float64
+			for _, e := range events {
+				if e["type"] == "tool_progress" {
+					steps = append(steps, e["progress"].(map[string]any)["progress"].(float64))
+				}
+			}
+			if len(steps) != 2 || steps[0] != 1 || steps[1] != 2 {
+				t.Errorf("progress events: %v", steps)
+			}
+		})
+	}
+}
+
+// checkKeptImage: the observation refers to a PNG kept in dir, by its
+// mime type and size, and holds none of its base64.
+func checkKeptImage(t *testing.T, obs, dir string) {
+	t.Helper()
+	var img struct {
+		Content []map[string]any `json:"content"`
+	}
+	if err := json.Unmarshal([]byte(obs), &img); err != nil {
+		t.Fatalf("get-tiny-image: %s", obs)
+	}
+	for _, item := range img.Content {
+		if item["type"] != "image" {
+			continue
+		}
+		u, err := url.Parse(item["ref"].(string))
+		if err != nil || item["mime_type"] != "image/png" || filepath.Dir(u.Path) != dir {
+			t.Fatalf("image item %v (want a file in %s)", item, dir)
+		}
+		data, err := os.ReadFile(u.Path)
+		if err != nil || !strings.HasPrefix(string(data), "\x89PNG") || float64(len(data)) != item["size"] {
+			t.Errorf("the kept image: %v, %d bytes", err, len(data))
+		}
+		if len(obs) > 1000 {
+			t.Errorf("the observation is %d bytes: %s", len(obs), obs)
+		}
+		return
+	}
+	t.Errorf("no image in %s", obs)
+}
+
+// Through the binary, the filesystem and memory reference servers over
+// stdio: a file written and read back in a temporary root (and one
+// outside it refused), and a knowledge graph built and searched.
+func TestMCPFilesystemAndMemoryServers(t *testing.T) {
+	modules := testdb.NPM(t, "@modelcontextprotocol/server-filesystem")
+	testdb.NPM(t, "@modelcontextprotocol/server-memory")
+	dir := t.TempDir()
+	root := filepath.Join(dir, "root")
+	os.MkdirAll(root, 0o700)
+	root, _ = filepath.EvalSymlinks(root)
+	outside := filepath.Join(dir, "outside.txt")
+	os.WriteFile(outside, []byte("not yours"), 0o600)
+	graph := filepath.Join(dir, "graph.jsonl")
+	obs, _ := mcpRun(t, dir, fmt.Sprintf(`{"agent_name": "keeper", "version": "v1", "model_name": "scripted:turns.json", "system_text": "Keep notes.",
+		"mcp_servers": [{"name": "fs", "command": %q, "args": [%q]},
+			{"name": "mem", "command": %q, "env": {"MEMORY_FILE_PATH": %q}}],
+		"tools": ["mcp:fs/write_file", "mcp:fs/read_text_file", "mcp:mem/create_entities", "mcp:mem/search_nodes"]}`,
+		filepath.Join(modules, ".bin", "mcp-server-filesystem"), root, filepath.Join(modules, ".bin", "mcp-server-memory"), graph),
+		fmt.Sprintf(`{"turns": [
+			{"tool_calls": [{"name": "write_file", "arguments": {"path": %q, "content": "day 1: Alfama"}},
+				{"name": "create_entities", "arguments": {"entities": [{"name": "Lisbon", "entityType": "city", "observations": ["has trams"]}]}}]},
+			{"tool_calls": [{"name": "read_text_file", "arguments": {"path": %q}}, {"name": "search_nodes", "arguments": {"query": "Lisbon"}}]},
+			{"tool_calls": [{"name": "read_text_file", "arguments": {"path": %q}}]},
+			{"content": "Done."}]}`, filepath.Join(root, "plan.txt"), filepath.Join(root, "plan.txt"), outside))
+	if data, _ := os.ReadFile(filepath.Join(root, "plan.txt")); string(data) != "day 1: Alfama" {
+		t.Errorf("the written file holds %q", data)
+	}
+	read := obs["read_text_file"]
+	if !strings.HasPrefix(read, `{"content":"day 1: Alfama"}`) || !strings.Contains(read, "tool_error") || strings.Contains(read, "not yours") {
+		t.Errorf("read_text_file: %s", read)
+	}
+	if s := obs["search_nodes"]; !strings.Contains(s, "has trams") || !strings.Contains(s, "city") {
+		t.Errorf("search_nodes: %s", s)
+	}
+	if data, _ := os.ReadFile(graph); !strings.Contains(string(data), "Lisbon") {
+		t.Errorf("the graph file holds %q", data)
+	}
+}
+
+// agentry mcp tools lists a server's tools for a person, or as JSON; a
+// server that does not start is exit 1 naming it, a bad SERVER-SPEC exit 2.
+func TestMCPToolsCommand(t *testing.T) {
+	modules := testdb.NPM(t, "@modelcontextprotocol/server-everything")
+	bin := filepath.Join(modules, ".bin", "mcp-server-everything")
+	code, out, errs := runCLI(t, "mcp", "tools", "--", bin, "stdio")
+	if code != 0 || !regexpMatch(`(?m)^server\s+get-sum\s+safe\s+low\s+Returns the sum of two numbers$`, out) {
+		t.Errorf("exit %d\n%s%s", code, out, errs)
+	}
+	code, out, _ = runCLI(t, "mcp", "tools", "--json", "--", bin, "stdio")
+	var list []struct {
+		Name, Idempotency string
+		InputSchema       map[string]any `json:"input_schema"`
+	}
+	if err := json.Unmarshal([]byte(out), &list); code != 0 || err != nil || len(list) < 10 {
+		t.Fatalf("exit %d, %v\n%s", code, err, out)
+	}
+	for _, tc := range []struct {
+		name string
+		args []string
+		code int
+		want string
+	}{
+		{"no such program", []string{"--", "agentry-no-such-server"}, 1, "mcp server server: start"},
+		{"bad header", []string{"http://127.0.0.1:1/mcp", "--header", "nocolon"}, 2, `--header "nocolon": want NAME=VALUE`},
+		{"bad transport", []string{"http://127.0.0.1:1/mcp", "--transport", "carrier-pigeon"}, 2, `transport "carrier-pigeon"`},
+		{"unreachable", []string{"http://127.0.0.1:1/mcp"}, 1, "mcp server server: start"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			code, _, errs := runCLI(t, append([]string{"mcp", "tools"}, tc.args...)...)
+			if code != tc.code || !strings.Contains(errs, tc.want) {
+				t.Errorf("exit %d, %s; want %d naming %s", code, errs, tc.code, tc.want)
+			}
+		})
+	}
+}
+
+func regexpMatch(pattern, s string) bool { return regexp.MustCompile(pattern).MatchString(s) }
