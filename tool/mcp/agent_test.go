@@ -160,4 +160,3 @@ func TestMCPBuildProblems(t *testing.T) {
 		})
 	}
 }
-
