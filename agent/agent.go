@@ -603,6 +603,17 @@ func (a *Agent) Spec() spec.Spec { return *a.spec.Clone() }
 // Name returns the agent's name.
 func (a *Agent) Name() string { return a.spec.AgentName }
 
+// Tools describes the tools the agent offers its model now, in the order
+// it offers them.
+func (a *Agent) Tools() []tool.Info {
+	t := a.table()
+	out := make([]tool.Info, 0, len(t.specs))
+	for _, ts := range t.specs {
+		out = append(out, t.byName[ts.Name].info)
+	}
+	return out
+}
+
 // Mode returns the agent's mode.
 func (a *Agent) Mode() spec.Mode { return a.spec.Mode }
 

@@ -101,7 +101,7 @@ func (t subTool) Info() tool.Info {
 	}
 	// Repeating a call with its key continues the same stored sub-run
 	// (see Call): it deduplicates.
-	return tool.Info{Name: t.a.spec.AgentName, Description: desc, Parameters: subjectSchema(t.a.spec),
+	return tool.Info{Name: t.a.spec.AgentName, Description: desc, Parameters: t.a.spec.InputJSONSchema(),
 		Idempotency: tool.NonIdempotent, Deduplicates: true, Timeout: time.Duration(t.a.limits.TimeoutMS) * time.Millisecond}
 }
 

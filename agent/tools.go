@@ -1,7 +1,6 @@
 package agent
 
 import (
-	"encoding/json"
 	"fmt"
 	"maps"
 	"slices"
@@ -171,24 +170,6 @@ func (a *Agent) toolTimeout(info tool.Info) time.Duration {
 		return info.Timeout
 	}
 	return time.Duration(a.limits.ToolTimeoutMS) * time.Millisecond
-}
-
-// subjectSchema is the tool schema of a sub-agent: its input_schema, or
-// its input_keys as required strings, or a single "task".
-func subjectSchema(s *spec.Spec) json.RawMessage {
-	if len(s.InputSchema) > 0 {
-		return s.InputSchema
-	}
-	keys := s.InputKeys
-	if len(keys) == 0 {
-		keys = []string{"task"}
-	}
-	props := map[string]any{}
-	for _, k := range keys {
-		props[k] = map[string]any{"type": "string"}
-	}
-	b, _ := json.Marshal(map[string]any{"type": "object", "properties": props, "required": keys, "additionalProperties": false})
-	return b
 }
 
 // describe is a tool's description as models see it: with its examples.
