@@ -40,6 +40,10 @@ type Rendered struct {
 	Examples []Example `json:"examples,omitempty"`
 }
 
+// Vars are the variables the template's text uses, in the order they
+// first appear.
+func (t *Template) Vars() ([]string, error) { return vars(t.Engine, t.Text) }
+
 // vars returns the variables text uses, parsing it with the engine: each
 // once, in order.
 func vars(e Engine, text string) ([]string, error) {

@@ -24,9 +24,12 @@ import (
 	"sync"
 	"time"
 
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
 	"github.com/agentry/agentry/agent"
 	"github.com/agentry/agentry/pipeline"
 	"github.com/agentry/agentry/policy"
+	"github.com/agentry/agentry/prompt"
 	"github.com/agentry/agentry/runlog"
 	"github.com/agentry/agentry/store"
 )
@@ -60,6 +63,11 @@ type Config struct {
 	// status, duration, caller, run and trace ids); nil: none. Runs log
 	// through their agents' loggers (agent.WithLogger).
 	Logger *slog.Logger
+	// Prompts are the prompt templates the MCP server offers as prompts;
+	// nil offers none.
+	Prompts prompt.Store
+	// Version is the server's version, as MCP clients are told it.
+	Version string
 }
 
 // Server serves agents over HTTP. Its zero value is not usable: use New.
@@ -81,6 +89,9 @@ type Server struct {
 	wg        sync.WaitGroup
 	base      context.Context // the runs' context: cancelled by Close
 	close     context.CancelFunc
+
+	mcpOnce sync.Once
+	mcp     *sdk.Server // the MCP server, built on first use
 }
 
 // New returns a Server for c.
@@ -138,6 +149,7 @@ func New(c Config) (*Server, error) {
 	s.route("POST /ag-ui/{agent}", RoleRunner, s.agui)
 	s.routeWith("POST /v1/chat/completions", RoleRunner, writeOpenAIError, s.chatCompletions)
 	s.routeWith("GET /v1/models", RoleViewer, writeOpenAIError, s.models)
+	s.route("POST /mcp", RoleRunner, s.mcpHTTP().ServeHTTP)
 	s.open("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
 		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
 	})

@@ -1,15 +1,19 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"os"
+	"os/signal"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"text/tabwriter"
 
+	sdkmcp "github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/spf13/cobra"
 
 	"github.com/agentry/agentry/spec"
@@ -21,9 +25,69 @@ func newMCPCmd(stdout, stderr io.Writer) *cobra.Command {
 		Use:   "mcp",
 		Short: "Use MCP servers, and serve agents as one",
 	}
-	cmd.AddCommand(newMCPToolsCmd(stdout))
+	cmd.AddCommand(newMCPToolsCmd(stdout), newMCPServeCmd(stdout, stderr))
 	return cmd
 }
+
+func newMCPServeCmd(stdout, stderr io.Writer) *cobra.Command {
+	var (
+		f         serveFlags
+		transport string
+	)
+	cmd := &cobra.Command{
+		Use:   "serve",
+		Short: "Serve the agents of a directory as an MCP server",
+		Long: `Serve every agent of the agents directory as a tool of an MCP server (docs/mcp.md): its
+input schema from the agent's input_keys or input_schema, its output schema from output_schema,
+progress notifications while it runs; the prompt store's templates as prompts. Runs are stored
+like any other.
+
+--transport stdio (the default) speaks MCP on standard input and output, for a client that
+starts agentry; nothing else is written to standard output. --transport http serves it at
+POST /mcp (streamable HTTP, stateless) with the rest of the HTTP API, as agentry serve does,
+under the same flags: keys, loopback only without them.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			switch transport {
+			case "stdio":
+				return serveMCPStdio(cmd.Context(), f, cmd.InOrStdin(), stdout, stderr)
+			case "http":
+				fmt.Fprintf(stderr, "agentry mcp serve: the MCP endpoint is POST /mcp\n")
+				return serve(cmd.Context(), f, stdout, stderr)
+			}
+			return usageErr(fmt.Errorf("--transport %q: want stdio or http", transport))
+		},
+	}
+	f.flags(cmd)
+	cmd.Flags().StringVar(&transport, "transport", "stdio", "stdio or http")
+	return cmd
+}
+
+// serveMCPStdio speaks MCP on in and out until in ends or a signal comes,
+// then lets the runs reach a durable point and stop.
+func serveMCPStdio(ctx context.Context, f serveFlags, in io.Reader, out, stderr io.Writer) error {
+	srv, _, done, err := newServer(ctx, f, stderr)
+	if err != nil {
+		return err
+	}
+	defer done()
+	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	err = srv.MCP().Run(ctx, &sdkmcp.IOTransport{Reader: io.NopCloser(in), Writer: nopWriteCloser{out}})
+	down, cancel := context.WithTimeout(context.Background(), f.drain)
+	defer cancel()
+	if cerr := srv.Close(down); cerr != nil && !errors.Is(cerr, context.DeadlineExceeded) {
+		return runFailed(cerr)
+	}
+	if err != nil && ctx.Err() == nil && !errors.Is(err, io.EOF) {
+		return runFailed(err)
+	}
+	return nil
+}
+
+type nopWriteCloser struct{ io.Writer }
+
+func (nopWriteCloser) Close() error { return nil }
 
 // mcpToolInfo is one tool as `mcp tools --json` prints it.
 type mcpToolInfo struct {

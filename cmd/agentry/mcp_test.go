@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"context"
 	"encoding/json"
 	"fmt"
 	"net"
@@ -12,8 +13,11 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
+
+	sdkmcp "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/agentry/agentry/internal/syncbuf"
 	"github.com/agentry/agentry/internal/testdb"
@@ -269,3 +273,66 @@ func TestMCPToolsCommand(t *testing.T) {
 }
 
 func regexpMatch(pattern, s string) bool { return regexp.MustCompile(pattern).MatchString(s) }
+
+// agentry mcp serve over stdio, driven by the official MCP Go SDK's
+// client as an MCP host would: the agents are tools, a call runs one
+// (progress on the way, the run stored), templates are prompts, and the
+// server stops when the client closes its stdin.
+func TestMCPServeStdio(t *testing.T) {
+	dir := t.TempDir()
+	os.MkdirAll(filepath.Join(dir, "agents", "greeter"), 0o700)
+	os.MkdirAll(filepath.Join(dir, "prompts", "welcome"), 0o700)
+	os.WriteFile(filepath.Join(dir, "agents", "greeter", "v1.json"), []byte(`{"agent_name": "greeter", "version": "v1",
+		"description": "Greets a person.", "model_name": "scripted:../../turns.json", "system_text": "Greet.", "input_keys": ["name"],
+		"tools": ["kv_set"]}`), 0o600)
+	os.WriteFile(filepath.Join(dir, "turns.json"), []byte(`{"turns": [
+		{"tool_calls": [{"name": "kv_set", "arguments": {"key": "greeted", "value": "Ada"}}]}, {"content": "Hello, Ada."}]}`), 0o600)
+	os.WriteFile(filepath.Join(dir, "prompts", "welcome", "v1.json"), []byte(`{"id": "welcome", "version": "v1", "text": "Welcome ${name} to ${place}."}`), 0o600)
+	db := filepath.Join(dir, "runs.db")
+	cmd := exec.Command(binary(t), "mcp", "serve", "--agents", filepath.Join(dir, "agents"), "--prompts", filepath.Join(dir, "prompts"), "--db", db)
+	stderr := &syncbuf.Buffer{}
+	cmd.Stderr = stderr
+	var mu sync.Mutex
+	var progress []string
+	client := sdkmcp.NewClient(&sdkmcp.Implementation{Name: "host", Version: "1"}, &sdkmcp.ClientOptions{
+		ProgressNotificationHandler: func(_ context.Context, r *sdkmcp.ProgressNotificationClientRequest) {
+			mu.Lock()
+			progress = append(progress, r.Params.Message)
+			mu.Unlock()
+		}})
+	ctx := context.Background()
+	cs, err := client.Connect(ctx, &sdkmcp.CommandTransport{Command: cmd}, nil)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, stderr)
+	}
+	tools, err := cs.ListTools(ctx, nil)
+	if err != nil || len(tools.Tools) != 1 || tools.Tools[0].Name != "greeter" || tools.Tools[0].Description != "Greets a person." {
+		t.Fatalf("tools: %+v, %v", tools, err)
+	}
+	params := &sdkmcp.CallToolParams{Name: "greeter", Arguments: map[string]any{"name": "Ada"}}
+	params.SetProgressToken(1)
+	res, err := cs.CallTool(ctx, params)
+	if err != nil || res.IsError || res.Content[0].(*sdkmcp.TextContent).Text != "Hello, Ada." {
+		t.Fatalf("call: %+v, %v\n%s", res, err, stderr)
+	}
+	id, _ := res.Meta["agentry/run_id"].(string)
+	got, err := cs.GetPrompt(ctx, &sdkmcp.GetPromptParams{Name: "welcome", Arguments: map[string]string{"name": "Ada", "place": "Lisbon"}})
+	if err != nil || got.Messages[0].Content.(*sdkmcp.TextContent).Text != "Welcome Ada to Lisbon." {
+		t.Errorf("prompt: %+v, %v", got, err)
+	}
+	if err := cs.Close(); err != nil {
+		t.Errorf("close: %v\n%s", err, stderr)
+	}
+	if cmd.ProcessState == nil || !cmd.ProcessState.Success() {
+		t.Errorf("the server did not exit cleanly: %v\n%s", cmd.ProcessState, stderr)
+	}
+	mu.Lock()
+	if strings.Join(progress, "|") != "turn 1|turn 1: calling kv_set|turn 2" {
+		t.Errorf("progress %q", progress)
+	}
+	mu.Unlock()
+	code, out, errs := runCLI(t, "trace", id, "--db", db)
+	if code != 0 || !strings.Contains(out, "kv_set") {
+		t.Errorf("the stored run %s: exit %d\n%s%s", id, code, out, errs)
+	}
+}

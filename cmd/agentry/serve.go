@@ -45,6 +45,12 @@ with Last-Event-ID). Without --auth-keys the server listens on loopback only.`,
 			return serve(cmd.Context(), f, stdout, stderr)
 		},
 	}
+	f.flags(cmd)
+	return cmd
+}
+
+// flags defines the flags of serve on cmd.
+func (f *serveFlags) flags(cmd *cobra.Command) {
 	fl := cmd.Flags()
 	fl.StringVar(&f.addr, "addr", "127.0.0.1:8080", "the address to listen on")
 	fl.StringVar(&f.agents, "agents", "agents", "the agents directory to serve")
@@ -59,70 +65,91 @@ with Last-Event-ID). Without --auth-keys the server listens on loopback only.`,
 	fl.BoolVar(&f.resumeInterrupted, "resume-interrupted", false, "at start, resume the runs a stopped or crashed server left interrupted")
 	dbFlag(cmd, &f.db)
 	promptsFlag(cmd, &f.prompts)
-	return cmd
 }
 
 // serve runs the server until SIGINT or SIGTERM, then lets the runs it
 // drives reach a durable point and stop.
 func serve(ctx context.Context, f serveFlags, stdout, stderr io.Writer) error {
+	srv, n, done, err := newServer(ctx, f, stderr)
+	if err != nil {
+		return err
+	}
+	defer done()
+	return listen(ctx, f, srv, n, stdout, stderr)
+}
+
+// newServer builds the server f describes, with n agents; done closes
+// what it opened.
+func newServer(ctx context.Context, f serveFlags, stderr io.Writer) (srv *server.Server, n int, done func(), err error) {
+	var closers []func()
+	closeAll := func() {
+		for i := len(closers) - 1; i >= 0; i-- {
+			closers[i]()
+		}
+	}
+	defer func() {
+		if err != nil {
+			closeAll()
+		}
+	}()
 	var keys []server.Key
 	if f.keys != "" {
 		var err error
 		if keys, err = server.LoadKeys(f.keys); err != nil {
-			return usageErr(err)
+			return nil, 0, nil, usageErr(err)
 		}
 	} else if !loopback(f.addr) {
-		return usageErr(fmt.Errorf("--addr %s is not a loopback address: a server without --auth-keys listens on loopback only", f.addr))
+		return nil, 0, nil, usageErr(fmt.Errorf("--addr %s is not a loopback address: a server without --auth-keys listens on loopback only", f.addr))
 	}
 	key, err := encryptionKey() // seals memory and run logs; the server opens them
 	if err != nil {
-		return usageErr(err)
+		return nil, 0, nil, usageErr(err)
 	}
 	st, err := openStore(ctx, f.db)
 	if err != nil {
-		return usageErr(err)
+		return nil, 0, nil, usageErr(err)
 	}
-	defer st.Close()
+	closers = append(closers, func() { st.Close() })
 	so, err := storeOptions(st, f.prompts)
 	if err != nil {
-		return usageErr(err)
+		return nil, 0, nil, usageErr(err)
 	}
 	tel, err := openTelemetry(ctx)
 	if err != nil {
-		return usageErr(err)
+		return nil, 0, nil, usageErr(err)
 	}
-	defer func() {
+	closers = append(closers, func() {
 		if err := tel.shutdown(); err != nil {
 			fmt.Fprintf(stderr, "agentry serve: OpenTelemetry export: %v\n", err)
 		}
-	}()
+	})
 	opts := append([]agent.Option{agent.WithTools(builtinTools(f.allowPrivate))}, so...)
 	opts = append(opts, tel.agentOptions()...)
 	logger, err := newLogger(f.logLevel, f.logFormat, stderr)
 	if err != nil {
-		return usageErr(err)
+		return nil, 0, nil, usageErr(err)
 	}
 	if logger != nil {
 		opts = append(opts, agent.WithLogger(logger))
 	}
 	reg, err := agent.LoadRegistry(spec.Dir{Path: f.agents}, opts...)
 	if err != nil {
-		return usageErr(fmt.Errorf("--agents %s: %w", f.agents, err))
+		return nil, 0, nil, usageErr(fmt.Errorf("--agents %s: %w", f.agents, err))
 	}
-	defer reg.Close()
+	closers = append(closers, func() { reg.Close() })
 	pipes, err := loadPipelines(f, reg, opts, tel, key)
 	if err != nil {
-		return usageErr(err)
+		return nil, 0, nil, usageErr(err)
 	}
-	defer func() {
+	closers = append(closers, func() {
 		for _, p := range pipes {
 			p.Close()
 		}
-	}()
-	srv, err := server.New(server.Config{Store: st, Agents: reg, Pipelines: pipes, AgentOptions: opts, Keys: keys, MaxRuns: f.maxRuns, MaxStreams: f.maxStreams,
-		EncryptionKey: key, Logger: logger})
+	})
+	srv, err = server.New(server.Config{Store: st, Agents: reg, Pipelines: pipes, AgentOptions: opts, Keys: keys, MaxRuns: f.maxRuns, MaxStreams: f.maxStreams,
+		EncryptionKey: key, Logger: logger, Prompts: promptStore(st, f.prompts), Version: version()})
 	if err != nil {
-		return runFailed(err)
+		return nil, 0, nil, runFailed(err)
 	}
 	if f.resumeInterrupted {
 		ids, err := srv.ResumeInterrupted(ctx)
@@ -133,6 +160,12 @@ func serve(ctx context.Context, f serveFlags, stdout, stderr io.Writer) error {
 			fmt.Fprintf(stderr, "agentry serve: %v\n", err)
 		}
 	}
+	return srv, len(reg.Agents()), closeAll, nil
+}
+
+// listen serves srv over HTTP until SIGINT or SIGTERM, then lets the runs
+// it drives reach a durable point and stop.
+func listen(ctx context.Context, f serveFlags, srv *server.Server, n int, stdout, stderr io.Writer) error {
 	ln, err := net.Listen("tcp", f.addr)
 	if err != nil {
 		return usageErr(fmt.Errorf("--addr: %w", err))
@@ -140,7 +173,7 @@ func serve(ctx context.Context, f serveFlags, stdout, stderr io.Writer) error {
 	// Every phase of a connection is bounded but the response's writing:
 	// an event stream stays open as long as its run goes.
 	hs := &http.Server{Handler: srv, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: time.Minute, IdleTimeout: 2 * time.Minute}
-	fmt.Fprintf(stdout, "agentry serve: listening on http://%s (%d agents)\n", ln.Addr(), len(reg.Agents()))
+	fmt.Fprintf(stdout, "agentry serve: listening on http://%s (%d agents)\n", ln.Addr(), n)
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	errc := make(chan error, 1)

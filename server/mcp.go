@@ -1,0 +1,253 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"slices"
+	"strings"
+	"sync"
+
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/agentry/agentry/agent"
+	"github.com/agentry/agentry/event"
+	"github.com/agentry/agentry/policy"
+	"github.com/agentry/agentry/prompt"
+	"github.com/agentry/agentry/spec"
+	"github.com/agentry/agentry/tool"
+)
+
+// MCP is the served agents as an MCP server (docs/mcp.md): each agent a
+// tool named by the agent (its latest version), and the prompt store's
+// templates prompts. A tool call is a run like one the HTTP API starts:
+// stored, counted against MaxRuns, interrupted at Close. Serve it over
+// stdio with its Run, or over HTTP at POST /mcp.
+func (s *Server) MCP() *sdk.Server {
+	s.mcpOnce.Do(s.buildMCP)
+	return s.mcp
+}
+
+func (s *Server) buildMCP() {
+	m := sdk.NewServer(&sdk.Implementation{Name: "agentry", Title: "agentry agents", Version: s.cfg.Version}, &sdk.ServerOptions{
+		Instructions: "Each tool is an agentry agent: call it with its input and it runs to its answer.",
+		HasTools:     true,
+	})
+	seen := map[string]bool{}
+	for _, a := range s.cfg.Agents.Agents() {
+		if seen[a.Name()] {
+			continue
+		}
+		seen[a.Name()] = true
+		latest, err := s.cfg.Agents.Get(a.Name())
+		if err != nil {
+			continue
+		}
+		m.AddTool(mcpTool(latest), s.mcpCall(a.Name()))
+	}
+	if s.cfg.Prompts != nil {
+		s.addPrompts(m)
+	}
+	s.mcp = m
+}
+
+// mcpTool describes an agent as an MCP tool: its input schema, its output
+// schema when it has an object one, and annotations from its tools.
+func mcpTool(a *agent.Agent) *sdk.Tool {
+	sp := a.Spec()
+	t := &sdk.Tool{Name: sp.AgentName, Title: sp.AgentName + " " + sp.Version, Description: describeAgent(&sp),
+		InputSchema: json.RawMessage(sp.InputJSONSchema())}
+	var out struct {
+		Type string `json:"type"`
+	}
+	if len(sp.OutputSchema) > 0 && json.Unmarshal(sp.OutputSchema, &out) == nil && out.Type == "object" {
+		t.OutputSchema = json.RawMessage(sp.OutputSchema)
+	}
+	t.Annotations = annotations(a.Tools())
+	return t
+}
+
+func describeAgent(sp *spec.Spec) string {
+	for _, d := range []string{sp.Description, sp.PurposeText, sp.SystemText} {
+		if d != "" {
+			return d
+		}
+	}
+	return "The " + sp.AgentName + " agent."
+}
+
+// annotations are what an agent's tools say of calling it: read-only
+// when all of them are safe, idempotent when none is non-idempotent,
+// destructive when one is high or critical risk, open-world when it has
+// any tool.
+func annotations(tools []tool.Info) *sdk.ToolAnnotations {
+	readOnly, idempotent, destructive := true, true, false
+	for _, t := range tools {
+		class := t.Idempotency
+		if class == "" {
+			class = tool.IdempotencyOf(t.Risk)
+		}
+		readOnly = readOnly && class == tool.Safe
+		idempotent = idempotent && class != tool.NonIdempotent
+		destructive = destructive || t.Risk == tool.RiskHigh || t.Risk == tool.RiskCritical
+	}
+	openWorld := len(tools) > 0
+	return &sdk.ToolAnnotations{ReadOnlyHint: readOnly, IdempotentHint: idempotent, DestructiveHint: &destructive, OpenWorldHint: &openWorld}
+}
+
+// mcpCall runs the agent called name for a tools/call: as the caller (a
+// key's user over HTTP), in the MCP session (its runs share a session
+// id), with the run's turns and tool calls as progress when the client
+// asked for it. A client that cancels the call aborts the run.
+func (s *Server) mcpCall(name string) sdk.ToolHandler {
+	return func(ctx context.Context, req *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
+		a, err := s.cfg.Agents.Get(name)
+		if err != nil {
+			return nil, fmt.Errorf("agent %s is no longer served", name)
+		}
+		input := map[string]any{}
+		if len(req.Params.Arguments) > 0 && string(req.Params.Arguments) != "null" {
+			if err := json.Unmarshal(req.Params.Arguments, &input); err != nil {
+				return errorResult("the arguments are not a JSON object: " + err.Error()), nil
+			}
+		}
+		opts := []agent.RunOption{agent.WithStore(s.cfg.Store), agent.WithMetadata(map[string]string{"mcp_tool": name})}
+		if id := req.Session.ID(); id != "" {
+			opts = append(opts, agent.WithSessionID(id))
+		}
+		if tok := req.Params.GetProgressToken(); tok != nil {
+			opts = append(opts, agent.WithEvents(mcpProgress(ctx, req.Session, tok, a.Limits().MaxTurns),
+				event.Types(event.TurnStart, event.ToolCallStart)))
+		}
+		switch s.admit() {
+		case errStopping:
+			return errorResult("the server is shutting down; try another"), nil
+		case errFull:
+			return errorResult(fmt.Sprintf("the server runs %d runs at once; try again", cap(s.slots))), nil
+		}
+		sess, err := a.NewSession(input, opts...)
+		if err != nil {
+			s.release()
+			return errorResult(err.Error()), nil
+		}
+		p := policy.Principal{}
+		if pp := policy.PrincipalFrom(ctx); pp != nil {
+			p = *pp
+		}
+		done := s.background(sess, a, false, p)
+		select {
+		case res := <-done:
+			return mcpResult(res.(*agent.Result)), nil
+		case <-ctx.Done():
+			sess.Abort()
+			<-done
+			return nil, ctx.Err()
+		}
+	}
+}
+
+// mcpProgress sends a progress notification for each turn and tool call
+// of the run; the turn counts against the agent's max_turns.
+func mcpProgress(ctx context.Context, ss *sdk.ServerSession, tok any, maxTurns int) func(event.Event) {
+	var mu sync.Mutex
+	return func(e event.Event) {
+		if e.ParentRunID != "" {
+			return // a sub-agent's
+		}
+		msg := fmt.Sprintf("turn %d", e.Turn)
+		if e.Type == event.ToolCallStart {
+			msg += ": calling " + e.Tool.Name
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		_ = ss.NotifyProgress(ctx, &sdk.ProgressNotificationParams{ProgressToken: tok, Progress: float64(e.Turn), Total: float64(maxTurns), Message: msg})
+	}
+}
+
+// mcpResult is a run's Result as a tool result: the answer as text (and
+// as structured content when it is an object), or an error result saying
+// why there is none: a run awaiting approval names what waits and how to
+// decide it.
+func mcpResult(res *agent.Result) *sdk.CallToolResult {
+	switch {
+	case res.TerminateReason == agent.ReasonAwaitingApproval:
+		what := "a tool call"
+		if res.Error != nil {
+			what = res.Error.Message
+		}
+		return errorResult(fmt.Sprintf("run %s is paused: %s. Decide it with POST /v1/runs/%s/resume or agentry resume %s --approve KEY (or --deny KEY)",
+			res.ID, strings.TrimSuffix(what, "."), res.ID, res.ID))
+	case !res.Success:
+		msg := "the run did not succeed (" + string(res.TerminateReason) + ")"
+		if res.Error != nil {
+			msg = res.Error.Code + ": " + res.Error.Message
+		}
+		return errorResult(fmt.Sprintf("run %s failed: %s", res.ID, msg))
+	}
+	out := &sdk.CallToolResult{Meta: sdk.Meta{"agentry/run_id": res.ID}}
+	if obj, ok := res.Result.(map[string]any); ok {
+		out.StructuredContent = obj
+	}
+	text, ok := res.Result.(string)
+	if !ok {
+		b, _ := json.Marshal(res.Result)
+		text = string(b)
+	}
+	out.Content = []sdk.Content{&sdk.TextContent{Text: text}}
+	return out
+}
+
+func errorResult(msg string) *sdk.CallToolResult {
+	return &sdk.CallToolResult{IsError: true, Content: []sdk.Content{&sdk.TextContent{Text: msg}}}
+}
+
+// addPrompts makes each template of the prompt store (its latest
+// version) a prompt whose arguments are the template's variables.
+func (s *Server) addPrompts(m *sdk.Server) {
+	ts, err := s.cfg.Prompts.List(s.base, prompt.Filter{})
+	if err != nil {
+		if s.cfg.Logger != nil {
+			s.cfg.Logger.Warn("mcp: the prompt store's templates are not served", "error", err)
+		}
+		return
+	}
+	for _, t := range ts {
+		vars, _ := t.Vars()
+		p := &sdk.Prompt{Name: t.ID, Title: t.Name, Description: fmt.Sprintf("Prompt template %s@%s", t.ID, t.Version)}
+		for _, v := range vars {
+			p.Arguments = append(p.Arguments, &sdk.PromptArgument{Name: v, Required: slices.Contains(t.RequiredVars, v)})
+		}
+		id := t.ID
+		m.AddPrompt(p, func(ctx context.Context, req *sdk.GetPromptRequest) (*sdk.GetPromptResult, error) {
+			t, err := s.cfg.Prompts.Get(ctx, id, "")
+			if err != nil {
+				return nil, fmt.Errorf("prompt %s: %w", id, err)
+			}
+			params := make(map[string]any, len(req.Params.Arguments))
+			for k, v := range req.Params.Arguments {
+				params[k] = v
+			}
+			r, err := t.Render(params, true)
+			if err != nil {
+				var miss *prompt.MissingError
+				if errors.As(err, &miss) {
+					return nil, fmt.Errorf("prompt %s: %w", id, err)
+				}
+				return nil, err
+			}
+			return &sdk.GetPromptResult{Description: p.Description,
+				Messages: []*sdk.PromptMessage{{Role: "user", Content: &sdk.TextContent{Text: r.Text}}}}, nil
+		})
+	}
+}
+
+// mcpHTTP serves the MCP server over streamable HTTP, stateless (each
+// request stands alone, as protocol 2026-07-28 has it), behind the
+// server's keys and cross-site guard, and the SDK's own protection
+// against DNS rebinding and cross-origin requests.
+func (s *Server) mcpHTTP() http.Handler {
+	return sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return s.MCP() },
+		&sdk.StreamableHTTPOptions{Stateless: true, PropagateRequestCancellation: true, CrossOriginProtection: http.NewCrossOriginProtection(), Logger: s.cfg.Logger})
+}
