@@ -118,7 +118,7 @@ func (s *Server) mcpCall(name string) sdk.ToolHandler {
 			opts = append(opts, agent.WithSessionID(id))
 		}
 		if tok := req.Params.GetProgressToken(); tok != nil {
-			opts = append(opts, agent.WithEvents(mcpProgress(ctx, req.Session, tok, a.Limits().MaxTurns),
+			opts = append(opts, agent.WithEvents(mcpProgress(ctx, req.Session, tok),
 				event.Types(event.TurnStart, event.ToolCallStart)))
 		}
 		switch s.admit() {
@@ -149,9 +149,11 @@ func (s *Server) mcpCall(name string) sdk.ToolHandler {
 }
 
 // mcpProgress sends a progress notification for each turn and tool call
-// of the run; the turn counts against the agent's max_turns.
-func mcpProgress(ctx context.Context, ss *sdk.ServerSession, tok any, maxTurns int) func(event.Event) {
+// of the run. Progress counts them (it must grow with each notification);
+// there is no total, as nobody knows how many turns a run will take.
+func mcpProgress(ctx context.Context, ss *sdk.ServerSession, tok any) func(event.Event) {
 	var mu sync.Mutex
+	step := 0
 	return func(e event.Event) {
 		if e.ParentRunID != "" {
 			return // a sub-agent's
@@ -162,7 +164,8 @@ func mcpProgress(ctx context.Context, ss *sdk.ServerSession, tok any, maxTurns i
 		}
 		mu.Lock()
 		defer mu.Unlock()
-		_ = ss.NotifyProgress(ctx, &sdk.ProgressNotificationParams{ProgressToken: tok, Progress: float64(e.Turn), Total: float64(maxTurns), Message: msg})
+		step++
+		_ = ss.NotifyProgress(ctx, &sdk.ProgressNotificationParams{ProgressToken: tok, Progress: float64(step), Message: msg})
 	}
 }
 

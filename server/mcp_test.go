@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"strings"
 	"sync"
@@ -73,7 +74,7 @@ func TestMCPServer(t *testing.T) {
 	var progress []string
 	cs, err := mcpClient(t, f, "run-key", func(p *sdk.ProgressNotificationParams) {
 		mu.Lock()
-		progress = append(progress, p.Message)
+		progress = append(progress, fmt.Sprintf("%v %s", p.Progress, p.Message))
 		mu.Unlock()
 	})
 	if err != nil {
@@ -116,7 +117,7 @@ func TestMCPServer(t *testing.T) {
 		t.Errorf("the stored run: %+v, %v", run, err)
 	}
 	waitFor(t, func() bool { mu.Lock(); defer mu.Unlock(); return len(progress) == 3 })
-	if want := "turn 1|turn 1: calling kv_set|turn 2"; strings.Join(progress, "|") != want {
+	if want := "1 turn 1|2 turn 1: calling kv_set|3 turn 2"; strings.Join(progress, "|") != want {
 		t.Errorf("progress %q, want %q", progress, want)
 	}
 
