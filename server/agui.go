@@ -251,13 +251,16 @@ func sameAgent(name string, run store.Run) bool {
 }
 
 // takeStream takes a slot for an event stream, or answers 429.
-func (s *Server) takeStream(w http.ResponseWriter) bool {
+func (s *Server) takeStream(w http.ResponseWriter) bool { return s.takeStreamWith(w, writeError) }
+
+// takeStreamWith is takeStream with its refusal written by fail.
+func (s *Server) takeStreamWith(w http.ResponseWriter, fail failFunc) bool {
 	select {
 	case s.streams <- struct{}{}:
 		return true
 	default:
 		w.Header().Set("Retry-After", "1")
-		writeError(w, http.StatusTooManyRequests, "too_many_streams", fmt.Sprintf("the server streams %d runs' events at once; try again", cap(s.streams)))
+		fail(w, http.StatusTooManyRequests, "too_many_streams", fmt.Sprintf("the server streams %d runs' events at once; try again", cap(s.streams)))
 		return false
 	}
 }

@@ -164,6 +164,7 @@ func (s *Server) chatCompletions(w http.ResponseWriter, r *http.Request) {
 type chunks struct {
 	runID string
 	live  bool // no tools: every turn's text is the answer
+	calls bool // each tool call is a piece too (its name)
 
 	mu      sync.Mutex
 	held    strings.Builder // the turn's text, until the turn ends
@@ -172,10 +173,12 @@ type chunks struct {
 	ready   chan struct{} // a signal that pieces has more
 }
 
-// piece is streamed text: the answer's, or a thought's.
+// piece is streamed text: the answer's, or a thought's; or, when the
+// chunks keep calls, the name of a tool called.
 type piece struct {
 	text      string
 	reasoning bool
+	tool      string
 }
 
 func (c *chunks) add(e event.Event) {
@@ -192,6 +195,9 @@ func (c *chunks) add(e event.Event) {
 		}
 	case event.ToolCallStart:
 		c.thought = true
+		if c.calls && e.Tool != nil {
+			c.pieces = append(c.pieces, piece{tool: e.Tool.Name})
+		}
 	case event.TurnEnd:
 		if c.held.Len() > 0 {
 			c.pieces = append(c.pieces, piece{text: c.held.String(), reasoning: c.thought})

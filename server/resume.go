@@ -72,27 +72,36 @@ type failFunc func(w http.ResponseWriter, status int, code, message string)
 // the session, and closes the agent when it ends.
 func (s *Server) resumeAgent(w http.ResponseWriter, r *http.Request, run store.Run, req resumeRequest, fail failFunc,
 	more ...agent.RunOption) (sess *agent.Session, a *agent.Agent, ok bool) {
+	sess, a, rf := s.resumeRun(r.Context(), run, req, s.admitted, more...)
+	if rf != nil {
+		rf.write(w, fail)
+		return nil, nil, false
+	}
+	return sess, a, true
+}
+
+// resumeRun is resumeAgent's work for the caller of ctx, with the slot
+// taken by slot (once the run is known to resume), and given back when
+// the resume fails: the refusal says why.
+func (s *Server) resumeRun(ctx context.Context, run store.Run, req resumeRequest, slot func() *refusal,
+	more ...agent.RunOption) (*agent.Session, *agent.Agent, *refusal) {
 	switch {
 	case run.Kind != "agent":
-		fail(w, http.StatusConflict, "conflict", fmt.Sprintf("run %s is a %s's: it does not resume over HTTP", run.ID, run.Kind))
-		return nil, nil, false
+		return nil, nil, &refusal{http.StatusConflict, "conflict", fmt.Sprintf("run %s is a %s's: it does not resume over HTTP", run.ID, run.Kind)}
 	case !run.Status.Resumable():
-		fail(w, http.StatusConflict, "conflict", fmt.Sprintf("run %s is %s: only a run awaiting approval or interrupted resumes", run.ID, run.Status))
-		return nil, nil, false
+		return nil, nil, &refusal{http.StatusConflict, "conflict", fmt.Sprintf("run %s is %s: only a run awaiting approval or interrupted resumes", run.ID, run.Status)}
 	}
-	if _, err := s.cfg.Agents.Get(run.Name + "@" + run.Version); err != nil && roleOf(policy.PrincipalFrom(r.Context())) != RoleAdmin {
+	if _, err := s.cfg.Agents.Get(run.Name + "@" + run.Version); err != nil && roleOf(policy.PrincipalFrom(ctx)) != RoleAdmin {
 		// Not a served agent: an inline spec's run, which only an admin
 		// may run, and so resume.
-		fail(w, http.StatusForbidden, "forbidden", fmt.Sprintf("run %s is of an inline spec (%s@%s): resuming it needs the role admin", run.ID, run.Name, run.Version))
-		return nil, nil, false
+		return nil, nil, &refusal{http.StatusForbidden, "forbidden", fmt.Sprintf("run %s is of an inline spec (%s@%s): resuming it needs the role admin", run.ID, run.Name, run.Version)}
 	}
-	a, err := agent.Stored(r.Context(), s.cfg.Store, run.ID, s.cfg.AgentOptions...)
+	a, err := agent.Stored(ctx, s.cfg.Store, run.ID, s.cfg.AgentOptions...)
 	if err != nil {
-		fail(w, http.StatusInternalServerError, "error", fmt.Sprintf("run %s: its agent does not build: %v", run.ID, err))
-		return nil, nil, false
+		return nil, nil, &refusal{http.StatusInternalServerError, "error", fmt.Sprintf("run %s: its agent does not build: %v", run.ID, err)}
 	}
 	// The audit log names who decided: the key's name.
-	approver := policy.PrincipalFrom(r.Context()).UserID
+	approver := policy.PrincipalFrom(ctx).UserID
 	if approver == "" {
 		approver = "anonymous" // a server without keys
 	}
@@ -106,22 +115,20 @@ func (s *Server) resumeAgent(w http.ResponseWriter, r *http.Request, run store.R
 	if req.Reason != "" {
 		opts = append(opts, agent.WithDenyReason(req.Reason))
 	}
-	if !s.takeSlotWith(w, fail) {
+	if rf := slot(); rf != nil {
 		a.Close()
-		return nil, nil, false
+		return nil, nil, rf
 	}
-	sess, err = a.Resume(r.Context(), s.cfg.Store, run.ID, opts...)
+	sess, err := a.Resume(ctx, s.cfg.Store, run.ID, opts...)
 	if err != nil {
 		s.release()
 		a.Close()
-		status, code := http.StatusBadRequest, "invalid_request"
 		if errors.Is(err, agent.ErrNotResumable) || errors.Is(err, store.ErrHeld) {
-			status, code = http.StatusConflict, "conflict"
+			return nil, nil, &refusal{http.StatusConflict, "conflict", err.Error()}
 		}
-		fail(w, status, code, err.Error())
-		return nil, nil, false
+		return nil, nil, &refusal{http.StatusBadRequest, "invalid_request", err.Error()}
 	}
-	return sess, a, true
+	return sess, a, nil
 }
 
 // startedFor is the principal a run started for, as its log says: a run

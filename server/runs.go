@@ -164,16 +164,39 @@ func (s *Server) takeSlot(w http.ResponseWriter) bool { return s.takeSlotWith(w,
 
 // takeSlotWith is takeSlot with its refusal written by fail.
 func (s *Server) takeSlotWith(w http.ResponseWriter, fail failFunc) bool {
-	switch s.admit() {
-	case errStopping:
-		fail(w, http.StatusServiceUnavailable, "stopping", "the server is shutting down; try another")
-		return false
-	case errFull:
-		w.Header().Set("Retry-After", "1")
-		fail(w, http.StatusTooManyRequests, "too_many_runs", fmt.Sprintf("the server runs %d runs at once; try again", cap(s.slots)))
+	if rf := s.admitted(); rf != nil {
+		rf.write(w, fail)
 		return false
 	}
 	return true
+}
+
+// admitted takes a slot for a run, or says why not: 503 once the server
+// is stopping, 429 when it is full.
+func (s *Server) admitted() *refusal {
+	switch s.admit() {
+	case errStopping:
+		return &refusal{http.StatusServiceUnavailable, "stopping", "the server is shutting down; try another"}
+	case errFull:
+		return &refusal{http.StatusTooManyRequests, "too_many_runs", fmt.Sprintf("the server runs %d runs at once; try again", cap(s.slots))}
+	}
+	return nil
+}
+
+// refusal is why a request is refused: its status, code and message.
+type refusal struct {
+	status        int
+	code, message string
+}
+
+func (rf *refusal) Error() string { return rf.message }
+
+// write answers the refusal through fail (429 with Retry-After).
+func (rf *refusal) write(w http.ResponseWriter, fail failFunc) {
+	if rf.status == http.StatusTooManyRequests {
+		w.Header().Set("Retry-After", "1")
+	}
+	fail(w, rf.status, rf.code, rf.message)
 }
 
 var (

@@ -68,6 +68,15 @@ type Config struct {
 	Prompts prompt.Store
 	// Version is the server's version, as MCP clients are told it.
 	Version string
+	// A2AAgent is the agent ("NAME" or "NAME@VERSION") whose A2A card
+	// is the server's well-known one and who answers POST /a2a; "": the
+	// only agent served, if there is one. Every agent is also served at
+	// /a2a/NAME.
+	A2AAgent string
+	// BaseURL is the URL clients reach the server at ("https://host" or
+	// with a path prefix), for the URLs of the A2A cards; "": the URL the
+	// card was asked for (its Host, and X-Forwarded-Proto).
+	BaseURL string
 }
 
 // Server serves agents over HTTP. Its zero value is not usable: use New.
@@ -86,6 +95,7 @@ type Server struct {
 	stopping bool               // Close began
 
 	heartbeat time.Duration // how often a quiet event stream gets a comment
+	a2a       *a2aSide      // the A2A endpoint's handlers
 	wg        sync.WaitGroup
 	base      context.Context // the runs' context: cancelled by Close
 	close     context.CancelFunc
@@ -150,6 +160,7 @@ func New(c Config) (*Server, error) {
 	s.routeWith("POST /v1/chat/completions", RoleRunner, writeOpenAIError, s.chatCompletions)
 	s.routeWith("GET /v1/models", RoleViewer, writeOpenAIError, s.models)
 	s.route("POST /mcp", RoleRunner, s.mcpHTTP().ServeHTTP)
+	s.a2aRoutes()
 	s.open("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
 		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
 	})

@@ -30,6 +30,7 @@ type serveFlags struct {
 	maxRuns, maxStreams                        int
 	drain                                      time.Duration
 	allowPrivate, resumeInterrupted            bool
+	a2aAgent, baseURL                          string
 }
 
 func newServeCmd(stdout, stderr io.Writer) *cobra.Command {
@@ -62,6 +63,8 @@ func (f *serveFlags) flags(cmd *cobra.Command) {
 	fl.StringVar(&f.logFormat, "log-format", os.Getenv("AGENTRY_LOG_FORMAT"), "log records as json or text (env AGENTRY_LOG_FORMAT; implies --log-level info)")
 	fl.DurationVar(&f.drain, "shutdown-timeout", 30*time.Second, "at SIGTERM, how long runs may go on before they are interrupted (resumable)")
 	fl.BoolVar(&f.allowPrivate, "allow-private-network", false, "let the HTTP tools reach private and loopback addresses")
+	fl.StringVar(&f.a2aAgent, "a2a-agent", "", "the agent (NAME or NAME@VERSION) of the well-known A2A card and POST /a2a (default: the only agent served); every agent is at /a2a/NAME")
+	fl.StringVar(&f.baseURL, "base-url", "", "the URL clients reach the server at (https://host[/prefix]), for the A2A cards' endpoints (default: the URL a card is asked for)")
 	fl.BoolVar(&f.resumeInterrupted, "resume-interrupted", false, "at start, resume the runs a stopped or crashed server left interrupted")
 	dbFlag(cmd, &f.db)
 	promptsFlag(cmd, &f.prompts)
@@ -147,7 +150,7 @@ func newServer(ctx context.Context, f serveFlags, stderr io.Writer) (srv *server
 		}
 	})
 	srv, err = server.New(server.Config{Store: st, Agents: reg, Pipelines: pipes, AgentOptions: opts, Keys: keys, MaxRuns: f.maxRuns, MaxStreams: f.maxStreams,
-		EncryptionKey: key, Logger: logger, Prompts: promptStore(st, f.prompts), Version: version()})
+		EncryptionKey: key, Logger: logger, Prompts: promptStore(st, f.prompts), Version: version(), A2AAgent: f.a2aAgent, BaseURL: f.baseURL})
 	if err != nil {
 		return nil, 0, nil, runFailed(err)
 	}
