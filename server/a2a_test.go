@@ -13,19 +13,9 @@ import (
 	"github.com/a2aproject/a2a-go/v2/a2acompat/a2av0"
 )
 
-// a2aBearer adds a key to each request of the A2A client.
-type a2aBearer struct{ key string }
-
-func (b a2aBearer) RoundTrip(r *http.Request) (*http.Response, error) {
-	r = r.Clone(r.Context())
-	if b.key != "" {
-		r.Header.Set("Authorization", "Bearer "+b.key)
-	}
-	return http.DefaultTransport.RoundTrip(r)
-}
-
 // a2aClient is the SDK's client of the agent whose card is at base (the
-// server's URL, or an agent's /a2a/NAME under it), sending key.
+// server's URL, or an agent's /a2a/NAME under it), sending key (bearer:
+// mcp_test.go).
 func a2aClient(t *testing.T, base, key string) (*a2aclient.Client, *a2a.AgentCard) {
 	t.Helper()
 	ctx := context.Background()
@@ -33,7 +23,7 @@ func a2aClient(t *testing.T, base, key string) (*a2aclient.Client, *a2a.AgentCar
 	if err != nil {
 		t.Fatalf("card at %s: %v", base, err)
 	}
-	c, err := a2aclient.NewFromCard(ctx, card, a2aclient.WithJSONRPCTransport(&http.Client{Transport: a2aBearer{key}}))
+	c, err := a2aclient.NewFromCard(ctx, card, a2aclient.WithJSONRPCTransport(&http.Client{Transport: bearer{key}}))
 	if err != nil {
 		t.Fatal(err)
 	}
