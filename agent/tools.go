@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"context"
 	"fmt"
 	"maps"
 	"slices"
@@ -12,6 +13,7 @@ import (
 	"github.com/agentry/agentry/policy"
 	"github.com/agentry/agentry/spec"
 	"github.com/agentry/agentry/tool"
+	"github.com/agentry/agentry/tool/a2a"
 )
 
 func (a *Agent) bindTools(o options) []string {
@@ -47,6 +49,14 @@ func (a *Agent) bindTools(o options) []string {
 		} else if _, _, ok := spec.ParseMCPTool(name); ok {
 			problems = append(problems, a.bindMCP(i, name, sets)...)
 			continue
+		} else if url, ok := strings.CutPrefix(name, "a2a:"); ok {
+			remote, err := a2a.Open(context.Background(), url, nil)
+			if err != nil {
+				problems = append(problems, fmt.Sprintf("tools[%d] %q: %v", i, name, err))
+				continue
+			}
+			a.closers = append(a.closers, remote.Close)
+			b = &binding{tool: remote}
 		} else {
 			t := conn[name]
 			if t == nil {

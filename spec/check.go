@@ -231,6 +231,10 @@ func (s *Spec) checkTools(c *checker) {
 			}
 		} else if server, tn, ok := ParseMCPTool(name); ok {
 			s.checkMCPTool(c, i, name, server, tn)
+		} else if u, ok := strings.CutPrefix(name, "a2a:"); ok {
+			if err := CheckA2AURL(u); err != nil {
+				c.bad("tools[%d] %q: %v", i, name, err)
+			}
 		} else if !tool.ValidName(name) {
 			c.bad("tools[%d] %q is not a valid tool name", i, name)
 		}
