@@ -36,6 +36,7 @@ import (
 	"github.com/agentry/agentry/schema"
 	"github.com/agentry/agentry/spec"
 	"github.com/agentry/agentry/tool"
+	"github.com/agentry/agentry/tool/mcp"
 )
 
 // Agent is a compiled spec with its model, tools and planner: immutable
@@ -101,6 +102,7 @@ type options struct {
 	peers       *Registry // WithRegistry: agents found by name
 	outputType  reflect.Type
 	baseDir     string
+	mcp         func(spec.MCPServer) mcp.Options // WithMCPOptions
 	pricing     *llm.Pricing
 	logger      *slog.Logger
 	building    []string // agent names being built, for cycle detection

@@ -74,8 +74,18 @@ func (a *Agent) openMCP(o options) (map[string]*mcpSet, []string) {
 	var probs []string
 	for _, server := range slices.Sorted(maps.Keys(sets)) {
 		cfg := *a.spec.MCPServer(server)
+		var mo mcp.Options
+		if o.mcp != nil {
+			mo = o.mcp(cfg)
+		}
+		if mo.BaseDir == "" {
+			mo.BaseDir = o.baseDir
+		}
+		if mo.Logger == nil {
+			mo.Logger = a.logger
+		}
 		wg.Go(func() {
-			c, err := mcp.Open(context.Background(), cfg, mcp.Options{BaseDir: o.baseDir, Logger: a.logger})
+			c, err := mcp.Open(context.Background(), cfg, mo)
 			mu.Lock()
 			defer mu.Unlock()
 			if err != nil {
@@ -93,6 +103,14 @@ func (a *Agent) openMCP(o options) (map[string]*mcpSet, []string) {
 		a.mcp = append(a.mcp, sets[server])
 	}
 	return sets, probs
+}
+
+// WithMCPOptions gives the clients of the agent's MCP servers what a
+// spec cannot: an OAuth handler, an HTTP client, where ${env:NAME} reads
+// from. fn is called once for each server the agent opens; the agent
+// fills in BaseDir and Logger when fn leaves them empty.
+func WithMCPOptions(fn func(server spec.MCPServer) mcp.Options) Option {
+	return func(o *options) { o.mcp = fn }
 }
 
 // bindMCP binds the tools the tools entry i takes from its server.

@@ -64,7 +64,15 @@ install() {
 
 # The npm packages the protocol tests run against, pinned, installed once
 # into a cache outside the repository (AGENTRY_TEST_NPM: its node_modules).
-NPM_PACKAGES=(openai@6.30.1 @modelcontextprotocol/server-everything@2026.8.31 @modelcontextprotocol/server-filesystem@2026.8.31 @modelcontextprotocol/server-memory@2026.8.31 @ag-ui/client@1.0.0)
+NPM_PACKAGES=(
+  openai@6.30.1                                  # the OpenAI-compatible endpoint's client
+  @ag-ui/client@1.0.0                            # the AG-UI endpoint's client
+  @modelcontextprotocol/server-everything@2026.8.31 # MCP reference servers
+  @modelcontextprotocol/server-filesystem@2026.8.31
+  @modelcontextprotocol/server-memory@2026.8.31
+  @modelcontextprotocol/conformance@0.2.0-alpha.12  # the MCP conformance suite (covers 2026-07-28)...
+  node@22.22.0                                   # ...which needs Node 22 (node_modules/.bin/node)
+)
 
 npm_dir() {
   echo "${AGENTRY_NPM_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/agentry-test-deps/npm}"

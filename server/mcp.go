@@ -117,10 +117,8 @@ func (s *Server) mcpCall(name string) sdk.ToolHandler {
 		if id := req.Session.ID(); id != "" {
 			opts = append(opts, agent.WithSessionID(id))
 		}
-		if tok := req.Params.GetProgressToken(); tok != nil {
-			opts = append(opts, agent.WithEvents(mcpProgress(ctx, req.Session, tok),
-				event.Types(event.TurnStart, event.ToolCallStart)))
-		}
+		opts = append(opts, agent.WithEvents(mcpNotifier(ctx, req.Session, req.Params.GetProgressToken()),
+			event.Types(event.TurnStart, event.ToolCallStart)))
 		switch s.admit() {
 		case errStopping:
 			return errorResult("the server is shutting down; try another"), nil
@@ -148,10 +146,12 @@ func (s *Server) mcpCall(name string) sdk.ToolHandler {
 	}
 }
 
-// mcpProgress sends a progress notification for each turn and tool call
-// of the run. Progress counts them (it must grow with each notification);
-// there is no total, as nobody knows how many turns a run will take.
-func mcpProgress(ctx context.Context, ss *sdk.ServerSession, tok any) func(event.Event) {
+// mcpNotifier tells the client of each turn and tool call of the run: a
+// progress notification when the call has a progress token (progress
+// counts them: it must grow with each one; there is no total, as nobody
+// knows how many turns a run will take), and a log message at level info
+// when the client asked for log messages.
+func mcpNotifier(ctx context.Context, ss *sdk.ServerSession, tok any) func(event.Event) {
 	var mu sync.Mutex
 	step := 0
 	return func(e event.Event) {
@@ -165,7 +165,10 @@ func mcpProgress(ctx context.Context, ss *sdk.ServerSession, tok any) func(event
 		mu.Lock()
 		defer mu.Unlock()
 		step++
-		_ = ss.NotifyProgress(ctx, &sdk.ProgressNotificationParams{ProgressToken: tok, Progress: float64(step), Message: msg})
+		if tok != nil {
+			_ = ss.NotifyProgress(ctx, &sdk.ProgressNotificationParams{ProgressToken: tok, Progress: float64(step), Message: msg})
+		}
+		_ = ss.Log(ctx, &sdk.LoggingMessageParams{Level: "info", Logger: "agentry", Data: msg})
 	}
 }
 

@@ -28,8 +28,15 @@ type served struct {
 // answers.
 func startServe(t *testing.T, args ...string) *served {
 	t.Helper()
+	return startServing(t, append([]string{"serve", "--addr", "127.0.0.1:0"}, args...)...)
+}
+
+// startServing starts the binary with args, a command that serves HTTP
+// and says where ("listening on URL"), and waits until it answers.
+func startServing(t *testing.T, args ...string) *served {
+	t.Helper()
 	s := &served{out: &syncbuf.Buffer{}}
-	s.cmd = exec.Command(binary(t), append([]string{"serve", "--addr", "127.0.0.1:0"}, args...)...)
+	s.cmd = exec.Command(binary(t), args...)
 	s.cmd.Stdout, s.cmd.Stderr = s.out, s.out
 	if err := s.cmd.Start(); err != nil {
 		t.Fatal(err)

@@ -23,6 +23,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -50,6 +51,12 @@ type Options struct {
 	LookupEnv func(name string) (string, bool)
 	// Version is the client version servers are told; "" is "dev".
 	Version string
+	// OAuth authorizes the requests to a remote server over streamable
+	// HTTP, as the SDK's OAuth handlers do (auth.AuthorizationCodeHandler:
+	// the authorization code flow with PKCE, client registration by
+	// metadata document, dynamically or beforehand). Nil sends only the
+	// spec's headers.
+	OAuth auth.OAuthHandler
 }
 
 // Error is a server that could not be started, reached or kept: its

@@ -13,6 +13,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -58,7 +59,10 @@ func newConnector(cfg *spec.MCPServer, o *Options, notify func(*jsonrpc.Request)
 		if o.HTTPClient != nil {
 			hc.Timeout, hc.Jar, hc.CheckRedirect = o.HTTPClient.Timeout, o.HTTPClient.Jar, o.HTTPClient.CheckRedirect
 		}
-		return &remote{url: cfg.URL, sse: t == spec.MCPSSE, client: hc}, nil
+		if o.OAuth != nil && t == spec.MCPSSE {
+			return nil, fmt.Errorf("OAuth is for the streamable_http transport, not sse")
+		}
+		return &remote{url: cfg.URL, sse: t == spec.MCPSSE, client: hc, oauth: o.OAuth}, nil
 	default:
 		return nil, fmt.Errorf("transport %q: want stdio, streamable_http or sse", t)
 	}
@@ -166,13 +170,14 @@ type remote struct {
 	url    string
 	sse    bool
 	client *http.Client
+	oauth  auth.OAuthHandler
 }
 
 func (r *remote) transport() (sdk.Transport, *process, error) {
 	if r.sse {
 		return &sdk.SSEClientTransport{Endpoint: r.url, HTTPClient: r.client}, nil, nil
 	}
-	return &sdk.StreamableClientTransport{Endpoint: r.url, HTTPClient: r.client, MaxRetries: 2}, nil, nil
+	return &sdk.StreamableClientTransport{Endpoint: r.url, HTTPClient: r.client, MaxRetries: 2, OAuthHandler: r.oauth}, nil, nil
 }
 
 // headers adds the spec's headers to every request to a server, and
