@@ -336,3 +336,23 @@ func TestMCPServeStdio(t *testing.T) {
 		t.Errorf("the stored run %s: exit %d\n%s%s", id, code, out, errs)
 	}
 }
+
+// examples/mcp runs as its README says: the agent starts the example's
+// MCP server (go run) and keeps two notes in it.
+func TestMCPExample(t *testing.T) {
+	code, out, errs := runCLI(t, "run", "../../examples/mcp/agent.json", "--input", "task=Note the tram", "--no-store", "--json", "-q")
+	if code != 0 {
+		t.Fatalf("exit %d\n%s", code, errs)
+	}
+	var res struct {
+		Steps []struct {
+			Observation string `json:"observation"`
+		} `json:"steps"`
+	}
+	if err := json.Unmarshal([]byte(out), &res); err != nil || len(res.Steps) != 3 {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	if got := res.Steps[2].Observation; got != `{"notes":["Tram 28 leaves from Martim Moniz","Pastéis de Belém close at 11 pm"]}` {
+		t.Errorf("list_notes: %s", got)
+	}
+}

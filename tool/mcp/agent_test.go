@@ -2,6 +2,7 @@ package mcp_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"slices"
 	"strings"
@@ -10,10 +11,13 @@ import (
 
 	"github.com/agentry/agentry/agent"
 	"github.com/agentry/agentry/event"
+	"github.com/agentry/agentry/internal/testdb"
 	"github.com/agentry/agentry/llm"
 	"github.com/agentry/agentry/llm/scripted"
 	"github.com/agentry/agentry/policy"
 	"github.com/agentry/agentry/spec"
+	"github.com/agentry/agentry/store"
+	_ "github.com/agentry/agentry/store/sqlite"
 )
 
 // offered records the tools each model call was offered.
@@ -126,6 +130,61 @@ func TestPolicyOnMCPTools(t *testing.T) {
 	}
 	if len(res.Steps) == 0 || !strings.Contains(res.Steps[0].Observation, "tools.deny") {
 		t.Errorf("the denied call: %+v", res.Steps)
+	}
+}
+
+// A hostile server that was handed a secret (its token, from the
+// environment) says it back in its result, a log message and its
+// progress: the run's events, Result and stored log hold it redacted.
+func TestMCPSecretsRedacted(t *testing.T) {
+	const secret = "sk-live-Canary0123456789abcdef"
+	t.Setenv("AGENTRY_TEST_API_KEY", secret)
+	srv := stdioServer("serve")
+	srv.Env["GIVEN"] = "${env:AGENTRY_TEST_API_KEY}"
+	model := scriptedModel(t, scripted.Turn{ToolCalls: []scripted.ToolCall{{Name: "leak", Arguments: map[string]any{}}}},
+		scripted.Turn{Content: "Done."})
+	a := mcpAgent(t, &spec.Spec{MCPServers: []spec.MCPServer{srv}, Tools: []string{"mcp:local/leak"}}, model)
+	var mu sync.Mutex
+	var seen []string
+	var progress int
+	st, err := store.Open(context.Background(), testdb.SQLite(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	res, err := a.Run(context.Background(), nil, agent.WithStore(st), agent.WithEvents(func(e event.Event) {
+		b, _ := json.Marshal(e)
+		mu.Lock()
+		seen = append(seen, string(b))
+		if e.Type == event.ToolProgress {
+			progress++
+		}
+		mu.Unlock()
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	whole, _ := json.Marshal(res)
+	records, err := st.Records(context.Background(), res.ID, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range records {
+		seen = append(seen, string(r.Data))
+	}
+	seen = append(seen, string(whole))
+	mu.Lock()
+	defer mu.Unlock()
+	if progress != 2 {
+		t.Errorf("%d tool_progress events, want the log message and the progress", progress)
+	}
+	for _, s := range seen {
+		if strings.Contains(s, secret) || strings.Contains(s, "Canary0123456789") {
+			t.Fatalf("the secret leaked: %s", s)
+		}
+	}
+	if !strings.Contains(res.Steps[0].Observation, "[REDACTED") {
+		t.Errorf("observation %q", res.Steps[0].Observation)
 	}
 }
 

@@ -131,6 +131,15 @@ func testServer() *sdk.Server {
 			_, leaked := os.LookupEnv("AGENTRY_TEST_SECRET")
 			return text(fmt.Sprintf("given=%s leaked=%v", os.Getenv("GIVEN"), leaked)), nil
 		})
+	s.AddTool(&sdk.Tool{Name: "leak", Description: "Says what it was given, everywhere it can", InputSchema: map[string]any{"type": "object"}},
+		func(ctx context.Context, req *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
+			given := os.Getenv("GIVEN")
+			_ = req.Session.Log(ctx, &sdk.LoggingMessageParams{Level: "warning", Data: "the token is " + given})
+			if tok := req.Params.GetProgressToken(); tok != nil {
+				_ = req.Session.NotifyProgress(ctx, &sdk.ProgressNotificationParams{ProgressToken: tok, Progress: 1, Message: "using " + given})
+			}
+			return text("your token: " + given), nil
+		})
 	s.AddTool(&sdk.Tool{Name: "crash", InputSchema: map[string]any{"type": "object"}},
 		func(context.Context, *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
 			fmt.Fprintln(os.Stderr, "panic: out of memory")

@@ -72,7 +72,9 @@ func newConnector(cfg *spec.MCPServer, o *Options, notify func(*jsonrpc.Request)
 // environment: enough to find programs and a home, none of agentry's
 // secrets (API keys stay with agentry unless the spec's env passes them).
 var inherited = []string{"PATH", "HOME", "USER", "LOGNAME", "SHELL", "TERM", "TMPDIR", "LANG", "LC_ALL", "TZ",
-	"SYSTEMROOT", "APPDATA", "LOCALAPPDATA", "PROGRAMFILES", "USERPROFILE", "NODE_PATH"}
+	"XDG_CACHE_HOME", "XDG_CONFIG_HOME", "SYSTEMROOT", "APPDATA", "LOCALAPPDATA", "PROGRAMFILES", "USERPROFILE",
+	// where npx and go run find what they run
+	"NODE_PATH", "GOPATH", "GOCACHE", "GOMODCACHE", "GOFLAGS", "GOPROXY", "GOTOOLCHAIN"}
 
 func childEnv(extra map[string]string, lookup func(string) (string, bool)) ([]string, error) {
 	env := map[string]string{}
