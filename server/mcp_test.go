@@ -190,3 +190,33 @@ func TestMCPServerCancel(t *testing.T) {
 		t.Errorf("the run is %s, want aborted", run.Status)
 	}
 }
+
+// A keyless server's POST /mcp refuses what a web page could send it: a
+// call of a tool from another site, or through a DNS-rebound name.
+func TestMCPServerCrossSite(t *testing.T) {
+	f := newFixture(t, Config{})
+	call := `{"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "waiter", "arguments": {"task": "x"}}}`
+	list := `{"jsonrpc": "2.0", "id": 1, "method": "tools/list"}`
+	accept := "application/json, text/event-stream"
+	for _, tc := range []struct {
+		name, body string
+		headers    map[string]string
+		status     int
+	}{
+		{"another site's page", call, map[string]string{"Accept": accept, "Origin": "https://evil.example"}, 403},
+		{"a cross-site fetch", call, map[string]string{"Accept": accept, "Sec-Fetch-Site": "cross-site"}, 403},
+		{"DNS rebinding", call, map[string]string{"Accept": accept, "Host": "attacker.example"}, 403},
+		{"a form post", call, map[string]string{"Accept": accept, "Content-Type": "text/plain"}, 415},
+		{"a local client", list, map[string]string{"Accept": accept, "MCP-Protocol-Version": "2025-11-25"}, 200},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if code, body := post(t, f.http.URL+"/mcp", tc.body, tc.headers); code != tc.status {
+				t.Errorf("%d, want %d: %v", code, tc.status, body)
+			}
+		})
+	}
+	runs, _ := f.st.List(context.Background(), store.Filter{})
+	if len(runs) != 0 {
+		t.Errorf("%d runs were started", len(runs))
+	}
+}

@@ -188,6 +188,25 @@ func TestMCPSecretsRedacted(t *testing.T) {
 	}
 }
 
+// The agent's tool timeouts bound an MCP call: a call that outlives its
+// timeout is cut off (the server is told it is cancelled), and as the
+// tool is non-idempotent (no annotations) its outcome is unknown: it is
+// not repeated.
+func TestMCPToolTimeout(t *testing.T) {
+	t.Setenv("AGENTRY_TEST_GIVEN", "x")
+	model := scriptedModel(t, scripted.Turn{ToolCalls: []scripted.ToolCall{{Name: "wait", Arguments: map[string]any{}}}},
+		scripted.Turn{Content: "It took too long."})
+	a := mcpAgent(t, &spec.Spec{MCPServers: []spec.MCPServer{stdioServer("serve")}, Tools: []string{"mcp:local/wait"},
+		Limits: spec.Limits{ToolTimeoutsMS: map[string]int64{"wait": 100}}}, model)
+	res, err := a.Run(context.Background(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Steps) != 1 || !strings.Contains(res.Steps[0].Observation, "unknown_outcome") || res.Steps[0].Action.Attempts != 1 {
+		t.Errorf("steps %+v", res.Steps)
+	}
+}
+
 // A tools entry naming a tool the server lacks, or a server that does not
 // start, fails the agent's build with a problem naming them.
 func TestMCPBuildProblems(t *testing.T) {
