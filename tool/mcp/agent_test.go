@@ -217,7 +217,7 @@ func TestMCPBuildProblems(t *testing.T) {
 		want string
 	}{
 		{"unknown tool", spec.Spec{MCPServers: []spec.MCPServer{stdioServer("serve")}, Tools: []string{"mcp:local/teleport"}},
-			`server local has no tool "teleport" (it has: crash, delete, env, fail, get-sum, grow, image, pay, slow, spawn, wait, weather.now)`},
+			`server local has no tool "teleport" (it has: crash, delete, env, fail, get-sum, grow, image, leak,`},
 		{"server fails", spec.Spec{MCPServers: []spec.MCPServer{stdioServer("exit")}, Tools: []string{"mcp:local/*"}},
 			"mcp server local: start"},
 		{"two servers, one name", spec.Spec{MCPServers: []spec.MCPServer{stdioServer("serve"), func() spec.MCPServer {
