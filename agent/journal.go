@@ -131,6 +131,7 @@ func (j *journal) begin(ctx context.Context, s *Session) error {
 	var err error
 	if j.log == nil {
 		a := s.agent
+		ctx = context.WithoutCancel(ctx) // an aborted run's start is on record too (runlog.Create)
 		if err := a.pin(ctx, s.cfg.store); err != nil {
 			return err
 		}

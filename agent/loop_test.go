@@ -14,9 +14,11 @@ import (
 	"time"
 
 	"github.com/agentry/agentry/event"
+	"github.com/agentry/agentry/internal/testdb"
 	"github.com/agentry/agentry/llm"
 	"github.com/agentry/agentry/memory"
 	"github.com/agentry/agentry/spec"
+	"github.com/agentry/agentry/store"
 	"github.com/agentry/agentry/tool"
 )
 
@@ -293,6 +295,21 @@ func TestAbortBeforeRun(t *testing.T) {
 	}
 	if _, err := s.Run(context.Background()); !errors.Is(err, ErrSessionUsed) {
 		t.Errorf("second run: %v", err)
+	}
+
+	// A stored run aborted before it began is on record, ended aborted:
+	// its id may have been given out (a server answers it at once).
+	st := openStore(t, testdb.SQLite(t))
+	s, err = a.NewSession(map[string]any{"who": "x"}, WithStore(st))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Abort()
+	if _, err := s.Run(context.Background()); !errors.Is(err, ErrAborted) {
+		t.Fatal(err)
+	}
+	if run, err := st.Get(context.Background(), s.RunID()); err != nil || run.Status != store.Aborted {
+		t.Errorf("the stored run: %+v, %v", run, err)
 	}
 }
 

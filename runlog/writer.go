@@ -53,6 +53,9 @@ type Writer struct {
 func Create(ctx context.Context, st store.Store, run store.Run, start *Start, red *policy.Redactor, opts ...Option) (*Writer, error) {
 	w := newWriter(st, run.ID, store.NewHolder(), red, opts)
 	run.Status, run.Holder, run.LeaseUntil = store.Running, w.holder, time.Now().Add(LeaseTTL)
+	// A run aborted before it began is still on record (it ends aborted
+	// at once): its id may have been given out already.
+	ctx = context.WithoutCancel(ctx)
 	if err := st.Create(ctx, run); err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrStore, err)
 	}

@@ -44,7 +44,7 @@ func (s *Server) a2aRoutes() {
 		// answer, never a crashed server.
 		return a2a.NewError(a2a.ErrInternalError, fmt.Sprintf("internal error: %v", r))
 	}
-	h := a2asrv.NewHandler(&a2aExecutor{s: s, runs: map[a2a.TaskID]string{}},
+	h := a2asrv.NewHandler(&a2aExecutor{s: s, runs: map[a2a.TaskID]*a2aRun{}},
 		a2asrv.WithLogger(logger), a2asrv.WithCallInterceptors(a2aCaller{}),
 		a2asrv.WithExecutionPanicHandler(recovered),
 		a2asrv.WithCapabilityChecks(&a2a.AgentCapabilities{Streaming: true}))

@@ -28,8 +28,44 @@ type a2aExecutor struct {
 	s  *Server
 	mu sync.Mutex
 	// runs are the runs the executions follow now, by task: what a
-	// cancel aborts.
-	runs map[a2a.TaskID]string
+	// cancel aborts. A task canceled before its run began has a nil
+	// session: its execution does not start one.
+	runs map[a2a.TaskID]*a2aRun
+}
+
+// a2aRun is the run of a task being executed.
+type a2aRun struct {
+	id       string
+	sess     *agent.Session // nil: the task was canceled before the run began
+	canceled bool           // a cancel aborted it: the cancel's event ends the task
+}
+
+// canceled reports whether a cancel of the task aborted its run.
+func (x *a2aExecutor) canceled(task a2a.TaskID) bool {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	r := x.runs[task]
+	return r != nil && r.canceled
+}
+
+// track makes sess the run a cancel of the task aborts, before the run
+// begins; false when the task was canceled already (the caller must not
+// run sess).
+func (x *a2aExecutor) track(task a2a.TaskID, sess *agent.Session) bool {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if r, ok := x.runs[task]; ok && r.sess == nil {
+		delete(x.runs, task)
+		return false
+	}
+	x.runs[task] = &a2aRun{id: sess.RunID(), sess: sess}
+	return true
+}
+
+func (x *a2aExecutor) untrack(task a2a.TaskID) {
+	x.mu.Lock()
+	delete(x.runs, task)
+	x.mu.Unlock()
 }
 
 // yielder hands an event to the SDK; false: it takes no more.
@@ -81,6 +117,13 @@ func (x *a2aExecutor) start(ctx context.Context, t *a2aTarget, ec *a2asrv.Execut
 	}
 	f.run(sess.RunID())
 	task.Metadata = f.meta(nil)
+	if !x.track(ec.TaskID, sess) {
+		x.s.release()
+		task.Status = a2a.TaskStatus{State: a2a.TaskStateCanceled, Message: agentSays(ec, "The task was canceled before its run began.")}
+		yield(task, nil)
+		return
+	}
+	defer x.untrack(ec.TaskID)
 	done := x.s.background(sess, t.agent, false, *policy.PrincipalFrom(ctx))
 	x.follow(ec, f, done, yield, task)
 }
@@ -116,14 +159,6 @@ func messageInput(sp *spec.Spec, ec *a2asrv.ExecutorContext) (map[string]any, er
 // goes (its thoughts and tool calls as status messages, the answer's
 // text as it comes as the answer artifact), then its end.
 func (x *a2aExecutor) follow(ec *a2asrv.ExecutorContext, f *a2aFollower, done <-chan any, yield yielder, first a2a.Event) {
-	x.mu.Lock()
-	x.runs[ec.TaskID] = f.runID
-	x.mu.Unlock()
-	defer func() {
-		x.mu.Lock()
-		delete(x.runs, ec.TaskID)
-		x.mu.Unlock()
-	}()
 	if first != nil && !yield(first, nil) {
 		return
 	}
@@ -139,6 +174,9 @@ func (x *a2aExecutor) follow(ec *a2asrv.ExecutorContext, f *a2aFollower, done <-
 				}
 			}
 		case v := <-done:
+			if x.canceled(ec.TaskID) {
+				return // the cancel's canceled status is the task's last event: no other may follow it
+			}
 			evs := append(f.events(f.text.take()), f.final(v.(*agent.Result))...)
 			for _, ev := range evs {
 				if !yield(ev, nil) {
@@ -155,19 +193,23 @@ func (x *a2aExecutor) follow(ec *a2asrv.ExecutorContext, f *a2aFollower, done <-
 // and the task is canceled.
 func (x *a2aExecutor) Cancel(ctx context.Context, ec *a2asrv.ExecutorContext) iter.Seq2[a2a.Event, error] {
 	return func(yield yielder) {
+		var runID string
+		var going *agent.Session
 		x.mu.Lock()
-		runID := x.runs[ec.TaskID]
+		if r := x.runs[ec.TaskID]; r != nil {
+			runID, going = r.id, r.sess
+			r.canceled = going != nil
+		} else {
+			x.runs[ec.TaskID] = &a2aRun{} // its execution, if it has not begun its run, begins none
+		}
 		x.mu.Unlock()
 		if runID == "" && ec.StoredTask != nil {
 			runID = runOf(ec.StoredTask.Metadata)
 		}
 		msg := "The task was canceled."
-		x.s.mu.Lock()
-		going := x.s.runs[runID]
-		x.s.mu.Unlock()
 		switch {
 		case going != nil:
-			going.Abort()
+			going.Abort() // before its run began too: it ends aborted at once, on record
 			msg = fmt.Sprintf("The task was canceled: run %s was aborted.", runID)
 		case runID != "":
 			if err := x.abortPaused(ctx, runID); err != nil {

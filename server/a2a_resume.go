@@ -107,6 +107,13 @@ func (x *a2aExecutor) answer(ctx context.Context, t *a2aTarget, ec *a2asrv.Execu
 		return
 	}
 	f.run(sess.RunID())
+	if !x.track(ec.TaskID, sess) {
+		x.s.release()
+		a.Close()
+		yield(f.status(a2a.TaskStateCanceled, nil, agentSays(ec, "The task was canceled before its run went on.")), nil)
+		return
+	}
+	defer x.untrack(ec.TaskID)
 	// The run goes on for the user it acts for; the approver's roles
 	// decide what it may do now.
 	done := x.s.background(sess, a, true, policy.Principal{Roles: policy.PrincipalFrom(ctx).Roles})
