@@ -88,6 +88,7 @@ type Client struct {
 	conn connector
 	sdk  *sdk.Client
 
+	listMu  sync.Mutex // one listing of the tools at a time
 	mu      sync.Mutex
 	sess    *sdk.ClientSession
 	proc    *process                // the stdio server's process, nil for a URL
@@ -124,16 +125,20 @@ func Open(ctx context.Context, cfg spec.MCPServer, o Options) (*Client, error) {
 		ToolListChangedHandler: func(context.Context, *sdk.ToolListChangedRequest) { c.changes.Add(1) },
 	}
 	c.sdk = sdk.NewClient(&sdk.Implementation{Name: "agentry", Version: version}, opts)
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if err := c.connect(ctx); err != nil {
-		return nil, err
-	}
-	if err := c.list(ctx); err != nil {
-		c.disconnect()
+	if _, err := c.Tools(ctx); err != nil {
+		c.Close()
 		return nil, err
 	}
 	return c, nil
+}
+
+// timeout bounds starting the server and its handshake, and each listing
+// of its tools.
+func (c *Client) timeout() time.Duration {
+	if c.cfg.ConnectTimeoutMS > 0 {
+		return time.Duration(c.cfg.ConnectTimeoutMS) * time.Millisecond
+	}
+	return DefaultConnectTimeout
 }
 
 // Name is the server's name in the spec.
@@ -146,21 +151,33 @@ func (c *Client) Changes() uint64 { return c.changes.Load() }
 
 // Tools returns the server's tools, listing them again first when the
 // server said they changed (or came back) since they were last listed.
+// Listing is bounded by the connect timeout, and calls go on meanwhile.
 func (c *Client) Tools(ctx context.Context) ([]*Tool, error) {
+	c.listMu.Lock() // one listing at a time
+	defer c.listMu.Unlock()
 	c.mu.Lock()
-	defer c.mu.Unlock()
 	if c.closed {
+		c.mu.Unlock()
 		return nil, &Error{Server: c.cfg.Name, Op: "list tools", Err: sdk.ErrConnectionClosed}
 	}
-	if c.listed != c.changes.Load() {
-		if _, err := c.session(ctx); err != nil {
-			return nil, err
-		}
-		if err := c.list(ctx); err != nil {
-			return nil, err
-		}
+	if c.sess != nil && c.listed == c.changes.Load() {
+		defer c.mu.Unlock()
+		return slices.Clone(c.tools), nil
 	}
-	return slices.Clone(c.tools), nil
+	sess, err := c.session(ctx)
+	seen := c.changes.Load()
+	c.mu.Unlock()
+	if err != nil {
+		return nil, err
+	}
+	tools, err := c.list(ctx, sess)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if err != nil {
+		return nil, err
+	}
+	c.tools, c.listed = tools, seen
+	return slices.Clone(tools), nil
 }
 
 // Close ends the session and stops a stdio server (its whole process
@@ -175,10 +192,7 @@ func (c *Client) Close() error {
 
 // connect opens a session, within the connect timeout; c.mu is held.
 func (c *Client) connect(ctx context.Context) error {
-	d := DefaultConnectTimeout
-	if c.cfg.ConnectTimeoutMS > 0 {
-		d = time.Duration(c.cfg.ConnectTimeoutMS) * time.Millisecond
-	}
+	d := c.timeout()
 	// The SSE transport keeps the context it connects with for its event
 	// stream: it must outlive the connect, so only the timeout or the
 	// caller's giving up cancels it before the session is open.
@@ -257,14 +271,19 @@ func (c *Client) session(ctx context.Context) (*sdk.ClientSession, error) {
 	return c.sess, nil
 }
 
-// list reads the server's tools; c.mu is held.
-func (c *Client) list(ctx context.Context) error {
-	seen := c.changes.Load()
+// list reads the server's tools, within the connect timeout.
+func (c *Client) list(ctx context.Context, sess *sdk.ClientSession) ([]*Tool, error) {
+	d := c.timeout()
+	ctx, cancel := context.WithTimeoutCause(ctx, d, fmt.Errorf("no answer within %s", d))
+	defer cancel()
 	var tools []*Tool
 	names := map[string]bool{}
-	for t, err := range c.sess.Tools(ctx, nil) {
+	for t, err := range sess.Tools(ctx, nil) {
 		if err != nil {
-			return &Error{Server: c.cfg.Name, Op: "list tools", Err: err}
+			if cause := context.Cause(ctx); cause != nil && !errors.Is(err, cause) {
+				err = fmt.Errorf("%w: %w", cause, err)
+			}
+			return nil, &Error{Server: c.cfg.Name, Op: "list tools", Err: err}
 		}
 		tt, err := newTool(c, t, names)
 		if err != nil {
@@ -273,8 +292,7 @@ func (c *Client) list(ctx context.Context) error {
 		}
 		tools = append(tools, tt)
 	}
-	c.tools, c.listed = tools, seen
-	return nil
+	return tools, nil
 }
 
 // call sends one tools/call on the open session (opening one if the last

@@ -251,6 +251,14 @@ func TestServerFailures(t *testing.T) {
 			t.Errorf("%v", err)
 		}
 	})
+	t.Run("does not list its tools", func(t *testing.T) {
+		cfg := stdioServer("mute")
+		cfg.ConnectTimeoutMS = 300
+		_, err := mcp.Open(context.Background(), cfg, mcp.Options{LookupEnv: testEnv})
+		if err == nil || !strings.Contains(err.Error(), "mcp server local: list tools: no answer within 300ms") {
+			t.Errorf("%v", err)
+		}
+	})
 	t.Run("dies during a call", func(t *testing.T) {
 		c := open(t, stdioServer("serve"))
 		_, err, _ := call(t, c, "crash", `{}`)

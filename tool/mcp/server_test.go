@@ -37,7 +37,19 @@ func serveStdio(mode string) {
 	case "hang":
 		time.Sleep(time.Hour)
 	}
-	if err := testServer().Run(context.Background(), &sdk.StdioTransport{}); err != nil {
+	srv := testServer()
+	if mode == "mute" { // answers the handshake, never a list of its tools
+		srv.AddReceivingMiddleware(func(next sdk.MethodHandler) sdk.MethodHandler {
+			return func(ctx context.Context, method string, req sdk.Request) (sdk.Result, error) {
+				if method == "tools/list" {
+					<-ctx.Done()
+					return nil, ctx.Err()
+				}
+				return next(ctx, method, req)
+			}
+		})
+	}
+	if err := srv.Run(context.Background(), &sdk.StdioTransport{}); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
