@@ -3,10 +3,8 @@ package server
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"net/http"
-	"slices"
 	"strings"
 	"sync"
 
@@ -15,7 +13,6 @@ import (
 	"github.com/agentry/agentry/agent"
 	"github.com/agentry/agentry/event"
 	"github.com/agentry/agentry/policy"
-	"github.com/agentry/agentry/prompt"
 	"github.com/agentry/agentry/spec"
 	"github.com/agentry/agentry/tool"
 )
@@ -31,26 +28,27 @@ func (s *Server) MCP() *sdk.Server {
 }
 
 func (s *Server) buildMCP() {
-	m := sdk.NewServer(&sdk.Implementation{Name: "agentry", Title: "agentry agents", Version: s.cfg.Version}, &sdk.ServerOptions{
+	s.mcp = sdk.NewServer(&sdk.Implementation{Name: "agentry", Title: "agentry agents", Version: s.cfg.Version}, &sdk.ServerOptions{
 		Instructions: "Each tool is an agentry agent: call it with its input and it runs to its answer.",
 		HasTools:     true,
+		HasPrompts:   s.cfg.Prompts != nil,
 	})
-	seen := map[string]bool{}
-	for _, a := range s.cfg.Agents.Agents() {
-		if seen[a.Name()] {
-			continue
+	s.mcpLists.tools, s.mcpLists.prompts = map[string]string{}, map[string]string{}
+	s.syncTools()
+	s.syncPrompts(s.base)
+	// The lists follow the served agents and the prompt store: an agent
+	// or a template added, a newer version, one removed.
+	s.mcp.AddReceivingMiddleware(func(next sdk.MethodHandler) sdk.MethodHandler {
+		return func(ctx context.Context, method string, req sdk.Request) (sdk.Result, error) {
+			switch method {
+			case "tools/list", "tools/call":
+				s.syncTools()
+			case "prompts/list", "prompts/get":
+				s.syncPrompts(ctx)
+			}
+			return next(ctx, method, req)
 		}
-		seen[a.Name()] = true
-		latest, err := s.cfg.Agents.Get(a.Name())
-		if err != nil {
-			continue
-		}
-		m.AddTool(mcpTool(latest), s.mcpCall(a.Name()))
-	}
-	if s.cfg.Prompts != nil {
-		s.addPrompts(m)
-	}
-	s.mcp = m
+	})
 }
 
 // mcpTool describes an agent as an MCP tool: its input schema, its output
@@ -209,44 +207,10 @@ func errorResult(msg string) *sdk.CallToolResult {
 	return &sdk.CallToolResult{IsError: true, Content: []sdk.Content{&sdk.TextContent{Text: msg}}}
 }
 
-// addPrompts makes each template of the prompt store (its latest
-// version) a prompt whose arguments are the template's variables.
-func (s *Server) addPrompts(m *sdk.Server) {
-	ts, err := s.cfg.Prompts.List(s.base, prompt.Filter{})
-	if err != nil {
-		if s.cfg.Logger != nil {
-			s.cfg.Logger.Warn("mcp: the prompt store's templates are not served", "error", err)
-		}
-		return
-	}
-	for _, t := range ts {
-		vars, _ := t.Vars()
-		p := &sdk.Prompt{Name: t.ID, Title: t.Name, Description: fmt.Sprintf("Prompt template %s@%s", t.ID, t.Version)}
-		for _, v := range vars {
-			p.Arguments = append(p.Arguments, &sdk.PromptArgument{Name: v, Required: slices.Contains(t.RequiredVars, v)})
-		}
-		id := t.ID
-		m.AddPrompt(p, func(ctx context.Context, req *sdk.GetPromptRequest) (*sdk.GetPromptResult, error) {
-			t, err := s.cfg.Prompts.Get(ctx, id, "")
-			if err != nil {
-				return nil, fmt.Errorf("prompt %s: %w", id, err)
-			}
-			params := make(map[string]any, len(req.Params.Arguments))
-			for k, v := range req.Params.Arguments {
-				params[k] = v
-			}
-			r, err := t.Render(params, true)
-			if err != nil {
-				var miss *prompt.MissingError
-				if errors.As(err, &miss) {
-					return nil, fmt.Errorf("prompt %s: %w", id, err)
-				}
-				return nil, err
-			}
-			return &sdk.GetPromptResult{Description: p.Description,
-				Messages: []*sdk.PromptMessage{{Role: "user", Content: &sdk.TextContent{Text: r.Text}}}}, nil
-		})
-	}
+func mcpNotAllowed(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Allow", http.MethodPost)
+	writeError(w, http.StatusMethodNotAllowed, "method_not_allowed",
+		fmt.Sprintf("%s /mcp: the MCP endpoint is stateless: it has no stream to GET and no session to DELETE; POST each request", r.Method))
 }
 
 // mcpHTTP serves the MCP server over streamable HTTP, stateless (each

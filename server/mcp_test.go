@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -147,6 +149,54 @@ func TestMCPServer(t *testing.T) {
 	}
 }
 
+// The MCP server's lists follow what is served: an agent registered, a
+// newer version of one (its schema offered), a template added to the
+// prompt store.
+func TestMCPServerListsFollow(t *testing.T) {
+	dir := t.TempDir()
+	f := newFixture(t, Config{Prompts: prompt.Dir(dir)})
+	cs, err := mcpClient(t, f, "", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	names := func() map[string]string {
+		tools, err := cs.ListTools(ctx, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := map[string]string{}
+		for _, tt := range tools.Tools {
+			in, _ := json.Marshal(tt.InputSchema)
+			out[tt.Name] = tt.Title + " " + string(in)
+		}
+		return out
+	}
+	if got := names(); len(got) != 2 {
+		t.Fatalf("tools %v", got)
+	}
+	v2, err := agent.New(&spec.Spec{AgentName: "greeter", Version: "v2", SystemText: "Greet.", InputKeys: []string{"name"}},
+		agent.WithProvider(held{f.release}, "test"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { v2.Close() })
+	if err := f.srv.cfg.Agents.Register(v2); err != nil {
+		t.Fatal(err)
+	}
+	if got := names()["greeter"]; !strings.HasPrefix(got, "greeter v2 ") || !strings.Contains(got, `"required":["name"]`) {
+		t.Errorf("greeter after v2: %s", got)
+	}
+	if prompts, err := cs.ListPrompts(ctx, nil); err != nil || len(prompts.Prompts) != 0 {
+		t.Fatalf("prompts %+v, %v", prompts, err)
+	}
+	os.MkdirAll(filepath.Join(dir, "hello"), 0o700)
+	writeFile(t, filepath.Join(dir, "hello", "v1.json"), `{"id": "hello", "version": "v1", "text": "Hello ${name}."}`)
+	if prompts, err := cs.ListPrompts(ctx, nil); err != nil || len(prompts.Prompts) != 1 || prompts.Prompts[0].Name != "hello" {
+		t.Errorf("prompts after a template was added: %+v, %v", prompts, err)
+	}
+}
+
 // POST /mcp is behind the server's keys: none is 401, a viewer's 403.
 func TestMCPServerKeys(t *testing.T) {
 	f := mcpFixture(t)
@@ -218,5 +268,11 @@ func TestMCPServerCrossSite(t *testing.T) {
 	runs, _ := f.st.List(context.Background(), store.Filter{})
 	if len(runs) != 0 {
 		t.Errorf("%d runs were started", len(runs))
+	}
+	// Stateless: no stream to GET, no session to DELETE.
+	for _, method := range []string{"GET", "DELETE"} {
+		if code, body := f.do(t, method, "/mcp", "", ""); code != http.StatusMethodNotAllowed {
+			t.Errorf("%s /mcp: %d %v", method, code, body)
+		}
 	}
 }

@@ -100,8 +100,9 @@ type Server struct {
 	base      context.Context // the runs' context: cancelled by Close
 	close     context.CancelFunc
 
-	mcpOnce sync.Once
-	mcp     *sdk.Server // the MCP server, built on first use
+	mcpOnce  sync.Once
+	mcp      *sdk.Server // the MCP server, built on first use
+	mcpLists mcpLists    // what it offers
 }
 
 // New returns a Server for c.
@@ -160,6 +161,10 @@ func New(c Config) (*Server, error) {
 	s.routeWith("POST /v1/chat/completions", RoleRunner, writeOpenAIError, s.chatCompletions)
 	s.routeWith("GET /v1/models", RoleViewer, writeOpenAIError, s.models)
 	s.route("POST /mcp", RoleRunner, s.mcpHTTP().ServeHTTP)
+	// Stateless: no stream to GET, no session to DELETE (the protocol's
+	// answer to both is 405).
+	s.open("GET /mcp", mcpNotAllowed)
+	s.open("DELETE /mcp", mcpNotAllowed)
 	s.a2aRoutes()
 	s.open("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
 		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})

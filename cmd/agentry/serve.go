@@ -150,7 +150,7 @@ func newServer(ctx context.Context, f serveFlags, stderr io.Writer) (srv *server
 		}
 	})
 	srv, err = server.New(server.Config{Store: st, Agents: reg, Pipelines: pipes, AgentOptions: opts, Keys: keys, MaxRuns: f.maxRuns, MaxStreams: f.maxStreams,
-		EncryptionKey: key, Logger: logger, Prompts: promptStore(st, f.prompts), Version: version(), A2AAgent: f.a2aAgent, BaseURL: f.baseURL})
+		EncryptionKey: key, Logger: logger, Prompts: userPrompts(st, f.prompts), Version: version(), A2AAgent: f.a2aAgent, BaseURL: f.baseURL})
 	if err != nil {
 		return nil, 0, nil, runFailed(err)
 	}

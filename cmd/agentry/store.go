@@ -71,6 +71,12 @@ func logOptions() ([]runlog.Option, error) {
 // then the run store, then the built-in ReAct templates. Puts go to the
 // first of them that is writable; a directory is not.
 func promptStore(st store.Store, dir string) prompt.Store {
+	return prompt.Layered(userPrompts(st, dir), prompt.Fixed(react.Templates()...))
+}
+
+// userPrompts are the templates of --prompts and the run store, without
+// the built-in ReAct ones: what the MCP server offers as prompts.
+func userPrompts(st store.Store, dir string) prompt.Store {
 	var layers []prompt.Store
 	if dir != "" {
 		layers = append(layers, prompt.Dir(dir))
@@ -78,7 +84,7 @@ func promptStore(st store.Store, dir string) prompt.Store {
 	if ps, ok := st.(interface{ Prompts() prompt.Store }); ok {
 		layers = append(layers, ps.Prompts())
 	}
-	return prompt.Layered(append(layers, prompt.Fixed(react.Templates()...))...)
+	return prompt.Layered(layers...)
 }
 
 // promptsFlag adds --prompts.
