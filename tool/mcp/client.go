@@ -363,9 +363,11 @@ func (c *Client) progress(p *sdk.ProgressNotificationParams) {
 	}
 }
 
-// logged passes what the server logs to the calls in flight, which may
-// have caused it (nothing ties a log message to a request); with none in
-// flight it goes to the logger.
+// logged passes what the server logs to the call in flight, when there
+// is exactly one: nothing in the protocol ties a log message to a
+// request, and the calls of several runs (of other users) share the
+// session, so with several in flight, or none, it goes to the logger
+// instead of into any run's events.
 func (c *Client) logged(p *sdk.LoggingMessageParams) {
 	msg, ok := p.Data.(string)
 	if !ok {
@@ -375,13 +377,16 @@ func (c *Client) logged(p *sdk.LoggingMessageParams) {
 	if p.Logger != "" {
 		msg = p.Logger + ": " + msg
 	}
-	inFlight := false
+	var only *tool.Call
+	n := 0
 	c.calls.Range(func(_, v any) bool {
-		inFlight = true
-		v.(*tool.Call).Report(event.Progress{Message: msg, Level: string(p.Level)})
-		return true
+		only = v.(*tool.Call)
+		n++
+		return n < 2
 	})
-	if !inFlight {
-		c.o.Logger.Info("mcp server log", "server", c.cfg.Name, "level", string(p.Level), "message", msg)
+	if n == 1 {
+		only.Report(event.Progress{Message: msg, Level: string(p.Level)})
+		return
 	}
+	c.o.Logger.Info("mcp server log", "server", c.cfg.Name, "level", string(p.Level), "message", msg, "calls_in_flight", n)
 }

@@ -174,6 +174,49 @@ func checkImage(t *testing.T, c *mcp.Client) {
 	}
 }
 
+// With two calls in flight on one server (the calls of two runs, maybe
+// of two users), a log message belongs to neither: it reaches no run's
+// events, only the logger.
+func TestLogMessagesStayWithTheirCall(t *testing.T) {
+	cfg, started, release := httpServerStarted(t, false)
+	defer release() // the server may not have heard of the cancel
+	c := open(t, cfg)
+	tools, _ := c.Tools(context.Background())
+	var wait *mcp.Tool
+	for _, tt := range tools {
+		if tt.Remote() == "wait" {
+			wait = tt
+		}
+	}
+	other := &reporter{}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		tool.Handle(ctx, &tool.Call{Name: "wait", Tool: wait, Info: wait.Info(), Arguments: json.RawMessage("{}"), Reporter: other})
+	}()
+	select {
+	case <-started:
+	case <-time.After(20 * time.Second):
+		t.Fatal("the wait call did not reach the server")
+	}
+	_, err, got := call(t, c, "slow", `{}`)
+	cancel()
+	<-done
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range append(got, other.got...) {
+		if p.Level != "" {
+			t.Errorf("a log message reached a call: %+v", p)
+		}
+	}
+	if len(got) != 3 {
+		t.Errorf("slow's progress: %+v", got)
+	}
+}
+
 // A server that adds a tool says so (tools/list_changed); the client
 // lists its tools again.
 func TestListChanged(t *testing.T) {

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"strconv"
+	"sync"
 	"testing"
 	"time"
 
@@ -77,7 +78,11 @@ func text(s string) *sdk.CallToolResult {
 
 // testServer is an MCP server with a tool for each thing the client must
 // handle.
-func testServer() *sdk.Server {
+func testServer() *sdk.Server { return newTestServer(nil, nil) }
+
+// newTestServer is testServer whose wait tool sends on started (when not
+// nil) once it runs, and returns when released closes.
+func newTestServer(started chan<- struct{}, released <-chan struct{}) *sdk.Server {
 	s := sdk.NewServer(&sdk.Implementation{Name: "test-server", Version: "1"}, nil)
 	// grow answers once the server sent its list_changed (which the SDK
 	// sends a moment after the change), so that the client reads it first.
@@ -135,8 +140,19 @@ func testServer() *sdk.Server {
 		})
 	s.AddTool(&sdk.Tool{Name: "wait", Description: "Waits until cancelled", InputSchema: map[string]any{"type": "object"}},
 		func(ctx context.Context, _ *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
-			<-ctx.Done()
-			return nil, ctx.Err()
+			if started != nil { // an in-process test waits for it
+				select {
+				case started <- struct{}{}:
+				case <-ctx.Done():
+				case <-released:
+				}
+			}
+			select {
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			case <-released: // the test ended, whether or not the cancel arrived
+				return text("released"), nil
+			}
 		})
 	s.AddTool(&sdk.Tool{Name: "env", Description: "Reads variables", InputSchema: map[string]any{"type": "object"}},
 		func(context.Context, *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
@@ -193,7 +209,16 @@ func stdioServer(mode string) spec.MCPServer {
 // legacy SSE transport, until the test ends.
 func httpServer(t *testing.T, sse bool) spec.MCPServer {
 	t.Helper()
-	srv := testServer()
+	cfg, _, _ := httpServerStarted(t, sse)
+	return cfg
+}
+
+// httpServerStarted is httpServer, with the channel its wait tool sends
+// on when it runs, and what ends the wait calls still going.
+func httpServerStarted(t *testing.T, sse bool) (spec.MCPServer, <-chan struct{}, func()) {
+	t.Helper()
+	started, released := make(chan struct{}), make(chan struct{})
+	srv := newTestServer(started, released)
 	var h http.Handler
 	if sse {
 		h = sdk.NewSSEHandler(func(*http.Request) *sdk.Server { return srv }, nil)
@@ -209,9 +234,12 @@ func httpServer(t *testing.T, sse bool) spec.MCPServer {
 		h.ServeHTTP(w, r)
 	}))
 	t.Cleanup(ts.Close)
+	var once sync.Once
+	release := func() { once.Do(func() { close(released) }) }
+	t.Cleanup(release) // first: a wait call still going ends
 	cfg := spec.MCPServer{Name: "remote", URL: ts.URL, Headers: map[string]string{"Authorization": "Bearer ${env:AGENTRY_TEST_TOKEN}"}}
 	if sse {
 		cfg.Transport = spec.MCPSSE
 	}
-	return cfg
+	return cfg, started, release
 }
