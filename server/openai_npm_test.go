@@ -91,6 +91,10 @@ func TestOpenAINodeClient(t *testing.T) {
 			if got.Content != tc.answer || got.Finish != "stop" || got.Usage["total_tokens"] != got.Usage["prompt_tokens"]+got.Usage["completion_tokens"] {
 				t.Errorf("the call: %+v", got)
 			}
+			// The keeper's model reports 9 + 4 tokens a call, two calls a run.
+			if tc.model == "keeper" && (got.Usage["prompt_tokens"] != 18 || got.Usage["completion_tokens"] != 8 || got.StreamedUsage["total_tokens"] != 26) {
+				t.Errorf("usage %v, streamed %v; want 18 + 8 = 26", got.Usage, got.StreamedUsage)
+			}
 			if got.Streamed != tc.answer || got.StreamedFinish != "stop" || got.StreamedUsage == nil || got.Chunks < 3 {
 				t.Errorf("the streamed call: %+v", got)
 			}

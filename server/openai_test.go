@@ -48,6 +48,34 @@ func TestOpenAICompatible(t *testing.T) {
 			t.Errorf("the stored run: %d %v", code, run)
 		}
 	})
+	t.Run("usage", func(t *testing.T) {
+		k, err := agent.New(&spec.Spec{AgentName: "keeper", Version: "v1", SystemText: "Store.", Tools: []string{"kv_set"}},
+			agent.WithProvider(keeper{}, "test"), agent.WithTools(kvRegistry(t)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer k.Close()
+		if err := f.srv.cfg.Agents.Register(k); err != nil {
+			t.Fatal(err)
+		}
+		// Its model reports 9 + 4 tokens a call, two calls a run.
+		c, err := client.Chat.Completions.New(ctx, params("keeper"))
+		if err != nil || c.Usage.PromptTokens != 18 || c.Usage.CompletionTokens != 8 || c.Usage.TotalTokens != 26 {
+			t.Errorf("usage %+v, %v", c.Usage, err)
+		}
+		stream := client.Chat.Completions.NewStreaming(ctx, openai.ChatCompletionNewParams{Model: "keeper",
+			Messages:      []openai.ChatCompletionMessageParamUnion{openai.UserMessage("store")},
+			StreamOptions: openai.ChatCompletionStreamOptionsParam{IncludeUsage: openai.Bool(true)}})
+		var usage openai.CompletionUsage
+		for stream.Next() {
+			if u := stream.Current().Usage; u.TotalTokens > 0 {
+				usage = u
+			}
+		}
+		if stream.Err() != nil || usage.PromptTokens != 18 || usage.TotalTokens != 26 {
+			t.Errorf("streamed usage %+v, %v", usage, stream.Err())
+		}
+	})
 	t.Run("an agent without tools, streamed", func(t *testing.T) {
 		close(f.release) // the waiter answers
 		stream := client.Chat.Completions.NewStreaming(ctx, openai.ChatCompletionNewParams{Model: "waiter@v1",
