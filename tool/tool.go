@@ -6,10 +6,13 @@ package tool
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 )
@@ -126,6 +129,27 @@ func ValidName(name string) bool {
 		}
 	}
 	return true
+}
+
+// NameFor is a name models accept made of s: each character but letters,
+// digits, '_' and '-' replaced by '_'; past 64 characters, the first 55
+// and a hash of the whole. Tools named elsewhere (an MCP server's, a
+// remote A2A agent's) take their names from it.
+func NameFor(s string) string {
+	var b strings.Builder
+	for _, r := range s {
+		if r == '_' || r == '-' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' {
+			b.WriteRune(r)
+		} else {
+			b.WriteByte('_')
+		}
+	}
+	name := b.String()
+	if len(name) > 64 || name == "" {
+		sum := sha256.Sum256([]byte(s))
+		name = name[:min(len(name), 55)] + "_" + hex.EncodeToString(sum[:4])
+	}
+	return name
 }
 
 // ErrDuplicate is returned when a registry already holds a tool of that name.

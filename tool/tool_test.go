@@ -341,3 +341,27 @@ func TestAttachments(t *testing.T) {
 		})
 	}
 }
+
+func TestNameFor(t *testing.T) {
+	long := strings.Repeat("x", 70)
+	for _, tc := range []struct{ in, want string }{
+		{"read_text_file", "read_text_file"},
+		{"fs_read_text_file", "fs_read_text_file"},
+		{"weather.now", "weather_now"},
+		{"files/read", "files_read"},
+		{"café", "caf_"},
+		{"Travel Agent", "Travel_Agent"},
+	} {
+		if got := NameFor(tc.in); got != tc.want {
+			t.Errorf("NameFor(%q) = %q, want %q", tc.in, got, tc.want)
+		}
+	}
+	for _, s := range []string{long, "", "é"} {
+		if got := NameFor(s); !ValidName(got) {
+			t.Errorf("NameFor(%q) = %q: not a valid name", s, got)
+		}
+	}
+	if a, b := NameFor(long), NameFor(long+"y"); a == b || len(a) != 64 || !strings.HasPrefix(a, strings.Repeat("x", 55)+"_") {
+		t.Errorf("long names: %q and %q", a, b)
+	}
+}

@@ -24,6 +24,7 @@ import (
 	"github.com/agentry/agentry/agent"
 	"github.com/agentry/agentry/llm"
 	"github.com/agentry/agentry/spec"
+	"github.com/agentry/agentry/tool"
 	"github.com/agentry/agentry/tool/mcp"
 )
 
@@ -53,7 +54,7 @@ func (c *caller) Generate(_ context.Context, req *llm.Request) (*llm.Response, e
 		if len(call.Arguments) == 0 {
 			call.Arguments = json.RawMessage("{}")
 		}
-		return &llm.Response{ToolCalls: []llm.ToolCall{{ID: fmt.Sprintf("call_%d", len(c.script)), Name: mcp.ModelName("", call.Name), Arguments: call.Arguments}}}, nil
+		return &llm.Response{ToolCalls: []llm.ToolCall{{ID: fmt.Sprintf("call_%d", len(c.script)), Name: tool.NameFor(call.Name), Arguments: call.Arguments}}}, nil
 	}
 	if c.called["#script"] {
 		return &llm.Response{Content: "done"}, nil

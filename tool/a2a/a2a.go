@@ -24,7 +24,6 @@ import (
 
 	"github.com/agentry/agentry/spec"
 	"github.com/agentry/agentry/tool"
-	"github.com/agentry/agentry/tool/mcp"
 )
 
 // Tool is a remote A2A agent as a tool. Its zero value is not usable:
@@ -68,7 +67,7 @@ func Open(ctx context.Context, raw string, client *http.Client) (*Tool, error) {
 		desc += fmt.Sprintf("\nSkill %s: %s", s.Name, s.Description)
 	}
 	return &Tool{url: raw, http: client, card: card, client: c, info: tool.Info{
-		Name:        mcp.ModelName("", card.Name),
+		Name:        tool.NameFor(card.Name),
 		Description: strings.TrimSpace(desc + "\nA remote A2A agent: send it a message; its answer is the observation."),
 		Parameters:  json.RawMessage(`{"type":"object","properties":{"message":{"type":"string","description":"What to ask the agent."}},"required":["message"],"additionalProperties":false}`),
 		// A message may make the remote agent act: it is not repeated

@@ -358,23 +358,3 @@ func alive(pid int) bool {
 	stat, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
 	return err != nil || !regexp.MustCompile(`\) Z `).Match(stat)
 }
-
-func TestModelName(t *testing.T) {
-	long := strings.Repeat("x", 70)
-	for _, tc := range []struct{ prefix, remote, want string }{
-		{"", "read_text_file", "read_text_file"},
-		{"fs_", "read_text_file", "fs_read_text_file"},
-		{"", "weather.now", "weather_now"},
-		{"", "files/read", "files_read"},
-		{"", "café", "caf_"},
-		{"", long, strings.Repeat("x", 55) + "_"},
-	} {
-		got := mcp.ModelName(tc.prefix, tc.remote)
-		if !strings.HasPrefix(got, tc.want) || !tool.ValidName(got) {
-			t.Errorf("ModelName(%q, %q) = %q, want %q...", tc.prefix, tc.remote, got, tc.want)
-		}
-	}
-	if a, b := mcp.ModelName("", long), mcp.ModelName("", long+"y"); a == b || len(a) != 64 {
-		t.Errorf("long names: %q and %q", a, b)
-	}
-}

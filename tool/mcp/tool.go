@@ -2,8 +2,6 @@ package mcp
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -24,7 +22,7 @@ type Tool struct {
 }
 
 // Remote is the server's name of the tool, which Info().Name may differ
-// from (see ModelName).
+// from (tool.NameFor of the spec's prefix and this name).
 func (t *Tool) Remote() string { return t.remote }
 
 // Info says what the tool is: its model name, description, input schema,
@@ -90,9 +88,9 @@ func newTool(c *Client, t *sdk.Tool, taken map[string]bool) (*Tool, error) {
 	if err != nil || string(params) == "null" {
 		params = json.RawMessage(`{"type":"object"}`)
 	}
-	name := ModelName(c.cfg.Prefix, t.Name)
+	name := tool.NameFor(c.cfg.Prefix + t.Name)
 	for taken[name] { // two server names that map to one model name
-		name = ModelName(c.cfg.Prefix, t.Name+"#"+name)
+		name = tool.NameFor(c.cfg.Prefix + t.Name + "#" + name)
 	}
 	taken[name] = true
 	desc := t.Description
@@ -127,28 +125,6 @@ func classOf(a *sdk.ToolAnnotations) (tool.Idempotency, tool.Risk) {
 		return tool.Idempotent, risk
 	}
 	return tool.NonIdempotent, risk
-}
-
-// ModelName is the name a model calls an MCP tool by: prefix and the
-// server's name, with each character a model does not accept (anything
-// but letters, digits, '_' and '-') replaced by '_'; a name over 64
-// characters keeps its first 55 and a hash of the whole.
-func ModelName(prefix, remote string) string {
-	var b strings.Builder
-	b.WriteString(prefix)
-	for _, r := range remote {
-		if r == '_' || r == '-' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' {
-			b.WriteRune(r)
-		} else {
-			b.WriteByte('_')
-		}
-	}
-	name := b.String()
-	if len(name) > 64 || name == "" {
-		sum := sha256.Sum256([]byte(prefix + remote))
-		name = name[:min(len(name), 55)] + "_" + hex.EncodeToString(sum[:4])
-	}
-	return name
 }
 
 // errorText is what a failed result says, for the model.
