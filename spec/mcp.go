@@ -37,6 +37,11 @@ type MCPServer struct {
 	// ConnectTimeoutMS bounds starting the server and its handshake
 	// (default 30 s). Calls are bounded by the agent's tool timeouts.
 	ConnectTimeoutMS int64 `json:"connect_timeout_ms,omitempty"`
+	// TrustAnnotations, when false, ignores what the server says of its
+	// tools (readOnlyHint, idempotentHint, destructiveHint): each is then
+	// non-idempotent, never repeated blindly. Nil trusts them: the spec
+	// chose the server.
+	TrustAnnotations *bool `json:"trust_annotations,omitempty"`
 	// Prefix is put before the names of the server's tools as the model
 	// sees them, to keep two servers' tools apart ("fs_" makes
 	// read_text_file fs_read_text_file).

@@ -253,8 +253,8 @@ func printMCPTools(w io.Writer, list []mcpToolInfo) {
 			name += " (" + t.Remote + ")"
 		}
 		desc, _, _ := strings.Cut(t.Description, "\n")
-		if len(desc) > 80 {
-			desc = desc[:77] + "..."
+		if r := []rune(desc); len(r) > 80 {
+			desc = string(r[:77]) + "..."
 		}
 		risk := t.Risk
 		if risk == "" {

@@ -217,6 +217,24 @@ func TestLogMessagesStayWithTheirCall(t *testing.T) {
 	}
 }
 
+// A spec that does not trust a server's annotations has each of its tools
+// non-idempotent, whatever the server says.
+func TestUntrustedAnnotations(t *testing.T) {
+	cfg := httpServer(t, false)
+	no := false
+	cfg.TrustAnnotations = &no
+	c := open(t, cfg)
+	tools, err := c.Tools(context.Background())
+	if err != nil || len(tools) == 0 {
+		t.Fatal(err)
+	}
+	for _, tt := range tools {
+		if info := tt.Info(); info.Idempotency != tool.NonIdempotent || info.Risk != "" {
+			t.Errorf("%s: %s/%s", info.Name, info.Idempotency, info.Risk)
+		}
+	}
+}
+
 // A server that adds a tool says so (tools/list_changed); the client
 // lists its tools again.
 func TestListChanged(t *testing.T) {

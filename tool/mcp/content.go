@@ -41,6 +41,13 @@ func output(res *sdk.CallToolResult, m media) (out json.RawMessage, refs []strin
 		out, err = json.Marshal(strings.Join(texts, "\n"))
 		return out, nil, err
 	}
+	size := 0
+	for _, c := range res.Content {
+		size += mediaSize(c)
+	}
+	if size > maxMedia {
+		return nil, nil, fmt.Errorf("the result's images, audio and resources come to %d bytes, over the %d a result may keep", size, maxMedia)
+	}
 	items := make([]map[string]any, 0, len(res.Content))
 	for _, c := range res.Content {
 		item, err := m.item(c)
@@ -67,7 +74,7 @@ func (c *Client) media() media {
 	dir := c.cfg.MediaDir
 	switch {
 	case dir == "":
-		dir = filepath.Join(os.TempDir(), "agentry-media")
+		dir = defaultMediaDir()
 	case !filepath.IsAbs(dir):
 		dir = filepath.Join(c.o.BaseDir, dir)
 	}
@@ -76,6 +83,22 @@ func (c *Client) media() media {
 	}
 	return media(dir)
 }
+
+// defaultMediaDir is the user's own: agentry/media in the user's cache
+// directory, not a shared temporary one another user could create first.
+func defaultMediaDir() string {
+	if dir, err := os.UserCacheDir(); err == nil {
+		return filepath.Join(dir, "agentry", "media")
+	}
+	return filepath.Join(os.TempDir(), fmt.Sprintf("agentry-media-%d", os.Getuid()))
+}
+
+// The limits on what a result keeps: a server cannot fill the disk, and
+// a large text resource is a reference too.
+const (
+	maxMedia      = 64 << 20 // bytes of media one result may keep
+	maxInlineText = 64 << 10 // an embedded text resource past this is kept as a file
+)
 
 func (m media) item(c sdk.Content) (map[string]any, error) {
 	switch c := c.(type) {
@@ -99,12 +122,16 @@ func (m media) item(c sdk.Content) (map[string]any, error) {
 		if r == nil {
 			return map[string]any{"type": "resource"}, nil
 		}
-		if r.Blob == nil {
+		if r.Blob == nil && len(r.Text) <= maxInlineText {
 			item := map[string]any{"type": "resource", "uri": r.URI, "text": r.Text}
 			putNonEmpty(item, "mime_type", r.MIMEType)
 			return item, nil
 		}
-		item, err := m.keep("resource", r.MIMEType, r.Blob)
+		data := r.Blob
+		if data == nil {
+			data = []byte(r.Text)
+		}
+		item, err := m.keep("resource", r.MIMEType, data)
 		if err == nil {
 			item["uri"] = r.URI
 		}
@@ -150,6 +177,21 @@ func (m media) keep(kind, mimeType string, data []byte) (map[string]any, error) 
 	item := map[string]any{"type": kind, "size": len(data), "sha256": hash, "ref": ref}
 	putNonEmpty(item, "mime_type", mimeType)
 	return item, nil
+}
+
+// mediaSize is the bytes c would keep in the media directory.
+func mediaSize(c sdk.Content) int {
+	switch c := c.(type) {
+	case *sdk.ImageContent:
+		return len(c.Data)
+	case *sdk.AudioContent:
+		return len(c.Data)
+	case *sdk.EmbeddedResource:
+		if r := c.Resource; r != nil {
+			return len(r.Blob) + len(r.Text)
+		}
+	}
+	return 0
 }
 
 func extension(mimeType string) string {

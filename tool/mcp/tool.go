@@ -101,7 +101,11 @@ func newTool(c *Client, t *sdk.Tool, taken map[string]bool) (*Tool, error) {
 		desc = t.Title
 	}
 	info := tool.Info{Name: name, Description: desc, Parameters: params}
-	info.Idempotency, info.Risk = classOf(t.Annotations)
+	if trust := c.cfg.TrustAnnotations; trust == nil || *trust {
+		info.Idempotency, info.Risk = classOf(t.Annotations)
+	} else {
+		info.Idempotency, info.Risk = classOf(nil)
+	}
 	return &Tool{c: c, info: info, remote: t.Name}, nil
 }
 
