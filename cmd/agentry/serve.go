@@ -95,14 +95,9 @@ func newServer(ctx context.Context, f serveFlags, stderr io.Writer) (srv *server
 			closeAll()
 		}
 	}()
-	var keys []server.Key
-	if f.keys != "" {
-		var err error
-		if keys, err = server.LoadKeys(f.keys); err != nil {
-			return nil, 0, nil, usageErr(err)
-		}
-	} else if !loopback(f.addr) {
-		return nil, 0, nil, usageErr(fmt.Errorf("--addr %s is not a loopback address: a server without --auth-keys listens on loopback only", f.addr))
+	keys, err := serveKeys(f)
+	if err != nil {
+		return nil, 0, nil, usageErr(err)
 	}
 	key, err := encryptionKey() // seals memory and run logs; the server opens them
 	if err != nil {
@@ -164,6 +159,18 @@ func newServer(ctx context.Context, f serveFlags, stderr io.Writer) (srv *server
 		}
 	}
 	return srv, len(reg.Agents()), closeAll, nil
+}
+
+// serveKeys are the keys of --auth-keys; without them the server must
+// listen on loopback.
+func serveKeys(f serveFlags) ([]server.Key, error) {
+	if f.keys != "" {
+		return server.LoadKeys(f.keys)
+	}
+	if !loopback(f.addr) {
+		return nil, fmt.Errorf("--addr %s is not a loopback address: a server without --auth-keys listens on loopback only", f.addr)
+	}
+	return nil, nil
 }
 
 // listen serves srv over HTTP until SIGINT or SIGTERM, then lets the runs

@@ -14,7 +14,11 @@ func ownGroup(cmd *exec.Cmd) {
 }
 
 // killGroup kills cmd's process group (what the server left running);
-// the SDK has already closed its stdin and reaped it.
+// the SDK has already closed its stdin and reaped it. The kernel gives
+// the group's number to no new process while a member of the group
+// lives; with none left the kill finds nothing, unless in the moment
+// since the reaping the number went to a new process that made itself a
+// group leader.
 func killGroup(cmd *exec.Cmd) {
 	_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
 }
