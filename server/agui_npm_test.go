@@ -7,6 +7,8 @@ import (
 	"os/exec"
 	"strings"
 	"testing"
+
+	"github.com/agentry/agentry/internal/testdb"
 )
 
 // aguiSeen is what testdata/agui-client.cjs printed.
@@ -39,7 +41,7 @@ type aguiSeen struct {
 // any it had to strip), and the run store holds one completed run in the
 // thread's session, the approval on record under the key's name.
 func TestAGUINodeClient(t *testing.T) {
-	modules := npmModules(t, "@ag-ui/client")
+	modules := testdb.NPM(t, "@ag-ui/client")
 	f := newFixture(t, Config{Keys: []Key{{Name: "rui", SHA256: HashKey("run-key"), Role: RoleRunner}}})
 	careful(t, f, "careful", 1)
 	cmd := exec.Command("node", "testdata/agui-client.cjs", f.http.URL+"/ag-ui/careful@v1", "run-key", "store it")

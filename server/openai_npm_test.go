@@ -5,36 +5,18 @@ import (
 	"encoding/json"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"slices"
 	"testing"
 
 	"github.com/agentry/agentry/agent"
+	"github.com/agentry/agentry/internal/testdb"
 	"github.com/agentry/agentry/llm"
 	"github.com/agentry/agentry/spec"
 )
 
-// npmModules is the node_modules of the pinned npm packages
-// (scripts/test-deps.sh exports it as AGENTRY_TEST_NPM); without it the
-// test is skipped, or fails under AGENTRY_REQUIRE_SERVICES=1
-// (scripts/test.sh).
-func npmModules(t *testing.T, pkg string) string {
-	t.Helper()
-	dir := os.Getenv("AGENTRY_TEST_NPM")
-	_, err := os.Stat(filepath.Join(dir, pkg))
-	_, noNode := exec.LookPath("node")
-	if dir != "" && err == nil && noNode == nil {
-		return dir
-	}
-	if os.Getenv("AGENTRY_REQUIRE_SERVICES") == "1" {
-		t.Fatalf("no node, or no npm package %s in AGENTRY_TEST_NPM (%q): run scripts/test-deps.sh start", pkg, dir)
-	}
-	t.Skipf("no node, or no npm package %s: run the tests with scripts/test.sh", pkg)
-	return ""
-}
-
 // keeper is a model that, on each call, stores a value with a tool and
-// then says so: an agent that uses a tool, as many times as it is run.
+// then says so: an agent that uses a tool, as many times as it is run;
+// it reports 9 + 4 tokens a call.
 type keeper struct{}
 
 func (keeper) Generate(_ context.Context, req *llm.Request) (*llm.Response, error) {
@@ -46,22 +28,28 @@ func (keeper) Generate(_ context.Context, req *llm.Request) (*llm.Response, erro
 		Arguments: json.RawMessage(`{"key": "k", "value": "v"}`)}}, Usage: u}, nil
 }
 
-// TestOpenAINodeClient: the official npm "openai" client, in Node, calls
-// agents through the OpenAI-compatible endpoint, one that uses a tool
-// and one that does not: a call, a streamed call with usage, the models,
-// and an error it understands.
-func TestOpenAINodeClient(t *testing.T) {
-	modules := npmModules(t, "openai")
-	f := newFixture(t, Config{Keys: []Key{{Name: "rui", SHA256: HashKey("run-key"), Role: RoleRunner}}})
+// serveKeeper serves the keeper agent (kv_set, the keeper model) too.
+func (f *fixture) serveKeeper(t *testing.T) {
+	t.Helper()
 	k, err := agent.New(&spec.Spec{AgentName: "keeper", Version: "v1", SystemText: "Store.", Tools: []string{"kv_set"}},
 		agent.WithProvider(keeper{}, "test"), agent.WithTools(kvRegistry(t)))
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer k.Close()
+	t.Cleanup(func() { k.Close() })
 	if err := f.srv.cfg.Agents.Register(k); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// TestOpenAINodeClient: the official npm "openai" client, in Node, calls
+// agents through the OpenAI-compatible endpoint, one that uses a tool
+// and one that does not: a call, a streamed call with usage, the models,
+// and an error it understands.
+func TestOpenAINodeClient(t *testing.T) {
+	modules := testdb.NPM(t, "openai")
+	f := newFixture(t, Config{Keys: []Key{{Name: "rui", SHA256: HashKey("run-key"), Role: RoleRunner}}})
+	f.serveKeeper(t)
 	close(f.release) // the waiter answers each call at once
 	for _, tc := range []struct{ model, answer string }{{"keeper", "Stored."}, {"waiter@v1", "released"}} {
 		t.Run(tc.model, func(t *testing.T) {

@@ -49,15 +49,7 @@ func TestOpenAICompatible(t *testing.T) {
 		}
 	})
 	t.Run("usage", func(t *testing.T) {
-		k, err := agent.New(&spec.Spec{AgentName: "keeper", Version: "v1", SystemText: "Store.", Tools: []string{"kv_set"}},
-			agent.WithProvider(keeper{}, "test"), agent.WithTools(kvRegistry(t)))
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer k.Close()
-		if err := f.srv.cfg.Agents.Register(k); err != nil {
-			t.Fatal(err)
-		}
+		f.serveKeeper(t)
 		// Its model reports 9 + 4 tokens a call, two calls a run.
 		c, err := client.Chat.Completions.New(ctx, params("keeper"))
 		if err != nil || c.Usage.PromptTokens != 18 || c.Usage.CompletionTokens != 8 || c.Usage.TotalTokens != 26 {
