@@ -62,7 +62,8 @@ func (s Status) Resumable() bool { return s == Interrupted || s == AwaitingAppro
 // stands, who drives it and, once it ended, a summary.
 type Run struct {
 	ID string
-	// Kind is "agent" or "pipeline".
+	// Kind is "agent", "pipeline" or "eval" (an evaluation, whose runs
+	// are its children).
 	Kind string
 	// Name and Version are the agent's (or the pipeline's).
 	Name, Version string
@@ -152,6 +153,8 @@ type Write struct {
 
 // Filter selects runs for List. Zero fields select everything.
 type Filter struct {
+	// Kind is "agent", "pipeline" or "eval" (an evaluation).
+	Kind     string
 	Name     string
 	Status   Status
 	ParentID string

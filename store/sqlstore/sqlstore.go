@@ -424,6 +424,9 @@ func (s *DB) List(ctx context.Context, f store.Filter) ([]store.Run, error) {
 	var where []string
 	var args []any
 	now := s.now().UnixMicro()
+	if f.Kind != "" {
+		where, args = append(where, "kind = ?"), append(args, f.Kind)
+	}
 	if f.Name != "" {
 		where, args = append(where, "name = ?"), append(args, f.Name)
 	}

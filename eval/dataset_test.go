@@ -1,0 +1,49 @@
+package eval_test
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/agentry/agentry/eval"
+)
+
+func TestLoad(t *testing.T) {
+	for _, path := range []string{"testdata/triage.json", "testdata/triage.jsonl"} {
+		ds, err := eval.Load(path)
+		if err != nil {
+			t.Fatalf("%s: %v", path, err)
+		}
+		if ds.Name != "triage" || len(ds.Assert) != 1 || len(ds.Cases) < 2 || ds.Cases[1].Name != "crash" {
+			t.Errorf("%s: %+v", path, ds)
+		}
+	}
+}
+
+// A bad dataset is an error naming the case and the field.
+func TestBadDatasets(t *testing.T) {
+	for _, tc := range []struct{ name, data, want string }{
+		{"not JSON", `{"name": `, "unexpected EOF"},
+		{"unknown field", `{"name": "d", "cases": [{"name": "a", "input": {}, "expect": {}}]}`, `unknown field "cases[0].expect" (did you mean "expected"?)`},
+		{"no cases", `{"name": "d", "cases": []}`, "cases: the dataset has none"},
+		{"no name", `{"cases": [{"input": {}}]}`, "cases[0]: name is required"},
+		{"a name twice", `{"cases": [{"name": "a", "input": {}}, {"name": "a", "input": {}}]}`, `cases[1] "a": the name is taken`},
+		{"no input", `{"cases": [{"name": "a"}]}`, `cases[0] "a": input is required`},
+		{"unknown type", `{"cases": [{"name": "a", "input": {}, "assert": [{"type": "vibes"}]}]}`, `cases[0] "a": assert[0] (vibes): unknown type`},
+		{"bad regex", `{"cases": [{"name": "a", "input": {}, "assert": [{"type": "regex", "value": "("}]}]}`, `assert[0] (regex): value: error parsing regexp`},
+		{"a tool check without a tool", `{"cases": [{"name": "a", "input": {}, "assert": [{"type": "tool_called"}]}]}`, `assert[0] (tool_called): tool is required`},
+		{"equals without expected", `{"assert": [{"type": "equals"}], "cases": [{"name": "a", "input": {}}]}`, `cases[0] "a": expected is required by its equals assertion`},
+		{"a judge without a rubric", `{"cases": [{"name": "a", "input": {}, "assert": [{"type": "judge", "agent": "j"}]}]}`, `(judge): rubric is required`},
+		{"a score out of range", `{"cases": [{"name": "a", "input": {}, "assert": [{"type": "judge", "agent": "j", "rubric": "r", "min_score": 2}]}]}`, `min_score 2 is outside 0..1`},
+		{"a limit that is not a number", `{"assert": [{"type": "max_steps", "value": "three"}], "cases": [{"name": "a", "input": {}}]}`, `assert[0] (max_steps): value: want a number`},
+		{"bad schema", `{"cases": [{"name": "a", "input": {}, "assert": [{"type": "json_schema", "value": {"type": 7}}]}]}`, `(json_schema): value:`},
+		{"a bad JSON line", "{\"name\": \"d\"}\n{\"name\": \"a\", \"input\": {}}\n{\"name\": ", "line 3"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := eval.Parse("d.json", []byte(tc.data))
+			if !errors.Is(err, eval.ErrInvalid) || !strings.Contains(err.Error(), tc.want) || !strings.HasPrefix(err.Error(), "dataset d.json: ") {
+				t.Errorf("got %v, want %q", err, tc.want)
+			}
+		})
+	}
+}

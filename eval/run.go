@@ -1,0 +1,153 @@
+package eval
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/agentry/agentry/agent"
+	"github.com/agentry/agentry/internal/ids"
+	"github.com/agentry/agentry/runlog"
+	"github.com/agentry/agentry/store"
+)
+
+// Target is an agent an evaluation runs, under the name its report
+// gives it (NAME@VERSION, and the model when another one is used).
+type Target struct {
+	Label string
+	Agent *agent.Agent
+}
+
+// Options say how an evaluation runs.
+type Options struct {
+	// Store keeps the evaluation and its runs (required): it is what a
+	// later rescore, list or comparison reads.
+	Store store.Store
+	// Trials runs each case this many times (default 1): a model that is
+	// not deterministic gets a pass rate and pass@k.
+	Trials int
+	// Concurrency is how many runs go at once (default 1).
+	Concurrency int
+	// Judge scores judge assertions; nil fails them.
+	Judge Judge
+	// Progress is told after each run, with how many of total are done.
+	Progress func(done, total int)
+	// RunOptions are given to every run of the evaluation.
+	RunOptions []agent.RunOption
+}
+
+// ErrNoStore is returned by Run without Options.Store.
+var ErrNoStore = errors.New("eval: an evaluation needs a run store")
+
+// Run runs every case of d Options.Trials times for each target, each run
+// an ordinary stored run whose parent is the evaluation, checks their
+// assertions, and stores the evaluation with its report. The report is
+// returned even when some runs failed: a failed run is a failed case.
+func Run(ctx context.Context, d *Dataset, targets []Target, o Options) (*Report, error) {
+	if o.Store == nil {
+		return nil, ErrNoStore
+	}
+	if len(targets) == 0 {
+		return nil, errors.New("eval: no agent to evaluate")
+	}
+	o.Trials, o.Concurrency = max(o.Trials, 1), max(o.Concurrency, 1)
+	id := ids.New("eval_")
+	w, err := begin(ctx, o.Store, id, d, targets)
+	if err != nil {
+		return nil, err
+	}
+	rep := &Report{ID: id, Dataset: d.Name, CreatedAt: time.Now().UTC(), Trials: o.Trials}
+	results := make([][]trialResult, len(targets))
+	var wg sync.WaitGroup
+	slots := make(chan struct{}, o.Concurrency)
+	var mu sync.Mutex
+	done, total := 0, len(targets)*len(d.Cases)*o.Trials
+	known := &verdicts{}
+	for ti, t := range targets {
+		results[ti] = make([]trialResult, len(d.Cases)*o.Trials)
+		for ci := range d.Cases {
+			for trial := 1; trial <= o.Trials; trial++ {
+				slot := ci*o.Trials + trial - 1
+				wg.Go(func() {
+					slots <- struct{}{}
+					defer func() { <-slots }()
+					r := runCase(ctx, id, t, d, &d.Cases[ci], trial, o)
+					r.checks = score(ctx, d, &d.Cases[ci], r.res, o.Judge, known)
+					mu.Lock()
+					results[ti][slot] = r
+					done++
+					if o.Progress != nil {
+						o.Progress(done, total)
+					}
+					mu.Unlock()
+				})
+			}
+		}
+	}
+	wg.Wait()
+	for ti, t := range targets {
+		rep.Agents = append(rep.Agents, summarize(t.Label, results[ti]))
+	}
+	rep.compareAgents()
+	if err := end(ctx, w, rep); err != nil {
+		return rep, err
+	}
+	return rep, ctx.Err()
+}
+
+// trialResult is one run of a case.
+type trialResult struct {
+	c      *Case
+	trial  int
+	res    *agent.Result
+	checks []Check
+}
+
+// runCase runs one trial of c: a stored run, child of the evaluation.
+func runCase(ctx context.Context, evalID string, t Target, d *Dataset, c *Case, trial int, o Options) trialResult {
+	opts := append([]agent.RunOption{agent.WithStore(o.Store), agent.WithParentRunID(evalID),
+		agent.WithMetadata(map[string]string{"eval_id": evalID, "eval_dataset": d.Name, "eval_case": c.Name, "eval_trial": strconv.Itoa(trial)})},
+		o.RunOptions...)
+	res, err := t.Agent.Run(ctx, c.Input, opts...)
+	if res == nil { // not even a Result: the input was refused before a run began
+		res = &agent.Result{Outcome: agent.OutcomeError, Error: &agent.ErrorInfo{Code: "error", Message: fmt.Sprint(err)}}
+	}
+	return trialResult{c: c, trial: trial, res: res}
+}
+
+// begin stores the evaluation, running: its dataset and agents first.
+func begin(ctx context.Context, st store.Store, id string, d *Dataset, targets []Target) (*runlog.Writer, error) {
+	labels := make([]string, len(targets))
+	for i, t := range targets {
+		labels[i] = t.Label
+	}
+	start := &runlog.Start{Kind: Kind, RunID: id, Input: map[string]any{"dataset": d, "agents": labels}, StartedAt: time.Now().UTC()}
+	w, err := runlog.Create(ctx, st, store.Run{ID: id, Kind: Kind, Name: d.Name, CreatedAt: start.StartedAt}, start, nil)
+	if err != nil {
+		return nil, fmt.Errorf("eval: storing the evaluation: %w", err)
+	}
+	return w, nil
+}
+
+// end stores the report as the evaluation's result.
+func end(ctx context.Context, w *runlog.Writer, rep *Report) error {
+	status := store.Completed
+	if ctx.Err() != nil {
+		status = store.Aborted
+	}
+	passed, total := 0, 0
+	for _, a := range rep.Agents {
+		passed, total = passed+a.Passed, total+a.Total
+	}
+	sum := store.Summary{Outcome: fmt.Sprintf("%d/%d passed", passed, total)}
+	if err := w.End(context.WithoutCancel(ctx), status, sum, 0, rep); err != nil {
+		return fmt.Errorf("eval: storing the report: %w", err)
+	}
+	return nil
+}
+
+// Kind is the store kind of an evaluation (store.Run.Kind, store.Filter.Kind).
+const Kind = "eval"

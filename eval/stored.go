@@ -1,0 +1,134 @@
+package eval
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/agentry/agentry/agent"
+	"github.com/agentry/agentry/internal/ids"
+	"github.com/agentry/agentry/runlog"
+	"github.com/agentry/agentry/store"
+)
+
+// ErrNotEvaluation is returned for an id that names a run, not an
+// evaluation.
+var ErrNotEvaluation = errors.New("eval: not an evaluation")
+
+// Stored reads the report of the evaluation id from st (opts open sealed
+// logs).
+func Stored(ctx context.Context, st store.Store, id string, opts ...runlog.Option) (*Report, error) {
+	run, err := st.Get(ctx, id)
+	if err != nil {
+		return nil, fmt.Errorf("eval %s: %w", id, err)
+	}
+	if run.Kind != Kind {
+		return nil, fmt.Errorf("%w: %s is a %s run", ErrNotEvaluation, id, run.Kind)
+	}
+	l, err := runlog.Read(ctx, st, id, opts...)
+	if err != nil {
+		return nil, fmt.Errorf("eval %s: %w", id, err)
+	}
+	if l.Result == nil {
+		return nil, fmt.Errorf("eval %s: it has no report (it was %s)", id, run.Status)
+	}
+	var rep Report
+	if err := json.Unmarshal(l.Result, &rep); err != nil {
+		return nil, fmt.Errorf("eval %s: its report does not read: %w", id, err)
+	}
+	return &rep, nil
+}
+
+// List lists the stored evaluations, newest first (f's Kind is set).
+func List(ctx context.Context, st store.Store, f store.Filter) ([]store.Run, error) {
+	f.Kind = Kind
+	return st.List(ctx, f)
+}
+
+// Rescore scores the runs of the stored evaluation id again with d's
+// assertions (a dataset changed since), without calling a model or a
+// tool: the runs' Results are read from st. A judge's verdict on the
+// same output with the same rubric is reused; a new one asks judge. The
+// case trials are matched by case name; a case d no longer has is left
+// out. The new evaluation is stored, RescoreOf naming the old one.
+func Rescore(ctx context.Context, st store.Store, id string, d *Dataset, judge Judge, opts ...runlog.Option) (*Report, error) {
+	old, err := Stored(ctx, st, id, opts...)
+	if err != nil {
+		return nil, err
+	}
+	known := &verdicts{}
+	cases := map[string]*Case{}
+	for i := range d.Cases {
+		cases[d.Cases[i].Name] = &d.Cases[i]
+	}
+	rep := &Report{ID: ids.New("eval_"), Dataset: d.Name, CreatedAt: time.Now().UTC(), Trials: old.Trials, RescoreOf: old.ID}
+	for _, a := range old.Agents {
+		var trials []trialResult
+		for _, cr := range a.Cases {
+			c := cases[cr.Case]
+			if c == nil {
+				continue
+			}
+			res, err := storedResult(ctx, st, cr.RunID, opts)
+			if err != nil {
+				return nil, err
+			}
+			remember(known, cr, c, d, res)
+			trials = append(trials, trialResult{c: c, trial: cr.Trial, res: res})
+		}
+		for i := range trials {
+			trials[i].checks = score(ctx, d, trials[i].c, trials[i].res, judge, known)
+		}
+		rep.Agents = append(rep.Agents, summarize(a.Agent, trials))
+	}
+	rep.compareAgents()
+	labels := make([]Target, len(rep.Agents))
+	for i, a := range rep.Agents {
+		labels[i] = Target{Label: a.Agent}
+	}
+	w, err := begin(ctx, st, rep.ID, d, labels)
+	if err != nil {
+		return nil, err
+	}
+	return rep, end(ctx, w, rep)
+}
+
+// remember keeps the judge verdicts the old report had on this trial,
+// under what they judged, for the rescore to reuse.
+func remember(known *verdicts, cr CaseResult, c *Case, d *Dataset, res *agent.Result) {
+	var judges []Assertion
+	for _, a := range append(append([]Assertion{}, d.Assert...), c.Assert...) {
+		if a.Type == "judge" {
+			judges = append(judges, a)
+		}
+	}
+	for _, ck := range cr.Checks {
+		if ck.Type != "judge" || ck.Score == nil {
+			continue
+		}
+		for _, a := range judges {
+			out, err := field(res.Result, a.Field)
+			if err == nil && ck.Rubric == a.Rubric && ck.Judge == a.Agent {
+				known.put(verdictKey(a, textOf(out)), ck)
+			}
+		}
+	}
+}
+
+// storedResult is the Result a stored run ended with.
+func storedResult(ctx context.Context, st store.Store, runID string, opts []runlog.Option) (*agent.Result, error) {
+	l, err := runlog.Read(ctx, st, runID, opts...)
+	if err != nil {
+		return nil, fmt.Errorf("run %s: %w", runID, err)
+	}
+	var res agent.Result
+	if l.Result == nil {
+		return nil, fmt.Errorf("run %s has no Result: it did not end", runID)
+	}
+	if err := json.Unmarshal(l.Result, &res); err != nil {
+		return nil, fmt.Errorf("run %s: its Result does not read: %w", runID, err)
+	}
+	return &res, nil
+}
