@@ -19,6 +19,10 @@ import (
 type Target struct {
 	Label string
 	Agent *agent.Agent
+	// PerRun, when set, gives each run options of its own: the command
+	// line gives a scripted model's runs each a fresh copy of the script,
+	// so that each plays it from its first turn, as agentry run does.
+	PerRun func() ([]agent.RunOption, error)
 }
 
 // Options say how an evaluation runs.
@@ -54,7 +58,7 @@ func Run(ctx context.Context, d *Dataset, targets []Target, o Options) (*Report,
 		return nil, errors.New("eval: no agent to evaluate")
 	}
 	o.Trials, o.Concurrency = max(o.Trials, 1), max(o.Concurrency, 1)
-	id := ids.New("eval_")
+	id := ids.New("eval")
 	w, err := begin(ctx, o.Store, id, d, targets)
 	if err != nil {
 		return nil, err
@@ -111,7 +115,17 @@ func runCase(ctx context.Context, evalID string, t Target, d *Dataset, c *Case, 
 	opts := append([]agent.RunOption{agent.WithStore(o.Store), agent.WithParentRunID(evalID),
 		agent.WithMetadata(map[string]string{"eval_id": evalID, "eval_dataset": d.Name, "eval_case": c.Name, "eval_trial": strconv.Itoa(trial)})},
 		o.RunOptions...)
-	res, err := t.Agent.Run(ctx, c.Input, opts...)
+	var res *agent.Result
+	var err error
+	if t.PerRun != nil {
+		var more []agent.RunOption
+		if more, err = t.PerRun(); err == nil {
+			opts = append(opts, more...)
+		}
+	}
+	if err == nil {
+		res, err = t.Agent.Run(ctx, c.Input, opts...)
+	}
 	if res == nil { // not even a Result: the input was refused before a run began
 		res = &agent.Result{Outcome: agent.OutcomeError, Error: &agent.ErrorInfo{Code: "error", Message: fmt.Sprint(err)}}
 	}

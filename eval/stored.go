@@ -63,7 +63,7 @@ func Rescore(ctx context.Context, st store.Store, id string, d *Dataset, judge J
 	for i := range d.Cases {
 		cases[d.Cases[i].Name] = &d.Cases[i]
 	}
-	rep := &Report{ID: ids.New("eval_"), Dataset: d.Name, CreatedAt: time.Now().UTC(), Trials: old.Trials, RescoreOf: old.ID}
+	rep := &Report{ID: ids.New("eval"), Dataset: d.Name, CreatedAt: time.Now().UTC(), Trials: old.Trials, RescoreOf: old.ID}
 	for _, a := range old.Agents {
 		var trials []trialResult
 		for _, cr := range a.Cases {

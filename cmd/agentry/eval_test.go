@@ -1,0 +1,178 @@
+package main
+
+import (
+	"encoding/json"
+	"encoding/xml"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+const evalDir = "../../examples/evals"
+
+// evalJSON runs agentry eval with args and --json, and decodes the report.
+func evalJSON(t *testing.T, wantCode int, args ...string) map[string]any {
+	t.Helper()
+	args = append(args, "--json")
+	if args[0] != "rescore" { // it shows no progress
+		args = append(args, "-q")
+	}
+	code, out, errs := runCLI(t, append([]string{"eval"}, args...)...)
+	if code != wantCode {
+		t.Fatalf("exit %d, want %d\n%s", code, wantCode, errs)
+	}
+	var rep map[string]any
+	if err := json.Unmarshal([]byte(out), &rep); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	return rep
+}
+
+func agentsOf(rep map[string]any) []map[string]any {
+	var out []map[string]any
+	for _, a := range rep["agents"].([]any) {
+		out = append(out, a.(map[string]any))
+	}
+	return out
+}
+
+// Through the binary: two versions of the example agent on the example
+// dataset, the report's numbers checked exactly (the scripts' tokens
+// and the spec's prices), the comparison, JUnit, the gates' exit codes,
+// the stored evaluation listed and shown, and a rescore that calls no
+// model.
+func TestEvalThroughTheBinary(t *testing.T) {
+	dir := t.TempDir()
+	db := filepath.Join(dir, "runs.db")
+	junit := filepath.Join(dir, "eval.xml")
+	rep := evalJSON(t, 0, filepath.Join(evalDir, "triage.json"), "--agents", filepath.Join(evalDir, "agents"),
+		"--agent", "triage@v1", "--agent", "triage@v2", "--db", db, "--junit", junit, "--concurrency", "3")
+	a := agentsOf(rep)
+	// v1: each run two model calls (120+20, then 160+10 tokens) and one
+	// kv_set; v2: one call of 100+10.
+	for _, tc := range []struct {
+		i                     int
+		passed, tokens, calls float64
+		steps, cost           float64
+	}{{0, 2, 930, 3, 2, 3 * (120*0.4 + 20*1.6 + 160*0.4 + 10*1.6) / 1e6}, {1, 1, 330, 0, 1, 3 * (100*0.4 + 10*1.6) / 1e6}} {
+		got := a[tc.i]
+		if got["passed"] != tc.passed || got["total"] != 3.0 || got["token_usage"] != tc.tokens || got["tool_calls"] != tc.calls ||
+			got["steps_per_task"] != tc.steps || got["tool_error_rate"] != 0.0 || !near(got["cost_usd"].(float64), tc.cost) {
+			t.Errorf("%s: %v", got["agent"], got)
+		}
+	}
+	if a[0]["agent"] != "triage@v1" || a[0]["pass_rate"] != 2.0/3 {
+		t.Errorf("v1 %v", a[0])
+	}
+	judged := a[0]["cases"].([]any)[2].(map[string]any)["checks"].([]any)[3].(map[string]any)
+	if judged["type"] != "judge" || judged["score"] != 0.8 || judged["reason"] != "Routed with care." || judged["passed"] != true {
+		t.Errorf("the judge's check %v", judged)
+	}
+	c := rep["comparison"].(map[string]any)
+	if join(c["regressions"]) != "refund#1,double-charge#1" || join(c["fixes"]) != "crash#1" || c["token_usage_delta"] != -600.0 {
+		t.Errorf("comparison %v", c)
+	}
+	checkJUnit(t, junit)
+	id := rep["id"].(string)
+
+	// Gates: under --fail-under, and a regression past --max-regression.
+	evalJSON(t, 1, filepath.Join(evalDir, "triage.json"), "--agents", filepath.Join(evalDir, "agents"), "--agent", "triage@v1", "--db", db, "--fail-under", "0.9")
+	evalJSON(t, 0, filepath.Join(evalDir, "triage.json"), "--agents", filepath.Join(evalDir, "agents"), "--agent", "triage@v1", "--db", db, "--fail-under", "0.6")
+	base := evalJSON(t, 1, filepath.Join(evalDir, "triage.json"), "--agents", filepath.Join(evalDir, "agents"), "--agent", "triage@v2",
+		"--db", db, "--baseline", id, "--max-regression", "1")
+	if bc := base["comparison"].(map[string]any); bc["baseline"] != id || join(bc["regressions"]) != "refund#1,double-charge#1" {
+		t.Errorf("against the baseline %v", bc)
+	}
+
+	// Stored: listed and shown.
+	code, out, _ := runCLI(t, "eval", "list", "--db", db)
+	if code != 0 || !strings.Contains(out, id) || !strings.Contains(out, "3/6 passed") {
+		t.Errorf("eval list: %d\n%s", code, out)
+	}
+	code, out, _ = runCLI(t, "eval", "show", id, "--db", db)
+	if code != 0 || !strings.Contains(out, "regressions (passed, now fail): refund#1, double-charge#1") {
+		t.Errorf("eval show: %d\n%s", code, out)
+	}
+
+	// A rescore with the crash case asking only for a known queue: the
+	// judge's verdicts are reused and no model is called (no run is
+	// added to the store).
+	changed := filepath.Join(dir, "triage.json")
+	data, _ := os.ReadFile(filepath.Join(evalDir, "triage.json"))
+	os.WriteFile(changed, []byte(strings.Replace(string(data), `"expected": {"queue": "tech"}, "tags": ["tech"],
+   "assert": [{"type": "equals_subset"}]`, `"expected": {"queue": "tech"}, "tags": ["tech"],
+   "assert": [{"type": "enum", "field": "queue", "value": ["billing", "tech", "sales"]}]`, 1)), 0o600)
+	before := countRuns(t, db)
+	again := evalJSON(t, 0, "rescore", id, changed, "--db", db, "--agents", filepath.Join(dir, "no-agents"))
+	if got := agentsOf(again); got[0]["passed"] != 3.0 || got[1]["passed"] != 1.0 || again["rescore_of"] != id {
+		t.Errorf("rescore: %v", again)
+	}
+	if after := countRuns(t, db); after != before+1 { // the rescore's own record, no run
+		t.Errorf("the rescore added %d runs", after-before)
+	}
+
+	// A bad dataset: exit 2, naming the case and the field.
+	bad := filepath.Join(dir, "bad.json")
+	os.WriteFile(bad, []byte(`{"name": "b", "cases": [{"name": "x", "input": {}, "assert": [{"type": "regex", "value": "("}]}]}`), 0o600)
+	code, _, errs := runCLI(t, "eval", bad, "--agent", "triage@v1", "--agents", filepath.Join(evalDir, "agents"), "--db", db)
+	if code != 2 || !strings.Contains(errs, `cases[0] "x": assert[0] (regex): value: error parsing regexp`) {
+		t.Errorf("a bad dataset: %d %s", code, errs)
+	}
+}
+
+func near(a, b float64) bool { return a-b < 1e-12 && b-a < 1e-12 }
+
+func join(v any) string {
+	var s []string
+	for _, x := range v.([]any) {
+		s = append(s, x.(string))
+	}
+	return strings.Join(s, ",")
+}
+
+func countRuns(t *testing.T, db string) int {
+	t.Helper()
+	code, out, errs := runCLI(t, "runs", "--db", db, "--json", "--limit", "1000")
+	if code != 0 {
+		t.Fatalf("runs: %s", errs)
+	}
+	var runs []any
+	if err := json.Unmarshal([]byte(out), &runs); err != nil {
+		var page struct{ Runs []any }
+		if json.Unmarshal([]byte(out), &page) != nil {
+			t.Fatalf("runs: %s", out)
+		}
+		runs = page.Runs
+	}
+	return len(runs)
+}
+
+func checkJUnit(t *testing.T, path string) {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var suites struct {
+		Suites []struct {
+			Name     string `xml:"name,attr"`
+			Tests    int    `xml:"tests,attr"`
+			Failures int    `xml:"failures,attr"`
+			Cases    []struct {
+				Name    string `xml:"name,attr"`
+				Failure *struct {
+					Message string `xml:"message,attr"`
+				} `xml:"failure"`
+			} `xml:"testcase"`
+		} `xml:"testsuite"`
+	}
+	if err := xml.Unmarshal(data, &suites); err != nil || len(suites.Suites) != 2 {
+		t.Fatalf("%v\n%s", err, data)
+	}
+	s := suites.Suites[0]
+	if s.Name != "triage / triage@v1" || s.Tests != 3 || s.Failures != 1 || s.Cases[1].Failure == nil || s.Cases[0].Failure != nil ||
+		!strings.HasPrefix(s.Cases[1].Failure.Message, "FAIL equals_subset") {
+		t.Errorf("junit %+v", s)
+	}
+}
