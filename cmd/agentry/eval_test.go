@@ -85,6 +85,10 @@ func TestEvalThroughTheBinary(t *testing.T) {
 		t.Errorf("against the baseline %v", bc)
 	}
 
+	// The case runs are the evaluation's.
+	if code, out, _ := runCLI(t, "runs", "--db", db, "--parent", id); code != 0 || strings.Count(out, "triage") != 6 {
+		t.Errorf("the evaluation's runs: %d\n%s", code, out)
+	}
 	// Stored: listed and shown.
 	code, out, _ := runCLI(t, "eval", "list", "--db", db)
 	if code != 0 || !strings.Contains(out, id) || !strings.Contains(out, "3/6 passed") {

@@ -19,6 +19,7 @@ func newRunsCmd(stdout io.Writer) *cobra.Command {
 	var (
 		dsn    string
 		name   string
+		parent string
 		status string
 		limit  int
 		asJSON bool
@@ -43,7 +44,7 @@ interrupted (agentry resume RUN_ID continues it).`,
 			if _, err := runlog.Interrupted(cmd.Context(), st); err != nil {
 				return runFailed(err)
 			}
-			runs, err := st.List(cmd.Context(), store.Filter{Name: name, Status: store.Status(status), Limit: limit})
+			runs, err := st.List(cmd.Context(), store.Filter{Name: name, ParentID: parent, Status: store.Status(status), Limit: limit})
 			if err != nil {
 				return runFailed(err)
 			}
@@ -57,6 +58,7 @@ interrupted (agentry resume RUN_ID continues it).`,
 	dbFlag(cmd, &dsn)
 	cmd.Flags().StringVar(&name, "agent", "", "only the runs of this agent (or pipeline)")
 	cmd.Flags().StringVar(&status, "status", "", "only runs in this status")
+	cmd.Flags().StringVar(&parent, "parent", "", "only the runs of this run or evaluation (a sub-agent's, an evaluation's cases)")
 	cmd.Flags().IntVar(&limit, "limit", 20, "at most this many runs")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the runs as JSON")
 	cmd.AddCommand(newPruneCmd(stdout))
