@@ -17,6 +17,7 @@ import (
 	"github.com/agentry/agentry/llm"
 	"github.com/agentry/agentry/spec"
 	"github.com/agentry/agentry/store"
+	_ "github.com/agentry/agentry/store/postgres"
 	_ "github.com/agentry/agentry/store/sqlite"
 	"github.com/agentry/agentry/tool"
 )
@@ -84,15 +85,32 @@ func openStore(t *testing.T) store.Store {
 	return st
 }
 
-// Two versions of an agent on one dataset: the numbers of the report,
-// checked exactly; the comparison's regressions and fixes; the runs
-// stored as the evaluation's children; the report stored.
+// Two versions of an agent on one dataset, on SQLite and Postgres: the
+// numbers of the report, checked exactly; the comparison's regressions
+// and fixes; the runs stored as the evaluation's children; the report
+// stored.
 func TestRun(t *testing.T) {
+	for _, backend := range []string{"sqlite", "postgres"} {
+		t.Run(backend, func(t *testing.T) {
+			dsn := testdb.SQLite(t)
+			if backend == "postgres" {
+				dsn = testdb.Postgres(t)
+			}
+			st, err := store.Open(context.Background(), dsn)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer st.Close()
+			testRun(t, st)
+		})
+	}
+}
+
+func testRun(t *testing.T, st store.Store) {
 	ds, err := eval.Load("testdata/triage.json")
 	if err != nil {
 		t.Fatal(err)
 	}
-	st := openStore(t)
 	v1, v2 := &triager{}, &triager{v2: true}
 	var progress []int
 	rep, err := eval.Run(context.Background(), ds, []eval.Target{
