@@ -242,5 +242,7 @@ type fakeT struct {
 	msg    string
 }
 
-func (f *fakeT) Errorf(format string, args ...any) { f.failed, f.msg = true, fmt.Sprintf(format, args...) }
-func (f *fakeT) Helper()                           {}
+func (f *fakeT) Errorf(format string, args ...any) {
+	f.failed, f.msg = true, fmt.Sprintf(format, args...)
+}
+func (f *fakeT) Helper() {}
