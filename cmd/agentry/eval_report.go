@@ -246,8 +246,11 @@ func newEvalListCmd(stdout io.Writer) *cobra.Command {
 			}
 			if asJSON {
 				type row struct {
-					ID, Dataset, Status, Result string
-					Created                     string `json:"created_at"`
+					ID      string `json:"id"`
+					Dataset string `json:"dataset"`
+					Created string `json:"created_at"`
+					Status  string `json:"status"`
+					Result  string `json:"result"`
 				}
 				rows := []row{}
 				for _, r := range runs {
