@@ -29,8 +29,9 @@ type Check struct {
 
 // Judge scores an output against a rubric: it runs the judge agent ref
 // on the input keys input, output, expected and rubric, and returns its
-// score (0..1), its reason and its run's id.
-type Judge func(ctx context.Context, ref string, input map[string]any) (score float64, reason, runID string, err error)
+// score (0..1), its reason and its run's id. judged is the run whose
+// output it scores: the judge's run belongs to it.
+type Judge func(ctx context.Context, ref, judged string, input map[string]any) (score float64, reason, runID string, err error)
 
 // verdicts are the judges' verdicts an evaluation had, by what they
 // judged: a rescore with the same judge, rubric and output reuses them.
@@ -154,7 +155,7 @@ func checkOne(ctx context.Context, a Assertion, c *Case, res *agent.Result, judg
 	case "max_steps", "max_cost_usd", "max_latency_ms":
 		return limit(ck, a, res)
 	case "judge":
-		return judged(ctx, a, c, out, judge, known)
+		return judged(ctx, a, c, res, out, judge, known)
 	}
 	ck.Passed = true
 	return ck
@@ -186,7 +187,7 @@ func limit(ck Check, a Assertion, res *agent.Result) Check {
 }
 
 // judged asks the judge, unless a verdict on the same output is known.
-func judged(ctx context.Context, a Assertion, c *Case, out any, judge Judge, known *verdicts) Check {
+func judged(ctx context.Context, a Assertion, c *Case, res *agent.Result, out any, judge Judge, known *verdicts) Check {
 	text := textOf(out)
 	key := verdictKey(a, text)
 	ck, ok := known.get(key)
@@ -197,7 +198,7 @@ func judged(ctx context.Context, a Assertion, c *Case, out any, judge Judge, kno
 		var exp any
 		_ = json.Unmarshal(c.Expected, &exp)
 		input, _ := json.Marshal(c.Input)
-		score, reason, runID, err := judge(ctx, a.Agent, map[string]any{"input": string(input), "output": text,
+		score, reason, runID, err := judge(ctx, a.Agent, res.ID, map[string]any{"input": string(input), "output": text,
 			"expected": textOf(exp), "rubric": a.Rubric})
 		if err != nil {
 			return Check{Type: "judge", Judge: a.Agent, Rubric: a.Rubric, Reason: fmt.Sprintf("judge %s: %v", a.Agent, err), JudgeRun: runID}

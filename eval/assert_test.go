@@ -70,16 +70,16 @@ func TestAssertions(t *testing.T) {
 // twice.
 func TestJudge(t *testing.T) {
 	calls := 0
-	judge := func(_ context.Context, ref string, in map[string]any) (float64, string, string, error) {
+	judge := func(_ context.Context, ref, judged string, in map[string]any) (float64, string, string, error) {
 		calls++
-		if ref != "judge@v1" || in["rubric"] != "Polite" || in["output"] != "Thank you, it is refunded." || !strings.Contains(in["input"].(string), "money") {
+		if ref != "judge@v1" || judged != "run_x" || in["rubric"] != "Polite" || in["output"] != "Thank you, it is refunded." || !strings.Contains(in["input"].(string), "money") {
 			t.Errorf("the judge got %s %v", ref, in)
 		}
 		return 0.8, "polite enough", "run_j", nil
 	}
 	a := Assertion{Type: "judge", Agent: "judge@v1", Rubric: "Polite"}
 	c := &Case{Name: "c", Input: map[string]any{"ticket": "money"}}
-	res := &agent.Result{Result: "Thank you, it is refunded."}
+	res := &agent.Result{ID: "run_x", Result: "Thank you, it is refunded."}
 	known := &verdicts{}
 	got := checkOne(context.Background(), a, c, res, judge, known)
 	if !got.Passed || *got.Score != 0.8 || got.Reason != "polite enough" || got.JudgeRun != "run_j" {

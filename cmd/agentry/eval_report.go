@@ -24,7 +24,7 @@ import (
 func judgeWith(agentsDir string, opts []agent.Option, st store.Store) eval.Judge {
 	var mu sync.Mutex
 	judges := map[string]*agent.Agent{}
-	return func(ctx context.Context, ref string, input map[string]any) (float64, string, string, error) {
+	return func(ctx context.Context, ref, judged string, input map[string]any) (float64, string, string, error) {
 		mu.Lock()
 		j, ok := judges[ref]
 		if !ok {
@@ -36,7 +36,7 @@ func judgeWith(agentsDir string, opts []agent.Option, st store.Store) eval.Judge
 			judges[ref] = j // closed with the process: judges are few
 		}
 		mu.Unlock()
-		runOpts := []agent.RunOption{agent.WithStore(st), agent.WithMetadata(map[string]string{"eval_judge": ref})}
+		runOpts := []agent.RunOption{agent.WithStore(st), agent.WithParentRunID(judged), agent.WithMetadata(map[string]string{"eval_judge": ref})}
 		sp := j.Spec()
 		if fresh := freshScript(ref, "", &sp, agentsDir); fresh != nil {
 			more, err := fresh()
