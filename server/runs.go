@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/agentry/agentry/agent"
+	evaluation "github.com/agentry/agentry/eval"
 	"github.com/agentry/agentry/internal/strictjson"
 	"github.com/agentry/agentry/internal/telemetry"
 	"github.com/agentry/agentry/policy"
@@ -301,7 +302,8 @@ func (s *Server) getRun(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	v := viewOf(run)
-	if run.Status != store.Running {
+	// An evaluation's Result is its report, served by GET /v1/evals/{id}.
+	if run.Status != store.Running && run.Kind != evaluation.Kind {
 		if l, err := runlog.Read(r.Context(), s.cfg.Store, run.ID, s.logOptions()...); err == nil && l.Result != nil {
 			v.Result = l.Result
 		}
@@ -311,13 +313,15 @@ func (s *Server) getRun(w http.ResponseWriter, r *http.Request) {
 
 // listRuns answers the runs, newest first: ?agent=, ?status=, ?since=
 // and ?until= (RFC 3339), ?limit=, and ?cursor= (the next_cursor of the
-// page before).
+// page before). Evaluations are not among them (GET /v1/evals lists
+// them); their cases' runs are.
 func (s *Server) listRuns(w http.ResponseWriter, r *http.Request) {
 	f, err := filterOf(r)
 	if err != nil {
 		writeError(w, http.StatusBadRequest, "invalid_request", err.Error())
 		return
 	}
+	f.NotKind = evaluation.Kind
 	runs, err := s.cfg.Store.List(r.Context(), f)
 	if err != nil {
 		writeError(w, http.StatusInternalServerError, "store_error", "the run store failed to list runs")

@@ -154,7 +154,10 @@ type Write struct {
 // Filter selects runs for List. Zero fields select everything.
 type Filter struct {
 	// Kind is "agent", "pipeline" or "eval" (an evaluation).
-	Kind     string
+	Kind string
+	// NotKind leaves out the runs of a kind: a listing of runs leaves
+	// out the evaluations, which are listed on their own.
+	NotKind  string
 	Name     string
 	Status   Status
 	ParentID string

@@ -427,6 +427,9 @@ func (s *DB) List(ctx context.Context, f store.Filter) ([]store.Run, error) {
 	if f.Kind != "" {
 		where, args = append(where, "kind = ?"), append(args, f.Kind)
 	}
+	if f.NotKind != "" {
+		where, args = append(where, "kind <> ?"), append(args, f.NotKind)
+	}
 	if f.Name != "" {
 		where, args = append(where, "name = ?"), append(args, f.Name)
 	}

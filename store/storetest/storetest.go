@@ -128,6 +128,9 @@ func testList(t *testing.T, s store.Store) {
 		if i == 3 {
 			r.ParentID = "run_0"
 		}
+		if i == 1 {
+			r.Kind = "eval"
+		}
 		mustCreate(t, s, r)
 	}
 	if err := s.Append(ctx, store.Write{RunID: "run_1", Holder: "h1", Status: store.Completed, Release: true}); err != nil {
@@ -157,6 +160,9 @@ func testList(t *testing.T, s store.Store) {
 		{"until", store.Filter{Until: base.Add(2 * time.Minute)}, "run_1 run_0 "},
 		{"since, until and a cursor", store.Filter{Since: base, Until: base.Add(3 * time.Minute), Cursor: "run_2"}, "run_1 run_0 "},
 		{"none", store.Filter{Name: "nobody"}, ""},
+		{"by kind", store.Filter{Kind: "eval"}, "run_1 "},
+		{"but a kind", store.Filter{NotKind: "eval"}, "run_3 run_2 run_0 "},
+		{"but a kind, after a cursor", store.Filter{NotKind: "eval", Cursor: "run_2"}, "run_0 "},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			rs, err := s.List(ctx, tc.f)
