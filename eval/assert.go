@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"reflect"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 
@@ -63,30 +64,64 @@ func (v *verdicts) put(key string, c Check) {
 	v.m[key] = c
 }
 
-func verdictKey(a Assertion, output string) string {
-	return a.Agent + "\x00" + a.Rubric + "\x00" + output
+// verdictKey names what a judge judged: its rubric, the case (its name
+// and expected output, which the judge sees) and the output.
+func verdictKey(a Assertion, c *Case, output string) string {
+	return strings.Join([]string{a.Agent, a.Rubric, c.Name, string(c.Expected), output}, "\x00")
 }
 
-// score checks every assertion of the dataset and of the case on res.
+// assertions are the dataset's assertions, then the case's.
+func (d *Dataset) assertions(c *Case) []Assertion {
+	return append(append([]Assertion{}, d.Assert...), c.Assert...)
+}
+
+// score checks every assertion of the dataset and of the case on res. A
+// run that failed fails its case (a "run" check), unless the case says
+// how it should end (an outcome or terminate_reason assertion); judges
+// are not asked about a failed run's output.
 func score(ctx context.Context, d *Dataset, c *Case, res *agent.Result, judge Judge, known *verdicts) []Check {
-	all := append(append([]Assertion{}, d.Assert...), c.Assert...)
-	out := make([]Check, 0, len(all))
+	all := d.assertions(c)
+	out := make([]Check, 0, len(all)+1)
+	failed := res.Error != nil && res.TerminateReason != agent.ReasonCompleted || res.Outcome == agent.OutcomeError
+	if failed && !slices.ContainsFunc(all, func(a Assertion) bool { return a.Type == "outcome" || a.Type == "terminate_reason" }) {
+		why := "the run did not succeed"
+		if res.Error != nil {
+			why = "the run failed: " + res.Error.Code + ": " + res.Error.Message
+		}
+		out = append(out, Check{Type: "run", Reason: why})
+	}
 	for _, a := range all {
+		if a.Type == "judge" && failed {
+			out = append(out, Check{Type: "judge", Judge: a.Agent, Rubric: a.Rubric, Reason: "not judged: the run failed"})
+			continue
+		}
 		out = append(out, checkOne(ctx, a, c, res, judge, known))
 	}
 	return out
 }
 
 func checkOne(ctx context.Context, a Assertion, c *Case, res *agent.Result, judge Judge, known *verdicts) Check {
-	ck := Check{Type: a.Type}
+	switch a.Type {
+	case "tool_called", "tool_not_called", "outcome", "terminate_reason":
+		return checkRun(Check{Type: a.Type}, a, res)
+	case "max_steps", "max_cost_usd", "max_latency_ms":
+		return limit(Check{Type: a.Type}, a, res)
+	}
+	out, err := field(res.Result, a.Field)
+	if err != nil {
+		return Check{Type: a.Type, Reason: err.Error()}
+	}
+	if a.Type == "judge" {
+		return judged(ctx, a, c, res, out, judge, known)
+	}
+	return checkOutput(Check{Type: a.Type}, a, c, out)
+}
+
+// checkOutput checks an assertion on the output (or its field).
+func checkOutput(ck Check, a Assertion, c *Case, out any) Check {
 	fail := func(format string, args ...any) Check {
 		ck.Reason = fmt.Sprintf(format, args...)
 		return ck
-	}
-	out, err := field(res.Result, a.Field)
-	if err != nil && a.Type != "tool_called" && a.Type != "tool_not_called" && a.Type != "outcome" && a.Type != "terminate_reason" &&
-		!strings.HasPrefix(a.Type, "max_") {
-		return fail("%v", err)
 	}
 	switch a.Type {
 	case "equals", "equals_subset":
@@ -97,6 +132,7 @@ func checkOne(ctx context.Context, a Assertion, c *Case, res *agent.Result, judg
 		var exp any
 		_ = json.Unmarshal(want, &exp)
 		if a.Field != "" && len(a.Value) == 0 {
+			var err error
 			if exp, err = field(exp, a.Field); err != nil {
 				return fail("expected: %v", err)
 			}
@@ -135,6 +171,18 @@ func checkOne(ctx context.Context, a Assertion, c *Case, res *agent.Result, judg
 		if !found {
 			return fail("the output %s is not one of %s", brief(out), brief(allowed))
 		}
+	}
+	ck.Passed = true
+	return ck
+}
+
+// checkRun checks an assertion on what the run did and how it ended.
+func checkRun(ck Check, a Assertion, res *agent.Result) Check {
+	fail := func(format string, args ...any) Check {
+		ck.Reason = fmt.Sprintf(format, args...)
+		return ck
+	}
+	switch a.Type {
 	case "tool_called", "tool_not_called":
 		n := callsOf(res, a)
 		if a.Type == "tool_called" && n == 0 {
@@ -152,10 +200,6 @@ func checkOne(ctx context.Context, a Assertion, c *Case, res *agent.Result, judg
 		if got != want {
 			return fail("the %s is %s, not %s", strings.ReplaceAll(a.Type, "_", " "), got, want)
 		}
-	case "max_steps", "max_cost_usd", "max_latency_ms":
-		return limit(ck, a, res)
-	case "judge":
-		return judged(ctx, a, c, res, out, judge, known)
 	}
 	ck.Passed = true
 	return ck
@@ -189,7 +233,7 @@ func limit(ck Check, a Assertion, res *agent.Result) Check {
 // judged asks the judge, unless a verdict on the same output is known.
 func judged(ctx context.Context, a Assertion, c *Case, res *agent.Result, out any, judge Judge, known *verdicts) Check {
 	text := textOf(out)
-	key := verdictKey(a, text)
+	key := verdictKey(a, c, text)
 	ck, ok := known.get(key)
 	if !ok {
 		if judge == nil {

@@ -101,13 +101,23 @@ func Parse(source string, data []byte) (*Dataset, error) {
 	return d, nil
 }
 
+// decode reads a JSON document, or JSON Lines: a file that is one JSON
+// value is a document (its errors are the document's), unless that value
+// is a case (it has "input"): a one-line JSON Lines file.
 func decode(data []byte) (*Dataset, error) {
 	trimmed := bytes.TrimSpace(data)
 	var d Dataset
-	if err := strictjson.Decode(trimmed, &d); err == nil {
-		return &d, nil
+	if json.Valid(trimmed) {
+		var probe map[string]json.RawMessage
+		_ = json.Unmarshal(trimmed, &probe)
+		if _, isCase := probe["input"]; !isCase {
+			if err := strictjson.Decode(trimmed, &d); err != nil {
+				return nil, err
+			}
+			return &d, nil
+		}
 	} else if !bytes.Contains(trimmed, []byte("\n")) {
-		return nil, err
+		return nil, strictjson.Decode(trimmed, &d)
 	}
 	// JSON Lines.
 	sc := bufio.NewScanner(bytes.NewReader(trimmed))

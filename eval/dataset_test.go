@@ -47,3 +47,20 @@ func TestBadDatasets(t *testing.T) {
 		})
 	}
 }
+
+// A dataset written over many lines reports its own problem (not a JSON
+// Lines one), and a JSON Lines file of one case is a dataset.
+func TestDatasetFormats(t *testing.T) {
+	pretty := "{\n  \"name\": \"d\",\n  \"cases\": [\n    {\"name\": \"a\", \"input\": {}, \"expect\": {}}\n  ]\n}\n"
+	if _, err := eval.Parse("d.json", []byte(pretty)); err == nil || !strings.Contains(err.Error(), `unknown field "cases[0].expect"`) {
+		t.Errorf("a typo in a pretty dataset: %v", err)
+	}
+	wrongType := "{\n  \"cases\": [{\"name\": \"a\", \"input\": {}, \"tags\": \"tech\"}]\n}\n"
+	if _, err := eval.Parse("d.json", []byte(wrongType)); err == nil || !strings.Contains(err.Error(), "tags") {
+		t.Errorf("a wrong type: %v", err)
+	}
+	one, err := eval.Parse("d.jsonl", []byte(`{"name": "only", "input": {"q": "x"}}`+"\n"))
+	if err != nil || len(one.Cases) != 1 || one.Cases[0].Name != "only" {
+		t.Errorf("one case: %+v, %v", one, err)
+	}
+}

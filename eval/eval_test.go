@@ -214,8 +214,8 @@ func TestRescore(t *testing.T) {
 		t.Errorf("the stored rescore: %v", err)
 	}
 	// Against the first as a baseline: a fix, no regression.
-	again.Compare(rep)
-	if c := again.Comparison; len(c.Regressions) != 0 || strings.Join(c.Fixes, ",") != "crash#1" || c.Baseline != rep.ID {
+	again.AgainstBaseline(rep)
+	if c := again.Baseline; len(c.Regressions) != 0 || strings.Join(c.Fixes, ",") != "crash#1" || c.Baseline != rep.ID {
 		t.Errorf("comparison %+v", c)
 	}
 }
@@ -246,3 +246,51 @@ func (f *fakeT) Errorf(format string, args ...any) {
 	f.failed, f.msg = true, fmt.Sprintf(format, args...)
 }
 func (f *fakeT) Helper() {}
+
+// A run that fails fails its case, whatever else its assertions say, and
+// a judge is not asked about it; a case that says how its run should end
+// decides itself. A run refused for its input is a failed case too, and
+// a rescore scores it again.
+func TestFailedRuns(t *testing.T) {
+	ds, err := eval.Parse("inline", []byte(`{"name": "failing", "cases": [
+		{"name": "errs", "input": {"ticket": "x"}, "assert": [{"type": "not_contains", "value": "secret"}, {"type": "max_steps", "value": 5},
+			{"type": "judge", "agent": "j", "rubric": "r"}]},
+		{"name": "expected-to-fail", "input": {"ticket": "x"}, "assert": [{"type": "outcome", "value": "error"}]},
+		{"name": "no-assertions", "input": {"ticket": "x"}},
+		{"name": "refused", "input": {"tiket": "x"}}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := llm.ProviderFunc(func(context.Context, *llm.Request) (*llm.Response, error) {
+		return nil, &llm.APIError{Status: 400, Message: "bad request"}
+	})
+	a, err := agent.New(&spec.Spec{AgentName: "broken", Version: "v1", SystemText: "Fail.", InputKeys: []string{"ticket"}}, agent.WithProvider(m, "test"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	judged := 0
+	judge := func(context.Context, string, string, map[string]any) (float64, string, string, error) {
+		judged++
+		return 1, "", "", nil
+	}
+	st := openStore(t)
+	rep, err := eval.Run(context.Background(), ds, []eval.Target{{Label: "broken@v1", Agent: a}}, eval.Options{Store: st, Judge: judge})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]bool{}
+	for _, cr := range rep.Agents[0].Cases {
+		got[cr.Case] = cr.Passed
+	}
+	if got["errs"] || !got["expected-to-fail"] || got["no-assertions"] || got["refused"] || judged != 0 {
+		t.Errorf("passed %v, %d judged", got, judged)
+	}
+	if first := rep.Agents[0].Cases[0].Checks[0]; first.Type != "run" || !strings.Contains(first.Reason, "the run failed") {
+		t.Errorf("the failed run's check %+v", first)
+	}
+	again, err := eval.Rescore(context.Background(), st, rep.ID, ds, nil)
+	if err != nil || again.Agents[0].Passed != 1 {
+		t.Errorf("rescore: %+v, %v", again, err)
+	}
+}

@@ -16,11 +16,16 @@ type Report struct {
 	CreatedAt time.Time     `json:"created_at"`
 	Trials    int           `json:"trials"`
 	Agents    []AgentReport `json:"agents"`
-	// Comparison is of the second agent with the first, or of the first
-	// with a baseline (Compare).
+	// Comparison is of the second agent with the first (with more than
+	// two, compare them two by two: CompareAgents).
 	Comparison *Comparison `json:"comparison,omitempty"`
-	// RescoreOf is the evaluation whose runs this one scored again.
-	RescoreOf string `json:"rescore_of,omitempty"`
+	// Baseline is of the first agent with the agent of the same label in
+	// an earlier evaluation (else its first): the regression gate's.
+	Baseline *Comparison `json:"baseline,omitempty"`
+	// RescoreOf is the evaluation whose runs this one scored again;
+	// NotRun the cases of the dataset it had no runs of.
+	RescoreOf string   `json:"rescore_of,omitempty"`
+	NotRun    []string `json:"not_run,omitempty"`
 }
 
 // AgentReport is one agent's figures over every case and trial.
@@ -52,6 +57,13 @@ type CaseResult struct {
 	RunID  string  `json:"run_id"`
 	// Error is the run's, when it failed.
 	Error string `json:"error,omitempty"`
+	// The run's figures.
+	Steps      int      `json:"steps"`
+	ToolCalls  int      `json:"tool_calls"`
+	ToolErrors int      `json:"tool_errors"`
+	Tokens     int      `json:"tokens"`
+	CostUSD    *float64 `json:"cost_usd"`
+	DurationMS float64  `json:"duration_ms"`
 }
 
 // Latency is a tool's p50 and p95 over its calls, in milliseconds.
@@ -79,9 +91,10 @@ type Comparison struct {
 	TokenDelta     int      `json:"token_usage_delta"`
 	CostDelta      *float64 `json:"cost_usd_delta"`
 	DurationDelta  float64  `json:"duration_ms_delta"`
-	Regressions    []string `json:"regressions"` // CASE#TRIAL: passed in From, fails in To
-	Fixes          []string `json:"fixes"`       // CASE#TRIAL: failed in From, passes in To
-	OnlyInOneOrNew []string `json:"unmatched,omitempty"`
+	Regressions []string `json:"regressions"` // CASE#TRIAL: passed in From, fails in To
+	Fixes       []string `json:"fixes"`       // CASE#TRIAL: failed in From, passes in To
+	// Unmatched are the case trials only one side has.
+	Unmatched []string `json:"unmatched,omitempty"`
 }
 
 // summarize makes an agent's report of its trials.
@@ -93,7 +106,10 @@ func summarize(label string, trials []trialResult) AgentReport {
 	anyPassed := map[string]bool{}
 	tags := map[string]TagScore{}
 	for _, t := range trials {
-		r := CaseResult{Case: t.c.Name, Trial: t.trial, Passed: true, Checks: t.checks, RunID: t.res.ID}
+		res := t.res
+		r := CaseResult{Case: t.c.Name, Trial: t.trial, Passed: true, Checks: t.checks, RunID: res.ID, Steps: res.Iterations,
+			ToolCalls: res.Metrics.ToolCalls, ToolErrors: res.Metrics.ToolErrors, Tokens: res.TokenUsage.TotalTokens,
+			CostUSD: res.EstimatedCost, DurationMS: res.Metrics.DurationMS}
 		for _, ck := range t.checks {
 			r.Passed = r.Passed && ck.Passed
 		}
@@ -115,7 +131,6 @@ func summarize(label string, trials []trialResult) AgentReport {
 			tags[tag] = ts
 		}
 		a.Cases = append(a.Cases, r)
-		res := t.res
 		steps += res.Iterations
 		a.ToolCalls += res.Metrics.ToolCalls
 		toolErrors += res.Metrics.ToolErrors
@@ -178,14 +193,27 @@ func (r *Report) compareAgents() {
 	}
 }
 
-// Compare compares the first agent of r with the first of baseline (an
-// earlier evaluation), for a regression gate.
-func (r *Report) Compare(baseline *Report) {
+// AgainstBaseline compares the first agent of r with the agent of the
+// same label in baseline (an earlier evaluation), else with its first,
+// into r.Baseline: what a regression gate reads.
+func (r *Report) AgainstBaseline(baseline *Report) {
 	if len(r.Agents) == 0 || len(baseline.Agents) == 0 {
 		return
 	}
-	r.Comparison = compare(&baseline.Agents[0], &r.Agents[0])
-	r.Comparison.Baseline = baseline.ID
+	from := &baseline.Agents[0]
+	for i := range baseline.Agents {
+		if baseline.Agents[i].Agent == r.Agents[0].Agent {
+			from = &baseline.Agents[i]
+		}
+	}
+	r.Baseline = CompareAgents(from, &r.Agents[0])
+	r.Baseline.Baseline = baseline.ID
+}
+
+// CompareAgents is how to did against from: the deltas (to minus from)
+// and the case trials that regressed or were fixed.
+func CompareAgents(from, to *AgentReport) *Comparison {
+	return compare(from, to)
 }
 
 func compare(from, to *AgentReport) *Comparison {
@@ -207,7 +235,7 @@ func compare(from, to *AgentReport) *Comparison {
 		was, ok := before[k]
 		switch {
 		case !ok:
-			c.OnlyInOneOrNew = append(c.OnlyInOneOrNew, k)
+			c.Unmatched = append(c.Unmatched, k)
 		case was && !cr.Passed:
 			c.Regressions = append(c.Regressions, k)
 		case !was && cr.Passed:
@@ -216,7 +244,7 @@ func compare(from, to *AgentReport) *Comparison {
 	}
 	for _, k := range slices.Sorted(maps.Keys(before)) {
 		if !seen[k] {
-			c.OnlyInOneOrNew = append(c.OnlyInOneOrNew, k)
+			c.Unmatched = append(c.Unmatched, k)
 		}
 	}
 	return c

@@ -41,6 +41,9 @@ type Options struct {
 	Progress func(done, total int)
 	// RunOptions are given to every run of the evaluation.
 	RunOptions []agent.RunOption
+	// Baseline, an earlier evaluation, is compared with (Report.Baseline)
+	// before the report is stored.
+	Baseline *Report
 }
 
 // ErrNoStore is returned by Run without Options.Store.
@@ -66,7 +69,7 @@ func Run(ctx context.Context, d *Dataset, targets []Target, o Options) (*Report,
 	rep := &Report{ID: id, Dataset: d.Name, CreatedAt: time.Now().UTC(), Trials: o.Trials}
 	results := make([][]trialResult, len(targets))
 	var wg sync.WaitGroup
-	slots := make(chan struct{}, o.Concurrency)
+	slots := make(chan struct{}, o.Concurrency) // taken before a run's goroutine starts: at most Concurrency of them
 	var mu sync.Mutex
 	done, total := 0, len(targets)*len(d.Cases)*o.Trials
 	known := &verdicts{}
@@ -75,8 +78,12 @@ func Run(ctx context.Context, d *Dataset, targets []Target, o Options) (*Report,
 		for ci := range d.Cases {
 			for trial := 1; trial <= o.Trials; trial++ {
 				slot := ci*o.Trials + trial - 1
+				if ctx.Err() != nil { // cancelled: what has not begun does not
+					results[ti][slot] = notRun(&d.Cases[ci], trial, ctx.Err())
+					continue
+				}
+				slots <- struct{}{}
 				wg.Go(func() {
-					slots <- struct{}{}
 					defer func() { <-slots }()
 					r := runCase(ctx, id, t, d, &d.Cases[ci], trial, o)
 					r.checks = score(ctx, d, &d.Cases[ci], r.res, o.Judge, known)
@@ -96,6 +103,9 @@ func Run(ctx context.Context, d *Dataset, targets []Target, o Options) (*Report,
 		rep.Agents = append(rep.Agents, summarize(t.Label, results[ti]))
 	}
 	rep.compareAgents()
+	if o.Baseline != nil {
+		rep.AgainstBaseline(o.Baseline)
+	}
 	if err := end(ctx, w, rep); err != nil {
 		return rep, err
 	}
@@ -130,6 +140,13 @@ func runCase(ctx context.Context, evalID string, t Target, d *Dataset, c *Case, 
 		res = &agent.Result{Outcome: agent.OutcomeError, Error: &agent.ErrorInfo{Code: "error", Message: fmt.Sprint(err)}}
 	}
 	return trialResult{c: c, trial: trial, res: res}
+}
+
+// notRun is a case trial an evaluation cancelled before it began.
+func notRun(c *Case, trial int, err error) trialResult {
+	res := &agent.Result{Outcome: agent.OutcomeError, TerminateReason: agent.ReasonAborted,
+		Error: &agent.ErrorInfo{Code: "aborted", Message: "not run: the evaluation was cancelled (" + err.Error() + ")"}}
+	return trialResult{c: c, trial: trial, res: res, checks: []Check{{Type: "run", Reason: res.Error.Message}}}
 }
 
 // begin stores the evaluation, running: its dataset and agents first.

@@ -48,11 +48,12 @@ func List(ctx context.Context, st store.Store, f store.Filter) ([]store.Run, err
 }
 
 // Rescore scores the runs of the stored evaluation id again with d's
-// assertions (a dataset changed since), without calling a model or a
-// tool: the runs' Results are read from st. A judge's verdict on the
-// same output with the same rubric is reused; a new one asks judge. The
-// case trials are matched by case name; a case d no longer has is left
-// out. The new evaluation is stored, RescoreOf naming the old one.
+// assertions (a dataset changed since), running no agent: the runs'
+// Results are read from st. A judge's verdict on the same case and
+// output with the same rubric is reused; only a new one asks judge (a
+// judge agent's run). The case trials are matched by case name; a case d
+// no longer has is left out, and one the evaluation never ran is listed
+// in NotRun. The new evaluation is stored, RescoreOf naming the old one.
 func Rescore(ctx context.Context, st store.Store, id string, d *Dataset, judge Judge, opts ...runlog.Option) (*Report, error) {
 	old, err := Stored(ctx, st, id, opts...)
 	if err != nil {
@@ -64,6 +65,17 @@ func Rescore(ctx context.Context, st store.Store, id string, d *Dataset, judge J
 		cases[d.Cases[i].Name] = &d.Cases[i]
 	}
 	rep := &Report{ID: ids.New("eval"), Dataset: d.Name, CreatedAt: time.Now().UTC(), Trials: old.Trials, RescoreOf: old.ID}
+	ran := map[string]bool{}
+	for _, a := range old.Agents {
+		for _, cr := range a.Cases {
+			ran[cr.Case] = true
+		}
+	}
+	for _, c := range d.Cases {
+		if !ran[c.Name] {
+			rep.NotRun = append(rep.NotRun, c.Name)
+		}
+	}
 	for _, a := range old.Agents {
 		var trials []trialResult
 		for _, cr := range a.Cases {
@@ -72,7 +84,11 @@ func Rescore(ctx context.Context, st store.Store, id string, d *Dataset, judge J
 				continue
 			}
 			res, err := storedResult(ctx, st, cr.RunID, opts)
-			if err != nil {
+			switch {
+			case errors.Is(err, store.ErrNotFound) && cr.Error != "":
+				// Refused before it began (a bad input): it fails again.
+				res = &agent.Result{ID: cr.RunID, Outcome: agent.OutcomeError, Error: &agent.ErrorInfo{Code: "error", Message: cr.Error}}
+			case err != nil:
 				return nil, err
 			}
 			remember(known, cr, c, d, res)
@@ -99,7 +115,7 @@ func Rescore(ctx context.Context, st store.Store, id string, d *Dataset, judge J
 // under what they judged, for the rescore to reuse.
 func remember(known *verdicts, cr CaseResult, c *Case, d *Dataset, res *agent.Result) {
 	var judges []Assertion
-	for _, a := range append(append([]Assertion{}, d.Assert...), c.Assert...) {
+	for _, a := range d.assertions(c) {
 		if a.Type == "judge" {
 			judges = append(judges, a)
 		}
@@ -111,7 +127,7 @@ func remember(known *verdicts, cr CaseResult, c *Case, d *Dataset, res *agent.Re
 		for _, a := range judges {
 			out, err := field(res.Result, a.Field)
 			if err == nil && ck.Rubric == a.Rubric && ck.Judge == a.Agent {
-				known.put(verdictKey(a, textOf(out)), ck)
+				known.put(verdictKey(a, c, textOf(out)), ck)
 			}
 		}
 	}

@@ -117,12 +117,8 @@ func (s *Server) compareEvals(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, "invalid_request", "baseline_agent: "+err.Error())
 		return
 	}
-	// Report.Compare compares first agents: each report is cut down to
-	// the agent chosen, then the comparison set on the whole report.
-	one, other := *rep, *base
-	one.Agents, other.Agents = []evaluation.AgentReport{*to}, []evaluation.AgentReport{*from}
-	one.Compare(&other)
-	rep.Comparison = one.Comparison
+	rep.Comparison = evaluation.CompareAgents(from, to)
+	rep.Comparison.Baseline = base.ID
 	writeJSON(w, http.StatusOK, rep)
 }
 

@@ -100,7 +100,7 @@ func runEval(ctx context.Context, path string, f evalFlags, stdout, stderr io.Wr
 	if err != nil {
 		return usageErr(err)
 	}
-	o := eval.Options{Store: st, Trials: f.trials, Concurrency: f.concurrency, Judge: judgeWith(f.agents, opts, st)}
+	o := eval.Options{Store: st, Trials: f.trials, Concurrency: f.concurrency, Judge: judgeWith(f.agents, opts, st), Baseline: baseline}
 	if !f.quiet {
 		o.Progress = progressBar(stderr)
 	}
@@ -110,9 +110,6 @@ func runEval(ctx context.Context, path string, f evalFlags, stdout, stderr io.Wr
 	}
 	if err != nil && rep == nil {
 		return runFailed(err)
-	}
-	if baseline != nil {
-		rep.Compare(baseline)
 	}
 	if werr := writeReport(stdout, rep, f.asJSON, f.junit); werr != nil {
 		return runFailed(werr)
@@ -148,7 +145,7 @@ func (f evalFlags) gates(rep *eval.Report) error {
 			failed = append(failed, fmt.Sprintf("%s passed %.1f%%, under --fail-under %.1f%%", a.Agent, 100*a.PassRate, 100*f.failUnder))
 		}
 	}
-	if c := rep.Comparison; f.maxRegression >= 0 && c != nil && c.Baseline != "" && len(c.Regressions) > f.maxRegression {
+	if c := rep.Baseline; f.maxRegression >= 0 && c != nil && len(c.Regressions) > f.maxRegression {
 		failed = append(failed, fmt.Sprintf("%d case trials passed in %s and fail now (%s), over --max-regression %d",
 			len(c.Regressions), c.Baseline, strings.Join(c.Regressions, ", "), f.maxRegression))
 	}

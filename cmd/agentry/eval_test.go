@@ -81,7 +81,7 @@ func TestEvalThroughTheBinary(t *testing.T) {
 	evalJSON(t, 0, filepath.Join(evalDir, "triage.json"), "--agents", filepath.Join(evalDir, "agents"), "--agent", "triage@v1", "--db", db, "--fail-under", "0.6")
 	base := evalJSON(t, 1, filepath.Join(evalDir, "triage.json"), "--agents", filepath.Join(evalDir, "agents"), "--agent", "triage@v2",
 		"--db", db, "--baseline", id, "--max-regression", "1")
-	if bc := base["comparison"].(map[string]any); bc["baseline"] != id || join(bc["regressions"]) != "refund#1,double-charge#1" {
+	if bc := base["baseline"].(map[string]any); bc["baseline"] != id || join(bc["regressions"]) != "refund#1,double-charge#1" {
 		t.Errorf("against the baseline %v", bc)
 	}
 
