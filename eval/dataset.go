@@ -231,8 +231,12 @@ func (a Assertion) check(at string) []string {
 			}
 		}
 	case "outcome", "terminate_reason":
-		if s, err := a.text(); err != nil || s == "" {
-			bad("value: want the %s, a string", a.Type)
+		known := outcomes
+		if a.Type == "terminate_reason" {
+			known = reasons
+		}
+		if s, err := a.text(); err != nil || !slices.Contains(known, s) {
+			bad("value %s: want one of %s", a.Value, strings.Join(known, ", "))
 		}
 	case "max_steps", "max_cost_usd", "max_latency_ms":
 		if v, err := a.number(); err != nil || v < 0 {
@@ -255,6 +259,12 @@ func (a Assertion) check(at string) []string {
 	}
 	return probs
 }
+
+// The values outcome and terminate_reason assertions may name.
+var (
+	outcomes = []string{"success", "error", "partial", "clarify", "confirm", "replan", "loop_back", "terminate", "skip"}
+	reasons  = []string{"completed", "max_turns", "timeout", "aborted", "budget_exceeded", "error", "awaiting_approval"}
+)
 
 // text is the assertion's value as a string.
 func (a Assertion) text() (string, error) {

@@ -36,6 +36,7 @@ func TestBadDatasets(t *testing.T) {
 		{"a judge without a rubric", `{"cases": [{"name": "a", "input": {}, "assert": [{"type": "judge", "agent": "j"}]}]}`, `(judge): rubric is required`},
 		{"a score out of range", `{"cases": [{"name": "a", "input": {}, "assert": [{"type": "judge", "agent": "j", "rubric": "r", "min_score": 2}]}]}`, `min_score 2 is outside 0..1`},
 		{"a limit that is not a number", `{"assert": [{"type": "max_steps", "value": "three"}], "cases": [{"name": "a", "input": {}}]}`, `assert[0] (max_steps): value: want a number`},
+		{"a misspelled outcome", `{"cases": [{"name": "a", "input": {}, "assert": [{"type": "outcome", "value": "sucess"}]}]}`, `(outcome): value "sucess": want one of success, error`},
 		{"bad schema", `{"cases": [{"name": "a", "input": {}, "assert": [{"type": "json_schema", "value": {"type": 7}}]}]}`, `(json_schema): value:`},
 		{"a bad JSON line", "{\"name\": \"d\"}\n{\"name\": \"a\", \"input\": {}}\n{\"name\": ", "line 3"},
 	} {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -219,33 +218,6 @@ func TestRescore(t *testing.T) {
 		t.Errorf("comparison %+v", c)
 	}
 }
-
-// Require fails a test whose agent passes too few cases, naming them.
-func TestRequire(t *testing.T) {
-	ds, _ := eval.Load("testdata/triage.json")
-	targets := []eval.Target{{Label: "triage@v1", Agent: triageAgent(t, "v1", &triager{})}}
-	rep := eval.Require(t, ds, targets, eval.Options{}, 0.6)
-	if rep.Agents[0].Passed != 2 {
-		t.Errorf("%+v", rep.Agents[0])
-	}
-	ft := &fakeT{TB: t}
-	eval.Require(ft, ds, targets, eval.Options{}, 0.9)
-	if !ft.failed || !strings.Contains(ft.msg, "triage@v1 passed 2 of 3 (67%), under 90%") || !strings.Contains(ft.msg, "crash#1 equals_subset") {
-		t.Errorf("failed %v: %s", ft.failed, ft.msg)
-	}
-}
-
-// fakeT records a failure instead of failing the test.
-type fakeT struct {
-	testing.TB
-	failed bool
-	msg    string
-}
-
-func (f *fakeT) Errorf(format string, args ...any) {
-	f.failed, f.msg = true, fmt.Sprintf(format, args...)
-}
-func (f *fakeT) Helper() {}
 
 // A run that fails fails its case, whatever else its assertions say, and
 // a judge is not asked about it; a case that says how its run should end

@@ -85,14 +85,14 @@ type Comparison struct {
 	From string `json:"from"`
 	To   string `json:"to"`
 	// Baseline is the evaluation From comes from, when it is another.
-	Baseline       string   `json:"baseline,omitempty"`
-	PassRateDelta  float64  `json:"pass_rate_delta"`
-	StepsDelta     float64  `json:"steps_per_task_delta"`
-	TokenDelta     int      `json:"token_usage_delta"`
-	CostDelta      *float64 `json:"cost_usd_delta"`
-	DurationDelta  float64  `json:"duration_ms_delta"`
-	Regressions []string `json:"regressions"` // CASE#TRIAL: passed in From, fails in To
-	Fixes       []string `json:"fixes"`       // CASE#TRIAL: failed in From, passes in To
+	Baseline      string   `json:"baseline,omitempty"`
+	PassRateDelta float64  `json:"pass_rate_delta"`
+	StepsDelta    float64  `json:"steps_per_task_delta"`
+	TokenDelta    int      `json:"token_usage_delta"`
+	CostDelta     *float64 `json:"cost_usd_delta"`
+	DurationDelta float64  `json:"duration_ms_delta"`
+	Regressions   []string `json:"regressions"` // CASE#TRIAL: passed in From, fails in To
+	Fixes         []string `json:"fixes"`       // CASE#TRIAL: failed in From, passes in To
 	// Unmatched are the case trials only one side has.
 	Unmatched []string `json:"unmatched,omitempty"`
 }

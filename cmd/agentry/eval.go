@@ -6,8 +6,11 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/signal"
 	"path/filepath"
+	"slices"
 	"strings"
+	"syscall"
 
 	"github.com/spf13/cobra"
 
@@ -100,7 +103,16 @@ func runEval(ctx context.Context, path string, f evalFlags, stdout, stderr io.Wr
 	if err != nil {
 		return usageErr(err)
 	}
-	o := eval.Options{Store: st, Trials: f.trials, Concurrency: f.concurrency, Judge: judgeWith(f.agents, opts, st), Baseline: baseline}
+	judge, closeJudges := judgeWith(f.agents, opts, st)
+	defer closeJudges()
+	if err := precheck(ds, targets, f.agents, opts); err != nil {
+		return usageErr(err)
+	}
+	// Ctrl-C ends the evaluation: no run begins after it, the runs going
+	// are aborted, and the report of what ran is stored, aborted.
+	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	o := eval.Options{Store: st, Trials: f.trials, Concurrency: f.concurrency, Judge: judge, Baseline: baseline}
 	if !f.quiet {
 		o.Progress = progressBar(stderr)
 	}
@@ -155,6 +167,42 @@ func (f evalFlags) gates(rep *eval.Report) error {
 	return nil
 }
 
+// precheck refuses, before anything runs, a case input an agent does not
+// take and a judge the agents directory does not have: each names the
+// case and the field.
+func precheck(ds *eval.Dataset, targets []eval.Target, agentsDir string, opts []agent.Option) error {
+	var probs []string
+	judges := map[string]error{}
+	for i, c := range ds.Cases {
+		at := fmt.Sprintf("cases[%d] %q", i, c.Name)
+		for _, t := range targets {
+			if _, err := t.Agent.NewSession(c.Input); err != nil {
+				probs = append(probs, fmt.Sprintf("%s: input: %s: %v", at, t.Label, err))
+			}
+		}
+		for j, a := range append(append([]eval.Assertion{}, ds.Assert...), c.Assert...) {
+			if a.Type != "judge" {
+				continue
+			}
+			err, seen := judges[a.Agent]
+			if !seen {
+				var judge *agent.Agent
+				if judge, err = loadAgent(a.Agent, runFlags{agents: agentsDir}, opts); err == nil {
+					judge.Close()
+				}
+				judges[a.Agent] = err
+			}
+			if err != nil {
+				probs = append(probs, fmt.Sprintf("%s: assertion %d (judge): agent %s: %v", at, j, a.Agent, err))
+			}
+		}
+	}
+	if len(probs) > 0 {
+		return errors.New(strings.Join(probs, "; "))
+	}
+	return nil
+}
+
 // evalTargets builds each --agent on each --model.
 func evalTargets(f evalFlags, opts []agent.Option) ([]eval.Target, func(), error) {
 	var agents []*agent.Agent
@@ -183,6 +231,9 @@ func evalTargets(f evalFlags, opts []agent.Option) ([]eval.Target, func(), error
 			label := sp.AgentName + "@" + sp.Version
 			if model != "" {
 				label += " on " + model
+			}
+			if slices.ContainsFunc(out, func(t eval.Target) bool { return t.Label == label }) {
+				return nil, closeAll, fmt.Errorf("--agent %s: %s is given twice", ref, label)
 			}
 			out = append(out, eval.Target{Label: label, Agent: a, PerRun: freshScript(ref, model, &sp, f.agents)})
 		}

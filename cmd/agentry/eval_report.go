@@ -7,7 +7,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
+	"math"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"text/tabwriter"
@@ -20,10 +23,17 @@ import (
 )
 
 // judgeWith runs judge agents of the agents directory: each is built
-// once, and each verdict is a stored run.
-func judgeWith(agentsDir string, opts []agent.Option, st store.Store) eval.Judge {
+// once (close closes them), and each verdict is a stored run.
+func judgeWith(agentsDir string, opts []agent.Option, st store.Store) (judge eval.Judge, close func()) {
 	var mu sync.Mutex
 	judges := map[string]*agent.Agent{}
+	close = func() {
+		mu.Lock()
+		defer mu.Unlock()
+		for _, j := range judges {
+			j.Close()
+		}
+	}
 	return func(ctx context.Context, ref, judged string, input map[string]any) (float64, string, string, error) {
 		mu.Lock()
 		j, ok := judges[ref]
@@ -33,7 +43,7 @@ func judgeWith(agentsDir string, opts []agent.Option, st store.Store) eval.Judge
 				mu.Unlock()
 				return 0, "", "", err
 			}
-			judges[ref] = j // closed with the process: judges are few
+			judges[ref] = j
 		}
 		mu.Unlock()
 		runOpts := []agent.RunOption{agent.WithStore(st), agent.WithParentRunID(judged), agent.WithMetadata(map[string]string{"eval_judge": ref})}
@@ -62,7 +72,7 @@ func judgeWith(agentsDir string, opts []agent.Option, st store.Store) eval.Judge
 			return 0, "", res.ID, fmt.Errorf("the judge answered %s: want {\"score\": 0..1, \"reason\": \"…\"}", b)
 		}
 		return *v.Score, v.Reason, res.ID, nil
-	}
+	}, close
 }
 
 // progressBar draws how many runs are done on stderr, in place; nil when
@@ -125,18 +135,56 @@ func printReport(w io.Writer, rep *eval.Report) {
 		fmt.Fprintln(tw, row)
 	}
 	tw.Flush()
-	if c := rep.Comparison; c != nil {
-		fmt.Fprintf(w, "\n%s against %s", c.To, c.From)
-		if c.Baseline != "" {
-			fmt.Fprintf(w, " (baseline %s)", c.Baseline)
+	printDetails(w, rep)
+	for _, c := range []*eval.Comparison{rep.Comparison, rep.Baseline} {
+		if c != nil {
+			printComparison(w, c)
 		}
-		fmt.Fprintf(w, ": pass rate %+.1f points, steps %+.2f, tokens %+d", 100*c.PassRateDelta, c.StepsDelta, c.TokenDelta)
-		if c.CostDelta != nil {
-			fmt.Fprintf(w, ", cost %+.6f USD", *c.CostDelta)
-		}
-		fmt.Fprintf(w, ", duration %+.0fms\n", c.DurationDelta)
-		fmt.Fprintf(w, "  regressions (passed, now fail): %s\n  fixes (failed, now pass): %s\n", listOrNone(c.Regressions), listOrNone(c.Fixes))
 	}
+	if len(rep.NotRun) > 0 {
+		fmt.Fprintf(w, "\nnot run (new in the dataset): %s\n", strings.Join(rep.NotRun, ", "))
+	}
+}
+
+// printDetails lists each agent's tool latencies and tags, then every
+// failed check whole (the table cuts them).
+func printDetails(w io.Writer, rep *eval.Report) {
+	for _, a := range rep.Agents {
+		var tools, tags []string
+		for _, name := range slices.Sorted(maps.Keys(a.ToolLatencyMS)) {
+			l := a.ToolLatencyMS[name]
+			tools = append(tools, fmt.Sprintf("%s p50 %.1fms p95 %.1fms (%d calls)", name, l.P50, l.P95, l.Calls))
+		}
+		for _, name := range slices.Sorted(maps.Keys(a.Tags)) {
+			tags = append(tags, fmt.Sprintf("%s %d/%d", name, a.Tags[name].Passed, a.Tags[name].Total))
+		}
+		if len(tools)+len(tags) > 0 {
+			fmt.Fprintf(w, "\n%s: tools %s; tags %s", a.Agent, listOrNone(tools), listOrNone(tags))
+		}
+	}
+	fmt.Fprintln(w)
+	for _, a := range rep.Agents {
+		for _, cr := range a.Cases {
+			for _, ck := range cr.Checks {
+				if !ck.Passed {
+					fmt.Fprintf(w, "  %s#%d on %s: %s: %s (run %s)\n", cr.Case, cr.Trial, a.Agent, ck.Type, ck.Reason, cr.RunID)
+				}
+			}
+		}
+	}
+}
+
+func printComparison(w io.Writer, c *eval.Comparison) {
+	fmt.Fprintf(w, "\n%s against %s", c.To, c.From)
+	if c.Baseline != "" {
+		fmt.Fprintf(w, " of %s", c.Baseline)
+	}
+	fmt.Fprintf(w, ": pass rate %+.1f points, steps %+.2f, tokens %+d", 100*c.PassRateDelta, c.StepsDelta, c.TokenDelta)
+	if c.CostDelta != nil {
+		fmt.Fprintf(w, ", cost %+.6f USD", *c.CostDelta)
+	}
+	fmt.Fprintf(w, ", duration %+.0fms\n", c.DurationDelta)
+	fmt.Fprintf(w, "  regressions (passed, now fail): %s\n  fixes (failed, now pass): %s\n", listOrNone(c.Regressions), listOrNone(c.Fixes))
 }
 
 // verdict is PASS, or FAIL with the first failed check's reason (cut
@@ -204,7 +252,7 @@ type junitFailure struct {
 func writeJUnit(path string, rep *eval.Report) error {
 	var out junitSuites
 	for _, a := range rep.Agents {
-		s := junitSuite{Name: rep.Dataset + " / " + a.Agent, Tests: a.Total, Failures: a.Total - a.Passed, Time: a.DurationMS / 1000}
+		s := junitSuite{Name: rep.Dataset + " / " + a.Agent, Tests: a.Total, Failures: a.Total - a.Passed, Time: math.Round(a.DurationMS) / 1000}
 		for _, cr := range a.Cases {
 			jc := junitCase{Name: fmt.Sprintf("%s#%d", cr.Case, cr.Trial), Classname: rep.Dataset}
 			if !cr.Passed {
@@ -230,6 +278,7 @@ func writeJUnit(path string, rep *eval.Report) error {
 func newEvalListCmd(stdout io.Writer) *cobra.Command {
 	var dsn string
 	var asJSON bool
+	var limit int
 	cmd := &cobra.Command{
 		Use:   "list",
 		Short: "List the stored evaluations, newest first",
@@ -240,7 +289,7 @@ func newEvalListCmd(stdout io.Writer) *cobra.Command {
 				return usageErr(err)
 			}
 			defer st.Close()
-			runs, err := eval.List(cmd.Context(), st, store.Filter{Limit: 1000})
+			runs, err := eval.List(cmd.Context(), st, store.Filter{Limit: limit})
 			if err != nil {
 				return runFailed(err)
 			}
@@ -267,6 +316,7 @@ func newEvalListCmd(stdout io.Writer) *cobra.Command {
 		},
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the list as JSON")
+	cmd.Flags().IntVar(&limit, "limit", 50, "at most this many evaluations")
 	dbFlag(cmd, &dsn)
 	return cmd
 }
@@ -330,7 +380,12 @@ agent. The rescore is stored as an evaluation of its own.`,
 			if err != nil {
 				return usageErr(err)
 			}
-			rep, err := eval.Rescore(cmd.Context(), st, args[0], ds, judgeWith(f.agents, so, st), lo...)
+			if f.failUnder < 0 || f.failUnder > 1 {
+				return usageErr(fmt.Errorf("--fail-under %v: want a pass rate, 0..1", f.failUnder))
+			}
+			judge, closeJudges := judgeWith(f.agents, so, st)
+			defer closeJudges()
+			rep, err := eval.Rescore(cmd.Context(), st, args[0], ds, judge, lo...)
 			if errors.Is(err, store.ErrNotFound) || errors.Is(err, eval.ErrNotEvaluation) {
 				return usageErr(err)
 			} else if err != nil {

@@ -77,12 +77,21 @@ func TestEvalThroughTheBinary(t *testing.T) {
 	id := rep["id"].(string)
 
 	// Gates: under --fail-under, and a regression past --max-regression.
-	evalJSON(t, 1, filepath.Join(evalDir, "triage.json"), "--agents", filepath.Join(evalDir, "agents"), "--agent", "triage@v1", "--db", db, "--fail-under", "0.9")
+	v1 := evalJSON(t, 1, filepath.Join(evalDir, "triage.json"), "--agents", filepath.Join(evalDir, "agents"), "--agent", "triage@v1", "--db", db, "--fail-under", "0.9")
 	evalJSON(t, 0, filepath.Join(evalDir, "triage.json"), "--agents", filepath.Join(evalDir, "agents"), "--agent", "triage@v1", "--db", db, "--fail-under", "0.6")
+	// v2 against the evaluation of v1 alone: two regressions.
 	base := evalJSON(t, 1, filepath.Join(evalDir, "triage.json"), "--agents", filepath.Join(evalDir, "agents"), "--agent", "triage@v2",
-		"--db", db, "--baseline", id, "--max-regression", "1")
-	if bc := base["baseline"].(map[string]any); bc["baseline"] != id || join(bc["regressions"]) != "refund#1,double-charge#1" {
+		"--db", db, "--baseline", v1["id"].(string), "--max-regression", "1")
+	if bc := base["baseline"].(map[string]any); bc["baseline"] != v1["id"] || bc["from"] != "triage@v1" || join(bc["regressions"]) != "refund#1,double-charge#1" {
 		t.Errorf("against the baseline %v", bc)
+	}
+	evalJSON(t, 0, filepath.Join(evalDir, "triage.json"), "--agents", filepath.Join(evalDir, "agents"), "--agent", "triage@v2",
+		"--db", db, "--baseline", v1["id"].(string), "--max-regression", "2")
+	// Against the first evaluation, which had v2 too: v2 is compared with v2.
+	same := evalJSON(t, 0, filepath.Join(evalDir, "triage.json"), "--agents", filepath.Join(evalDir, "agents"), "--agent", "triage@v2",
+		"--db", db, "--baseline", id, "--max-regression", "0")
+	if bc := same["baseline"].(map[string]any); bc["from"] != "triage@v2" || len(bc["regressions"].([]any)) != 0 {
+		t.Errorf("against v2 in the baseline %v", bc)
 	}
 
 	// The case runs are the evaluation's.
@@ -114,6 +123,25 @@ func TestEvalThroughTheBinary(t *testing.T) {
 	}
 	if after := countRuns(t, db); after != before+1 { // the rescore's own record, no run
 		t.Errorf("the rescore added %d runs", after-before)
+	}
+
+	// Found before anything runs: an input the agent does not take, a judge
+	// that does not exist, an agent given twice: exit 2, naming them.
+	for _, tc := range []struct{ name, dataset, want string }{
+		{"input", `{"name": "b", "cases": [{"name": "typo", "input": {"tiket": "x"}}]}`, `cases[0] "typo": input: triage@v1:`},
+		{"judge", `{"name": "b", "cases": [{"name": "j", "input": {"ticket": "x"}, "assert": [{"type": "judge", "agent": "judge@v9", "rubric": "r"}]}]}`,
+			`cases[0] "j": assertion 0 (judge): agent judge@v9:`},
+	} {
+		path := filepath.Join(dir, tc.name+".json")
+		os.WriteFile(path, []byte(tc.dataset), 0o600)
+		code, _, errs := runCLI(t, "eval", path, "--agent", "triage@v1", "--agents", filepath.Join(evalDir, "agents"), "--db", db)
+		if code != 2 || !strings.Contains(errs, tc.want) {
+			t.Errorf("%s: %d %s", tc.name, code, errs)
+		}
+	}
+	if code, _, errs := runCLI(t, "eval", filepath.Join(evalDir, "triage.json"), "--agent", "triage@v1", "--agent", "triage@v1",
+		"--agents", filepath.Join(evalDir, "agents"), "--db", db); code != 2 || !strings.Contains(errs, "triage@v1 is given twice") {
+		t.Errorf("an agent twice: %d %s", code, errs)
 	}
 
 	// A bad dataset: exit 2, naming the case and the field.

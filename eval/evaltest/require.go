@@ -1,12 +1,15 @@
-package eval
+// Package evaltest runs evaluations inside Go tests, as net/http/httptest
+// serves inside them: Require fails a test whose agent passes too few
+// cases of a dataset.
+package evaltest
 
 import (
-	"context"
 	"fmt"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/agentry/agentry/eval"
 	"github.com/agentry/agentry/store"
 	_ "github.com/agentry/agentry/store/sqlite" // Require's own store
 )
@@ -15,9 +18,9 @@ import (
 // agent's pass rate is under min, naming each failed case trial and why.
 // Without Options.Store the runs go to a SQLite file in t's temporary
 // directory. The report is returned for further checks.
-func Require(t testing.TB, d *Dataset, targets []Target, o Options, min float64) *Report {
+func Require(t testing.TB, d *eval.Dataset, targets []eval.Target, o eval.Options, min float64) *eval.Report {
 	t.Helper()
-	ctx := context.Background()
+	ctx := t.Context()
 	if o.Store == nil {
 		st, err := store.Open(ctx, filepath.Join(t.TempDir(), "eval.db"))
 		if err != nil {
@@ -26,7 +29,7 @@ func Require(t testing.TB, d *Dataset, targets []Target, o Options, min float64)
 		t.Cleanup(func() { st.Close() })
 		o.Store = st
 	}
-	rep, err := Run(ctx, d, targets, o)
+	rep, err := eval.Run(ctx, d, targets, o)
 	if err != nil {
 		t.Fatalf("eval %s: %v", d.Name, err)
 	}
