@@ -12,6 +12,7 @@ import (
 
 	"github.com/agentry/agentry/agent"
 	"github.com/agentry/agentry/schema"
+	"github.com/agentry/agentry/store"
 )
 
 // Check is one assertion's verdict on a run.
@@ -33,6 +34,38 @@ type Check struct {
 // score (0..1), its reason and its run's id. judged is the run whose
 // output it scores: the judge's run belongs to it.
 type Judge func(ctx context.Context, ref, judged string, input map[string]any) (score float64, reason, runID string, err error)
+
+// AgentJudge is a Judge that runs judge agents: find returns the agent a
+// reference names and the options of its run (a fresh scripted model,
+// say). Each verdict is a run stored in st, a child of the run it judged;
+// the judge must answer {"score": 0..1, "reason": "…"}.
+func AgentJudge(st store.Store, find func(ref string) (*agent.Agent, []agent.RunOption, error)) Judge {
+	return func(ctx context.Context, ref, judged string, input map[string]any) (float64, string, string, error) {
+		j, opts, err := find(ref)
+		if err != nil {
+			return 0, "", "", err
+		}
+		opts = append([]agent.RunOption{agent.WithStore(st), agent.WithParentRunID(judged),
+			agent.WithMetadata(map[string]string{"eval_judge": ref})}, opts...)
+		res, err := j.Run(ctx, input, opts...)
+		if err != nil {
+			id := ""
+			if res != nil {
+				id = res.ID
+			}
+			return 0, "", id, err
+		}
+		var v struct {
+			Score  *float64 `json:"score"`
+			Reason string   `json:"reason"`
+		}
+		b, _ := json.Marshal(res.Result)
+		if json.Unmarshal(b, &v) != nil || v.Score == nil || *v.Score < 0 || *v.Score > 1 {
+			return 0, "", res.ID, fmt.Errorf("the judge answered %s: want {\"score\": 0..1, \"reason\": \"…\"}", b)
+		}
+		return *v.Score, v.Reason, res.ID, nil
+	}
+}
 
 // verdicts are the judges' verdicts an evaluation had, by what they
 // judged: a rescore with the same judge, rubric and output reuses them.

@@ -1,8 +1,6 @@
 package main
 
 import (
-	"context"
-	"encoding/json"
 	"encoding/xml"
 	"errors"
 	"fmt"
@@ -22,8 +20,9 @@ import (
 	"github.com/agentry/agentry/store"
 )
 
-// judgeWith runs judge agents of the agents directory: each is built
-// once (close closes them), and each verdict is a stored run.
+// judgeWith runs judge agents of the agents directory (eval.AgentJudge):
+// each is built once (close closes them), a scripted one given a fresh
+// script for each verdict.
 func judgeWith(agentsDir string, opts []agent.Option, st store.Store) (judge eval.Judge, close func()) {
 	var mu sync.Mutex
 	judges := map[string]*agent.Agent{}
@@ -34,45 +33,25 @@ func judgeWith(agentsDir string, opts []agent.Option, st store.Store) (judge eva
 			j.Close()
 		}
 	}
-	return func(ctx context.Context, ref, judged string, input map[string]any) (float64, string, string, error) {
+	find := func(ref string) (*agent.Agent, []agent.RunOption, error) {
 		mu.Lock()
+		defer mu.Unlock()
 		j, ok := judges[ref]
 		if !ok {
 			var err error
 			if j, err = loadAgent(ref, runFlags{agents: agentsDir}, opts); err != nil {
-				mu.Unlock()
-				return 0, "", "", err
+				return nil, nil, err
 			}
 			judges[ref] = j
 		}
-		mu.Unlock()
-		runOpts := []agent.RunOption{agent.WithStore(st), agent.WithParentRunID(judged), agent.WithMetadata(map[string]string{"eval_judge": ref})}
 		sp := j.Spec()
 		if fresh := freshScript(ref, "", &sp, agentsDir); fresh != nil {
 			more, err := fresh()
-			if err != nil {
-				return 0, "", "", err
-			}
-			runOpts = append(runOpts, more...)
+			return j, more, err
 		}
-		res, err := j.Run(ctx, input, runOpts...)
-		if err != nil {
-			id := ""
-			if res != nil {
-				id = res.ID
-			}
-			return 0, "", id, err
-		}
-		var v struct {
-			Score  *float64 `json:"score"`
-			Reason string   `json:"reason"`
-		}
-		b, _ := json.Marshal(res.Result)
-		if json.Unmarshal(b, &v) != nil || v.Score == nil || *v.Score < 0 || *v.Score > 1 {
-			return 0, "", res.ID, fmt.Errorf("the judge answered %s: want {\"score\": 0..1, \"reason\": \"…\"}", b)
-		}
-		return *v.Score, v.Reason, res.ID, nil
-	}, close
+		return j, nil, nil
+	}
+	return eval.AgentJudge(st, find), close
 }
 
 // progressBar draws how many runs are done on stderr, in place; nil when

@@ -11,6 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/agentry/agentry/eval"
 	"github.com/agentry/agentry/runlog"
 	"github.com/agentry/agentry/store"
 )
@@ -44,7 +45,7 @@ interrupted (agentry resume RUN_ID continues it).`,
 			if _, err := runlog.Interrupted(cmd.Context(), st); err != nil {
 				return runFailed(err)
 			}
-			runs, err := st.List(cmd.Context(), store.Filter{Name: name, ParentID: parent, Status: store.Status(status), Limit: limit})
+			runs, err := st.List(cmd.Context(), store.Filter{Name: name, ParentID: parent, NotKind: eval.Kind, Status: store.Status(status), Limit: limit})
 			if err != nil {
 				return runFailed(err)
 			}
