@@ -94,6 +94,16 @@ func TestEvalThroughTheBinary(t *testing.T) {
 		t.Errorf("against v2 in the baseline %v", bc)
 	}
 
+	// Trials, and another model for the same agent, side by side.
+	tr := evalJSON(t, 0, filepath.Join(evalDir, "triage.json"), "--agents", filepath.Join(evalDir, "agents"), "--agent", "triage@v1",
+		"--model", "scripted:"+filepath.Join(evalDir, "scripts", "triage-v1.json"), "--model", "scripted:"+filepath.Join(evalDir, "scripts", "triage-v2.json"),
+		"--trials", "2", "--db", db)
+	ta := agentsOf(tr)
+	if len(ta) != 2 || ta[0]["total"] != 6.0 || ta[0]["passed"] != 4.0 || ta[0]["pass_at_k"] != 2.0/3 || ta[1]["passed"] != 2.0 ||
+		!strings.HasSuffix(ta[1]["agent"].(string), "triage-v2.json") || !strings.HasPrefix(ta[1]["agent"].(string), "triage@v1 on scripted:") {
+		t.Errorf("trials and models: %v", ta)
+	}
+
 	// The case runs are the evaluation's.
 	if code, out, _ := runCLI(t, "runs", "--db", db, "--parent", id); code != 0 || strings.Count(out, "triage") != 6 {
 		t.Errorf("the evaluation's runs: %d\n%s", code, out)
