@@ -92,7 +92,7 @@ func (s *Server) getEval(w http.ResponseWriter, r *http.Request) {
 }
 
 // compareEvals answers the report of the evaluation id with its
-// comparison against the evaluation baseline: ?agent= (default the
+// baseline comparison against the evaluation baseline: ?agent= (default the
 // first) of this one against ?baseline_agent= of the baseline (default
 // the agent of the same name there, else its first), the deltas and the
 // case trials that regressed or were fixed, as agentry eval --baseline
@@ -117,8 +117,10 @@ func (s *Server) compareEvals(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, "invalid_request", "baseline_agent: "+err.Error())
 		return
 	}
-	rep.Comparison = evaluation.CompareAgents(from, to)
-	rep.Comparison.Baseline = base.ID
+	// In the report's baseline, as agentry eval --baseline stores it;
+	// its comparison of its own two agents stays.
+	rep.Baseline = evaluation.CompareAgents(from, to)
+	rep.Baseline.Baseline = base.ID
 	writeJSON(w, http.StatusOK, rep)
 }
 

@@ -265,13 +265,16 @@ func TestEvalCompare(t *testing.T) {
 		}
 		var rep evaluation.Report
 		remarshal(t, body, &rep)
-		c := rep.Comparison
+		c := rep.Baseline
 		if c == nil || c.From != tc.from || c.To != tc.to || c.Baseline == "" || !slices.Equal(c.Regressions, tc.regressions) ||
 			!slices.Equal(c.Fixes, tc.fixes) || c.PassRateDelta != tc.passDelta {
 			t.Errorf("%s: %+v", tc.path, c)
 		}
 		if len(rep.Agents) == 0 || rep.ID == c.Baseline {
 			t.Errorf("%s: the report is not the compared one's: %+v", tc.path, rep)
+		}
+		if (len(rep.Agents) == 2) != (rep.Comparison != nil) {
+			t.Errorf("%s: the comparison of the report's own agents: %+v", tc.path, rep.Comparison)
 		}
 	}
 	for path, want := range map[string]int{
@@ -295,5 +298,40 @@ func remarshal(t *testing.T, from any, v any) {
 	}
 	if err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestViewerEvalFiles: the evaluation pages' scripts are served as the
+// others are (JavaScript, under the page's policy), the page links to
+// the evaluations, and no script of the page builds HTML from text or
+// names another origin: what a report holds (a case's name, a check's
+// reason, the model's output in it) is only ever text.
+func TestViewerEvalFiles(t *testing.T) {
+	f, _ := newViewerFixture(t, nil)
+	_, page := get(t, f.http.URL+"/", nil)
+	if !strings.Contains(page, `href="#/evals"`) {
+		t.Error("the page has no link to the evaluations")
+	}
+	for _, name := range []string{"evals.js", "evalcompare.js"} {
+		resp, js := get(t, f.http.URL+"/viewer/"+name, nil)
+		if resp.StatusCode != 200 || !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/javascript") ||
+			!strings.Contains(resp.Header.Get("Content-Security-Policy"), "script-src 'self'") || !strings.Contains(js, "export function mount") {
+			t.Errorf("%s: %d %v", name, resp.StatusCode, resp.Header)
+		}
+	}
+	entries, err := viewerFiles.ReadDir("viewer")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range entries {
+		if !strings.HasSuffix(e.Name(), ".js") {
+			continue
+		}
+		data, _ := viewerFiles.ReadFile("viewer/" + e.Name())
+		for _, bad := range []string{"innerHTML", "outerHTML =", "insertAdjacentHTML", "document.write", "http://", "https://", "eval("} {
+			if strings.Contains(string(data), bad) {
+				t.Errorf("%s has %q", e.Name(), bad)
+			}
+		}
 	}
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -92,10 +91,7 @@ func TestViewerRun(t *testing.T) {
 	id := res["id"].(string)
 	startRun(t, f, "", `{"agent": "waiter", "input": {"task": "wait"}}`)
 	f.do(t, "POST", "/v1/runs?wait=true", "", `{"agent": "approve", "input": {"task": "2.0.0"}}`)
-	for _, w := range []struct {
-		name          string
-		width, height int
-	}{{"wide", 1280, 900}, {"narrow", 390, 844}} {
+	for _, w := range viewports {
 		p := openPage(t, f.http.URL, w.width, w.height)
 		p.open("")
 		p.waitJS("the runs", `document.querySelectorAll('.runs-table tbody tr[data-run-id]').length === 3`)
@@ -109,9 +105,7 @@ func TestViewerRun(t *testing.T) {
 		p.do("open a tool call", chromedp.Click(chromedp.CSS(".wf-row.k-tool summary")))
 		p.waitJS("its arguments", `document.querySelector('.wf-fold[open] .wf-detail pre')`)
 		shot := p.screenshot("run-" + w.name)
-		if os.Getenv("AGENTRY_VIEWER_DOCS") == "1" {
-			copyFile(t, shot, filepath.Join("..", "docs", "viewer-"+w.name+".png"))
-		}
+		docs(t, shot, "viewer-"+w.name+".png")
 		for _, tab := range []string{"transcript", "reasoning", "policy", "events"} {
 			p.do("the "+tab+" tab", chromedp.Click(chromedp.CSS("#tab-"+tab)))
 			p.waitJS("the "+tab+" panel", fmt.Sprintf(`!document.querySelector('#panel-%s').hidden`, tab))

@@ -1,9 +1,12 @@
-// The trace viewer: routes (#/ the runs, #/runs/ID a run), who the
-// caller is, the key dialog, and the keys that work everywhere.
+// The trace viewer: routes (#/ the runs, #/runs/ID a run, #/evals the
+// evaluations, #/evals/ID one, #/evals/ID?vs=OTHER two compared), who
+// the caller is, the key dialog, and the keys that work everywhere.
 
 import {api, setKeyPrompt, getKey, setKey} from './api.js';
 import {mountRuns} from './runs.js';
 import {mountRun} from './run.js';
+import {mountEvals, mountEval} from './evals.js';
+import {mountCompare} from './evalcompare.js';
 import {h, fill} from './util.js';
 
 const main = document.getElementById('main');
@@ -11,14 +14,28 @@ const who = document.getElementById('who');
 let unmount = () => {};
 let me = {role: ''}; // the caller, as GET /v1/whoami says
 let lastRun = ''; // the run shown last: its row has the focus back in the list
+let lastEval = ''; // likewise, the evaluation
 
-// route reads the hash: {view: 'runs', query} or {view: 'run', id, tab}.
+// route reads the hash: {view: 'runs', query}, {view: 'run', id, tab},
+// {view: 'evals', query}, {view: 'eval', id} or {view: 'compare', id, query}.
 function route() {
   const [path, qs] = location.hash.replace(/^#/, '').split('?');
   const query = new URLSearchParams(qs || '');
   const m = path.match(/^\/runs\/([^/]+)$/);
   if (m) return {view: 'run', id: decodeURIComponent(m[1]), tab: query.get('tab') || ''};
+  const e = path.match(/^\/evals\/([^/]+)$/);
+  if (e) return {view: query.get('vs') ? 'compare' : 'eval', id: decodeURIComponent(e[1]), query};
+  if (path === '/evals') return {view: 'evals', query};
   return {view: 'runs', query};
+}
+
+// up is where Escape goes from a view: a run and an evaluation to their
+// lists, a comparison to its evaluation.
+function up(r) {
+  if (r.view === 'run') return '#/';
+  if (r.view === 'eval') return '#/evals';
+  if (r.view === 'compare') return '#/evals/' + encodeURIComponent(r.id);
+  return '';
 }
 
 // go navigates: {run: ID} opens a run; filters open the list with them.
@@ -36,14 +53,24 @@ function go(to) {
 function show() {
   unmount();
   const r = route();
-  document.title = 'agentry · runs';
+  const evals = r.view === 'evals' || r.view === 'eval' || r.view === 'compare';
+  for (const a of document.querySelectorAll('.top-nav a')) {
+    if ((a.dataset.nav === 'evals') === evals) a.setAttribute('aria-current', 'page');
+    else a.removeAttribute('aria-current');
+  }
+  document.title = evals ? 'agentry · evaluations' : 'agentry · runs';
   if (r.view === 'run') {
     lastRun = r.id;
     unmount = mountRun(main, r.id, me, r.tab);
     return;
   }
-  unmount = mountRuns(main, r.query, go, lastRun);
-  const t = document.getElementById('runs-title');
+  if (r.view === 'eval' || r.view === 'compare') {
+    lastEval = r.id;
+    unmount = r.view === 'eval' ? mountEval(main, r.id) : mountCompare(main, r.id, r.query);
+    return;
+  }
+  unmount = r.view === 'evals' ? mountEvals(main, r.query, lastEval) : mountRuns(main, r.query, go, lastRun);
+  const t = document.getElementById(r.view === 'evals' ? 'evals-title' : 'runs-title');
   if (t && document.activeElement === document.body) t.focus({preventScroll: true});
 }
 
@@ -84,15 +111,16 @@ async function whoami() {
   }
 }
 
-// Keys anywhere but in a field: Escape (or u) goes back to the runs, /
-// goes to the filters, ? shows the keys.
+// Keys anywhere but in a field: Escape (or u) goes back up (to the runs,
+// the evaluations, or the evaluation compared), / goes to the filters,
+// ? shows the keys.
 document.addEventListener('keydown', (e) => {
   if (e.defaultPrevented || e.ctrlKey || e.metaKey || e.altKey) return;
   const t = e.target;
   if (t.closest && t.closest('input, select, textarea, dialog')) return;
-  if ((e.key === 'Escape' || e.key === 'u') && route().view === 'run') {
+  if ((e.key === 'Escape' || e.key === 'u') && up(route())) {
     e.preventDefault();
-    location.hash = '#/';
+    location.hash = up(route());
   } else if (e.key === '/' && route().view === 'runs') {
     e.preventDefault();
     document.getElementById('f-agent').focus();

@@ -77,6 +77,10 @@ export function mountRun(root, id, me, tab) {
   (async () => {
     try {
       st.run = await api(`/v1/runs/${encodeURIComponent(id)}`);
+      if (st.run.kind === 'eval') { // an evaluation (a case's parent): its own page
+        location.replace('#/evals/' + encodeURIComponent(id));
+        return;
+      }
     } catch (e) {
       st.error = e.status === 404 ? `There is no run ${id}.` : 'The run could not be read: ' + e.message;
       render(st, ui, decide);

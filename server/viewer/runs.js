@@ -2,7 +2,7 @@
 // column, paged by the API's cursor, refreshed while it shows the newest.
 
 import {api} from './api.js';
-import {h, fill, fmtMs, fmtInt, fmtCost, fmtTime, relTime, shortId, badge} from './util.js';
+import {h, fill, fmtMs, fmtInt, fmtCost, fmtTime, relTime, shortId, badge, rowKeys} from './util.js';
 
 const STATUSES = ['running', 'awaiting_approval', 'completed', 'failed', 'aborted', 'interrupted'];
 const PAGE = 25; // runs a page, unless the route says ?limit= (1–100)
@@ -89,7 +89,7 @@ export function mountRuns(root, query, go, focusId) {
     if (page() === 0 && !st.gone) st.timer = setTimeout(load, REFRESH_MS);
   }
 
-  body.addEventListener('keydown', (e) => rowKeys(e, go));
+  body.addEventListener('keydown', (e) => rowKeys(e, 'tr[data-run-id]', (tr) => go({run: tr.dataset.runId})));
   body.addEventListener('click', (e) => {
     const tr = e.target.closest('tr[data-run-id]');
     if (tr && !e.target.closest('a')) go({run: tr.dataset.runId});
@@ -125,23 +125,6 @@ function runRow(r) {
     h('td', {class: 'num c-opt'}, fmtInt(r.turns)),
     h('td', {class: 'num c-opt'}, fmtInt(r.tokens)),
     h('td', {class: 'num c-opt'}, fmtCost(r.cost_usd)));
-}
-
-// rowKeys: Enter or Space opens the focused run; j and k (or the arrows)
-// move between the rows.
-function rowKeys(e, go) {
-  const tr = e.target.closest('tr[data-run-id]');
-  if (!tr || e.altKey || e.ctrlKey || e.metaKey) return;
-  if (e.key === 'Enter' || e.key === ' ') {
-    e.preventDefault();
-    go({run: tr.dataset.runId});
-  } else if (e.key === 'j' || e.key === 'ArrowDown') {
-    e.preventDefault();
-    (tr.nextElementSibling || tr).focus();
-  } else if (e.key === 'k' || e.key === 'ArrowUp') {
-    e.preventDefault();
-    (tr.previousElementSibling || tr).focus();
-  }
 }
 
 function rfc3339(local) {

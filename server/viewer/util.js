@@ -110,3 +110,20 @@ export function codeBlock(v, label) {
   if (text.split('\n').length <= 12) return pre;
   return h('details', {class: 'fold'}, h('summary', {}, (label || 'JSON') + ' · ' + oneLine(v, 60)), pre);
 }
+
+// rowKeys: in a list of rows (sel), Enter or Space opens the focused one;
+// j and k (or the arrows) move between them.
+export function rowKeys(e, sel, open) {
+  const tr = e.target.closest(sel);
+  if (!tr || e.altKey || e.ctrlKey || e.metaKey) return;
+  if (e.key === 'Enter' || e.key === ' ') {
+    e.preventDefault();
+    open(tr);
+  } else if (e.key === 'j' || e.key === 'ArrowDown') {
+    e.preventDefault();
+    (tr.nextElementSibling || tr).focus();
+  } else if (e.key === 'k' || e.key === 'ArrowUp') {
+    e.preventDefault();
+    (tr.previousElementSibling || tr).focus();
+  }
+}
