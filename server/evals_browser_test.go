@@ -42,7 +42,9 @@ func TestViewerEvals(t *testing.T) {
 		p.noOverflow("the evaluations", w.width)
 		p.screenshot("evals-list-" + w.name)
 
-		p.do("open the first", chromedp.Click(chromedp.CSS(rowOf(sides.ID))))
+		// Clicked by script: the list is drawn anew as it refreshes, and a
+		// click by position may find its row replaced.
+		p.do("open the first", chromedp.Evaluate[chromedp.Void](fmt.Sprintf(`document.querySelector('%s td').click()`, rowOf(sides.ID))))
 		p.waitJS("its report", fmt.Sprintf(`location.hash === '#/evals/%s' && document.querySelectorAll('.agent-card').length === 2 &&
 			document.querySelectorAll('.cases-table tbody tr').length === 5`, sides.ID))
 		checkEvalPage(t, p)
@@ -140,7 +142,9 @@ func TestViewerEvalsNavigate(t *testing.T) {
 	if got := p.text(".answer"); !strings.Contains(got, `"queue": "billing"`) {
 		t.Errorf("the crash run's answer: %q", got)
 	}
-	p.do("its parent", chromedp.Click(chromedp.CSS(`.head-meta a[href="#/runs/`+sides.ID+`"]`)))
+	// (By script: the run's head is drawn anew when its audit records
+	// come, and a click by position may find its link replaced.)
+	p.do("its parent", chromedp.Evaluate[chromedp.Void](`document.querySelector('.head-meta a[href="#/runs/`+sides.ID+`"]').click()`))
 	p.waitJS("the evaluation again", fmt.Sprintf(`location.hash === '#/evals/%s' && document.querySelectorAll('.agent-card').length === 2`, sides.ID))
 
 	// Compare v3's evaluation with the first: v1 by default (no agent of
