@@ -100,6 +100,7 @@ func Rescore(ctx context.Context, st store.Store, id string, d *Dataset, judge J
 		rep.Agents = append(rep.Agents, summarize(a.Agent, trials))
 	}
 	rep.compareAgents()
+	rep.AgainstBaseline(old) // what the changed assertions changed
 	labels := make([]Target, len(rep.Agents))
 	for i, a := range rep.Agents {
 		labels[i] = Target{Label: a.Agent}

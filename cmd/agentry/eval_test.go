@@ -131,6 +131,13 @@ func TestEvalThroughTheBinary(t *testing.T) {
 	if got := agentsOf(again); got[0]["passed"] != 3.0 || got[1]["passed"] != 1.0 || again["rescore_of"] != id {
 		t.Errorf("rescore: %v", again)
 	}
+	// What the changed assertion changed: v1's crash now passes.
+	if bc := again["baseline"].(map[string]any); bc["baseline"] != id || join(bc["fixes"]) != "crash#1" {
+		t.Errorf("the rescore against the evaluation it rescored: %v", bc)
+	}
+	if code, _, errs := runCLI(t, "trace", id, "--db", db); code != 2 || !strings.Contains(errs, "is an evaluation: agentry eval show") {
+		t.Errorf("trace of an evaluation: %d %s", code, errs)
+	}
 	if after := countRuns(t, db); after != before { // runs lists runs, not evaluations: none was added
 		t.Errorf("the rescore added %d runs", after-before)
 	}

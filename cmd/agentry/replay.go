@@ -7,6 +7,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/agentry/agentry/agent"
+	"github.com/agentry/agentry/eval"
 )
 
 func newReplayCmd(stdout, stderr io.Writer) *cobra.Command {
@@ -31,8 +32,10 @@ code 0 when the replay is identical, 1 when anything differs.`,
 				return usageErr(err)
 			}
 			defer st.Close()
-			if _, err := st.Get(ctx, args[0]); err != nil {
+			if run, err := st.Get(ctx, args[0]); err != nil {
 				return storeErr(err)
+			} else if run.Kind == eval.Kind {
+				return usageErr(fmt.Errorf("%s is an evaluation, not a run: agentry eval rescore scores its runs again, and each of them replays", run.ID))
 			}
 			opts, err := storedAgentOptions(f, stderr)
 			if err != nil {

@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/agentry/agentry/agent"
+	"github.com/agentry/agentry/eval"
 	"github.com/agentry/agentry/runlog"
 	"github.com/agentry/agentry/store"
 )
@@ -39,6 +40,9 @@ printed) with its events added.`,
 			l, err := runlog.Read(cmd.Context(), st, args[0], lo...)
 			if err != nil {
 				return storeErr(err)
+			}
+			if l.Run.Kind == eval.Kind {
+				return usageErr(fmt.Errorf("%s is an evaluation: agentry eval show %s (its runs: agentry runs --parent %s)", l.Run.ID, l.Run.ID, l.Run.ID))
 			}
 			if asJSON {
 				return printTraceJSON(stdout, l)
