@@ -78,15 +78,11 @@ func runEval(ctx context.Context, path string, f evalFlags, stdout, stderr io.Wr
 	if err := f.check(); err != nil {
 		return usageErr(err)
 	}
-	st, err := openStore(ctx, f.db)
+	st, lo, err := openReading(ctx, f.db)
 	if err != nil {
-		return usageErr(err)
+		return err
 	}
 	defer st.Close()
-	lo, err := logOptions()
-	if err != nil {
-		return usageErr(err)
-	}
 	var baseline *eval.Report
 	if f.baseline != "" {
 		if baseline, err = eval.Stored(ctx, st, f.baseline, lo...); err != nil {

@@ -308,15 +308,11 @@ func newEvalShowCmd(stdout io.Writer) *cobra.Command {
 		Short: "Show a stored evaluation's report",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			st, err := openStore(cmd.Context(), dsn)
+			st, lo, err := openReading(cmd.Context(), dsn)
 			if err != nil {
-				return usageErr(err)
+				return err
 			}
 			defer st.Close()
-			lo, err := logOptions()
-			if err != nil {
-				return usageErr(err)
-			}
 			rep, err := eval.Stored(cmd.Context(), st, args[0], lo...)
 			if errors.Is(err, store.ErrNotFound) || errors.Is(err, eval.ErrNotEvaluation) {
 				return usageErr(err)
@@ -346,15 +342,11 @@ agent. The rescore is stored as an evaluation of its own.`,
 			if err != nil {
 				return usageErr(err)
 			}
-			st, err := openStore(cmd.Context(), f.db)
+			st, lo, err := openReading(cmd.Context(), f.db)
 			if err != nil {
-				return usageErr(err)
+				return err
 			}
 			defer st.Close()
-			lo, err := logOptions()
-			if err != nil {
-				return usageErr(err)
-			}
 			so, err := storeOptions(st, f.prompts)
 			if err != nil {
 				return usageErr(err)

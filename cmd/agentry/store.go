@@ -67,6 +67,20 @@ func logOptions() ([]runlog.Option, error) {
 	return []runlog.Option{runlog.Sealed(s)}, nil
 }
 
+// openReading opens the run store at dsn with the options that read its
+// sealed logs; a problem with either is bad usage.
+func openReading(ctx context.Context, dsn string) (store.Store, []runlog.Option, error) {
+	lo, err := logOptions()
+	if err != nil {
+		return nil, nil, usageErr(err)
+	}
+	st, err := openStore(ctx, dsn)
+	if err != nil {
+		return nil, nil, usageErr(err)
+	}
+	return st, lo, nil
+}
+
 // promptStore is where the binary finds templates: --prompts DIR first,
 // then the run store, then the built-in ReAct templates. Puts go to the
 // first of them that is writable; a directory is not.

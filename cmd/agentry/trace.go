@@ -28,15 +28,11 @@ its arguments and result. With --json, print the stored Result (what run --json
 printed) with its events added.`,
 		Args: exactlyOne("trace takes one run id"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			st, err := openStore(cmd.Context(), dsn)
+			st, lo, err := openReading(cmd.Context(), dsn)
 			if err != nil {
-				return usageErr(err)
+				return err
 			}
 			defer st.Close()
-			lo, err := logOptions()
-			if err != nil {
-				return usageErr(err)
-			}
 			l, err := runlog.Read(cmd.Context(), st, args[0], lo...)
 			if err != nil {
 				return storeErr(err)
