@@ -1,6 +1,7 @@
 package eval
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -313,7 +314,11 @@ func argsNote(a Assertion) string {
 	if len(a.Args) == 0 {
 		return ""
 	}
-	return " with arguments " + string(a.Args)
+	var b bytes.Buffer
+	if json.Compact(&b, a.Args) != nil {
+		return " with arguments " + string(a.Args)
+	}
+	return " with arguments " + b.String()
 }
 
 // field is the value at a dotted path into v ("" is v).

@@ -39,7 +39,7 @@ func TestAssertions(t *testing.T) {
 		{"enum, not allowed", `{"type": "enum", "field": "queue", "value": ["tech"]}`, res, false, `"billing" is not one of ["tech"]`},
 		{"a missing field", `{"type": "enum", "field": "priority", "value": ["high"]}`, res, false, `no field "priority"`},
 		{"tool_called, args subset", `{"type": "tool_called", "tool": "lookup_order", "args": {"order": "A1"}}`, res, true, ""},
-		{"tool_called, other args", `{"type": "tool_called", "tool": "lookup_order", "args": {"order": "B2"}}`, res, false, `was not called with arguments {"order": "B2"}`},
+		{"tool_called, other args", `{"type": "tool_called", "tool": "lookup_order", "args": {"order": "B2"}}`, res, false, `was not called with arguments {"order":"B2"}`},
 		{"tool_not_called", `{"type": "tool_not_called", "tool": "refund"}`, res, true, ""},
 		{"tool_not_called, called", `{"type": "tool_not_called", "tool": "lookup_order"}`, res, false, "was called (1 times)"},
 		{"outcome", `{"type": "outcome", "value": "success"}`, res, true, ""},

@@ -116,7 +116,9 @@ func decode(data []byte) (*Dataset, error) {
 			}
 			return &d, nil
 		}
-	} else if !bytes.Contains(trimmed, []byte("\n")) {
+	} else if first, _, _ := bytes.Cut(trimmed, []byte("\n")); !json.Valid(bytes.TrimSpace(first)) {
+		// Not JSON Lines either (its first line is no JSON value): a
+		// document with a mistake, which its own error names.
 		return nil, strictjson.Decode(trimmed, &d)
 	}
 	// JSON Lines.

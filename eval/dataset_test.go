@@ -65,3 +65,13 @@ func TestDatasetFormats(t *testing.T) {
 		t.Errorf("one case: %+v, %v", one, err)
 	}
 }
+
+// A pretty-printed dataset with a syntax mistake reports it, not a JSON
+// Lines problem.
+func TestBrokenDocument(t *testing.T) {
+	broken := "{\n  \"name\": \"d\",\n  \"cases\": [\n    {\"name\": \"a\", \"input\": {}},\n  ]\n}\n"
+	_, err := eval.Parse("d.json", []byte(broken))
+	if err == nil || strings.Contains(err.Error(), "line 1: unexpected end") || !strings.Contains(err.Error(), "invalid character") {
+		t.Errorf("%v", err)
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -60,6 +61,11 @@ func Run(ctx context.Context, d *Dataset, targets []Target, o Options) (*Report,
 	if len(targets) == 0 {
 		return nil, errors.New("eval: no agent to evaluate")
 	}
+	for i, t := range targets {
+		if slices.ContainsFunc(targets[:i], func(o Target) bool { return o.Label == t.Label }) {
+			return nil, fmt.Errorf("eval: two agents are labelled %q: a report could not tell them apart", t.Label)
+		}
+	}
 	o.Trials, o.Concurrency = max(o.Trials, 1), max(o.Concurrency, 1)
 	id := ids.New("eval")
 	w, err := begin(ctx, o.Store, id, d, targets)
@@ -78,11 +84,19 @@ func Run(ctx context.Context, d *Dataset, targets []Target, o Options) (*Report,
 		for ci := range d.Cases {
 			for trial := 1; trial <= o.Trials; trial++ {
 				slot := ci*o.Trials + trial - 1
+				took := false
+				select {
+				case slots <- struct{}{}:
+					took = true
+				case <-ctx.Done():
+				}
 				if ctx.Err() != nil { // cancelled: what has not begun does not
+					if took {
+						<-slots
+					}
 					results[ti][slot] = notRun(&d.Cases[ci], trial, ctx.Err())
 					continue
 				}
-				slots <- struct{}{}
 				wg.Go(func() {
 					defer func() { <-slots }()
 					r := runCase(ctx, id, t, d, &d.Cases[ci], trial, o)

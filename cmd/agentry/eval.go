@@ -93,7 +93,7 @@ func runEval(ctx context.Context, path string, f evalFlags, stdout, stderr io.Wr
 	if err != nil {
 		return usageErr(err)
 	}
-	opts := append([]agent.Option{agent.WithTools(builtinTools(f.allowPrivate)), agent.WithAgents(spec.Dir{Path: f.agents})}, so...)
+	opts := evalAgentOptions(f, so)
 	targets, closeAll, err := evalTargets(f, opts)
 	defer closeAll()
 	if err != nil {
@@ -168,7 +168,6 @@ func (f evalFlags) gates(rep *eval.Report) error {
 // case and the field.
 func precheck(ds *eval.Dataset, targets []eval.Target, agentsDir string, opts []agent.Option) error {
 	var probs []string
-	judges := map[string]error{}
 	for i, c := range ds.Cases {
 		at := fmt.Sprintf("cases[%d] %q", i, c.Name)
 		for _, t := range targets {
@@ -176,8 +175,26 @@ func precheck(ds *eval.Dataset, targets []eval.Target, agentsDir string, opts []
 				probs = append(probs, fmt.Sprintf("%s: input: %s: %v", at, t.Label, err))
 			}
 		}
+	}
+	if err := checkJudges(ds, agentsDir, opts, nil); err != nil {
+		probs = append(probs, err.Error())
+	}
+	if len(probs) > 0 {
+		return errors.New(strings.Join(probs, "; "))
+	}
+	return nil
+}
+
+// checkJudges refuses a judge the agents directory does not have,
+// naming the case and the assertion; known says which judges have their
+// verdicts already (a rescore's), and need not be there.
+func checkJudges(ds *eval.Dataset, agentsDir string, opts []agent.Option, known map[[2]string]bool) error {
+	var probs []string
+	judges := map[string]error{}
+	for i, c := range ds.Cases {
+		at := fmt.Sprintf("cases[%d] %q", i, c.Name)
 		for j, a := range append(append([]eval.Assertion{}, ds.Assert...), c.Assert...) {
-			if a.Type != "judge" {
+			if a.Type != "judge" || known[[2]string{a.Agent, a.Rubric}] {
 				continue
 			}
 			err, seen := judges[a.Agent]
@@ -197,6 +214,12 @@ func precheck(ds *eval.Dataset, targets []eval.Target, agentsDir string, opts []
 		return errors.New(strings.Join(probs, "; "))
 	}
 	return nil
+}
+
+// evalAgentOptions are the options the evaluated agents and the judges
+// are built with: the built-in tools, the agents directory, the store's.
+func evalAgentOptions(f evalFlags, storeOpts []agent.Option) []agent.Option {
+	return append([]agent.Option{agent.WithTools(builtinTools(f.allowPrivate)), agent.WithAgents(spec.Dir{Path: f.agents})}, storeOpts...)
 }
 
 // evalTargets builds each --agent on each --model.

@@ -54,6 +54,21 @@ func judgeWith(agentsDir string, opts []agent.Option, st store.Store) (judge eva
 	return eval.AgentJudge(st, find), close
 }
 
+// judgesOf are the judges (and rubrics) a report has verdicts of.
+func judgesOf(rep *eval.Report) map[[2]string]bool {
+	out := map[[2]string]bool{}
+	for _, a := range rep.Agents {
+		for _, cr := range a.Cases {
+			for _, ck := range cr.Checks {
+				if ck.Type == "judge" && ck.Score != nil {
+					out[[2]string{ck.Judge, ck.Rubric}] = true
+				}
+			}
+		}
+	}
+	return out
+}
+
 // progressBar draws how many runs are done on stderr, in place; nil when
 // stderr is not a terminal (a CI log).
 func progressBar(w io.Writer) func(done, total int) {
@@ -331,11 +346,12 @@ func newEvalRescoreCmd(stdout io.Writer) *cobra.Command {
 	f := evalFlags{maxRegression: -1}
 	cmd := &cobra.Command{
 		Use:   "rescore EVAL_ID DATASET",
-		Short: "Score a stored evaluation's runs again with a dataset's assertions, calling no model",
+		Short: "Score a stored evaluation's runs again with a dataset's assertions, running no agent",
 		Long: `Score the runs of a stored evaluation again with the assertions of DATASET (changed since,
-say), reading the runs' Results from the run store: no model and no tool is called. A judge's
-verdict on the same output with the same rubric is reused; a new judge assertion runs its judge
-agent. The rescore is stored as an evaluation of its own.`,
+say), reading the runs' Results from the run store: no evaluated agent runs again, and none of
+its models or tools is called. A judge's verdict on the same case and output with the same
+rubric is reused; only a new judge assertion runs its judge agent (from --agents). The rescore
+is stored as an evaluation of its own, compared with the one it rescored.`,
 		Args: cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ds, err := eval.Load(args[1])
@@ -354,7 +370,17 @@ agent. The rescore is stored as an evaluation of its own.`,
 			if f.failUnder < 0 || f.failUnder > 1 {
 				return usageErr(fmt.Errorf("--fail-under %v: want a pass rate, 0..1", f.failUnder))
 			}
-			judge, closeJudges := judgeWith(f.agents, so, st)
+			opts := evalAgentOptions(f, so)
+			old, err := eval.Stored(cmd.Context(), st, args[0], lo...)
+			if errors.Is(err, store.ErrNotFound) || errors.Is(err, eval.ErrNotEvaluation) {
+				return usageErr(err)
+			} else if err != nil {
+				return runFailed(err)
+			}
+			if err := checkJudges(ds, f.agents, opts, judgesOf(old)); err != nil {
+				return usageErr(err)
+			}
+			judge, closeJudges := judgeWith(f.agents, opts, st)
 			defer closeJudges()
 			rep, err := eval.Rescore(cmd.Context(), st, args[0], ds, judge, lo...)
 			if errors.Is(err, store.ErrNotFound) || errors.Is(err, eval.ErrNotEvaluation) {

@@ -135,6 +135,13 @@ func TestEvalThroughTheBinary(t *testing.T) {
 	if bc := again["baseline"].(map[string]any); bc["baseline"] != id || join(bc["fixes"]) != "crash#1" {
 		t.Errorf("the rescore against the evaluation it rescored: %v", bc)
 	}
+	// A rescore with a judge it has no verdicts of needs that judge.
+	newJudge := filepath.Join(dir, "judged.json")
+	os.WriteFile(newJudge, []byte(strings.Replace(string(data), `"rubric": "The ticket goes where a person would send it."`, `"rubric": "Short."`, 1)), 0o600)
+	if code, _, errs := runCLI(t, "eval", "rescore", id, newJudge, "--db", db, "--agents", filepath.Join(dir, "no-agents")); code != 2 ||
+		!strings.Contains(errs, `cases[2] "double-charge": assertion 3 (judge): agent judge@v1`) {
+		t.Errorf("a rescore without its new judge: %d %s", code, errs)
+	}
 	if code, _, errs := runCLI(t, "trace", id, "--db", db); code != 2 || !strings.Contains(errs, "is an evaluation: agentry eval show") {
 		t.Errorf("trace of an evaluation: %d %s", code, errs)
 	}

@@ -245,8 +245,10 @@ export function verdictCell(cr, change) {
   const failed = cr.checks.filter((k) => !k.passed);
   const title = cr.checks.map((k) => `${k.passed ? '✓' : '✗'} ${k.type}${k.reason ? ': ' + k.reason : ''}`).join('\n');
   return h('td', {class: 'verdict-cell' + (change ? ' ' + change : ''), title},
-    h('a', {href: '#/runs/' + encodeURIComponent(cr.run_id), class: 'verdict ' + (cr.passed ? 'v-pass' : 'v-fail'),
-      'aria-label': `${cr.passed ? 'passed' : 'failed'}: the trace of run ${cr.run_id}`}, cr.passed ? 'PASS' : 'FAIL'),
+    cr.run_id
+      ? h('a', {href: '#/runs/' + encodeURIComponent(cr.run_id), class: 'verdict ' + (cr.passed ? 'v-pass' : 'v-fail'),
+        'aria-label': `${cr.passed ? 'passed' : 'failed'}: the trace of run ${cr.run_id}`}, cr.passed ? 'PASS' : 'FAIL')
+      : h('span', {class: 'verdict ' + (cr.passed ? 'v-pass' : 'v-fail'), title: 'no stored run'}, cr.passed ? 'PASS' : 'FAIL'),
     change ? h('span', {class: 'change-mark ' + change}, change) : null,
     h('span', {class: 'muted small checks-count'}, ` ${cr.checks.length - failed.length}/${cr.checks.length} checks`),
     cr.error ? h('p', {class: 'error-text small'}, cr.error) : null,
