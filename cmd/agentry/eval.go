@@ -122,7 +122,9 @@ func runEval(ctx context.Context, path string, f evalFlags, stdout, stderr io.Wr
 	if werr := writeReport(stdout, rep, f.asJSON, f.junit); werr != nil {
 		return runFailed(werr)
 	}
-	if err != nil {
+	if errors.Is(err, context.Canceled) {
+		return runFailed(fmt.Errorf("interrupted: what ran is stored as evaluation %s (aborted)", rep.ID))
+	} else if err != nil {
 		return runFailed(err)
 	}
 	return f.gates(rep)
