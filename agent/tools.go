@@ -4,10 +4,13 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"net/http"
+	"os"
 	"slices"
 	"strings"
 	"time"
 
+	"github.com/agentry/agentry/internal/httphdr"
 	"github.com/agentry/agentry/llm"
 	"github.com/agentry/agentry/memory/memtool"
 	"github.com/agentry/agentry/policy"
@@ -50,7 +53,11 @@ func (a *Agent) bindTools(o options) []string {
 			problems = append(problems, a.bindMCP(i, name, sets)...)
 			continue
 		} else if url, ok := strings.CutPrefix(name, "a2a:"); ok {
-			remote, err := a2a.Open(context.Background(), url, nil)
+			client, err := a2aClient(a.spec.A2AAgent(url))
+			var remote *a2a.Tool
+			if err == nil {
+				remote, err = a2a.Open(context.Background(), url, client)
+			}
 			if err != nil {
 				problems = append(problems, fmt.Sprintf("tools[%d] %q: %v", i, name, err))
 				continue
@@ -100,6 +107,23 @@ func (a *Agent) bindTools(o options) []string {
 		}
 	}
 	return problems
+}
+
+// a2aClient is the HTTP client of an "a2a:URL" tool: with the headers of
+// its a2a_agents entry, their ${env:NAME} filled in.
+func a2aClient(cfg *spec.A2AAgent) (*http.Client, error) {
+	if cfg == nil || len(cfg.Headers) == 0 {
+		return nil, nil
+	}
+	h := http.Header{}
+	for k, v := range cfg.Headers {
+		val, err := spec.ExpandEnv(v, os.LookupEnv)
+		if err != nil {
+			return nil, fmt.Errorf("a2a_agents %s: headers.%s: %w", cfg.URL, k, err)
+		}
+		h.Set(k, val)
+	}
+	return &http.Client{Transport: &httphdr.Transport{Header: h}}, nil
 }
 
 // connectorTools builds the tools of the connectors the spec configures,

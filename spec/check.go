@@ -55,6 +55,7 @@ func (s *Spec) Compile() (*Schemas, error) {
 	s.checkIO(&c, &sc)
 	c.p = append(c.p, s.checkEnums()...)
 	s.checkMCP(&c)
+	s.checkA2A(&c)
 	s.checkTools(&c)
 	s.checkVars(&c, sc.Input)
 	if s.Memory != nil {

@@ -89,6 +89,9 @@ type Spec struct {
 	Tools []string `json:"tools,omitempty"`
 	// MCPServers are the MCP servers whose tools the agent may use.
 	MCPServers []MCPServer `json:"mcp_servers,omitempty"`
+	// A2AAgents give the "a2a:URL" tools entries their headers (the
+	// remote agents' credentials).
+	A2AAgents []A2AAgent `json:"a2a_agents,omitempty"`
 	// Handoffs name agents ("NAME[@VERSION]") this one may pass the
 	// conversation and control to, through a transfer_to_NAME tool.
 	Handoffs []string          `json:"handoffs,omitempty"`

@@ -2,6 +2,7 @@ package a2a_test
 
 import (
 	"context"
+	"io"
 	"iter"
 	"net/http"
 	"net/http/httptest"
@@ -146,5 +147,49 @@ func TestBuildErrors(t *testing.T) {
 		if err := sp.Check(); err == nil || !strings.Contains(err.Error(), bad) {
 			t.Errorf("%s: %v", bad, err)
 		}
+	}
+}
+
+// An agent behind a key: the spec's a2a_agents entry sends the key (from
+// the environment) with each request; without it the agent is refused at
+// build, naming the URL.
+func TestKeyedRemoteAgent(t *testing.T) {
+	open := remote(t)
+	keyed := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("Authorization") != "Bearer k-123" {
+			http.Error(w, "a key, please", http.StatusUnauthorized)
+			return
+		}
+		// The remote's card names its own URL: proxy to the open server.
+		r2 := r.Clone(r.Context())
+		r2.URL.Scheme, r2.URL.Host, r2.RequestURI = "http", strings.TrimPrefix(open.URL, "http://"), ""
+		resp, err := http.DefaultTransport.RoundTrip(r2)
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadGateway)
+			return
+		}
+		defer resp.Body.Close()
+		w.Header().Set("Content-Type", resp.Header.Get("Content-Type"))
+		w.WriteHeader(resp.StatusCode)
+		io.Copy(w, resp.Body)
+	}))
+	t.Cleanup(keyed.Close)
+	if _, err := caller(t, "a2a:"+keyed.URL, "Echo_Agent", "hi"); err == nil || !strings.Contains(err.Error(), keyed.URL) {
+		t.Errorf("without the key: %v", err)
+	}
+	t.Setenv("AGENTRY_TEST_A2A_KEY", "k-123")
+	script, _ := scripted.New("caller", scripted.Turn{Content: "Done."})
+	a, err := agent.New(&spec.Spec{AgentName: "caller", Version: "v1", SystemText: "Ask.", Tools: []string{"a2a:" + keyed.URL},
+		A2AAgents: []spec.A2AAgent{{URL: keyed.URL, Headers: map[string]string{"Authorization": "Bearer ${env:AGENTRY_TEST_A2A_KEY}"}}}},
+		agent.WithProvider(script.Model(), "scripted"))
+	if err != nil {
+		t.Fatalf("with the key: %v", err)
+	}
+	a.Close()
+	_, err = agent.New(&spec.Spec{AgentName: "caller", Version: "v1", SystemText: "Ask.", Tools: []string{"a2a:" + keyed.URL},
+		A2AAgents: []spec.A2AAgent{{URL: keyed.URL, Headers: map[string]string{"Authorization": "Bearer ${env:AGENTRY_TEST_UNSET_KEY}"}}}},
+		agent.WithProvider(script.Model(), "scripted"))
+	if err == nil || !strings.Contains(err.Error(), "AGENTRY_TEST_UNSET_KEY is not set") {
+		t.Errorf("an unset variable: %v", err)
 	}
 }
