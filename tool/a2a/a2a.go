@@ -130,21 +130,74 @@ func (t *Tool) Call(ctx context.Context, args json.RawMessage) (json.RawMessage,
 	if err := json.Unmarshal(args, &in); err != nil || strings.TrimSpace(in.Message) == "" {
 		return nil, tool.NewErrorDetails("invalid_arguments", `the call needs {"message": "…"}, the text to send the agent`, true)
 	}
-	res, err := t.client.SendMessage(ctx, &sdk.SendMessageRequest{Message: sdk.NewMessage(sdk.MessageRoleUser, sdk.NewTextPart(in.Message))})
+	// The agent answers at once with its task; the tool follows it, so
+	// that a call cut off by its timeout (or the run's abort) cancels the
+	// remote task instead of leaving it working.
+	res, err := t.client.SendMessage(ctx, &sdk.SendMessageRequest{Message: sdk.NewMessage(sdk.MessageRoleUser, sdk.NewTextPart(in.Message)),
+		Config: &sdk.SendMessageConfig{ReturnImmediately: true}})
 	if err != nil {
-		if ctx.Err() != nil {
-			return nil, ctx.Err()
-		}
-		return nil, &tool.ErrorDetails{Type: "a2a_unavailable", Recoverable: false,
-			Message: fmt.Sprintf("a2a agent %s (%s) did not answer: %v", t.card.Name, t.url, err)}
+		return nil, t.unavailable(ctx, err)
 	}
 	switch r := res.(type) {
 	case *sdk.Message:
 		return json.Marshal(observation{State: "completed", Answer: textOf(r.Parts), Data: dataOf(r.Parts)})
 	case *sdk.Task:
-		return t.taskResult(r)
+		task, err := t.follow(ctx, r)
+		if err != nil {
+			return nil, err
+		}
+		return t.taskResult(task)
 	}
 	return nil, fmt.Errorf("a2a agent %s answered a %T", t.card.Name, res)
+}
+
+// follow asks for the task until it ends (or stops to ask for something),
+// waiting longer each time (50 ms to 1 s); when ctx ends first, the task
+// is canceled.
+func (t *Tool) follow(ctx context.Context, task *sdk.Task) (*sdk.Task, error) {
+	for wait := 50 * time.Millisecond; !settled(task.Status.State); wait = min(2*wait, time.Second) {
+		timer := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			timer.Stop()
+			t.cancel(ctx, task.ID)
+			return nil, ctx.Err()
+		case <-timer.C:
+		}
+		next, err := t.client.GetTask(ctx, &sdk.GetTaskRequest{ID: task.ID})
+		if err != nil {
+			if ctx.Err() != nil {
+				t.cancel(ctx, task.ID)
+			}
+			return nil, t.unavailable(ctx, err)
+		}
+		task = next
+	}
+	return task, nil
+}
+
+// settled says the task will not go on by itself: it ended, or it waits
+// for input or authentication.
+func settled(s sdk.TaskState) bool {
+	return s.Terminal() || s == sdk.TaskStateInputRequired || s == sdk.TaskStateAuthRequired
+}
+
+// cancel cancels a task the call gave up on, within cancelTimeout of its
+// own: the call's context has ended.
+func (t *Tool) cancel(ctx context.Context, id sdk.TaskID) {
+	ctx, stop := context.WithTimeout(context.WithoutCancel(ctx), cancelTimeout)
+	defer stop()
+	_, _ = t.client.CancelTask(ctx, &sdk.CancelTaskRequest{ID: id})
+}
+
+const cancelTimeout = 5 * time.Second
+
+func (t *Tool) unavailable(ctx context.Context, err error) error {
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	return &tool.ErrorDetails{Type: "a2a_unavailable", Recoverable: false,
+		Message: fmt.Sprintf("a2a agent %s (%s) did not answer: %v", t.card.Name, t.url, err)}
 }
 
 // observation is what the model sees of the remote agent's answer.

@@ -8,6 +8,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
 	sdk "github.com/a2aproject/a2a-go/v2/a2a"
 	"github.com/a2aproject/a2a-go/v2/a2asrv"
@@ -191,5 +192,56 @@ func TestKeyedRemoteAgent(t *testing.T) {
 		agent.WithProvider(script.Model(), "scripted"))
 	if err == nil || !strings.Contains(err.Error(), "AGENTRY_TEST_UNSET_KEY is not set") {
 		t.Errorf("an unset variable: %v", err)
+	}
+}
+
+// slow is an A2A agent that works until its task is canceled.
+type slow struct{ canceled chan string }
+
+func (s slow) Execute(ctx context.Context, ec *a2asrv.ExecutorContext) iter.Seq2[sdk.Event, error] {
+	return func(yield func(sdk.Event, error) bool) {
+		if !yield(sdk.NewSubmittedTask(ec, ec.Message), nil) || !yield(sdk.NewStatusUpdateEvent(ec, sdk.TaskStateWorking, nil), nil) {
+			return
+		}
+		<-ctx.Done()
+	}
+}
+
+func (s slow) Cancel(_ context.Context, ec *a2asrv.ExecutorContext) iter.Seq2[sdk.Event, error] {
+	return func(yield func(sdk.Event, error) bool) {
+		s.canceled <- string(ec.TaskID)
+		yield(sdk.NewStatusUpdateEvent(ec, sdk.TaskStateCanceled, nil), nil)
+	}
+}
+
+// A call cut off by the agent's tool timeout cancels the remote task.
+func TestTimeoutCancelsRemoteTask(t *testing.T) {
+	mux := http.NewServeMux()
+	srv := httptest.NewServer(mux)
+	t.Cleanup(srv.Close)
+	s := slow{canceled: make(chan string, 1)}
+	card := &sdk.AgentCard{Name: "Slow Agent", Description: "Takes its time.", Version: "1",
+		SupportedInterfaces: []*sdk.AgentInterface{sdk.NewAgentInterface(srv.URL+"/invoke", sdk.TransportProtocolJSONRPC)},
+		DefaultInputModes:   []string{"text"}, DefaultOutputModes: []string{"text"}}
+	mux.Handle("/invoke", a2asrv.NewJSONRPCHandler(a2asrv.NewHandler(s)))
+	mux.Handle(a2asrv.WellKnownAgentCardPath, a2asrv.NewStaticAgentCardHandler(card))
+	script, _ := scripted.New("caller", scripted.Turn{ToolCalls: []scripted.ToolCall{{Name: "Slow_Agent", Arguments: map[string]any{"message": "work"}}}},
+		scripted.Turn{Content: "Gave up."})
+	a, err := agent.New(&spec.Spec{AgentName: "caller", Version: "v1", SystemText: "Ask.", Tools: []string{"a2a:" + srv.URL},
+		Limits: spec.Limits{ToolTimeoutsMS: map[string]int64{"Slow_Agent": 300}}}, agent.WithProvider(script.Model(), "scripted"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	if obs := observation(t, a); !strings.Contains(obs, "unknown_outcome") {
+		t.Errorf("observation %s", obs)
+	}
+	select {
+	case id := <-s.canceled:
+		if id == "" {
+			t.Error("a cancel of no task")
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("the remote task was not canceled")
 	}
 }
