@@ -179,7 +179,7 @@ func (a *Agent) refreshMCP(ctx context.Context) *toolTable {
 			return false
 		}
 		next.byName[b.info.Name] = b
-		next.specs = append(next.specs, llm.ToolSpec{Name: b.info.Name, Description: describe(b.info), Parameters: b.info.Parameters})
+		next.specs = append(next.specs, specOf(b.info))
 		return true
 	}
 	for _, ts := range cur.specs {

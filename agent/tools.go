@@ -159,8 +159,13 @@ func (a *Agent) addBinding(b *binding) error {
 	}
 	b.handler = a.toolChain(b.info)
 	a.tools.byName[b.info.Name] = b
-	a.tools.specs = append(a.tools.specs, llm.ToolSpec{Name: b.info.Name, Description: describe(b.info), Parameters: b.info.Parameters})
+	a.tools.specs = append(a.tools.specs, specOf(b.info))
 	return nil
+}
+
+// specOf is how a tool is offered to models.
+func specOf(info tool.Info) llm.ToolSpec {
+	return llm.ToolSpec{Name: info.Name, Description: describe(info), Parameters: info.Parameters}
 }
 
 // toolChain is the handler of one tool: its execute_tool span, the user's middleware, then the

@@ -104,8 +104,9 @@ func verdictKey(a Assertion, c *Case, output string) string {
 	return strings.Join([]string{a.Agent, a.Rubric, c.Name, string(c.Expected), output}, "\x00")
 }
 
-// assertions are the dataset's assertions, then the case's.
-func (d *Dataset) assertions(c *Case) []Assertion {
+// Assertions are what a case's runs are checked with: the dataset's
+// assertions, then the case's.
+func (d *Dataset) Assertions(c *Case) []Assertion {
 	return append(append([]Assertion{}, d.Assert...), c.Assert...)
 }
 
@@ -114,7 +115,7 @@ func (d *Dataset) assertions(c *Case) []Assertion {
 // how it should end (an outcome or terminate_reason assertion); judges
 // are not asked about a failed run's output.
 func score(ctx context.Context, d *Dataset, c *Case, res *agent.Result, judge Judge, known *verdicts) []Check {
-	all := d.assertions(c)
+	all := d.Assertions(c)
 	out := make([]Check, 0, len(all)+1)
 	failed := res.Error != nil && res.TerminateReason != agent.ReasonCompleted || res.Outcome == agent.OutcomeError
 	if failed && !slices.ContainsFunc(all, func(a Assertion) bool { return a.Type == "outcome" || a.Type == "terminate_reason" }) {

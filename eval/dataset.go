@@ -182,7 +182,7 @@ func (d *Dataset) check() []string {
 		for j, a := range c.Assert {
 			probs = append(probs, a.check(fmt.Sprintf("%s: assert[%d]", at, j))...)
 		}
-		for _, a := range slices.Concat(d.Assert, c.Assert) {
+		for _, a := range d.Assertions(c) {
 			if (a.Type == "equals" || a.Type == "equals_subset") && len(c.Expected) == 0 && len(a.Value) == 0 {
 				probs = append(probs, fmt.Sprintf("%s: expected is required by its %s assertion (or give the assertion a value)", at, a.Type))
 			}

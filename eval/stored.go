@@ -116,7 +116,7 @@ func Rescore(ctx context.Context, st store.Store, id string, d *Dataset, judge J
 // under what they judged, for the rescore to reuse.
 func remember(known *verdicts, cr CaseResult, c *Case, d *Dataset, res *agent.Result) {
 	var judges []Assertion
-	for _, a := range d.assertions(c) {
+	for _, a := range d.Assertions(c) {
 		if a.Type == "judge" {
 			judges = append(judges, a)
 		}

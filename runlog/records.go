@@ -22,7 +22,7 @@ import (
 // Start opens a run's log: enough to build the agent (Spec) or the
 // pipeline (Definition) again, and to start its session as it was.
 type Start struct {
-	Kind        string          `json:"kind"` // "agent" or "pipeline"
+	Kind        string          `json:"kind"` // "agent", "pipeline" or "eval"
 	RunID       string          `json:"run_id"`
 	SessionID   string          `json:"session_id,omitempty"`
 	ParentRunID string          `json:"parent_run_id,omitempty"`

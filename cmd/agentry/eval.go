@@ -195,7 +195,7 @@ func checkJudges(ds *eval.Dataset, agentsDir string, opts []agent.Option, known 
 	judges := map[string]error{}
 	for i, c := range ds.Cases {
 		at := fmt.Sprintf("cases[%d] %q", i, c.Name)
-		for j, a := range append(append([]eval.Assertion{}, ds.Assert...), c.Assert...) {
+		for j, a := range ds.Assertions(&ds.Cases[i]) {
 			if a.Type != "judge" || known[[2]string{a.Agent, a.Rubric}] {
 				continue
 			}

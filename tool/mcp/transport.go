@@ -17,6 +17,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/agentry/agentry/internal/httphdr"
 	"github.com/agentry/agentry/spec"
 )
 
@@ -51,7 +52,7 @@ func newConnector(cfg *spec.MCPServer, o *Options, notify func(*jsonrpc.Request)
 		if o.HTTPClient != nil && o.HTTPClient.Transport != nil {
 			base = o.HTTPClient.Transport
 		}
-		h := &headers{base: base, h: hdr}
+		h := &headers{base: &httphdr.Transport{Base: base, Header: hdr}}
 		if t == spec.MCPStreamableHTTP {
 			h.notify = notify // SSE's connection is ordered instead
 		}
@@ -182,21 +183,14 @@ func (r *remote) transport() (sdk.Transport, *process, error) {
 	return &sdk.StreamableClientTransport{Endpoint: r.url, HTTPClient: r.client, MaxRetries: 2, OAuthHandler: r.oauth}, nil, nil
 }
 
-// headers adds the spec's headers to every request to a server, and
-// taps the event streams it answers with.
+// headers sends requests through base (which adds the spec's headers),
+// and taps the event streams a streamable HTTP server answers with.
 type headers struct {
 	base   http.RoundTripper
-	h      http.Header
 	notify func(*jsonrpc.Request)
 }
 
 func (h *headers) RoundTrip(req *http.Request) (*http.Response, error) {
-	if len(h.h) > 0 {
-		req = req.Clone(req.Context())
-		for k, v := range h.h {
-			req.Header[k] = v
-		}
-	}
 	resp, err := h.base.RoundTrip(req)
 	if err == nil && h.notify != nil && strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
 		resp.Body = &tap{ReadCloser: resp.Body, notify: h.notify}
