@@ -87,10 +87,11 @@ type binding struct {
 	info    tool.Info
 	tool    tool.Tool
 	handler tool.Handler
-	label   string   // "tool:NAME", the Result's context_used, made once
-	sub     *Agent   // set for agent:NAME tools
-	handoff *handoff // set for transfer_to_NAME tools
-	set     *mcpSet  // set for an MCP server's tools
+	inner   tool.Handler // the part of handler inside the run log (Exec)
+	label   string       // "tool:NAME", the Result's context_used, made once
+	sub     *Agent       // set for agent:NAME tools
+	handoff *handoff     // set for transfer_to_NAME tools
+	set     *mcpSet      // set for an MCP server's tools
 }
 
 type options struct {

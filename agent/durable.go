@@ -89,12 +89,19 @@ func (s *Session) openJournal(ctx context.Context, r *run) (*journal, error) {
 	if c.store == nil {
 		return nil, nil
 	}
-	if c.resume == nil && !s.agent.spec.Tracing.Records(s.traceKey()) {
+	e := c.extra
+	if e == nil {
+		e = &runExtra{}
+	}
+	if c.resume == nil && !e.dispatch && !s.agent.spec.Tracing.Records(s.traceKey()) {
 		// Not sampled (spec tracing): the run is not recorded, but its
 		// version is still pinned and its policy decisions still audited.
 		return nil, s.agent.pin(ctx, c.store)
 	}
 	j := &journal{r: r}
+	if e.dispatch {
+		j.out = &dispatched{}
+	}
 	write := true
 	if rc := c.resume; rc != nil {
 		// What earlier resumes decided holds, unless decided anew: a run
@@ -119,6 +126,12 @@ func (s *Session) openJournal(ctx context.Context, r *run) (*journal, error) {
 		r.st.StartedAt = Timestamp{rc.log.Start.StartedAt}
 		if write {
 			j.quiet = max(rc.log.LastTurn, 1)
+			j.supplied = e.results
+			if t := suppliedTurn(e.results); t > 0 && !undecided(rc.log, e.results, c.decisions) {
+				// The run stopped after turn t to have its calls run: that
+				// turn is on record up to their ends, which are told now.
+				j.quiet, j.tailTurn = t+1, t
+			}
 		}
 	}
 	if write {
@@ -133,6 +146,21 @@ func (s *Session) openJournal(ctx context.Context, r *run) (*journal, error) {
 	}
 	r.link.journal = j
 	return j, nil
+}
+
+// undecided reports whether a call of the log waits for a person with
+// no decision and no result given: a resume must then go through its
+// turn again, as after any pause for approval.
+func undecided(l *runlog.Log, results map[string]runlog.ToolResult, decisions map[string]bool) bool {
+	for key := range l.Waiting() {
+		_, given := results[key]
+		_, decided := decisions[key]
+		_, before := l.Decided[key]
+		if !given && !decided && !before {
+			return true
+		}
+	}
+	return false
 }
 
 // Stored builds the agent a stored run ran: the spec as it ran (not as
@@ -201,7 +229,35 @@ func (a *Agent) Resume(ctx context.Context, st store.Store, runID string, opts .
 	if err != nil {
 		return nil, err
 	}
-	holder, err := runlog.TakeOver(ctx, st, &l.Run)
+	var c runConfig
+	for _, o := range opts {
+		o(&c)
+	}
+	driver := ""
+	if c.extra != nil {
+		driver = c.extra.driver
+	}
+	if l.Start.Driver != driver {
+		if l.Start.Driver == "" {
+			return nil, fmt.Errorf("%w: run %s was not started by %s", ErrNotResumable, runID, driver)
+		}
+		return nil, fmt.Errorf("%w: run %s is driven by %s: resume, approve or deny it there", ErrNotResumable, runID, l.Start.Driver)
+	}
+	var as []runlog.Option
+	if driver != "" {
+		as = append(as, runlog.HeldAs(driverHolder(driver)))
+		if ownedBy(l.Run.Holder, driver) {
+			// An earlier holder of the same driver (a task that timed
+			// out, or is still running somewhere): its writes end here.
+			if err := st.Break(ctx, runID, l.Run.Holder); err != nil && !errors.Is(err, store.ErrLeaseLost) {
+				return nil, err
+			}
+			if l.Run.Status == store.Running {
+				l.Run.Status = store.Interrupted
+			}
+		}
+	}
+	holder, err := runlog.TakeOver(ctx, st, &l.Run, as...)
 	if err != nil {
 		return nil, err
 	}

@@ -108,6 +108,7 @@ var endings = []ending{
 	{ErrTimeout, ReasonTimeout, CodeTimeout, OutcomePartial, true},
 	{ErrAborted, ReasonAborted, CodeAborted, OutcomePartial, false},
 	{ErrInterrupted, ReasonAborted, CodeInterrupted, OutcomePartial, true},
+	{ErrDispatched, ReasonAborted, CodeInterrupted, OutcomePartial, true},
 	{ErrBudgetExceeded, ReasonBudgetExceeded, CodeBudgetExceeded, OutcomePartial, true},
 	{ErrValidation, ReasonCompleted, CodeValidation, OutcomePartial, true},
 	{ErrAwaitingApproval, ReasonAwaitingApproval, CodeAwaitingApproval, OutcomeConfirm, true},

@@ -118,6 +118,10 @@ func (r *run) exec(index, base int, call *llm.ToolCall, res *ToolResult, transfe
 			Turn: r.st.Turn, Index: index, Started: start, Time: r.at(start),
 			Run: r.info, Budget: r.remaining(index + 1), Reporter: r}
 		out, err := b.handler(r.ctx, c)
+		if err == errCallDispatched {
+			res.Err = err // it runs elsewhere: its end is told when its result is given
+			return
+		}
 		attempts = c.Attempt
 		res.attachments = c.Attachments()
 		res.Output, res.Observation, res.Err = out.JSON, out.Observation, err

@@ -78,13 +78,16 @@ func (r *run) finish(final *Final, err error) (*Result, error) {
 	r.hidePrivate(res)
 	redactResult(res, a.redact)
 	res.Decision = decision(res) // of redacted parts: it needs no redaction of its own
-	a.metrics.record(res)
+	paused := errors.Is(err, ErrInterrupted) || errors.Is(err, ErrDispatched)
+	if !errors.Is(err, ErrDispatched) { // a run that handed its calls out goes on elsewhere
+		a.metrics.record(res)
+		r.logger.runEnd(res)
+	}
 	r.endSpan(res)
 	r.s.agent.sizes.learn(st)
-	r.logger.runEnd(res)
 	// An interrupted run has not ended: its run_end comes when it is
 	// resumed and ends, so that a stream of its events goes on then.
-	if r.s.bus.Active() && !errors.Is(err, ErrInterrupted) {
+	if r.s.bus.Active() && !paused {
 		r.emitEnd(res)
 	}
 	return res, err

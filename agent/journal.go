@@ -57,6 +57,14 @@ type journal struct {
 	approve  map[string]bool
 	deny     map[string]bool
 
+	// A run driven from elsewhere (Dispatch, WithResults): the calls this
+	// turn hands out, nil when the run runs its calls; the results given
+	// for calls handed out before; and the turn they belong to, whose
+	// calls' ends (and the turn's end) are still to be told.
+	out      *dispatched
+	supplied map[string]runlog.ToolResult
+	tailTurn int
+
 	mu    sync.Mutex
 	diffs []Difference
 	// What was served from the log, so that the Result reports the
@@ -149,15 +157,20 @@ func (j *journal) begin(ctx context.Context, s *Session) error {
 			start.Seed = &seed
 		}
 		start.FixedClock = r.fixed
+		var opts []runlog.Option
 		if e := s.cfg.extra; e != nil {
 			start.Images = e.images
+			if e.driver != "" {
+				start.Driver = e.driver
+				opts = append(opts, runlog.HeldAs(driverHolder(e.driver)))
+			}
 		}
 		if a.o.agents != nil {
 			start.AgentsDir = runlog.AbsDir(a.o.agents.Path)
 		}
 		j.w, err = runlog.Create(ctx, s.cfg.store, store.Run{ID: r.st.RunID, Kind: "agent", Name: a.spec.AgentName,
 			Version: a.spec.Version, ParentID: r.st.ParentRunID, SessionID: r.st.SessionID, CreatedAt: r.st.StartedAt.Time}, start, red,
-			a.logOptions()...)
+			append(a.logOptions(), opts...)...)
 	} else {
 		rc := s.cfg.resume
 		rec := runlog.Resume{Turn: j.quiet, Holder: rc.holder, Model: s.agent.o.model, Approved: keys(j.approve), Denied: keys(j.deny),
@@ -184,6 +197,28 @@ func (j *journal) end(ctx context.Context, res *Result) error {
 	status, sum := res.StoreStatus()
 	return j.w.End(ctx, status, sum, res.Iterations, res)
 }
+
+// yield writes what is queued and keeps the run's lease for its driver,
+// which goes on with it once the calls handed out have run: the run
+// stays running, or awaits approval when calls of the turn wait for a
+// person.
+func (j *journal) yield(ctx context.Context, err error) error {
+	if j.w == nil {
+		return nil
+	}
+	status := store.Running
+	var de *DispatchError
+	if errors.As(err, &de) && len(de.Waiting) > 0 {
+		status = store.AwaitingApproval
+	}
+	return j.w.Hold(ctx, status, DispatchHold)
+}
+
+// DispatchHold is how long a run that handed its calls out (Dispatch)
+// stays leased to its driver without hearing from it: long enough for
+// calls and approvals that take days. A driver that comes back takes
+// the lease over at once.
+var DispatchHold = 30 * 24 * time.Hour
 
 // interrupt writes what is queued and gives up the lease without ending
 // the run: the store reports it interrupted, for Resume.

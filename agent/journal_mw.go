@@ -273,6 +273,9 @@ func (j *journal) tool(ctx context.Context, call *tool.Call, next tool.Handler) 
 			j.served(call.Turn, res)
 			return res.Result()
 		}
+		if res, ok := j.supplied[key]; ok {
+			return j.record(ctx, call, class, res)
+		}
 		if in, ok := l.Intents[key]; ok && class == tool.NonIdempotent {
 			switch {
 			case j.deny[key]:
@@ -307,6 +310,11 @@ func (j *journal) tool(ctx context.Context, call *tool.Call, next tool.Handler) 
 			return tool.Output{}, err // not run: it could not be made safe to run
 		}
 	}
+	if j.out != nil {
+		if _, sub := call.Tool.(subTool); !sub {
+			return tool.Output{}, j.out.add(ctx, j.r.a, call)
+		}
+	}
 	start := time.Now()
 	out, err := next(ctx, call)
 	rec := runlog.NewToolResult(call, out, err, start)
@@ -333,6 +341,21 @@ func (j *journal) tool(ctx context.Context, call *tool.Call, next tool.Handler) 
 		j.add(store.KindToolResult, call.Turn, key, rec)
 	}
 	return out, err
+}
+
+// record writes the result of a call the run handed out, which its
+// executor ran (WithResults), and answers the call with it.
+func (j *journal) record(ctx context.Context, call *tool.Call, class tool.Idempotency, res runlog.ToolResult) (tool.Output, error) {
+	res.CallID, res.Tool, res.Arguments = call.ID, call.Name, string(call.Arguments)
+	if class == tool.NonIdempotent {
+		if err := j.commit(ctx, runlog.Record(store.KindToolResult, call.Turn, call.Key(), res)); err != nil {
+			return tool.Output{}, err
+		}
+	} else {
+		j.add(store.KindToolResult, call.Turn, call.Key(), res)
+	}
+	j.served(call.Turn, &res)
+	return res.Result()
 }
 
 // audit records a person's decision on a call of unknown outcome, as

@@ -9,6 +9,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"runtime/debug"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -138,11 +139,16 @@ func (s *Session) Run(ctx context.Context) (*Result, error) {
 	}
 	if j != nil {
 		s.bus.Flush() // run_end is on record before the Result
-		end := j.end
-		if errors.Is(err, ErrInterrupted) {
-			end = j.interrupt
+		var jerr error
+		switch {
+		case errors.Is(err, ErrInterrupted):
+			jerr = j.interrupt(ctx, res)
+		case errors.Is(err, ErrDispatched):
+			jerr = j.yield(ctx, err)
+		default:
+			jerr = j.end(ctx, res)
 		}
-		if jerr := end(ctx, res); jerr != nil && err == nil {
+		if jerr != nil && (err == nil || errors.Is(err, ErrDispatched)) {
 			err = jerr
 		}
 	}
@@ -240,7 +246,9 @@ func (r *run) loop() (*Final, error) {
 			return d.Final, d.Final.Err
 		case len(d.Calls) > 0:
 			if err := r.act(&d); err != nil {
-				r.endTurn()
+				if !errors.Is(err, ErrDispatched) { // the turn ends once its calls have run
+					r.endTurn()
+				}
 				return nil, err
 			}
 		case d.Message != nil:
@@ -292,6 +300,9 @@ func (r *run) stopFor(results []ToolResult) error {
 	var first error
 	for i := range results {
 		err := results[i].Err
+		if err == errCallDispatched {
+			continue // the turn ends with the list of them (dispatchEnd)
+		}
 		if err != nil && first == nil && r.a.retry.Fatal(results[i].Call.Name) && !ends(err) {
 			c := &results[i].Call
 			first = withDetails(fmt.Errorf("%w: %s (retry.tools.%s.fatal): %w", ErrTool, c.Name, c.Name, err),
@@ -315,6 +326,13 @@ func (r *run) stopFor(results []ToolResult) error {
 		if first == nil {
 			first = err
 		}
+	}
+	keys := make([]string, len(waiting))
+	for i, w := range waiting {
+		keys[i], _ = w["key"].(string)
+	}
+	if err := r.dispatchEnd(keys); err != nil {
+		return err
 	}
 	if len(waiting) > 0 {
 		return withDetails(fmt.Errorf("%w: %s; resume with --approve or --deny",
@@ -427,7 +445,7 @@ func (r *run) emit(e event.Event) {
 	e.ParentRunID = r.st.ParentRunID
 	e.TraceID = r.info.TraceID
 	e.Turn = r.st.Turn
-	if e.Turn < r.quiet() {
+	if e.Turn < r.quiet() && !r.tail(&e) {
 		return // a resumed run replays these turns: their events are on record
 	}
 	if e.Time.IsZero() {
@@ -463,6 +481,26 @@ func (r *run) since(start, end time.Time) time.Duration {
 		return 0
 	}
 	return end.Sub(start)
+}
+
+// tail reports whether e is one of the events a dispatching run's turn
+// still owes once its calls have run: their ends, and the turn's.
+func (r *run) tail(e *event.Event) bool {
+	j := r.link.journal
+	if j == nil || j.tailTurn == 0 || e.Turn != j.tailTurn {
+		return false
+	}
+	switch e.Type {
+	case event.TurnEnd:
+		return true
+	case event.ToolCallEnd:
+		for key, res := range j.supplied {
+			if res.CallID == e.Tool.ID && strings.HasPrefix(key, r.st.RunID+":"+strconv.Itoa(e.Turn)+":") {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // quiet is the turn before which a resumed run emits no events and

@@ -206,7 +206,7 @@ func (a *Agent) refreshMCP(ctx context.Context) *toolTable {
 			b := cur.byName[t.Info().Name]
 			if b == nil || b.set != s || b.tool.(*mcp.Tool).Remote() != t.Remote() || !sameInfo(b.info, t.Info()) {
 				b = &binding{tool: t, set: s, info: t.Info(), label: "tool:" + t.Info().Name}
-				b.handler = a.toolChain(b.info)
+				b.handler, b.inner = a.toolChain(b.info)
 			}
 			if !add(b) {
 				a.logger.Warn("mcp tool left out: its name is taken", "server", s.client.Name(), "tool", t.Remote(), "name", b.info.Name)

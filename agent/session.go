@@ -17,6 +17,7 @@ import (
 	"github.com/agentry/agentry/internal/ids"
 	"github.com/agentry/agentry/llm"
 	"github.com/agentry/agentry/prompt"
+	"github.com/agentry/agentry/runlog"
 	"github.com/agentry/agentry/schema"
 	"github.com/agentry/agentry/spec"
 	"github.com/agentry/agentry/store"
@@ -87,6 +88,11 @@ type runExtra struct {
 	seed       int64     // what ids and randomness derive from
 	now        time.Time // WithNow: the run's clock, which does not move
 	images     []llm.Image
+	runID      string // WithRunID
+	runIDSet   bool
+	driver     string                       // DrivenBy
+	dispatch   bool                         // Dispatch
+	results    map[string]runlog.ToolResult // WithResults
 }
 
 // more is c's extra options, made when an option first sets one.
@@ -244,6 +250,19 @@ func (a *Agent) NewSession(input map[string]any, opts ...RunOption) (*Session, e
 			return nil, fmt.Errorf("%w: %v", ErrConfig, err)
 		}
 	}
+	if e := c.extra; e != nil {
+		if e.dispatch && c.store == nil {
+			return nil, fmt.Errorf("%w: Dispatch needs a store (WithStore): a dispatched run goes on from its log", ErrConfig)
+		}
+		if len(e.results) > 0 && c.resume == nil {
+			return nil, fmt.Errorf("%w: WithResults gives the results of dispatched calls to Resume", ErrConfig)
+		}
+		if e.runIDSet {
+			if err := checkRunID(e.runID); err != nil {
+				return nil, err
+			}
+		}
+	}
 	if len(c.decisions) > 0 && c.resume == nil {
 		return nil, fmt.Errorf("%w: Approve and Deny decide the calls a stored run waits for; give them to Resume", ErrNoSuchCall)
 	}
@@ -284,6 +303,11 @@ func (a *Agent) NewSession(input map[string]any, opts ...RunOption) (*Session, e
 		id, runID = ids.Seeded("ses", seed), ids.Seeded("run", seed)
 		if c.info.SessionID != "" {
 			id = c.info.SessionID
+		}
+	case c.extra != nil && c.extra.runID != "":
+		id, runID = c.info.SessionID, c.extra.runID
+		if id == "" {
+			id = ids.New("ses")
 		}
 	case c.info.SessionID != "":
 		id, runID = c.info.SessionID, ids.New("run")

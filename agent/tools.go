@@ -157,7 +157,7 @@ func (a *Agent) addBinding(b *binding) error {
 	if _, dup := a.tools.byName[b.info.Name]; dup {
 		return fmt.Errorf("two tools are named %q", b.info.Name)
 	}
-	b.handler = a.toolChain(b.info)
+	b.handler, b.inner = a.toolChain(b.info)
 	a.tools.byName[b.info.Name] = b
 	a.tools.specs = append(a.tools.specs, specOf(b.info))
 	return nil
@@ -173,9 +173,16 @@ func specOf(info tool.Info) llm.ToolSpec {
 // run is durable), then retry -> timeout -> panic recovery -> truncation
 // -> the tool. Retries
 // wrap the timeout so that each attempt has its own; truncation sits
-// innermost so that every layer sees the whole result.
-func (a *Agent) toolChain(info tool.Info) tool.Handler {
-	mws := make([]tool.Middleware, 0, len(a.o.toolMW)+7)
+// innermost so that every layer sees the whole result. inner is the
+// part inside the run log, which runs a call (Exec runs a dispatched
+// call with it).
+func (a *Agent) toolChain(info tool.Info) (handler, inner tool.Handler) {
+	inner = tool.Chain(tool.Handle,
+		tool.Retry(a.toolRetryPolicy(info.Name), nil),
+		tool.Timeout(a.toolTimeout(info)),
+		tool.Recover(nil), // the run logs the panic, with its attributes and the stack
+		tool.Truncate(a.limits.MaxObservationBytes))
+	mws := make([]tool.Middleware, 0, len(a.o.toolMW)+3)
 	mws = append(mws, a.traceTools)
 	mws = append(mws, a.o.toolMW...)
 	if a.spec.Policy != nil || len(a.o.rules) > 0 {
@@ -184,12 +191,8 @@ func (a *Agent) toolChain(info tool.Info) tool.Handler {
 		}
 		mws = append(mws, a.policyMW)
 	}
-	mws = append(mws, journalTools,
-		tool.Retry(a.toolRetryPolicy(info.Name), nil),
-		tool.Timeout(a.toolTimeout(info)),
-		tool.Recover(nil), // the run logs the panic, with its attributes and the stack
-		tool.Truncate(a.limits.MaxObservationBytes))
-	return tool.Chain(tool.Handle, mws...)
+	mws = append(mws, journalTools)
+	return tool.Chain(inner, mws...), inner
 }
 
 func knownTools(r *tool.Registry) string {

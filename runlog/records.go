@@ -49,6 +49,10 @@ type Start struct {
 	// Memory is what recall put into the system prompt, for a resume to
 	// put it back as it was (sealed when the memory is).
 	Memory string `json:"memory,omitempty"`
+	// Driver names what drives the run when it is not one process (a
+	// Temporal workflow, "temporal:NAMESPACE/WORKFLOW_ID"): only a
+	// session of the same driver may resume it (agent.DrivenBy).
+	Driver string `json:"driver,omitempty"`
 }
 
 // ModelCall is one model call: what was asked (as a digest) and the

@@ -35,7 +35,8 @@ type Writer struct {
 	holder string
 	red    *policy.Redactor
 
-	seal *Sealer // nil: records are not encrypted
+	seal     *Sealer // nil: records are not encrypted
+	asHolder string  // HeldAs
 
 	mu      sync.Mutex
 	sealed  uint64 // the run's sealed records so far
@@ -52,6 +53,9 @@ type Writer struct {
 // redacts secrets (policy.Secrets).
 func Create(ctx context.Context, st store.Store, run store.Run, start *Start, red *policy.Redactor, opts ...Option) (*Writer, error) {
 	w := newWriter(st, run.ID, store.NewHolder(), red, opts)
+	if h := w.asHolder; h != "" {
+		w.holder = h
+	}
 	run.Status, run.Holder, run.LeaseUntil = store.Running, w.holder, time.Now().Add(LeaseTTL)
 	// A run aborted before it began is still on record (it ends aborted
 	// at once): its id may have been given out already.
@@ -87,16 +91,22 @@ func newWriter(st store.Store, runID, holder string, red *policy.Redactor, opts 
 	for _, o := range opts {
 		o(&c)
 	}
-	return &Writer{st: st, runID: runID, holder: holder, red: red, last: time.Now(), seal: c.seal, sealed: c.after}
+	return &Writer{st: st, runID: runID, holder: holder, red: red, last: time.Now(), seal: c.seal, sealed: c.after, asHolder: c.holder}
 }
 
 // Option configures a Writer, or Read.
 type Option func(*config)
 
 type config struct {
-	seal  *Sealer
-	after uint64
+	seal   *Sealer
+	after  uint64
+	holder string
 }
+
+// HeldAs makes Create and TakeOver lease the run to holder rather than
+// to a holder of this process: a driver that moves between processes (a
+// workflow) names its own.
+func HeldAs(holder string) Option { return func(c *config) { c.holder = holder } }
 
 // Sealed makes a Writer encrypt every record it writes with s, and Read
 // open them (see Sealer). A log read with a key holds only sealed
@@ -124,7 +134,7 @@ var ErrNotResumable = errors.New("run cannot be resumed")
 // it returns (for Take, or to give up with Release). The run must be
 // resumable: interrupted, or awaiting approval; a run still marked
 // running whose holder died on this machine is taken as interrupted.
-func TakeOver(ctx context.Context, st store.Store, run *store.Run) (holder string, err error) {
+func TakeOver(ctx context.Context, st store.Store, run *store.Run, opts ...Option) (holder string, err error) {
 	if run.Status == store.Running && store.HolderDead(run.Holder) {
 		if err := st.Break(ctx, run.ID, run.Holder); err != nil && !errors.Is(err, store.ErrLeaseLost) {
 			return "", err
@@ -138,7 +148,14 @@ func TakeOver(ctx context.Context, st store.Store, run *store.Run) (holder strin
 	default:
 		return "", fmt.Errorf("%w: run %s is %s; only interrupted runs and runs awaiting approval resume", ErrNotResumable, run.ID, run.Status)
 	}
+	var c config
+	for _, o := range opts {
+		o(&c)
+	}
 	holder = store.NewHolder()
+	if c.holder != "" {
+		holder = c.holder // HeldAs
+	}
 	if err := st.Acquire(ctx, run.ID, holder, LeaseTTL); err != nil {
 		return "", fmt.Errorf("%w: %w", ErrNotResumable, err)
 	}
@@ -293,6 +310,24 @@ func (w *Writer) End(ctx context.Context, status store.Status, sum store.Summary
 	}
 	return w.commitLocked(ctx, store.Write{Status: status, Summary: &sum, Release: true},
 		Record(store.KindResult, turn, "", result))
+}
+
+// Hold writes what is queued, sets the run's status (running, or
+// awaiting approval) and keeps its lease for ttl without renewing it:
+// the run's driver goes on with it later, in this process or another,
+// and nobody else may take it meanwhile.
+func (w *Writer) Hold(ctx context.Context, status store.Status, ttl time.Duration) error {
+	w.stopLease()
+	w.mu.Lock()
+	err := w.commitLocked(ctx, store.Write{Status: status})
+	w.mu.Unlock()
+	if err != nil {
+		return err
+	}
+	if err := w.st.Renew(context.WithoutCancel(ctx), w.runID, w.holder, ttl); err != nil {
+		return fmt.Errorf("%w: %w", ErrStore, err)
+	}
+	return nil
 }
 
 // Release gives up the run's lease without ending it: a run refused

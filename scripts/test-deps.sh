@@ -16,6 +16,9 @@
 #   AGENTRY_TEST_NPM        a node_modules of the pinned npm packages the
 #                           protocol tests run (the npm "openai" client),
 #                           cached outside the repository
+#   AGENTRY_TEST_TEMPORAL   the path of the Temporal CLI (pinned, built from the
+#                           Go module proxy once, cached outside the repository);
+#                           the Temporal tests start its dev server
 set -euo pipefail
 
 log() { echo "test-deps: $*" >&2; }
@@ -60,6 +63,33 @@ install() {
     apt_install "${pkgs[@]}"
   fi
   install_npm
+  install_temporal
+}
+
+# The Temporal CLI, for its dev server (temporal server start-dev): built
+# from the Go module proxy at a pinned version, once, into a cache outside
+# the repository. The build uses throwaway module and build caches, so the
+# CLI's few gigabytes of dependencies do not stay on the machine.
+TEMPORAL_CLI=v1.5.1
+
+temporal_bin() {
+  echo "${AGENTRY_TEMPORAL_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/agentry-test-deps/temporal-cli-$TEMPORAL_CLI}/temporal"
+}
+
+install_temporal() {
+  local bin tmp
+  bin=$(temporal_bin)
+  [ -x "$bin" ] && return
+  log "building the Temporal CLI $TEMPORAL_CLI (a few minutes, once)"
+  tmp=$(mktemp -d "${TMPDIR:-/tmp}/agentry-temporal-build.XXXXXX")
+  mkdir -p "$(dirname "$bin")"
+  if ! GOBIN="$tmp/bin" GOMODCACHE="$tmp/mod" GOCACHE="$tmp/cache" GOFLAGS=-modcacherw GOTOOLCHAIN=local \
+    go install -trimpath -ldflags "-s -w" "github.com/temporalio/cli/cmd/temporal@$TEMPORAL_CLI" >&2; then
+    rm -rf "$tmp"
+    return 1
+  fi
+  mv "$tmp/bin/temporal" "$bin.part" && mv "$bin.part" "$bin"
+  rm -rf "$tmp"
 }
 
 # The npm packages the protocol tests run against, pinned, installed once
@@ -164,6 +194,7 @@ start() {
   start_redis "$dir"
   echo "export AGENTRY_TEST_CHROMIUM='$(chromium_bin)'"
   echo "export AGENTRY_TEST_NPM='$(npm_dir)/node_modules'"
+  echo "export AGENTRY_TEST_TEMPORAL='$(temporal_bin)'"
 }
 
 stop() {

@@ -1,0 +1,194 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/agentry/agentry/event"
+	"github.com/agentry/agentry/runlog"
+	"github.com/agentry/agentry/store"
+	"github.com/agentry/agentry/tool"
+)
+
+// driveDispatched runs the stored run runID as a workflow engine would:
+// each stop hands calls out, each call runs on its own (Exec, with an
+// agent built from the log), and a resume given their results goes on.
+// It returns the final Result and how many times the run stopped.
+func driveDispatched(t *testing.T, st store.Store, reg *tool.Registry, driver, runID string, sess *Session) (*Result, int) {
+	t.Helper()
+	ctx := context.Background()
+	stops := 0
+	for {
+		res, err := sess.Run(ctx)
+		var de *DispatchError
+		if !errors.As(err, &de) {
+			return res, stops
+		}
+		stops++
+		if stops > 10 {
+			t.Fatal("the run never ends")
+		}
+		run, gerr := st.Get(ctx, runID)
+		if gerr != nil {
+			t.Fatal(gerr)
+		}
+		if run.Status != store.Running || !strings.HasPrefix(run.Holder, driver+"/") {
+			t.Errorf("between its tasks the run is %s held by %q; want running, held by %s", run.Status, run.Holder, driver)
+		}
+		exec := storedAgent(t, st, runID, WithTools(reg))
+		info := &tool.Run{RunID: runID}
+		results := map[string]runlog.ToolResult{}
+		for _, c := range de.Calls {
+			results[c.Key] = exec.Exec(ctx, info, c, nil)
+		}
+		exec.Close()
+		a := storedAgent(t, st, runID, WithTools(reg))
+		t.Cleanup(func() { a.Close() })
+		if sess, err = a.Resume(ctx, st, runID, Dispatch(), DrivenBy(driver), WithResults(results)); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// A run that hands its calls out and is resumed with their results ends
+// as the same run made in one go: the same Result, the same events in
+// the same order, each effect once, the calls run with their own keys.
+func TestDispatch(t *testing.T) {
+	for _, b := range backends {
+		t.Run(b.name, func(t *testing.T) {
+			ctx := context.Background()
+			st := openStore(t, b.dsn(t))
+			local := ledger{filepath.Join(t.TempDir(), "local")}
+			want, err := payerAgent(t, durableTools(t, local, false, nil)).Run(ctx, payerInput, WithStore(st))
+			if err != nil {
+				t.Fatal(err)
+			}
+
+			l := ledger{filepath.Join(t.TempDir(), "dispatched")}
+			reg := durableTools(t, l, false, nil)
+			const driver, runID = "test:wf-1", "run_dispatched_1"
+			sess, err := payerAgent(t, reg).NewSession(payerInput, WithStore(st), Dispatch(), DrivenBy(driver), WithRunID(runID))
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, stops := driveDispatched(t, st, reg, driver, runID, sess)
+			if stops != 2 {
+				t.Errorf("the run stopped %d times to hand calls out; want 2 (one a turn with calls)", stops)
+			}
+			if got.ID != runID {
+				t.Errorf("run id %q, want %q", got.ID, runID)
+			}
+			if g, w := comparable(t, got), comparable(t, want); g != w {
+				t.Errorf("dispatched Result differs from the local one:\n%s\nwant:\n%s", g, w)
+			}
+			if sends := l.sends(t); !slices.Equal(sends, []string{runID + ":2:0"}) {
+				t.Errorf("the payment was sent with keys %v; want once, with %s:2:0", sends, runID)
+			}
+			run, err := st.Get(ctx, runID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if run.Status != store.Completed || run.Holder != "" {
+				t.Errorf("ended run is %s held by %q", run.Status, run.Holder)
+			}
+			if g, w := eventTypes(t, st, runID), eventTypes(t, st, want.ID); !slices.Equal(g, w) {
+				t.Errorf("events of the dispatched run:\n%v\nwant those of the local run:\n%v", g, w)
+			}
+		})
+	}
+}
+
+// eventTypes are the types of the events a run's log holds, as trace
+// shows them, with each tool call's id.
+func eventTypes(t *testing.T, st store.Store, runID string) []string {
+	t.Helper()
+	l, err := runlog.Read(context.Background(), st, runID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	evs, err := l.Events()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, e := range evs {
+		s := string(e.Type)
+		if e.Tool != nil {
+			s += "(" + e.Tool.Name + ")"
+		}
+		if e.Type == event.ToolCallEnd || e.Type == event.ToolCallStart || e.Type == event.TurnStart || e.Type == event.TurnEnd {
+			s += "@" + string(rune('0'+e.Turn))
+		}
+		out = append(out, s)
+	}
+	// Calls of one turn run in parallel, their events in any order: each
+	// turn's are compared sorted.
+	typ := func(s string) bool { return strings.HasPrefix(s, "tool_call_") }
+	for i := 0; i < len(out); {
+		j := i + 1
+		for typ(out[i]) && j < len(out) && typ(out[j]) {
+			j++
+		}
+		slices.Sort(out[i:j])
+		i = j
+	}
+	return out
+}
+
+// A run a driver drives is resumed by that driver only: a person's
+// resume, or another driver's, is refused, and a second holder of the
+// same driver fences the first one's writes off.
+func TestDispatchDriver(t *testing.T) {
+	ctx := context.Background()
+	st := openStore(t, backends[0].dsn(t))
+	l := ledger{filepath.Join(t.TempDir(), "ledger")}
+	reg := durableTools(t, l, false, nil)
+	const driver, runID = "test:wf-2", "run_driven_2"
+	sess, err := payerAgent(t, reg).NewSession(payerInput, WithStore(st), Dispatch(), DrivenBy(driver), WithRunID(runID))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := sess.Run(ctx); !errors.Is(err, ErrDispatched) {
+		t.Fatalf("first turn: %v; want ErrDispatched", err)
+	}
+	a := storedAgent(t, st, runID, WithTools(reg))
+	defer a.Close()
+	for name, opts := range map[string][]RunOption{
+		"no driver":      nil,
+		"another driver": {DrivenBy("test:wf-3")},
+		"a prefix of it": {DrivenBy("test:wf")},
+	} {
+		if _, err := a.Resume(ctx, st, runID, opts...); !errors.Is(err, ErrNotResumable) {
+			t.Errorf("%s: resume = %v; want ErrNotResumable", name, err)
+		}
+	}
+	first, err := a.Resume(ctx, st, runID, Dispatch(), DrivenBy(driver))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A second task of the driver takes the run over (the first one timed
+	// out, as far as the engine knows): the first may write no more.
+	second, err := a.Resume(ctx, st, runID, Dispatch(), DrivenBy(driver))
+	if err != nil {
+		t.Fatalf("the driver's second holder: %v", err)
+	}
+	_ = second
+	if _, err := first.Run(ctx); !errors.Is(err, ErrStore) && !errors.Is(err, store.ErrLeaseLost) {
+		t.Errorf("the fenced-off holder ran on: %v; want ErrStore (lease lost)", err)
+	}
+	if sends := l.sends(t); len(sends) != 0 {
+		t.Errorf("tools ran in the dispatching session: %v", sends)
+	}
+	if _, err := payerAgent(t, reg).NewSession(payerInput, Dispatch()); !errors.Is(err, ErrConfig) {
+		t.Errorf("Dispatch without a store: %v; want ErrConfig", err)
+	}
+	for _, id := range []string{"", "a:b", "a/b", "a b", strings.Repeat("x", 129)} {
+		if _, err := payerAgent(t, reg).NewSession(payerInput, WithRunID(id)); !errors.Is(err, ErrConfig) {
+			t.Errorf("WithRunID(%q): %v; want ErrConfig", id, err)
+		}
+	}
+}
