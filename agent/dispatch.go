@@ -47,9 +47,19 @@ type PendingCall struct {
 type DispatchError struct {
 	// Calls are the calls to run, in the turn's order.
 	Calls []PendingCall
-	// Waiting are the keys of calls of the same turn that wait for a
-	// person's approval: decide them (Approve, Deny) when resuming.
-	Waiting []string
+	// Waiting are calls of the same turn that wait for a person's
+	// approval: decide them (Approve, Deny) when resuming.
+	Waiting []WaitingCall
+}
+
+// WaitingCall is a call that waits for a person's approval.
+type WaitingCall struct {
+	Key    string `json:"key"`
+	CallID string `json:"call_id"`
+	Tool   string `json:"tool"`
+	// Rule is the policy rule that holds it back, empty for a call of
+	// unknown outcome (it may have taken effect before the run stopped).
+	Rule string `json:"rule,omitempty"`
 }
 
 func (e *DispatchError) Error() string {
@@ -141,7 +151,7 @@ var errCallDispatched = &DispatchError{}
 
 // dispatchEnd is the error a turn that handed calls out ends the run
 // with, nil when it handed none out.
-func (r *run) dispatchEnd(waiting []string) error {
+func (r *run) dispatchEnd(waiting []WaitingCall) error {
 	j := r.link.journal
 	if j == nil || j.out == nil {
 		return nil

@@ -327,11 +327,14 @@ func (r *run) stopFor(results []ToolResult) error {
 			first = err
 		}
 	}
-	keys := make([]string, len(waiting))
+	calls := make([]WaitingCall, len(waiting))
 	for i, w := range waiting {
-		keys[i], _ = w["key"].(string)
+		calls[i].Key, _ = w["key"].(string)
+		calls[i].CallID, _ = w["call_id"].(string)
+		calls[i].Tool, _ = w["tool"].(string)
+		calls[i].Rule, _ = w["rule"].(string)
 	}
-	if err := r.dispatchEnd(keys); err != nil {
+	if err := r.dispatchEnd(calls); err != nil {
 		return err
 	}
 	if len(waiting) > 0 {

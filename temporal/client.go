@@ -1,0 +1,91 @@
+package temporal
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"go.temporal.io/api/enums/v1"
+	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/worker"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/agentry/agentry/internal/ids"
+)
+
+// Register puts the run workflow and its activities on w, a worker of
+// the task queue runs are started on.
+func Register(w worker.Registry, cfg Config) error {
+	if cfg.Store == nil {
+		return errors.New("temporal: Config.Store is required: runs' logs are written to it")
+	}
+	x := &activities{cfg: cfg}
+	w.RegisterWorkflowWithOptions(run, workflow.RegisterOptions{Name: WorkflowName})
+	w.RegisterActivityWithOptions(x.advance, activity.RegisterOptions{Name: AdvanceName})
+	w.RegisterActivityWithOptions(x.tool, activity.RegisterOptions{Name: ToolName})
+	return nil
+}
+
+// Start starts a run on the task queue and returns its id, which is
+// also its workflow's id.
+func Start(ctx context.Context, c client.Client, taskQueue string, req Request) (string, error) {
+	if taskQueue == "" {
+		return "", errors.New("temporal: a task queue is required")
+	}
+	if len(req.Spec) == 0 && req.Agent == "" {
+		return "", errors.New("temporal: the request names no agent: give its spec or its name")
+	}
+	runID := ids.New("run")
+	_, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: runID, TaskQueue: taskQueue,
+		WorkflowIDReusePolicy: enums.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE}, WorkflowName, req, (*Carried)(nil))
+	if err != nil {
+		return "", fmt.Errorf("temporal: start run %s: %w", runID, err)
+	}
+	return runID, nil
+}
+
+// Wait waits for the run's workflow to end (through its continuations)
+// and returns its Outcome.
+func Wait(ctx context.Context, c client.Client, runID string) (*Outcome, error) {
+	var out Outcome
+	if err := c.GetWorkflow(ctx, runID, "").Get(ctx, &out); err != nil {
+		return nil, fmt.Errorf("temporal: run %s: %w", runID, err)
+	}
+	return &out, nil
+}
+
+// Decide approves or denies calls the run waits for. A decision that
+// names no waiting call is refused, with the calls that wait.
+func Decide(ctx context.Context, c client.Client, runID string, d Decision) error {
+	h, err := c.UpdateWorkflow(ctx, client.UpdateWorkflowOptions{WorkflowID: runID, UpdateName: UpdateApprove,
+		Args: []any{d}, WaitForStage: client.WorkflowUpdateStageCompleted})
+	if err == nil {
+		err = h.Get(ctx, nil)
+	}
+	if err != nil {
+		return fmt.Errorf("temporal: decide run %s: %w", runID, err)
+	}
+	return nil
+}
+
+// Abort cancels the run's workflow: the run ends aborted, on record.
+func Abort(ctx context.Context, c client.Client, runID string) error {
+	if err := c.CancelWorkflow(ctx, runID, ""); err != nil {
+		return fmt.Errorf("temporal: abort run %s: %w", runID, err)
+	}
+	return nil
+}
+
+// Query asks the run's workflow where the run stands.
+func Query(ctx context.Context, c client.Client, runID string) (*Progress, error) {
+	v, err := c.QueryWorkflow(ctx, runID, "", QueryProgress)
+	if err != nil {
+		return nil, fmt.Errorf("temporal: query run %s: %w", runID, err)
+	}
+	var p Progress
+	if err := v.Get(&p); err != nil {
+		return nil, err
+	}
+	return &p, nil
+}

@@ -1,0 +1,149 @@
+// Package temporal runs agents as Temporal workflows: runs that outlive
+// the machine that started them, on workers that share the load.
+//
+// A run is one workflow, whose id is the run's id. The workflow is the
+// loop as Temporal sees it: a planning activity (Advance) goes on with
+// the run from its log, makes the turn's model call and hands the turn's
+// tool calls out (agent.Dispatch); each call is an activity of its own
+// (Tool); the next Advance records their results and plans the next
+// turn. The run's log in agentry's store stays its only truth: trace,
+// runs, replay and the server see a Temporal run like a local one, live.
+// The workflow itself holds only keys and statuses, so its code is
+// small, deterministic and versioned apart from the agent's: a run
+// started by one release finishes on the next.
+//
+// Guarantees: a non-idempotent call's activity has one attempt, its
+// idempotency key is RUN_ID:TURN:INDEX (the workflow's id and the
+// activity's place in it) and its intent is committed before it is
+// handed out; a call whose worker died is never sent again blindly: the
+// run pauses for approval, as a local run does, unless its tool
+// deduplicates by key, when it is sent again with the same key. Approval
+// is the signal "approve", abort a cancellation of the workflow, and the
+// query "progress" says where the run stands.
+//
+// Register puts the workflow and its activities on a worker; Start,
+// Wait, Decide, Abort and Progress are the client's side.
+package temporal
+
+import (
+	"encoding/json"
+	"time"
+
+	"github.com/agentry/agentry/agent"
+	"github.com/agentry/agentry/runlog"
+	"github.com/agentry/agentry/tool"
+)
+
+// The names Temporal knows agentry's workflow, activities, update and
+// query by. They are part of the contract with running workflows: they
+// never change.
+const (
+	WorkflowName  = "agentry.Run"
+	AdvanceName   = "agentry.Advance"
+	ToolName      = "agentry.Tool"
+	UpdateApprove = "approve"
+	QueryProgress = "progress"
+)
+
+// Request is what a run on Temporal starts with: the agent (its spec, or
+// its name in the worker's agents directory), the input and who runs it.
+type Request struct {
+	// Spec is the agent's spec as it runs (a snapshot); Agent names one
+	// in the worker's agents directory instead (NAME or NAME@VERSION).
+	Spec  json.RawMessage `json:"spec,omitempty"`
+	Agent string          `json:"agent,omitempty"`
+	// BaseDir is where the spec's relative paths (a scripted model's
+	// file, prompt files) are found; Model overrides its model.
+	BaseDir string         `json:"base_dir,omitempty"`
+	Model   string         `json:"model,omitempty"`
+	Input   map[string]any `json:"input"`
+	// Who runs it, as for a local run.
+	SessionID     string            `json:"session_id,omitempty"`
+	UserID        string            `json:"user_id,omitempty"`
+	CorrelationID string            `json:"correlation_id,omitempty"`
+	TraceParent   string            `json:"trace_parent,omitempty"`
+	Metadata      map[string]string `json:"metadata,omitempty"`
+}
+
+// Decision approves or denies calls a run waits for (the "approve"
+// update). Each id is a call's idempotency key, or the model's call id
+// when it names one waiting call.
+type Decision struct {
+	Approve []string `json:"approve,omitempty"`
+	Deny    []string `json:"deny,omitempty"`
+	// Reason is why the denied calls are denied; By who decided.
+	Reason string `json:"reason,omitempty"`
+	By     string `json:"by,omitempty"`
+}
+
+// Progress is where a run stands (the "progress" query).
+type Progress struct {
+	RunID string `json:"run_id"`
+	// Status is running, awaiting_approval or the status it ended with.
+	Status string `json:"status"`
+	// Turn is the loop turn; Tokens, CostUSD and ToolCalls what the run
+	// used so far.
+	Turn      int      `json:"turn"`
+	Tokens    int      `json:"tokens"`
+	CostUSD   *float64 `json:"cost_usd,omitempty"`
+	ToolCalls int      `json:"tool_calls"`
+	// Running are the keys of the calls running now; Waiting the calls
+	// that wait for a person.
+	Running []string            `json:"running,omitempty"`
+	Waiting []agent.WaitingCall `json:"waiting,omitempty"`
+	// Result is the run's partial Result as of its last turn.
+	Result json.RawMessage `json:"result,omitempty"`
+}
+
+// Outcome is what a run's workflow returns: the run, how it ended and
+// its Result, the same JSON a local run gives.
+type Outcome struct {
+	RunID  string          `json:"run_id"`
+	Status string          `json:"status"`
+	Result json.RawMessage `json:"result"`
+}
+
+// advanceIn is one planning activity's input.
+type advanceIn struct {
+	RunID  string `json:"run_id"`
+	Driver string `json:"driver"`
+	// Request starts the run (the first Advance of a workflow).
+	Request *Request `json:"request,omitempty"`
+	// Results are those of the calls handed out last, by key.
+	Results  map[string]runlog.ToolResult `json:"results,omitempty"`
+	Decision *Decision                    `json:"decision,omitempty"`
+	Abort    bool                         `json:"abort,omitempty"`
+}
+
+// advanceOut is where the run stopped.
+type advanceOut struct {
+	// Status is the run's store status: running (calls handed out),
+	// awaiting_approval, or how it ended.
+	Status  string              `json:"status"`
+	Ended   bool                `json:"ended,omitempty"`
+	Calls   []agent.PendingCall `json:"calls,omitempty"`
+	Waiting []agent.WaitingCall `json:"waiting,omitempty"`
+	// Run is what the run's tools see of it.
+	Run    tool.Run        `json:"run"`
+	Result json.RawMessage `json:"result,omitempty"`
+	// What the run used so far, for the progress query.
+	Turn      int      `json:"turn"`
+	Tokens    int      `json:"tokens"`
+	CostUSD   *float64 `json:"cost_usd,omitempty"`
+	ToolCalls int      `json:"tool_calls"`
+}
+
+// toolIn is one call's activity input.
+type toolIn struct {
+	Run  tool.Run          `json:"run"`
+	Call agent.PendingCall `json:"call"`
+}
+
+// Timeouts and retries of the activities. A worker that dies is found by
+// its activities' missing heartbeats.
+const (
+	heartbeatEvery   = 2 * time.Second
+	heartbeatTimeout = 10 * time.Second
+	advanceTimeout   = 30 * time.Minute
+	defaultToolLimit = time.Hour
+)

@@ -1,0 +1,274 @@
+package temporal
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/mock"
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/log"
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/testsuite"
+
+	"github.com/agentry/agentry/agent"
+	"github.com/agentry/agentry/internal/testdb"
+	_ "github.com/agentry/agentry/llm/scripted"
+	"github.com/agentry/agentry/runlog"
+	"github.com/agentry/agentry/store"
+	_ "github.com/agentry/agentry/store/postgres"
+	_ "github.com/agentry/agentry/store/sqlite"
+	"github.com/agentry/agentry/tool"
+)
+
+// ledger is the world the pay tool changes: each key it was sent with,
+// a line each.
+type ledger struct {
+	mu   sync.Mutex
+	path string
+}
+
+func (l *ledger) send(key string) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	f, err := os.OpenFile(l.path, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o600)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	_, err = f.WriteString(key + "\n")
+	return err
+}
+
+func (l *ledger) sends(t testing.TB) []string {
+	t.Helper()
+	data, err := os.ReadFile(l.path)
+	if os.IsNotExist(err) {
+		return nil
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.Fields(string(data))
+}
+
+// payTools are add (safe) and pay (non-idempotent), which writes its key
+// to the ledger.
+func payTools(l *ledger) *tool.Registry {
+	type addArgs struct{ A, B int }
+	type payArgs struct {
+		To     string `json:"to"`
+		Amount int    `json:"amount"`
+	}
+	add := tool.Must(tool.Func("add", "Add two integers.", func(_ context.Context, in addArgs) (int, error) {
+		return in.A + in.B, nil
+	}, tool.WithIdempotency(tool.Safe)))
+	pay := tool.Must(tool.Func("pay", "Pay someone.", func(ctx context.Context, in payArgs) (map[string]any, error) {
+		if err := l.send(tool.CallFrom(ctx).Key()); err != nil {
+			return nil, err
+		}
+		return map[string]any{"paid": in.Amount, "to": in.To}, nil
+	}, tool.WithIdempotency(tool.NonIdempotent)))
+	r, err := tool.NewRegistry(add, pay)
+	if err != nil {
+		panic(err)
+	}
+	return r
+}
+
+func openStore(t testing.TB) store.Store {
+	t.Helper()
+	st, err := store.Open(context.Background(), testdb.SQLite(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	return st
+}
+
+// request is a Request of the spec in testdata.
+func request(t testing.TB, name string) Request {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("testdata", name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir, _ := filepath.Abs("testdata")
+	return Request{Spec: b, BaseDir: dir, Input: map[string]any{"task": "pay bob what 2 + 3 makes"}, UserID: "ann"}
+}
+
+// env is a test workflow environment with the run workflow and its real
+// activities, over st.
+func env(t *testing.T, st store.Store, l *ledger) *testsuite.TestWorkflowEnvironment {
+	var s testsuite.WorkflowTestSuite
+	s.SetLogger(log.NewStructuredLogger(slog.New(slog.DiscardHandler)))
+	e := s.NewTestWorkflowEnvironment()
+	e.SetTestTimeout(time.Minute)
+	if err := Register(e, Config{Store: st, Options: []agent.Option{agent.WithTools(payTools(l))}}); err != nil {
+		t.Fatal(err)
+	}
+	return e
+}
+
+func outcomeOf(t *testing.T, e *testsuite.TestWorkflowEnvironment) (*Outcome, *agent.Result) {
+	t.Helper()
+	if !e.IsWorkflowCompleted() {
+		t.Fatal("the workflow did not complete")
+	}
+	if err := e.GetWorkflowError(); err != nil {
+		t.Fatalf("workflow failed: %v", err)
+	}
+	var out Outcome
+	if err := e.GetWorkflowResult(&out); err != nil {
+		t.Fatal(err)
+	}
+	var res agent.Result
+	if err := json.Unmarshal(out.Result, &res); err != nil {
+		t.Fatalf("the Outcome's Result: %v", err)
+	}
+	return &out, &res
+}
+
+// A run on Temporal ends as the same run made locally: the same answer,
+// steps and usage, its log complete, the payment made once under the
+// key the workflow id and the call's place give it.
+func TestWorkflowRun(t *testing.T) {
+	st := openStore(t)
+	l := &ledger{path: filepath.Join(t.TempDir(), "ledger")}
+	e := env(t, st, l)
+	const runID = "run_wf_1"
+	e.SetStartWorkflowOptions(client.StartWorkflowOptions{ID: runID})
+	e.ExecuteWorkflow(WorkflowName, request(t, "payer.json"), (*Carried)(nil))
+	out, res := outcomeOf(t, e)
+	if out.RunID != runID || out.Status != string(store.Completed) || !res.Success || res.Result != "Paid bob 5." {
+		t.Fatalf("outcome %s %s, result %v (success %v)", out.RunID, out.Status, res.Result, res.Success)
+	}
+	if sends := l.sends(t); !slices.Equal(sends, []string{runID + ":2:0"}) {
+		t.Errorf("payments sent with keys %v; want one, %s:2:0", sends, runID)
+	}
+	if res.TokenUsage.TotalTokens != 239 || len(res.Steps) != 3 || res.Iterations != 3 {
+		t.Errorf("usage %d tokens, %d steps, %d turns; want 239, 3, 3", res.TokenUsage.TotalTokens, len(res.Steps), res.Iterations)
+	}
+	stored, err := runlog.Read(context.Background(), st, runID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if stored.Run.Status != store.Completed || stored.Run.Holder != "" || !strings.HasPrefix(stored.Start.Driver, "temporal:") {
+		t.Errorf("stored run %s held by %q, driver %q", stored.Run.Status, stored.Run.Holder, stored.Start.Driver)
+	}
+	var storedRes agent.Result
+	if err := json.Unmarshal(stored.Result, &storedRes); err != nil || storedRes.Result != res.Result {
+		t.Errorf("stored Result %s (%v); want the Outcome's", stored.Result, err)
+	}
+	if stored.Start.UserID != "ann" {
+		t.Errorf("the run's user is %q; want ann", stored.Start.UserID)
+	}
+}
+
+// A call the policy holds back waits for the approve update; an update
+// that names no waiting call is refused, naming those that wait.
+func TestWorkflowApproval(t *testing.T) {
+	st := openStore(t)
+	l := &ledger{path: filepath.Join(t.TempDir(), "ledger")}
+	e := env(t, st, l)
+	const runID = "run_wf_2"
+	e.SetStartWorkflowOptions(client.StartWorkflowOptions{ID: runID})
+	var rejected error
+	var waited *Progress
+	e.RegisterDelayedCallback(func() {
+		v, err := e.QueryWorkflow(QueryProgress)
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		waited = &Progress{}
+		v.Get(waited)
+		e.UpdateWorkflow(UpdateApprove, "bad", &testsuite.TestUpdateCallback{
+			OnReject: func(err error) { rejected = err }, OnAccept: func() {}, OnComplete: func(any, error) {}}, Decision{Approve: []string{"no-such-call"}})
+		e.UpdateWorkflow(UpdateApprove, "good", &testsuite.TestUpdateCallback{
+			OnReject: func(err error) { t.Errorf("approval refused: %v", err) }, OnAccept: func() {}, OnComplete: func(any, error) {}},
+			Decision{Approve: []string{runID + ":2:0"}, By: "bob"})
+	}, time.Hour)
+	e.ExecuteWorkflow(WorkflowName, request(t, "approver.json"), (*Carried)(nil))
+	out, res := outcomeOf(t, e)
+	if out.Status != string(store.Completed) || res.Result != "Paid bob 5." {
+		t.Fatalf("outcome %s, result %v", out.Status, res.Result)
+	}
+	if waited == nil || waited.Status != string(store.AwaitingApproval) || len(waited.Waiting) != 1 || waited.Waiting[0].Key != runID+":2:0" {
+		t.Errorf("progress while waiting: %+v", waited)
+	}
+	if rejected == nil || !strings.Contains(rejected.Error(), runID+":2:0") {
+		t.Errorf("an approval of no waiting call: %v; want a refusal naming the waiting call", rejected)
+	}
+	if sends := l.sends(t); !slices.Equal(sends, []string{runID + ":2:0"}) {
+		t.Errorf("payments %v; want one", sends)
+	}
+}
+
+// A non-idempotent call whose task failed (its worker died) is never
+// sent again blindly: the run waits for a person; denied, the model is
+// told the outcome is unknown.
+func TestWorkflowUnknownOutcome(t *testing.T) {
+	st := openStore(t)
+	l := &ledger{path: filepath.Join(t.TempDir(), "ledger")}
+	e := env(t, st, l)
+	const runID = "run_wf_3"
+	e.SetStartWorkflowOptions(client.StartWorkflowOptions{ID: runID})
+	x := &activities{cfg: Config{Store: st, Options: []agent.Option{agent.WithTools(payTools(l))}}}
+	e.OnActivity(ToolName, mock.Anything, mock.Anything).Return(func(ctx context.Context, in toolIn) (runlog.ToolResult, error) {
+		if in.Call.Tool == "pay" {
+			l.send(in.Call.Key) // it took effect, and then the worker died
+			return runlog.ToolResult{}, temporal.NewTimeoutError(0, errors.New("heartbeat timeout"))
+		}
+		return x.tool(ctx, in)
+	})
+	e.RegisterDelayedCallback(func() {
+		e.UpdateWorkflow(UpdateApprove, "deny", &testsuite.TestUpdateCallback{
+			OnReject: func(err error) { t.Errorf("denial refused: %v", err) }, OnAccept: func() {}, OnComplete: func(any, error) {}},
+			Decision{Deny: []string{runID + ":2:0"}, Reason: "checked by hand"})
+	}, time.Hour)
+	e.ExecuteWorkflow(WorkflowName, request(t, "payer.json"), (*Carried)(nil))
+	_, res := outcomeOf(t, e)
+	if sends := l.sends(t); len(sends) != 1 {
+		t.Errorf("payments %v; want the one made before the worker died, and no other", sends)
+	}
+	var unknown bool
+	for _, s := range res.Steps {
+		if s.Action != nil && s.Action.Tool == "pay" && strings.Contains(s.Observation, "unknown_outcome") {
+			unknown = true
+		}
+	}
+	if !unknown {
+		t.Errorf("the model was not told the payment's outcome is unknown: %+v", res.Steps)
+	}
+}
+
+// A cancelled workflow ends its run aborted, on record.
+func TestWorkflowAbort(t *testing.T) {
+	st := openStore(t)
+	l := &ledger{path: filepath.Join(t.TempDir(), "ledger")}
+	e := env(t, st, l)
+	const runID = "run_wf_4"
+	e.SetStartWorkflowOptions(client.StartWorkflowOptions{ID: runID})
+	e.RegisterDelayedCallback(e.CancelWorkflow, time.Hour) // while it waits for approval
+	e.ExecuteWorkflow(WorkflowName, request(t, "approver.json"), (*Carried)(nil))
+	out, res := outcomeOf(t, e)
+	if out.Status != string(store.Aborted) || res.TerminateReason != agent.ReasonAborted {
+		t.Errorf("outcome %s, reason %s; want aborted", out.Status, res.TerminateReason)
+	}
+	run, err := st.Get(context.Background(), runID)
+	if err != nil || run.Status != store.Aborted {
+		t.Errorf("stored run %+v (%v); want aborted", run, err)
+	}
+	if sends := l.sends(t); len(sends) != 0 {
+		t.Errorf("payments %v; want none", sends)
+	}
+}
