@@ -174,7 +174,7 @@ func (j *journal) begin(ctx context.Context, s *Session) error {
 	} else {
 		rc := s.cfg.resume
 		rec := runlog.Resume{Turn: j.quiet, Holder: rc.holder, Model: s.agent.o.model, Approved: keys(j.approve), Denied: keys(j.deny),
-			Reason: s.cfg.denyReason()}
+			Reason: s.cfg.denyReason(), Dispatched: j.tailTurn > 0}
 		j.w, err = runlog.Take(ctx, s.cfg.store, r.st.RunID, rc.holder, red, runlog.Record(store.KindResume, j.quiet, "", rec),
 			s.agent.logOptions(runlog.Continuing(rc.log))...)
 	}

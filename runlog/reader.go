@@ -38,7 +38,8 @@ type Log struct {
 	// LastTurn the turn of the last recorded model call.
 	Attempts int
 	LastTurn int
-	// Resumes are the turns resumes took over at.
+	// Resumes are the turns resumes took over at (not counting a
+	// dispatched run going on after its calls ran).
 	Resumes []int
 	// events are the run's events, those a resume superseded left out.
 	events []store.Record
@@ -159,7 +160,9 @@ func (l *Log) resume(rec *store.Record) error {
 	}
 	l.events = kept
 	l.Result = nil
-	l.Resumes = append(l.Resumes, rec.Turn)
+	if !rr.Dispatched {
+		l.Resumes = append(l.Resumes, rec.Turn)
+	}
 	return nil
 }
 

@@ -180,6 +180,9 @@ type Resume struct {
 	Denied   []string `json:"denied,omitempty"`
 	// Reason is why the calls were denied, when a person said.
 	Reason string `json:"reason,omitempty"`
+	// Dispatched says the run went on after its calls ran elsewhere
+	// (agent.Dispatch): the way it runs, not a resume.
+	Dispatched bool `json:"dispatched,omitempty"`
 }
 
 // Approval is a call that waits for a person's approval.

@@ -99,7 +99,7 @@ func newRoot(stdout, stderr io.Writer) *cobra.Command {
 	root.SetOut(stdout)
 	root.SetErr(stderr)
 	root.AddCommand(newRunCmd(stdout, stderr), newValidateCmd(stdout, stderr), newRunsCmd(stdout), newTraceCmd(stdout),
-		newReplayCmd(stdout, stderr), newResumeCmd(stdout, stderr), newAuditCmd(stdout), newPromptCmd(stdout), newAgentsCmd(stdout), newServeCmd(stdout, stderr), newHashKeyCmd(stdout), newMCPCmd(stdout, stderr), newEvalCmd(stdout, stderr), newVersionCmd(stdout))
+		newReplayCmd(stdout, stderr), newResumeCmd(stdout, stderr), newAuditCmd(stdout), newPromptCmd(stdout), newAgentsCmd(stdout), newServeCmd(stdout, stderr), newHashKeyCmd(stdout), newMCPCmd(stdout, stderr), newEvalCmd(stdout, stderr), newWorkerCmd(stderr), newVersionCmd(stdout))
 	root.Version = version()
 	root.SetVersionTemplate("{{.Version}}\n")
 	return root

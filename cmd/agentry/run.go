@@ -54,6 +54,8 @@ type runFlags struct {
 
 func newRunCmd(stdout, stderr io.Writer) *cobra.Command {
 	var f runFlags
+	var t temporalFlags
+	var detach bool
 	cmd := &cobra.Command{
 		Use:   "run SPEC|PIPELINE|NAME[@VERSION]",
 		Short: "Run an agent or a pipeline and print its answer",
@@ -72,7 +74,16 @@ spec or input.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			f.agentsSet = cmd.Flags().Changed("agents")
 			f.seedSet = cmd.Flags().Changed("seed")
-			if data, err := os.ReadFile(args[0]); err == nil && pipeline.IsPipeline(data) {
+			data, err := os.ReadFile(args[0])
+			isPipeline := err == nil && pipeline.IsPipeline(data)
+			switch {
+			case t.address != "" && isPipeline:
+				return usageErr(fmt.Errorf("%s is a pipeline: pipelines do not run on Temporal yet; run it without --temporal", args[0]))
+			case t.address != "":
+				return runOnTemporal(cmd.Context(), args[0], f, t, detach, stdout, stderr)
+			case detach:
+				return usageErr(errors.New("--detach returns at once from a run on Temporal: give --temporal"))
+			case isPipeline:
 				return runPipeline(cmd.Context(), args[0], f, stdout, stderr)
 			}
 			if f.resume != "" {
@@ -97,6 +108,8 @@ spec or input.`,
 	fl.StringVar(&f.traceParent, "traceparent", "", "the caller's W3C trace context (00-TRACEID-SPANID-FLAGS), instead of --trace-id")
 	dbFlag(cmd, &f.db)
 	fl.BoolVar(&f.noStore, "no-store", false, "do not store the run (it cannot be traced, replayed or resumed)")
+	t.flags(cmd, false)
+	fl.BoolVar(&detach, "detach", false, "with --temporal: print the run's id and return at once; the run goes on on the workers")
 	return cmd
 }
 

@@ -1,0 +1,248 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+
+	"github.com/spf13/cobra"
+	"go.temporal.io/sdk/client"
+	tlog "go.temporal.io/sdk/log"
+	"go.temporal.io/sdk/worker"
+
+	"github.com/agentry/agentry/agent"
+	"github.com/agentry/agentry/spec"
+	"github.com/agentry/agentry/temporal"
+)
+
+// temporalFlags say where runs go when they run on Temporal.
+type temporalFlags struct {
+	address   string
+	namespace string
+	taskQueue string
+}
+
+func (t *temporalFlags) flags(cmd *cobra.Command, required bool) {
+	fl := cmd.Flags()
+	usage := "run on the Temporal server at HOST:PORT (env AGENTRY_TEMPORAL)"
+	if required {
+		usage = "the Temporal server, HOST:PORT (env AGENTRY_TEMPORAL)"
+	}
+	fl.StringVar(&t.address, "temporal", os.Getenv("AGENTRY_TEMPORAL"), usage)
+	fl.StringVar(&t.namespace, "namespace", envOr("AGENTRY_TEMPORAL_NAMESPACE", "default"), "the Temporal namespace (env AGENTRY_TEMPORAL_NAMESPACE)")
+	fl.StringVar(&t.taskQueue, "task-queue", envOr("AGENTRY_TASK_QUEUE", "agentry"), "the Temporal task queue of agentry's workers (env AGENTRY_TASK_QUEUE)")
+}
+
+func envOr(name, def string) string {
+	if v := os.Getenv(name); v != "" {
+		return v
+	}
+	return def
+}
+
+// dial connects to the Temporal server; the SDK's own logging is off
+// unless the command logs.
+func (t *temporalFlags) dial(ctx context.Context, logger *slog.Logger) (client.Client, error) {
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	c, err := client.DialContext(ctx, client.Options{HostPort: t.address, Namespace: t.namespace, Logger: tlog.NewStructuredLogger(logger)})
+	if err != nil {
+		return nil, fmt.Errorf("--temporal %s: %w", t.address, err)
+	}
+	return c, nil
+}
+
+type workerFlags struct {
+	runFlags
+	temporalFlags
+}
+
+func newWorkerCmd(stderr io.Writer) *cobra.Command {
+	var f workerFlags
+	cmd := &cobra.Command{
+		Use:   "worker",
+		Short: "Run agents as Temporal workflows: a worker of a task queue",
+		Long: `Run a worker of a Temporal task queue: it runs the runs started there
+(agentry run --temporal, agentry serve --temporal) as workflows, each model
+turn and each tool call an activity, and writes each run's log to --db, the
+store every worker and server of a deployment shares (Postgres). Several
+workers share the load; a run whose worker dies goes on on another. Stop it
+with Ctrl-C or SIGTERM: runs in flight go on elsewhere.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return runWorker(cmd.Context(), f, stderr)
+		},
+	}
+	f.temporalFlags.flags(cmd, true)
+	fl := cmd.Flags()
+	fl.StringVar(&f.agents, "agents", "agents", "agents directory: the agents requests name, and agent: tools")
+	fl.StringVar(&f.pricing, "pricing", os.Getenv("AGENTRY_PRICING"), "pricing file to add to the built-in table (env AGENTRY_PRICING)")
+	fl.BoolVar(&f.allowPrivate, "allow-private-network", false, "let http_get and http_request reach loopback and private addresses")
+	fl.StringVar(&f.logLevel, "log-level", os.Getenv("AGENTRY_LOG_LEVEL"), "log records on stderr at this level: debug, info, warn, error, off (env AGENTRY_LOG_LEVEL; off by default)")
+	fl.StringVar(&f.logFormat, "log-format", os.Getenv("AGENTRY_LOG_FORMAT"), "log records as json or text (env AGENTRY_LOG_FORMAT; implies --log-level info)")
+	promptsFlag(cmd, &f.prompts)
+	dbFlag(cmd, &f.db)
+	return cmd
+}
+
+func runWorker(ctx context.Context, f workerFlags, stderr io.Writer) error {
+	if f.address == "" {
+		return usageErr(errors.New("--temporal HOST:PORT is required"))
+	}
+	logger, err := newLogger(f.logLevel, f.logFormat, stderr)
+	if err != nil {
+		return usageErr(err)
+	}
+	st, err := openStore(ctx, f.db)
+	if err != nil {
+		return usageErr(err)
+	}
+	defer st.Close()
+	opts, err := storedAgentOptions(f.runFlags, stderr)
+	if err != nil {
+		return usageErr(err)
+	}
+	so, err := storeOptions(st, f.prompts)
+	if err != nil {
+		return usageErr(err)
+	}
+	opts = append(opts, so...)
+	tel, err := openTelemetry(ctx)
+	if err != nil {
+		return usageErr(err)
+	}
+	defer tel.shutdown()
+	opts = append(opts, tel.agentOptions()...)
+	c, err := f.dial(ctx, logger)
+	if err != nil {
+		return runFailed(err)
+	}
+	defer c.Close()
+	w := worker.New(c, f.taskQueue, worker.Options{})
+	if err := temporal.Register(w, temporal.Config{Store: st, Agents: f.agents, Options: opts}); err != nil {
+		return usageErr(err)
+	}
+	if err := w.Start(); err != nil {
+		return runFailed(fmt.Errorf("worker: %w", err))
+	}
+	fmt.Fprintf(stderr, "agentry worker: task queue %s on %s (namespace %s), runs stored in %s\n", f.taskQueue, f.address, f.namespace, redactDSN(f.db))
+	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	<-ctx.Done()
+	w.Stop()
+	return nil
+}
+
+// runOnTemporal submits an agent's run to Temporal and, unless
+// --detach, waits for it and prints its Result as a local run does.
+func runOnTemporal(ctx context.Context, target string, f runFlags, t temporalFlags, detach bool, stdout, stderr io.Writer) error {
+	for flag, set := range map[string]bool{"--seed": f.seedSet, "--now": f.now != "", "--record": f.record != "", "--events": f.events != "",
+		"--no-store": f.noStore, "--trace-id (give --traceparent)": f.traceID != "", "--resume": f.resume != ""} {
+		if set {
+			return usageErr(fmt.Errorf("%s does not apply to a run on Temporal", flag))
+		}
+	}
+	req, err := temporalRequest(target, f)
+	if err != nil {
+		return usageErr(err)
+	}
+	logger, err := newLogger(f.logLevel, f.logFormat, stderr)
+	if err != nil {
+		return usageErr(err)
+	}
+	c, err := t.dial(ctx, logger)
+	if err != nil {
+		return runFailed(err)
+	}
+	defer c.Close()
+	runID, err := temporal.Start(ctx, c, t.taskQueue, req)
+	if err != nil {
+		return runFailed(err)
+	}
+	if detach {
+		fmt.Fprintln(stdout, runID)
+		return nil
+	}
+	if !f.quiet {
+		fmt.Fprintf(stderr, "▶ run %s on Temporal (task queue %s)\n", runID, t.taskQueue)
+	}
+	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	out, err := temporal.Wait(ctx, c, runID)
+	if ctx.Err() != nil {
+		// Ctrl-C stops waiting, not the run: it goes on on the workers.
+		fmt.Fprintf(stderr, "stopped waiting: run %s goes on (agentry runs, trace, or abort it with POST /v1/runs/%s/abort)\n", runID, runID)
+		return runFailed(ctx.Err())
+	}
+	if err != nil {
+		return runFailed(err)
+	}
+	var res agent.Result
+	if err := json.Unmarshal(out.Result, &res); err != nil {
+		return runFailed(fmt.Errorf("run %s: its Result: %w", runID, err))
+	}
+	var runErr error
+	if !res.Success {
+		runErr = resultError(&res)
+	}
+	return finishRun(f.json, "", nil, stdout, out.Result, func() {
+		if res.Success {
+			printAnswer(stdout, res.Result)
+		}
+	}, runErr)
+}
+
+// resultError is the error a failed Result reports.
+func resultError(res *agent.Result) error {
+	if res.Error == nil {
+		return fmt.Errorf("run %s ended %s", res.ID, res.TerminateReason)
+	}
+	if res.Error.Code == agent.CodeConfigError {
+		return fmt.Errorf("%w: %s", agent.ErrConfig, res.Error.Message)
+	}
+	return errors.New(res.Error.Message)
+}
+
+// temporalRequest is the Request of a run of target: its spec as the
+// submitter reads it, with the directory its relative paths start from.
+func temporalRequest(target string, f runFlags) (temporal.Request, error) {
+	input, err := readInput(f)
+	if err != nil {
+		return temporal.Request{}, err
+	}
+	path := target
+	if st, err := os.Stat(target); err != nil || st.IsDir() {
+		if strings.HasSuffix(target, ".json") || strings.ContainsRune(target, filepath.Separator) {
+			return temporal.Request{}, fmt.Errorf("spec file %s does not exist", target)
+		}
+		if _, path, err = (spec.Dir{Path: f.agents}).Load(target); err != nil {
+			return temporal.Request{}, err
+		}
+	}
+	sp, err := spec.Load(path)
+	if err != nil {
+		return temporal.Request{}, err
+	}
+	b, err := json.Marshal(sp)
+	if err != nil {
+		return temporal.Request{}, err
+	}
+	dir, err := filepath.Abs(filepath.Dir(path))
+	if err != nil {
+		return temporal.Request{}, err
+	}
+	req := temporal.Request{Spec: b, BaseDir: dir, Input: input, UserID: f.user, CorrelationID: f.correlation, TraceParent: f.traceParent}
+	if f.model != "" {
+		req.Model = modelName(f.model)
+	}
+	return req, nil
+}

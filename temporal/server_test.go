@@ -1,0 +1,198 @@
+package temporal
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"go.temporal.io/api/enums/v1"
+	historypb "go.temporal.io/api/history/v1"
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/log"
+	"go.temporal.io/sdk/worker"
+	"go.temporal.io/sdk/workflow"
+	"google.golang.org/protobuf/encoding/protojson"
+
+	"github.com/agentry/agentry/agent"
+	"github.com/agentry/agentry/internal/testdb"
+	"github.com/agentry/agentry/store"
+)
+
+var update = flag.Bool("update", false, "record the workflow histories in testdata/history again")
+
+// startWorker runs a worker of queue in this process until the test ends.
+func startWorker(t *testing.T, c client.Client, queue string, st store.Store, l *ledger) {
+	t.Helper()
+	w := worker.New(c, queue, worker.Options{})
+	if err := Register(w, Config{Store: st, Options: []agent.Option{agent.WithTools(payTools(l))}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(w.Stop)
+}
+
+// Runs on a real Temporal server: a run, a run that waits for a person's
+// approval, a run aborted while it waits. Their histories are what the
+// replay tests play (go test -run TestOnServer -update records them).
+func TestOnServer(t *testing.T) {
+	_, c := testdb.Temporal(t)
+	st := openStore(t)
+	l := &ledger{path: filepath.Join(t.TempDir(), "ledger")}
+	const queue = "agentry-test"
+	startWorker(t, c, queue, st, l)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+
+	t.Run("run", func(t *testing.T) {
+		id, err := Start(ctx, c, queue, request(t, "payer.json"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		out, err := Wait(ctx, c, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var res agent.Result
+		if err := json.Unmarshal(out.Result, &res); err != nil || out.Status != "completed" || res.Result != "Paid bob 5." {
+			t.Fatalf("outcome %+v (%v)", out, err)
+		}
+		if sends := l.sends(t); !slices.Contains(sends, id+":2:0") {
+			t.Errorf("no payment with key %s:2:0 in %v", id, sends)
+		}
+		p, err := Query(ctx, c, id)
+		if err != nil || p.Status != "completed" || p.Turn != 3 || p.Tokens != 239 || p.ToolCalls != 3 {
+			t.Errorf("progress of the ended run: %+v (%v)", p, err)
+		}
+		keep(t, c, id, "payer")
+	})
+
+	t.Run("approval", func(t *testing.T) {
+		id, err := Start(ctx, c, queue, request(t, "approver.json"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		p := waitFor(t, c, id, func(p *Progress) bool { return p.Status == "awaiting_approval" })
+		if len(p.Waiting) != 1 || p.Waiting[0].Key != id+":2:0" || p.Waiting[0].Tool != "pay" {
+			t.Fatalf("waiting calls %+v", p.Waiting)
+		}
+		if run, err := st.Get(ctx, id); err != nil || run.Status != store.AwaitingApproval {
+			t.Errorf("the stored run waits? %+v (%v)", run, err)
+		}
+		if err := Decide(ctx, c, id, Decision{Approve: []string{"nope"}}); err == nil || !strings.Contains(err.Error(), id+":2:0") {
+			t.Errorf("a decision on no waiting call: %v; want a refusal naming the waiting call", err)
+		}
+		if err := Decide(ctx, c, id, Decision{Approve: []string{p.Waiting[0].CallID}, By: "bob"}); err != nil {
+			t.Fatal(err)
+		}
+		out, err := Wait(ctx, c, id)
+		if err != nil || out.Status != "completed" {
+			t.Fatalf("outcome %+v (%v)", out, err)
+		}
+		keep(t, c, id, "approval")
+	})
+
+	t.Run("abort", func(t *testing.T) {
+		id, err := Start(ctx, c, queue, request(t, "approver.json"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		waitFor(t, c, id, func(p *Progress) bool { return p.Status == "awaiting_approval" })
+		if err := Abort(ctx, c, id); err != nil {
+			t.Fatal(err)
+		}
+		out, err := Wait(ctx, c, id)
+		if err != nil || out.Status != "aborted" {
+			t.Fatalf("outcome %+v (%v)", out, err)
+		}
+		if run, err := st.Get(ctx, id); err != nil || run.Status != store.Aborted {
+			t.Errorf("stored run %+v (%v); want aborted", run, err)
+		}
+		keep(t, c, id, "abort")
+	})
+}
+
+// waitFor queries the run until ok says it stands where the test wants.
+func waitFor(t *testing.T, c client.Client, id string, ok func(*Progress) bool) *Progress {
+	t.Helper()
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(50 * time.Millisecond) {
+		p, err := Query(context.Background(), c, id)
+		if err == nil && ok(p) {
+			return p
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("run %s: last progress %+v (%v)", id, p, err)
+		}
+	}
+}
+
+// keep writes the run's workflow history to testdata/history when the
+// tests run with -update.
+func keep(t *testing.T, c client.Client, id, name string) {
+	t.Helper()
+	if !*update {
+		return
+	}
+	var h historypb.History
+	it := c.GetWorkflowHistory(context.Background(), id, "", false, enums.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+	for it.HasNext() {
+		e, err := it.Next()
+		if err != nil {
+			t.Fatal(err)
+		}
+		h.Events = append(h.Events, e)
+	}
+	b, err := protojson.MarshalOptions{Indent: " "}.Marshal(&h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join("testdata", "history", "v1-"+name+".json")
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// The histories recorded by earlier releases of the workflow replay with
+// this one's code: a run they started finishes on this release. Code
+// that schedules something else where a history says otherwise fails
+// its replay.
+func TestReplay(t *testing.T) {
+	files, _ := filepath.Glob(filepath.Join("testdata", "history", "*.json"))
+	if len(files) < 3 {
+		t.Fatalf("testdata/history holds %d histories; record them with go test -run TestOnServer -update", len(files))
+	}
+	quiet := log.NewStructuredLogger(slog.New(slog.DiscardHandler))
+	for _, f := range files {
+		t.Run(filepath.Base(f), func(t *testing.T) {
+			r := worker.NewWorkflowReplayer()
+			r.RegisterWorkflowWithOptions(run, workflow.RegisterOptions{Name: WorkflowName})
+			if err := r.ReplayWorkflowHistoryFromJSONFile(quiet, f); err != nil {
+				t.Errorf("the history recorded by an earlier release does not replay: %v", err)
+			}
+			// The same history against a workflow that plans with another
+			// activity must fail: the replay checks what it claims to.
+			changed := worker.NewWorkflowReplayer()
+			changed.RegisterWorkflowWithOptions(func(ctx workflow.Context, req Request, c *Carried) (*Outcome, error) {
+				ctx = workflow.WithActivityOptions(ctx, workflow.ActivityOptions{StartToCloseTimeout: time.Minute})
+				workflow.GetVersion(ctx, changeID, workflow.DefaultVersion, latest)
+				var out advanceOut
+				err := workflow.ExecuteActivity(ctx, "agentry.Plan", advanceIn{}).Get(ctx, &out)
+				return nil, err
+			}, workflow.RegisterOptions{Name: WorkflowName})
+			if err := changed.ReplayWorkflowHistoryFromJSONFile(quiet, f); err == nil {
+				t.Error("a workflow that schedules another activity replayed the history without error")
+			}
+		})
+	}
+}
