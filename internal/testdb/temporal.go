@@ -31,6 +31,9 @@ func Temporal(t testing.TB) (hostPort string, c client.Client) {
 	if err != nil {
 		t.Fatalf("the Temporal dev server did not start: %v", err)
 	}
-	t.Cleanup(func() { srv.Stop() })
+	t.Cleanup(func() {
+		srv.Client().Close()
+		srv.Stop()
+	})
 	return srv.FrontendHostPort(), srv.Client()
 }

@@ -1,0 +1,211 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/agentry/agentry/internal/syncbuf"
+	"github.com/agentry/agentry/internal/testdb"
+	"github.com/agentry/agentry/store"
+	"github.com/agentry/agentry/temporal"
+)
+
+// counter is a service of effects: each POST with a new Idempotency-Key
+// takes effect once (it answers slowly, so that calls are in flight when
+// a worker dies); a repeat of a key is answered without a second effect.
+type counter struct {
+	mu         sync.Mutex
+	effects    map[string]int // applied, by key: never above 1
+	deliveries map[string]int // requests, by key
+	noKey      int
+}
+
+func newCounter(t *testing.T) (*counter, string) {
+	c := &counter{effects: map[string]int{}, deliveries: map[string]int{}}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		key := r.Header.Get("Idempotency-Key")
+		c.mu.Lock()
+		if key == "" {
+			c.noKey++
+			c.mu.Unlock()
+			http.Error(w, "an effect needs an Idempotency-Key", http.StatusBadRequest)
+			return
+		}
+		c.deliveries[key]++
+		first := c.deliveries[key] == 1
+		c.mu.Unlock()
+		if first {
+			time.Sleep(300 * time.Millisecond)
+			c.mu.Lock()
+			c.effects[key]++
+			c.mu.Unlock()
+		}
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprintf(w, `{"applied":%q}`, key)
+	}))
+	t.Cleanup(srv.Close)
+	return c, srv.URL
+}
+
+func (c *counter) count() (effects, deliveries int) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, n := range c.deliveries {
+		deliveries += n
+	}
+	return len(c.effects), deliveries
+}
+
+// posterAgent writes an agent whose two turns POST an effect each to
+// url, and answers on the third, and returns its spec's path.
+func posterAgent(t *testing.T, url string) string {
+	t.Helper()
+	dir := t.TempDir()
+	host := strings.TrimPrefix(url, "http://")
+	host, _, _ = strings.Cut(host, ":")
+	spec := fmt.Sprintf(`{"agent_name": "poster", "version": "1.0.0", "mode": "tools",
+  "model_name": "scripted:poster.turns.json", "system_text": "You post effects.", "purpose_text": "${task}",
+  "input_keys": ["task"], "tools": ["http_request"], "limits": {"max_turns": 5},
+  "policy": {"network": {"allow_private": true, "idempotency_key_hosts": [%q]}}}`, host)
+	turns := fmt.Sprintf(`{"model": "gpt-4.1-mini", "turns": [
+  {"tool_calls": [{"name": "http_request", "arguments": {"method": "POST", "url": "%[1]s/effect", "body": "effect 1"}}], "usage": {"prompt_tokens": 30, "completion_tokens": 10}},
+  {"tool_calls": [{"name": "http_request", "arguments": {"method": "POST", "url": "%[1]s/effect", "body": "effect 2"}}], "usage": {"prompt_tokens": 40, "completion_tokens": 10}},
+  {"content": "Both effects posted.", "usage": {"prompt_tokens": 50, "completion_tokens": 5}}]}`, url)
+	for name, body := range map[string]string{"poster.json": spec, "poster.turns.json": turns} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return filepath.Join(dir, "poster.json")
+}
+
+// worker is an agentry worker process.
+type workerProc struct {
+	cmd *exec.Cmd
+	out *syncbuf.Buffer
+}
+
+func startWorker(t *testing.T, args ...string) *workerProc {
+	t.Helper()
+	w := &workerProc{out: &syncbuf.Buffer{}}
+	w.cmd = exec.Command(binary(t), append([]string{"worker"}, args...)...)
+	w.cmd.Stdout, w.cmd.Stderr = w.out, w.out
+	if err := w.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if w.cmd.ProcessState == nil {
+			w.cmd.Process.Kill()
+			w.cmd.Wait()
+		}
+	})
+	for deadline := time.Now().Add(30 * time.Second); !strings.Contains(w.out.String(), "agentry worker: task queue"); time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the worker did not start:\n%s", w.out)
+		}
+	}
+	return w
+}
+
+// Two workers share fifty runs; one is killed with SIGKILL while calls
+// are in flight. Every run completes, on the other worker, and the
+// service saw each effect exactly once: a POST whose worker died is sent
+// again with its key (its host deduplicates), never as a new effect.
+func TestTemporalWorkersSurviveSIGKILL(t *testing.T) {
+	hostPort, c := testdb.Temporal(t)
+	db := testdb.Postgres(t)
+	svc, url := newCounter(t)
+	spec := posterAgent(t, url)
+	const queue, runs = "scale-test", 50
+	args := []string{"--temporal", hostPort, "--task-queue", queue, "--db", db, "--allow-private-network"}
+	doomed := startWorker(t, args...)
+	survivor := startWorker(t, args...)
+
+	ids := make([]string, runs)
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, 8)
+	for i := range ids {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			code, out, errs := runCLI(t, "run", spec, "--input", fmt.Sprintf("task=effect %d", i), "--temporal", hostPort, "--task-queue", queue, "--detach")
+			if code != 0 {
+				t.Errorf("run --detach: exit %d: %s", code, errs)
+			}
+			ids[i] = strings.TrimSpace(out)
+		}()
+	}
+	wg.Wait()
+	if t.Failed() {
+		t.FailNow()
+	}
+	// Kill one worker once some effects took place and many remain.
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(10 * time.Millisecond) {
+		if e, _ := svc.count(); e >= 20 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the effects did not begin:\n%s", doomed.out)
+		}
+	}
+	if err := doomed.cmd.Process.Kill(); err != nil { // SIGKILL
+		t.Fatal(err)
+	}
+	doomed.cmd.Wait()
+	atKill, _ := svc.count()
+	if atKill >= 2*runs {
+		t.Fatalf("every effect took place before the kill (%d): the test killed nothing mid-run", atKill)
+	}
+
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	st, err := store.Open(ctx, db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	for _, id := range ids {
+		out, err := temporal.Wait(ctx, c, id)
+		if err != nil {
+			t.Fatalf("run %s: %v\nsurvivor:\n%s", id, err, survivor.out)
+		}
+		var res struct {
+			Success bool `json:"success"`
+			Result  any  `json:"result"`
+		}
+		json.Unmarshal(out.Result, &res)
+		if out.Status != "completed" || !res.Success || res.Result != "Both effects posted." {
+			t.Errorf("run %s: %s, %v", id, out.Status, res.Result)
+		}
+		if run, err := st.Get(ctx, id); err != nil || run.Status != store.Completed || run.Holder != "" {
+			t.Errorf("stored run %s: %+v (%v)", id, run, err)
+		}
+	}
+	effects, deliveries := svc.count()
+	svc.mu.Lock()
+	defer svc.mu.Unlock()
+	if effects != 2*runs || svc.noKey != 0 {
+		t.Errorf("%d effects (%d requests without a key); want %d, one per POST", effects, svc.noKey, 2*runs)
+	}
+	for _, id := range ids {
+		for turn := 1; turn <= 2; turn++ {
+			key := fmt.Sprintf("%s:%d:0", id, turn)
+			if svc.effects[key] != 1 {
+				t.Errorf("effect %s took place %d times", key, svc.effects[key])
+			}
+		}
+	}
+	t.Logf("%d effects; %d requests (%d sent again after the kill, with their keys); %d effects before the kill", effects, deliveries, deliveries-effects, atKill)
+}
