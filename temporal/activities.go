@@ -170,10 +170,11 @@ func (x *activities) stopped(sess *agent.Session, res *agent.Result, err error) 
 	switch {
 	case errors.As(err, &de):
 		out := &advanceOut{Status: string(store.Running), Calls: de.Calls, Waiting: de.Waiting, Run: runInfo(sess, res)}
+		out.Result = partial(res)
 		if len(de.Waiting) > 0 {
 			out.Status = string(store.AwaitingApproval)
+			out.Result, _ = json.Marshal(res) // what a person decides on, whole
 		}
-		out.Result = partial(res)
 		out.used(res)
 		return out, nil
 	case errors.Is(err, agent.ErrInterrupted):
@@ -191,7 +192,7 @@ func (x *activities) stopped(sess *agent.Session, res *agent.Result, err error) 
 	out := &advanceOut{Status: string(status), Run: runInfo(sess, res)}
 	out.used(res)
 	if status == store.AwaitingApproval {
-		out.Waiting, out.Result = waitingOf(res), partial(res)
+		out.Waiting, out.Result = waitingOf(res), b
 		return out, nil
 	}
 	out.Ended, out.Result = true, b

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/activity"
@@ -54,6 +55,41 @@ func Wait(ctx context.Context, c client.Client, runID string) (*Outcome, error) 
 	}
 	return &out, nil
 }
+
+// Await waits until the run ends, or pauses for a person's approval
+// after its pause number after (Progress.Pauses; 0 for a run just
+// started), and returns where it stopped: for a pause, the status
+// awaiting_approval and the run's Result so far.
+func Await(ctx context.Context, c client.Client, runID string, after int) (*Outcome, error) {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	type ended struct {
+		out *Outcome
+		err error
+	}
+	done := make(chan ended, 1)
+	go func() {
+		out, err := Wait(ctx, c, runID)
+		done <- ended{out, err}
+	}()
+	tick := time.NewTicker(awaitPoll)
+	defer tick.Stop()
+	for {
+		select {
+		case e := <-done:
+			return e.out, e.err
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-tick.C:
+			if p, err := Query(ctx, c, runID); err == nil && p.Pauses > after && p.Status == "awaiting_approval" {
+				return &Outcome{RunID: runID, Status: p.Status, Result: p.Result}, nil
+			}
+		}
+	}
+}
+
+// awaitPoll is how often Await asks a run whether it paused.
+const awaitPoll = 100 * time.Millisecond
 
 // Decide approves or denies calls the run waits for. A decision that
 // names no waiting call is refused, with the calls that wait.

@@ -91,7 +91,10 @@ type Progress struct {
 	// that wait for a person.
 	Running []string            `json:"running,omitempty"`
 	Waiting []agent.WaitingCall `json:"waiting,omitempty"`
-	// Result is the run's partial Result as of its last turn.
+	// Pauses counts the times the run paused for a person's approval.
+	Pauses int `json:"pauses"`
+	// Result is the run's partial Result as of its last turn (whole
+	// while the run waits for a person).
 	Result json.RawMessage `json:"result,omitempty"`
 }
 

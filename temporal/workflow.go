@@ -113,6 +113,9 @@ func (w *runState) advance(ctx workflow.Context, in advanceIn) (*advanceOut, err
 	}
 	p := &w.progress
 	p.Status, p.Waiting, p.Running = out.Status, out.Waiting, nil
+	if len(out.Waiting) > 0 {
+		p.Pauses++
+	}
 	if out.Result != nil {
 		p.Result = out.Result
 	}

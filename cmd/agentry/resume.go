@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 
 	"github.com/spf13/cobra"
@@ -23,6 +24,8 @@ type resumeFlags struct {
 	deny    []string
 	reason  string
 	answer  string
+	// temporal reaches the runs Temporal drives: they are decided there.
+	temporal temporalFlags
 }
 
 func newResumeCmd(stdout, stderr io.Writer) *cobra.Command {
@@ -53,6 +56,7 @@ Exit codes as for run.`,
 	fl.StringVar(&f.reason, "reason", "", "why the calls --deny names are denied (the model is told, the audit log keeps it)")
 	fl.StringVar(&f.answer, "answer", "", "the answer a paused pipeline waits for")
 	outputFlags(cmd, &f.runFlags)
+	f.temporal.flags(cmd, false)
 	return cmd
 }
 
@@ -74,6 +78,9 @@ func resume(ctx context.Context, runID string, f resumeFlags, stdout, stderr io.
 	}
 	if f.answer != "" {
 		return usageErr(fmt.Errorf("--answer continues a paused pipeline; run %s is an agent's", runID))
+	}
+	if driver := driverOf(ctx, st, runID); strings.HasPrefix(driver, "temporal:") {
+		return decideOnTemporal(ctx, runID, driver, f, stdout, stderr)
 	}
 	opts, err := storedAgentOptions(f.runFlags, stderr)
 	if err != nil {

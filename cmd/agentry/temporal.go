@@ -20,6 +20,7 @@ import (
 
 	"github.com/agentry/agentry/agent"
 	"github.com/agentry/agentry/spec"
+	"github.com/agentry/agentry/store"
 	"github.com/agentry/agentry/temporal"
 )
 
@@ -175,9 +176,15 @@ func runOnTemporal(ctx context.Context, target string, f runFlags, t temporalFla
 	if !f.quiet {
 		fmt.Fprintf(stderr, "▶ run %s on Temporal (task queue %s)\n", runID, t.taskQueue)
 	}
+	return waitOnTemporal(ctx, c, runID, 0, f, stdout, stderr)
+}
+
+// waitOnTemporal waits for the run's workflow and prints its Result as
+// a local run does, with the same exit code.
+func waitOnTemporal(ctx context.Context, c client.Client, runID string, after int, f runFlags, stdout, stderr io.Writer) error {
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	out, err := temporal.Wait(ctx, c, runID)
+	out, err := temporal.Await(ctx, c, runID, after)
 	if ctx.Err() != nil {
 		// Ctrl-C stops waiting, not the run: it goes on on the workers.
 		fmt.Fprintf(stderr, "stopped waiting: run %s goes on (agentry runs, trace, or abort it with POST /v1/runs/%s/abort)\n", runID, runID)
@@ -193,6 +200,9 @@ func runOnTemporal(ctx context.Context, target string, f runFlags, t temporalFla
 	var runErr error
 	if !res.Success {
 		runErr = resultError(&res)
+	}
+	if out.Status == "awaiting_approval" {
+		fmt.Fprintf(stderr, "run %s awaits approval: %v (agentry resume %s --approve or --deny, with --temporal)\n", runID, runErr, runID)
 	}
 	return finishRun(f.json, "", nil, stdout, out.Result, func() {
 		if res.Success {
@@ -245,4 +255,56 @@ func temporalRequest(target string, f runFlags) (temporal.Request, error) {
 		req.Model = modelName(f.model)
 	}
 	return req, nil
+}
+
+// driverOf is what drives the stored run, from its start record: "" for
+// a local run (or one whose log cannot be read: resume says why).
+func driverOf(ctx context.Context, st store.Store, runID string) string {
+	recs, err := st.Records(ctx, runID, 0)
+	if err != nil || len(recs) == 0 || recs[0].Kind != store.KindStart {
+		return ""
+	}
+	var start struct {
+		Driver string `json:"driver"`
+	}
+	json.Unmarshal(recs[0].Data, &start)
+	return start.Driver
+}
+
+// decideOnTemporal resumes a run Temporal drives the only way it can
+// be: its workflow is given the decisions, and the command waits for it
+// as run --temporal does.
+func decideOnTemporal(ctx context.Context, runID, driver string, f resumeFlags, stdout, stderr io.Writer) error {
+	if f.temporal.address == "" {
+		return usageErr(fmt.Errorf("run %s is driven by Temporal (%s): give --temporal HOST:PORT to decide it there", runID, driver))
+	}
+	if ns, _, _ := strings.Cut(strings.TrimPrefix(driver, "temporal:"), "/"); ns != f.temporal.namespace {
+		return usageErr(fmt.Errorf("run %s is driven in Temporal namespace %s, not %s (--namespace)", runID, ns, f.temporal.namespace))
+	}
+	if f.model != "" {
+		return usageErr(fmt.Errorf("--model: run %s goes on with its own model on Temporal", runID))
+	}
+	logger, err := newLogger(f.logLevel, f.logFormat, stderr)
+	if err != nil {
+		return usageErr(err)
+	}
+	c, err := f.temporal.dial(ctx, logger)
+	if err != nil {
+		return runFailed(err)
+	}
+	defer c.Close()
+	p, err := temporal.Query(ctx, c, runID)
+	if err != nil {
+		return runFailed(err)
+	}
+	if len(f.approve)+len(f.deny) > 0 {
+		d := temporal.Decision{Approve: f.approve, Deny: f.deny, Reason: f.reason, By: f.user}
+		if err := temporal.Decide(ctx, c, runID, d); err != nil {
+			return usageErr(err)
+		}
+	}
+	if !f.quiet {
+		fmt.Fprintf(stderr, "↻ run %s goes on on Temporal\n", runID)
+	}
+	return waitOnTemporal(ctx, c, runID, p.Pauses, f.runFlags, stdout, stderr)
 }
