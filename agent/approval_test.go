@@ -142,3 +142,41 @@ func TestRefusedResumeReleasesTheLease(t *testing.T) {
 		t.Errorf("the resume after a refused one: %v", err)
 	}
 }
+
+// A run aborted while it waits for approval ends aborted with what it
+// did on record in its Result: its turns are served from the log, and
+// the waiting call neither runs nor pauses the run again.
+func TestAbortWhileWaiting(t *testing.T) {
+	ctx := context.Background()
+	st := openStore(t, testdb.SQLite(t))
+	l := ledger{filepath.Join(t.TempDir(), "ledger")}
+	a := approvalAgent(t, l, `
+		{"tool_calls": [{"id": "c1", "name": "add", "arguments": {"a": 2, "b": 3}}]},
+		{"tool_calls": [{"id": "c2", "name": "pay", "arguments": {"to": "bob", "amount": 5}}]},
+		{"content": "Paid."}`)
+	res, err := a.Run(ctx, payerInput, WithStore(st))
+	if !errors.Is(err, ErrAwaitingApproval) {
+		t.Fatalf("run: %v; want it to await approval", err)
+	}
+	sess, err := a.Resume(ctx, st, res.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sess.Abort()
+	got, err := sess.Run(ctx)
+	if !errors.Is(err, ErrAborted) {
+		t.Fatalf("aborted resume: %v; want ErrAborted", err)
+	}
+	if got.TerminateReason != ReasonAborted || got.Iterations != 2 || len(got.Steps) < 1 || got.Steps[0].Action == nil || got.Steps[0].Action.Tool != "add" {
+		t.Errorf("aborted Result: reason %s, %d turns, steps %+v; want the run so far, aborted", got.TerminateReason, got.Iterations, got.Steps)
+	}
+	if got.TokenUsage.TotalTokens != res.TokenUsage.TotalTokens {
+		t.Errorf("aborted Result used %d tokens; the run had used %d", got.TokenUsage.TotalTokens, res.TokenUsage.TotalTokens)
+	}
+	if sends := l.sends(t); len(sends) != 0 {
+		t.Errorf("payments %v; the aborted run paid", sends)
+	}
+	if run, err := st.Get(ctx, res.ID); err != nil || run.Status != "aborted" {
+		t.Errorf("stored run %+v (%v)", run, err)
+	}
+}

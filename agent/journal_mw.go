@@ -136,6 +136,9 @@ func (j *journal) beforeModel(ctx context.Context, req *llm.Request) (n int, dig
 			err := j.diverged(Difference{Turn: j.r.st.Turn, What: fmt.Sprintf("the replay makes model call %d; the recording has %d", n+1, len(j.log.ModelCalls))})
 			return n, digest, nil, err, true
 		}
+		if err := j.r.abortAfterLog(); err != nil {
+			return n, digest, nil, err, true
+		}
 		j.live = true
 	}
 	if j.w != nil {
@@ -277,6 +280,9 @@ func (j *journal) tool(ctx context.Context, call *tool.Call, next tool.Handler) 
 			return j.record(ctx, call, class, res)
 		}
 		if in, ok := l.Intents[key]; ok && class == tool.NonIdempotent {
+			if err := j.r.abortAfterLog(); err != nil {
+				return tool.Output{}, err
+			}
 			switch {
 			case j.deny[key]:
 				if err := j.audit(ctx, call, "deny", "not sent again: its outcome is unknown"); err != nil {
@@ -297,6 +303,9 @@ func (j *journal) tool(ctx context.Context, call *tool.Call, next tool.Handler) 
 			if res, ok := l.Latest(call.Name, string(call.Arguments)); ok {
 				return res.Result()
 			}
+		}
+		if err := j.r.abortAfterLog(); err != nil {
+			return tool.Output{}, err
 		}
 		if j.w == nil && !(j.liveMode && class.Retryable()) {
 			err := j.diverged(Difference{Turn: call.Turn, Step: call.Index + 1, Tool: call.Name,
@@ -427,6 +436,16 @@ func (e *ApprovalError) Error() string {
 
 // Is makes errors.Is(err, ErrAwaitingApproval) true.
 func (e *ApprovalError) Is(target error) bool { return target == ErrAwaitingApproval }
+
+// abortAfterLog ends a resumed run aborted before it ran, once its log
+// has nothing more to serve: ErrAborted, nil while it has.
+func (r *run) abortAfterLog() error {
+	if !r.s.afterLog {
+		return nil
+	}
+	r.s.cancel(ErrAborted)
+	return ErrAborted
+}
 
 // interrupted says the run was interrupted (Session.Interrupt): what its
 // calls cut short did not happen, and is not recorded.

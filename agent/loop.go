@@ -88,7 +88,9 @@ func (s *Session) Run(ctx context.Context) (*Result, error) {
 	}
 	ctx, cancel := context.WithCancelCause(ctx)
 	s.cancel = cancel
-	if s.aborted {
+	if s.aborted && s.cfg.resume != nil {
+		s.afterLog = true
+	} else if s.aborted {
 		cancel(ErrAborted)
 	}
 	s.mu.Unlock()

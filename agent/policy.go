@@ -36,6 +36,9 @@ func (r *run) Hold(ctx context.Context, call *tool.Call, rule, why string) (ok b
 		out, err := policy.Denied(ctx, r, call, rule, r.s.cfg.denyReason())
 		return false, out, err
 	}
+	if err := r.abortAfterLog(); err != nil {
+		return false, tool.Output{}, err // aborted while it waited
+	}
 	reason := "the call waits for a person's approval"
 	if why != "" {
 		reason += ": " + why

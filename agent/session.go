@@ -227,7 +227,11 @@ type Session struct {
 	state   State
 	started bool
 	aborted bool
-	cancel  context.CancelCauseFunc
+	// afterLog: a resumed session aborted before it ran goes through
+	// its log first, so that its Result holds the run so far, and ends at
+	// the first thing it would do anew.
+	afterLog bool
+	cancel   context.CancelCauseFunc
 
 	run run // the state of Run beyond State
 }
@@ -424,7 +428,9 @@ func (s *Session) RunID() string { return s.state.RunID }
 
 // Abort stops the session's run as soon as possible; the run ends with
 // terminate_reason "aborted" and a partial result. Aborting a session
-// before it runs makes Run return at once.
+// before it runs makes Run return at once; a resumed one first goes
+// through its log (nothing runs again), so that its Result holds what
+// the run did.
 func (s *Session) Abort() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
