@@ -39,6 +39,10 @@ func (s *Server) resume(w http.ResponseWriter, r *http.Request) {
 		writeBodyError(w, err)
 		return
 	}
+	if driver := s.remoteDriver(r.Context(), run.ID); driver != "" && run.Kind == "agent" {
+		s.resumeRemote(w, r, run, driver, req)
+		return
+	}
 	switch {
 	case req.Reason != "" && len(req.Deny) == 0:
 		writeError(w, http.StatusBadRequest, "invalid_request", `"reason" says why calls are denied: name them in "deny"`)

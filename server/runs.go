@@ -67,6 +67,10 @@ func (s *Server) createRun(w http.ResponseWriter, r *http.Request) {
 		writeError(w, status, codeOf(status), err.Error())
 		return
 	}
+	if s.cfg.Remote != nil {
+		s.createRemote(w, r, &req, a, owned)
+		return
+	}
 	if !s.takeSlot(w) {
 		if owned {
 			a.Close()
@@ -375,7 +379,7 @@ func (s *Server) abort(w http.ResponseWriter, r *http.Request) {
 	sess := s.runs[run.ID]
 	s.mu.Unlock()
 	if sess == nil {
-		writeError(w, http.StatusConflict, "conflict", fmt.Sprintf("run %s is %s and not driven by this server: it cannot be aborted here", run.ID, run.Status))
+		s.abortElsewhere(w, r, run)
 		return
 	}
 	if run.Status != store.Running {

@@ -73,6 +73,10 @@ type Config struct {
 	// only agent served, if there is one. Every agent is also served at
 	// /a2a/NAME.
 	A2AAgent string
+	// Remote, when set, runs the agents elsewhere (agentry worker, on
+	// Temporal): runs start there, are followed in Store, and are
+	// decided and aborted through it. nil: runs go in this process.
+	Remote Remote
 	// BaseURL is the URL clients reach the server at ("https://host" or
 	// with a path prefix), for the URLs of the A2A cards; "": the URL the
 	// card was asked for (its Host, and X-Forwarded-Proto).

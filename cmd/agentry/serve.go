@@ -31,6 +31,7 @@ type serveFlags struct {
 	drain                                      time.Duration
 	allowPrivate, resumeInterrupted            bool
 	a2aAgent, baseURL                          string
+	temporal                                   temporalFlags
 }
 
 func newServeCmd(stdout, stderr io.Writer) *cobra.Command {
@@ -66,6 +67,9 @@ func (f *serveFlags) flags(cmd *cobra.Command) {
 	fl.StringVar(&f.a2aAgent, "a2a-agent", "", "the agent (NAME or NAME@VERSION) of the well-known A2A card and POST /a2a (default: the only agent served); every agent is at /a2a/NAME")
 	fl.StringVar(&f.baseURL, "base-url", "", "the URL clients reach the server at (https://host[/prefix]), for the A2A cards' endpoints (default: the URL a card is asked for)")
 	fl.BoolVar(&f.resumeInterrupted, "resume-interrupted", false, "at start, resume the runs a stopped or crashed server left interrupted")
+	f.temporal.flags(cmd, false)
+	fl.Lookup("temporal").Usage = "start agent runs on the Temporal server at HOST:PORT, for agentry worker to run (env AGENTRY_TEMPORAL)"
+
 	dbFlag(cmd, &f.db)
 	promptsFlag(cmd, &f.prompts)
 }
@@ -144,8 +148,18 @@ func newServer(ctx context.Context, f serveFlags, stderr io.Writer) (srv *server
 			p.Close()
 		}
 	})
+	var remote server.Remote
+	if f.temporal.address != "" {
+		c, err := f.temporal.dial(ctx, logger)
+		if err != nil {
+			return nil, 0, nil, runFailed(err)
+		}
+		closers = append(closers, c.Close)
+		remote = temporalRemote{c: c, t: f.temporal}
+	}
 	srv, err = server.New(server.Config{Store: st, Agents: reg, Pipelines: pipes, AgentOptions: opts, Keys: keys, MaxRuns: f.maxRuns, MaxStreams: f.maxStreams,
-		EncryptionKey: key, Logger: logger, Prompts: userPrompts(st, f.prompts), Version: version(), A2AAgent: f.a2aAgent, BaseURL: f.baseURL})
+		EncryptionKey: key, Logger: logger, Prompts: userPrompts(st, f.prompts), Version: version(), A2AAgent: f.a2aAgent, BaseURL: f.baseURL,
+		Remote: remote})
 	if err != nil {
 		return nil, 0, nil, runFailed(err)
 	}

@@ -19,6 +19,7 @@ import (
 	"go.temporal.io/sdk/worker"
 
 	"github.com/agentry/agentry/agent"
+	"github.com/agentry/agentry/server"
 	"github.com/agentry/agentry/spec"
 	"github.com/agentry/agentry/store"
 	"github.com/agentry/agentry/temporal"
@@ -307,4 +308,26 @@ func decideOnTemporal(ctx context.Context, runID, driver string, f resumeFlags, 
 		fmt.Fprintf(stderr, "↻ run %s goes on on Temporal\n", runID)
 	}
 	return waitOnTemporal(ctx, c, runID, p.Pauses, f.runFlags, stdout, stderr)
+}
+
+// temporalRemote is the server's Remote on Temporal: agentry serve
+// --temporal starts runs there, for agentry worker to run.
+type temporalRemote struct {
+	c client.Client
+	t temporalFlags
+}
+
+func (r temporalRemote) Start(ctx context.Context, rr server.RemoteRun) (string, error) {
+	return temporal.Start(ctx, r.c, r.t.taskQueue, temporal.Request{Agent: rr.Agent, Spec: rr.Spec, Model: rr.Model, Input: rr.Input,
+		UserID: rr.UserID, TraceParent: rr.TraceParent, Metadata: rr.Metadata})
+}
+
+func (r temporalRemote) Decide(ctx context.Context, runID string, approve, deny []string, reason, by string) error {
+	return temporal.Decide(ctx, r.c, runID, temporal.Decision{Approve: approve, Deny: deny, Reason: reason, By: by})
+}
+
+func (r temporalRemote) Abort(ctx context.Context, runID string) error { return temporal.Abort(ctx, r.c, runID) }
+
+func (r temporalRemote) Drives(driver string) bool {
+	return driver == "temporal:"+r.t.namespace || strings.HasPrefix(driver, "temporal:"+r.t.namespace+"/")
 }

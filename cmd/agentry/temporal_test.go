@@ -28,12 +28,26 @@ type counter struct {
 	effects    map[string]int // applied, by key: never above 1
 	deliveries map[string]int // requests, by key
 	noKey      int
+	gate       chan struct{} // a POST to /gate waits until it is opened
+	gated      chan string   // the key of each POST that reached the gate
+	open       func()        // opens the gate
 }
 
 func newCounter(t *testing.T) (*counter, string) {
-	c := &counter{effects: map[string]int{}, deliveries: map[string]int{}}
+	c := &counter{effects: map[string]int{}, deliveries: map[string]int{}, gate: make(chan struct{}), gated: make(chan string, 16)}
+	var once sync.Once
+	c.open = func() { once.Do(func() { close(c.gate) }) }
+	t.Cleanup(c.open)
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		key := r.Header.Get("Idempotency-Key")
+		if r.URL.Path == "/gate" {
+			c.gated <- key
+			select {
+			case <-c.gate:
+			case <-r.Context().Done():
+				return
+			}
+		}
 		c.mu.Lock()
 		if key == "" {
 			c.noKey++
@@ -70,23 +84,38 @@ func (c *counter) count() (effects, deliveries int) {
 // url, and answers on the third, and returns its spec's path.
 func posterAgent(t *testing.T, url string) string {
 	t.Helper()
-	dir := t.TempDir()
+	spec, _ := posterAgents(t, url, "effect", "effect")
+	return spec
+}
+
+// posterAgents writes the poster agent, its turns POSTing to url's
+// paths first and second, in an agents directory of its own (the
+// layout serve and worker read), and returns its spec's path and the
+// directory.
+func posterAgents(t *testing.T, url, first, second string) (spec, agents string) {
+	t.Helper()
+	base := t.TempDir()
+	agents = filepath.Join(base, "agents")
+	dir := filepath.Join(agents, "poster")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
 	host := strings.TrimPrefix(url, "http://")
 	host, _, _ = strings.Cut(host, ":")
-	spec := fmt.Sprintf(`{"agent_name": "poster", "version": "1.0.0", "mode": "tools",
-  "model_name": "scripted:poster.turns.json", "system_text": "You post effects.", "purpose_text": "${task}",
+	specJSON := fmt.Sprintf(`{"agent_name": "poster", "version": "1.0.0", "mode": "tools",
+  "model_name": "scripted:../../poster.turns.json", "system_text": "You post effects.", "purpose_text": "${task}",
   "input_keys": ["task"], "tools": ["http_request"], "limits": {"max_turns": 5},
   "policy": {"network": {"allow_private": true, "idempotency_key_hosts": [%q]}}}`, host)
 	turns := fmt.Sprintf(`{"model": "gpt-4.1-mini", "turns": [
-  {"tool_calls": [{"name": "http_request", "arguments": {"method": "POST", "url": "%[1]s/effect", "body": "effect 1"}}], "usage": {"prompt_tokens": 30, "completion_tokens": 10}},
-  {"tool_calls": [{"name": "http_request", "arguments": {"method": "POST", "url": "%[1]s/effect", "body": "effect 2"}}], "usage": {"prompt_tokens": 40, "completion_tokens": 10}},
-  {"content": "Both effects posted.", "usage": {"prompt_tokens": 50, "completion_tokens": 5}}]}`, url)
-	for name, body := range map[string]string{"poster.json": spec, "poster.turns.json": turns} {
-		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o600); err != nil {
+  {"tool_calls": [{"name": "http_request", "arguments": {"method": "POST", "url": "%[1]s/%[2]s", "body": "effect 1"}}], "usage": {"prompt_tokens": 30, "completion_tokens": 10}},
+  {"tool_calls": [{"name": "http_request", "arguments": {"method": "POST", "url": "%[1]s/%[3]s", "body": "effect 2"}}], "usage": {"prompt_tokens": 40, "completion_tokens": 10}},
+  {"content": "Both effects posted.", "usage": {"prompt_tokens": 50, "completion_tokens": 5}}]}`, url, first, second)
+	for path, body := range map[string]string{filepath.Join(dir, "1.0.0.json"): specJSON, filepath.Join(base, "poster.turns.json"): turns} {
+		if err := os.WriteFile(path, []byte(body), 0o600); err != nil {
 			t.Fatal(err)
 		}
 	}
-	return filepath.Join(dir, "poster.json")
+	return filepath.Join(dir, "1.0.0.json"), agents
 }
 
 // worker is an agentry worker process.
@@ -284,7 +313,7 @@ func TestTemporalCLI(t *testing.T) {
 	}
 
 	// A run that waits for a person.
-	approval := filepath.Join(filepath.Dir(spec), "approver.json")
+	approval := filepath.Join(filepath.Dir(spec), "2.0.0.json")
 	data, _ := os.ReadFile(spec)
 	os.WriteFile(approval, []byte(strings.Replace(string(data), `"policy": {`, `"policy": {"approval": {"tools": ["http_request"]}, `, 1)), 0o600)
 	code, out, errs := runCLI(t, "run", approval, "--input", "task=approved effects", "--temporal", hostPort, "--json", "-q")
@@ -318,4 +347,119 @@ func TestTemporalCLI(t *testing.T) {
 	if code, _, errs := runCLI(t, "run", spec, "--detach"); code != 2 || !strings.Contains(errs, "--temporal") {
 		t.Errorf("--detach without --temporal: exit %d: %s", code, errs)
 	}
+}
+
+// Two servers over one Postgres store see the same runs: a run started
+// on one is watched live (SSE) and aborted on the other. The lease keeps
+// the second from driving it meanwhile; its abort breaks the first's
+// lease, so the first, once its call returns, writes nothing more, and
+// the run ends aborted, on record, once.
+func TestTwoServersOnePostgres(t *testing.T) {
+	db := testdb.Postgres(t)
+	svc, url := newCounter(t)
+	_, agents := posterAgents(t, url, "gate", "effect")
+	a := startServe(t, "--agents", agents, "--db", db, "--allow-private-network")
+	b := startServe(t, "--agents", agents, "--db", db, "--allow-private-network")
+
+	code, started := a.call(t, "POST", "/v1/runs", "", `{"agent": "poster", "input": {"task": "watched elsewhere"}}`)
+	if code != 201 {
+		t.Fatalf("start on A: %d %v\n%s", code, started, a.out)
+	}
+	id := started["run_id"].(string)
+	select {
+	case <-svc.gated: // A's call is in flight
+	case <-time.After(time.Minute):
+		t.Fatalf("the run's call never came:\n%s", a.out)
+	}
+	code, run := b.call(t, "GET", "/v1/runs/"+id, "", "")
+	if code != 200 || run["status"] != "running" {
+		t.Fatalf("B sees the run as %d %v", code, run)
+	}
+	// B streams the run's events as A writes them.
+	_, types := b.sse(t, id, 0, func(typ string) bool { return typ == "tool_call_start" })
+	if len(types) == 0 || types[0] != "run_start" || types[len(types)-1] != "tool_call_start" {
+		t.Fatalf("B's stream of the run A drives: %v", types)
+	}
+	if code, body := b.call(t, "POST", "/v1/runs/"+id+"/resume", "", `{}`); code != 409 {
+		t.Errorf("B resumed a run A drives: %d %v", code, body)
+	}
+	if code, body := b.call(t, "POST", "/v1/runs/"+id+"/abort", "", ""); code != 202 {
+		t.Fatalf("abort on B: %d %v\n%s", code, body, b.out)
+	}
+	b.waitStatus(t, id, "aborted")
+	svc.open() // A's call returns now: A may write nothing of it
+	// Until A's session let go of the run: A then says it does not drive it.
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(50 * time.Millisecond) {
+		_, body := a.call(t, "POST", "/v1/runs/"+id+"/abort", "", "")
+		if e, _ := body["error"].(map[string]any); e != nil && strings.Contains(fmt.Sprint(e["message"]), "not driven by this server") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("A still drives the run after its lease was broken:\n%s", a.out)
+		}
+	}
+	if code, run := a.call(t, "GET", "/v1/runs/"+id, "", ""); code != 200 || run["status"] != "aborted" {
+		t.Errorf("A sees the run as %d %v; want aborted", code, run)
+	}
+	_, types = a.sse(t, id, 0, nil)
+	ends := 0
+	for _, typ := range types {
+		if typ == "run_end" {
+			ends++
+		}
+	}
+	if ends != 1 {
+		t.Errorf("the run's events end %d times: %v", ends, types)
+	}
+	svc.mu.Lock()
+	defer svc.mu.Unlock()
+	if n := svc.deliveries[id+":2:0"]; n != 0 {
+		t.Errorf("the second turn's call was sent %d times after the abort", n)
+	}
+}
+
+// agentry serve --temporal starts runs on Temporal for the workers: a
+// run over HTTP with ?wait=true, one that waits for approval decided
+// over HTTP, and one aborted over HTTP.
+func TestServeOnTemporal(t *testing.T) {
+	hostPort, _ := testdb.Temporal(t)
+	db := testdb.Postgres(t)
+	_, url := newCounter(t)
+	spec, agents := posterAgents(t, url, "effect", "effect")
+	startWorker(t, "--temporal", hostPort, "--db", db, "--agents", agents, "--allow-private-network")
+	s := startServe(t, "--agents", agents, "--db", db, "--temporal", hostPort, "--allow-private-network")
+
+	code, res := s.call(t, "POST", "/v1/runs?wait=true", "", `{"agent": "poster", "input": {"task": "over HTTP"}}`)
+	if code != 200 || res["success"] != true || res["result"] != "Both effects posted." {
+		t.Fatalf("run on Temporal over HTTP: %d %v\n%s", code, res, s.out)
+	}
+	id := res["id"].(string)
+	if _, types := s.sse(t, id, 0, nil); len(types) == 0 || types[0] != "run_start" || types[len(types)-1] != "run_end" {
+		t.Errorf("events of the Temporal run: %v", types)
+	}
+
+	// An approval rule: version 2 of the agent.
+	data, _ := os.ReadFile(spec)
+	v2 := strings.Replace(strings.Replace(string(data), `"1.0.0"`, `"2.0.0"`, 1), `"policy": {`, `"policy": {"approval": {"tools": ["http_request"]}, `, 1)
+	os.WriteFile(filepath.Join(filepath.Dir(spec), "2.0.0.json"), []byte(v2), 0o600)
+	s.stop(t)
+	s = startServe(t, "--agents", agents, "--db", db, "--temporal", hostPort, "--allow-private-network")
+
+	code, res = s.call(t, "POST", "/v1/runs?wait=true", "", `{"agent": "poster@2.0.0", "input": {"task": "approved over HTTP"}}`)
+	if code != 200 || res["terminate_reason"] != "awaiting_approval" {
+		t.Fatalf("a run that waits: %d %v\n%s", code, res, s.out)
+	}
+	id = res["id"].(string)
+	if code, body := s.call(t, "POST", "/v1/runs/"+id+"/resume", "", `{"approve": ["nope"]}`); code != 400 {
+		t.Errorf("approving no waiting call: %d %v", code, body)
+	}
+	code, res = s.call(t, "POST", "/v1/runs/"+id+"/resume?wait=true", "", fmt.Sprintf(`{"approve": ["%s:1:0"]}`, id))
+	if code != 200 || res["terminate_reason"] != "awaiting_approval" {
+		t.Fatalf("after the first approval: %d %v", code, res)
+	}
+	if code, body := s.call(t, "POST", "/v1/runs/"+id+"/abort", "", ""); code != 202 {
+		t.Fatalf("abort: %d %v", code, body)
+	}
+	run := s.waitStatus(t, id, "aborted")
+	_ = run
 }

@@ -1,0 +1,243 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"time"
+
+	"github.com/agentry/agentry/agent"
+	"github.com/agentry/agentry/policy"
+	"github.com/agentry/agentry/runlog"
+	"github.com/agentry/agentry/store"
+)
+
+// Remote runs a server's agents elsewhere: on the workers of a
+// durable-execution engine (agentry worker, on Temporal). A server with
+// a Remote starts each agent run there and follows it in the store, as
+// any run; it decides and aborts the runs the Remote drives through it.
+type Remote interface {
+	// Start starts a run and returns its id.
+	Start(ctx context.Context, r RemoteRun) (runID string, err error)
+	// Decide approves or denies calls the run waits for.
+	Decide(ctx context.Context, runID string, approve, deny []string, reason, by string) error
+	// Abort stops the run: it ends aborted, on record.
+	Abort(ctx context.Context, runID string) error
+	// Drives reports whether the Remote drives the runs of driver, a
+	// run's start record's (agent.DrivenBy).
+	Drives(driver string) bool
+}
+
+// RemoteRun is a run a Remote starts: a served agent by name (the
+// workers find it in their agents directory) or an inline spec.
+type RemoteRun struct {
+	Agent       string
+	Spec        json.RawMessage
+	Model       string
+	Input       map[string]any
+	UserID      string
+	TraceParent string
+	Metadata    map[string]string
+}
+
+// createRemote starts a run of req's agent on the Remote: checked here
+// (the agent, the caller's right to it, the input), run there.
+func (s *Server) createRemote(w http.ResponseWriter, r *http.Request, req *runRequest, a *agent.Agent, owned bool) {
+	if owned {
+		defer a.Close()
+	}
+	if _, err := a.NewSession(req.Input, agent.WithMetadata(req.Metadata)); err != nil {
+		writeError(w, http.StatusBadRequest, "invalid_input", err.Error())
+		return
+	}
+	rr := RemoteRun{Model: req.Model, Input: req.Input, UserID: req.User, TraceParent: traceParent(r), Metadata: req.Metadata}
+	if len(req.Spec) > 0 {
+		rr.Spec = req.Spec
+	} else {
+		rr.Agent = a.Name() + "@" + a.Spec().Version
+	}
+	id, err := s.cfg.Remote.Start(r.Context(), rr)
+	if err != nil {
+		writeError(w, http.StatusBadGateway, "remote_error", err.Error())
+		return
+	}
+	s.answerRemote(w, r, id, 0, http.StatusCreated)
+}
+
+// answerRemote answers status with the id of a run the Remote drives,
+// or, with ?wait=true, 200 with its Result once it ends or pauses after
+// its log's record after.
+func (s *Server) answerRemote(w http.ResponseWriter, r *http.Request, id string, after int64, status int) {
+	if wait, _ := waits(r); !wait {
+		writeJSON(w, status, map[string]string{"run_id": id, "status": string(store.Running)})
+		return
+	}
+	res, err := s.settled(r.Context(), id, after)
+	if err != nil {
+		if r.Context().Err() == nil {
+			writeError(w, http.StatusInternalServerError, "error", err.Error())
+		}
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(http.StatusOK)
+	w.Write(res)
+}
+
+// remotePoll is how often a request that waits for a remote run asks the
+// store about it.
+const remotePoll = 50 * time.Millisecond
+
+// settled waits until the run's log has a Result written after its
+// record after (it ended, or paused for approval), and returns it.
+func (s *Server) settled(ctx context.Context, id string, after int64) (json.RawMessage, error) {
+	t := time.NewTicker(remotePoll)
+	defer t.Stop()
+	for {
+		recs, err := s.cfg.Store.Records(ctx, id, after)
+		if err != nil && !errors.Is(err, store.ErrNotFound) {
+			return nil, err
+		}
+		for i := len(recs) - 1; i >= 0; i-- {
+			if recs[i].Kind == store.KindResult {
+				l, err := runlog.Read(ctx, s.cfg.Store, id, s.logOptions()...)
+				if err != nil {
+					return nil, err
+				}
+				if l.Result != nil {
+					return l.Result, nil
+				}
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-t.C:
+		}
+	}
+}
+
+// remoteDriver is the driver of a run a Remote drives, "" for any other.
+func (s *Server) remoteDriver(ctx context.Context, runID string) string {
+	recs, err := s.cfg.Store.Records(ctx, runID, 0)
+	if err != nil || len(recs) == 0 || recs[0].Kind != store.KindStart {
+		return ""
+	}
+	var start struct {
+		Driver string `json:"driver"`
+	}
+	json.Unmarshal(recs[0].Data, &start)
+	return start.Driver
+}
+
+// remoteRefusal says why a server cannot act on a run another driver
+// drives, nil when its Remote drives it.
+func (s *Server) remoteRefusal(run store.Run, driver string) *refusal {
+	if s.cfg.Remote == nil || !s.cfg.Remote.Drives(driver) {
+		return &refusal{http.StatusConflict, "conflict", fmt.Sprintf("run %s is driven by %s: this server cannot act on it (serve with that engine, or act there)", run.ID, driver)}
+	}
+	return nil
+}
+
+// resumeRemote gives the decisions of req to the run the Remote drives.
+func (s *Server) resumeRemote(w http.ResponseWriter, r *http.Request, run store.Run, driver string, req resumeRequest) {
+	if rf := s.remoteRefusal(run, driver); rf != nil {
+		rf.write(w, writeError)
+		return
+	}
+	if run.Status != store.AwaitingApproval {
+		writeError(w, http.StatusConflict, "conflict", fmt.Sprintf("run %s is %s: it waits for no decision", run.ID, run.Status))
+		return
+	}
+	if len(req.Approve)+len(req.Deny) == 0 {
+		writeError(w, http.StatusBadRequest, "invalid_request", fmt.Sprintf("run %s is driven by %s and goes on there: name the calls to approve or deny", run.ID, driver))
+		return
+	}
+	l, err := runlog.Read(r.Context(), s.cfg.Store, run.ID, s.logOptions()...)
+	if err != nil {
+		writeError(w, http.StatusInternalServerError, "error", err.Error())
+		return
+	}
+	// Each name is checked against what the store says waits, as for a
+	// local run, before the engine is told.
+	waiting := l.Waiting()
+	for _, id := range append(append([]string(nil), req.Approve...), req.Deny...) {
+		if n := len(runlog.Named(waiting, id)); n != 1 {
+			writeError(w, http.StatusBadRequest, "invalid_request", fmt.Sprintf("%q names %d of the calls run %s waits for", id, n, run.ID))
+			return
+		}
+	}
+	recs, err := s.cfg.Store.Records(r.Context(), run.ID, 0)
+	if err != nil {
+		writeError(w, http.StatusInternalServerError, "error", err.Error())
+		return
+	}
+	by := policy.PrincipalFrom(r.Context()).UserID
+	if by == "" {
+		by = "anonymous"
+	}
+	if err := s.cfg.Remote.Decide(r.Context(), run.ID, req.Approve, req.Deny, req.Reason, by); err != nil {
+		writeError(w, http.StatusBadGateway, "remote_error", err.Error())
+		return
+	}
+	s.answerRemote(w, r, run.ID, recs[len(recs)-1].Seq, http.StatusAccepted)
+}
+
+// abortElsewhere aborts a run this server does not drive: through the
+// Remote that drives it; or, for a run another agentry process drives
+// (another server over the same store) or that waits (for approval, or
+// for a resume), here: the other process's lease is broken, which stops
+// it at its next write, and the run is resumed only to end aborted with
+// what it did.
+func (s *Server) abortElsewhere(w http.ResponseWriter, r *http.Request, run store.Run) {
+	ctx := r.Context()
+	if driver := s.remoteDriver(ctx, run.ID); driver != "" {
+		if rf := s.remoteRefusal(run, driver); rf != nil {
+			rf.write(w, writeError)
+			return
+		}
+		if ended(run.Status) {
+			writeError(w, http.StatusConflict, "conflict", fmt.Sprintf("run %s is %s: it cannot be aborted", run.ID, run.Status))
+			return
+		}
+		if err := s.cfg.Remote.Abort(ctx, run.ID); err != nil {
+			writeError(w, http.StatusBadGateway, "remote_error", err.Error())
+			return
+		}
+		writeJSON(w, http.StatusAccepted, map[string]string{"run_id": run.ID, "status": "aborting"})
+		return
+	}
+	switch {
+	case run.Kind != "agent" || ended(run.Status):
+		writeError(w, http.StatusConflict, "conflict", fmt.Sprintf("run %s is %s and not driven by this server: it cannot be aborted here", run.ID, run.Status))
+		return
+	case run.Status == store.Running && run.Holder != "":
+		if err := s.cfg.Store.Break(ctx, run.ID, run.Holder); err != nil && !errors.Is(err, store.ErrLeaseLost) {
+			writeError(w, http.StatusInternalServerError, "error", err.Error())
+			return
+		}
+		var err error
+		if run, err = s.cfg.Store.Get(ctx, run.ID); err != nil {
+			writeError(w, http.StatusInternalServerError, "error", err.Error())
+			return
+		}
+	}
+	sess, a, rf := s.resumeRun(ctx, run, resumeRequest{}, s.admitted)
+	if rf != nil {
+		rf.write(w, writeError)
+		return
+	}
+	sess.Abort()
+	p, err := s.startedFor(ctx, run.ID)
+	if err != nil {
+		p = *policy.PrincipalFrom(ctx)
+	}
+	s.background(sess, a, true, p)
+	writeJSON(w, http.StatusAccepted, map[string]string{"run_id": run.ID, "status": "aborting"})
+}
+
+func ended(st store.Status) bool {
+	return st == store.Completed || st == store.Failed || st == store.Aborted
+}
