@@ -326,7 +326,9 @@ func (r temporalRemote) Decide(ctx context.Context, runID string, approve, deny 
 	return temporal.Decide(ctx, r.c, runID, temporal.Decision{Approve: approve, Deny: deny, Reason: reason, By: by})
 }
 
-func (r temporalRemote) Abort(ctx context.Context, runID string) error { return temporal.Abort(ctx, r.c, runID) }
+func (r temporalRemote) Abort(ctx context.Context, runID string) error {
+	return temporal.Abort(ctx, r.c, runID)
+}
 
 func (r temporalRemote) Drives(driver string) bool {
 	return driver == "temporal:"+r.t.namespace || strings.HasPrefix(driver, "temporal:"+r.t.namespace+"/")
