@@ -87,6 +87,10 @@ func (x *activities) advance(ctx context.Context, in advanceIn) (*advanceOut, er
 			return nil, temporal.NewNonRetryableApplicationError(fmt.Sprintf("run %s: %v", in.RunID, err), "config_error", err)
 		}
 		defer a.Close()
+		if p := a.Spec().Policy; p != nil && len(p.PrivateTools) > 0 {
+			err := fmt.Errorf("agent %s has private tools (policy.private_tools): its log keeps their digests, from which a run cannot go on between activities; run it locally", a.Name())
+			return nil, temporal.NewNonRetryableApplicationError(fmt.Sprintf("run %s: %v", in.RunID, err), "config_error", err)
+		}
 		sess, err = a.NewSession(in.Request.Input, x.sessionOptions(in, in.Request)...)
 		if err != nil {
 			return nil, temporal.NewNonRetryableApplicationError(fmt.Sprintf("run %s: %v", in.RunID, err), "invalid_input", err)

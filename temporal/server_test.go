@@ -14,6 +14,7 @@ import (
 
 	"go.temporal.io/api/enums/v1"
 	historypb "go.temporal.io/api/history/v1"
+	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/log"
 	"go.temporal.io/sdk/worker"
@@ -194,5 +195,68 @@ func TestReplay(t *testing.T) {
 				t.Error("a workflow that schedules another activity replayed the history without error")
 			}
 		})
+	}
+}
+
+// A run started by the previous release's workflow code finishes on this
+// release's: runs begun by a worker of the first release (its workflow,
+// frozen in v1_test.go) wait for approval; that worker stops; a worker of
+// this release takes them over, and they finish, each effect once.
+func TestUpgrade(t *testing.T) {
+	_, c := testdb.Temporal(t)
+	st := openStore(t)
+	l := &ledger{path: filepath.Join(t.TempDir(), "ledger")}
+	const queue = "agentry-upgrade"
+	opts := Config{Store: st, Options: []agent.Option{agent.WithTools(payTools(l))}}
+	old := worker.New(c, queue, worker.Options{Identity: "release-1"})
+	x := &activities{cfg: opts}
+	old.RegisterWorkflowWithOptions(runV1, workflow.RegisterOptions{Name: WorkflowName})
+	old.RegisterActivityWithOptions(x.advance, activity.RegisterOptions{Name: AdvanceName})
+	old.RegisterActivityWithOptions(x.tool, activity.RegisterOptions{Name: ToolName})
+	if err := old.Start(); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	var ids []string
+	for range 3 {
+		id, err := Start(ctx, c, queue, request(t, "approver.json"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		waitFor(t, c, id, func(p *Progress) bool { return p.Status == "awaiting_approval" })
+		ids = append(ids, id)
+	}
+	old.Stop()
+
+	startWorker(t, c, queue, st, l)
+	for _, id := range ids {
+		if err := Decide(ctx, c, id, Decision{Approve: []string{id + ":2:0"}}); err != nil {
+			t.Fatal(err)
+		}
+		out, err := Wait(ctx, c, id)
+		if err != nil || out.Status != "completed" {
+			t.Fatalf("run %s: %+v (%v)", id, out, err)
+		}
+		by := map[bool]bool{}
+		it := c.GetWorkflowHistory(ctx, id, "", false, enums.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+		for it.HasNext() {
+			e, err := it.Next()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if a := e.GetWorkflowTaskCompletedEventAttributes(); a != nil {
+				by[a.GetIdentity() == "release-1"] = true
+			}
+		}
+		if !by[true] || !by[false] {
+			t.Errorf("run %s's workflow tasks were completed by release 1: %v, by this release: %v; want both", id, by[true], by[false])
+		}
+	}
+	sends := l.sends(t)
+	for _, id := range ids {
+		if n := slices.Index(sends, id+":2:0"); n < 0 || slices.Index(sends[n+1:], id+":2:0") >= 0 {
+			t.Errorf("run %s's payment was made %d times", id, strings.Count(strings.Join(sends, "\n"), id+":2:0"))
+		}
 	}
 }

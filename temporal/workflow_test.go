@@ -272,3 +272,31 @@ func TestWorkflowAbort(t *testing.T) {
 		t.Errorf("payments %v; want none", sends)
 	}
 }
+
+// A run that cannot go on between activities is refused before it
+// starts, saying why; a request that names no agent too.
+func TestWorkflowRefusals(t *testing.T) {
+	for name, tc := range map[string]struct {
+		req  func(t *testing.T) Request
+		want string
+	}{
+		"private tools": {func(t *testing.T) Request { return request(t, "private.json") }, "private tools"},
+		"no agent":      {func(t *testing.T) Request { return Request{Input: map[string]any{}} }, "names no agent"},
+		"both":          {func(t *testing.T) Request { r := request(t, "payer.json"); r.Agent = "payer"; return r }, "give one"},
+		"bad input":     {func(t *testing.T) Request { r := request(t, "payer.json"); r.Input = nil; return r }, "task"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			st := openStore(t)
+			e := env(t, st, &ledger{path: filepath.Join(t.TempDir(), "ledger")})
+			e.SetStartWorkflowOptions(client.StartWorkflowOptions{ID: "run_refused"})
+			e.ExecuteWorkflow(WorkflowName, tc.req(t), (*Carried)(nil))
+			err := e.GetWorkflowError()
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("workflow error %v; want one saying %q", err, tc.want)
+			}
+			if _, err := st.Get(context.Background(), "run_refused"); !errors.Is(err, store.ErrNotFound) {
+				t.Errorf("a refused run was stored: %v", err)
+			}
+		})
+	}
+}
