@@ -240,6 +240,18 @@ type Pins interface {
 	Pin(ctx context.Context, name, version, digest string) (string, error)
 }
 
+// Blobs is what a store that keeps opaque values by key can do: the
+// payloads a durable-execution engine keeps out of its history (a Temporal
+// run's large results), each written once under the digest of its bytes.
+// The SQL backends have it; Prune deletes the blobs written before its
+// cutoff.
+type Blobs interface {
+	// PutBlob keeps data under key; a key kept already keeps its data.
+	PutBlob(ctx context.Context, key string, data []byte) error
+	// Blob returns the data kept under key, or ErrNotFound.
+	Blob(ctx context.Context, key string) ([]byte, error)
+}
+
 // Errors of the store, matched with errors.Is.
 var (
 	ErrNotFound  = errors.New("store: run not found")

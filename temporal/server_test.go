@@ -23,6 +23,7 @@ import (
 
 	"github.com/agentry/agentry/agent"
 	"github.com/agentry/agentry/internal/testdb"
+	"github.com/agentry/agentry/runlog"
 	"github.com/agentry/agentry/store"
 )
 
@@ -258,5 +259,40 @@ func TestUpgrade(t *testing.T) {
 		if n := slices.Index(sends, id+":2:0"); n < 0 || slices.Index(sends[n+1:], id+":2:0") >= 0 {
 			t.Errorf("run %s's payment was made %d times", id, strings.Count(strings.Join(sends, "\n"), id+":2:0"))
 		}
+	}
+}
+
+// On a real server, whose history refuses payloads over 2 MiB, a run
+// with a 3 MB tool result and a 300 KB input goes through: the data
+// converter keeps them in the run store.
+func TestOnServerLargePayloads(t *testing.T) {
+	_, plain := testdb.Temporal(t)
+	st := openStore(t)
+	c, err := client.NewClientFromExisting(plain, client.Options{DataConverter: DataConverter(st),
+		Logger: log.NewStructuredLogger(slog.New(slog.DiscardHandler))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	const queue = "agentry-large"
+	startWorker(t, c, queue, st, &ledger{path: filepath.Join(t.TempDir(), "ledger")})
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	req := request(t, "big.json")
+	req.Input = map[string]any{"task": strings.Repeat("long input ", 30_000)}
+	id, err := Start(ctx, c, queue, req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := Wait(ctx, c, id)
+	if err != nil || out.Status != "completed" {
+		t.Fatalf("outcome %+v (%v)", out, err)
+	}
+	l, err := runlog.Read(ctx, st, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rec := l.Results[id+":1:0"]; rec == nil || rec.Error != nil || rec.Output == nil || len(*rec.Output) != 3_000_002 {
+		t.Errorf("the 3 MB result did not come through whole: %+v", rec)
 	}
 }

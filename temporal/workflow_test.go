@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/mock"
+	commonpb "go.temporal.io/api/common/v1"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/log"
 	"go.temporal.io/sdk/temporal"
@@ -77,7 +78,13 @@ func payTools(l *ledger) *tool.Registry {
 		}
 		return map[string]any{"paid": in.Amount, "to": in.To}, nil
 	}, tool.WithIdempotency(tool.NonIdempotent)))
-	r, err := tool.NewRegistry(add, pay)
+	type reportArgs struct {
+		Bytes int `json:"bytes"`
+	}
+	report := tool.Must(tool.Func("report", "Write a report of so many bytes.", func(_ context.Context, in reportArgs) (string, error) {
+		return strings.Repeat("r", in.Bytes), nil
+	}, tool.WithIdempotency(tool.Safe)))
+	r, err := tool.NewRegistry(add, pay, report)
 	if err != nil {
 		panic(err)
 	}
@@ -298,5 +305,47 @@ func TestWorkflowRefusals(t *testing.T) {
 				t.Errorf("a refused run was stored: %v", err)
 			}
 		})
+	}
+}
+
+// Payloads over Temporal's limits (a tool's 3 MB result, a 300 KB input)
+// are kept in the run store, with references in the history: the run
+// ends as it would locally, its result whole in its log.
+func TestWorkflowLargePayloads(t *testing.T) {
+	st := openStore(t)
+	e := env(t, st, &ledger{path: filepath.Join(t.TempDir(), "ledger")})
+	e.SetDataConverter(DataConverter(st))
+	const runID = "run_wf_big"
+	e.SetStartWorkflowOptions(client.StartWorkflowOptions{ID: runID})
+	req := request(t, "big.json")
+	req.Input = map[string]any{"task": strings.Repeat("long input ", 30_000)}
+	e.ExecuteWorkflow(WorkflowName, req, (*Carried)(nil))
+	out, res := outcomeOf(t, e)
+	if out.Status != "completed" || res.Result != "Reported." {
+		t.Fatalf("outcome %s %v", out.Status, res.Result)
+	}
+	l, err := runlog.Read(context.Background(), st, runID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := l.Results[runID+":1:0"]
+	if rec == nil || rec.Output == nil || len(*rec.Output) != 3_000_002 {
+		t.Errorf("the report's result in the log: %v", rec != nil && rec.Output != nil)
+	}
+	// The store keeps the large payloads; a payload's reference is small.
+	enc, err := DataConverter(st).ToPayload(req)
+	if err != nil || string(enc.GetMetadata()["encoding"]) != blobEncoding || len(enc.GetData()) > 100 {
+		t.Fatalf("the request's payload: %v (%v)", enc, err)
+	}
+	var back Request
+	if err := DataConverter(st).FromPayload(enc, &back); err != nil || back.Input["task"] != req.Input["task"] {
+		t.Errorf("the request read back from its reference: %v", err)
+	}
+	// A reference whose blob was changed is refused.
+	b := st.(store.Blobs)
+	b.PutBlob(context.Background(), "sha256:0000", []byte("x"))
+	forged := &commonpb.Payload{Metadata: map[string][]byte{"encoding": []byte(blobEncoding)}, Data: []byte("sha256:0000")}
+	if err := DataConverter(st).FromPayload(forged, &back); err == nil || !strings.Contains(err.Error(), "digest") {
+		t.Errorf("a blob that does not match its digest: %v", err)
 	}
 }

@@ -80,7 +80,7 @@ func resume(ctx context.Context, runID string, f resumeFlags, stdout, stderr io.
 		return usageErr(fmt.Errorf("--answer continues a paused pipeline; run %s is an agent's", runID))
 	}
 	if driver := driverOf(ctx, st, runID); strings.HasPrefix(driver, "temporal:") {
-		return decideOnTemporal(ctx, runID, driver, f, stdout, stderr)
+		return decideOnTemporal(ctx, st, runID, driver, f, stdout, stderr)
 	}
 	opts, err := storedAgentOptions(f.runFlags, stderr)
 	if err != nil {

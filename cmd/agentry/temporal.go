@@ -51,12 +51,17 @@ func envOr(name, def string) string {
 }
 
 // dial connects to the Temporal server; the SDK's own logging is off
-// unless the command logs.
-func (t *temporalFlags) dial(ctx context.Context, logger *slog.Logger) (client.Client, error) {
+// unless the command logs. Large payloads are kept in st, the store the
+// workers share (nil: none are kept, and Temporal's limits apply).
+func (t *temporalFlags) dial(ctx context.Context, logger *slog.Logger, st store.Store) (client.Client, error) {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	c, err := client.DialContext(ctx, client.Options{HostPort: t.address, Namespace: t.namespace, Logger: tlog.NewStructuredLogger(logger)})
+	opts := client.Options{HostPort: t.address, Namespace: t.namespace, Logger: tlog.NewStructuredLogger(logger)}
+	if st != nil {
+		opts.DataConverter = temporal.DataConverter(st)
+	}
+	c, err := client.DialContext(ctx, opts)
 	if err != nil {
 		return nil, fmt.Errorf("--temporal %s: %w", t.address, err)
 	}
@@ -124,7 +129,7 @@ func runWorker(ctx context.Context, f workerFlags, stderr io.Writer) error {
 	}
 	defer tel.shutdown()
 	opts = append(opts, tel.agentOptions()...)
-	c, err := f.dial(ctx, logger)
+	c, err := f.dial(ctx, logger, st)
 	if err != nil {
 		return runFailed(err)
 	}
@@ -161,7 +166,12 @@ func runOnTemporal(ctx context.Context, target string, f runFlags, t temporalFla
 	if err != nil {
 		return usageErr(err)
 	}
-	c, err := t.dial(ctx, logger)
+	st, err := openStore(ctx, f.db) // where the workers keep large payloads
+	if err != nil {
+		return usageErr(err)
+	}
+	defer st.Close()
+	c, err := t.dial(ctx, logger, st)
 	if err != nil {
 		return runFailed(err)
 	}
@@ -275,7 +285,7 @@ func driverOf(ctx context.Context, st store.Store, runID string) string {
 // decideOnTemporal resumes a run Temporal drives the only way it can
 // be: its workflow is given the decisions, and the command waits for it
 // as run --temporal does.
-func decideOnTemporal(ctx context.Context, runID, driver string, f resumeFlags, stdout, stderr io.Writer) error {
+func decideOnTemporal(ctx context.Context, st store.Store, runID, driver string, f resumeFlags, stdout, stderr io.Writer) error {
 	if f.temporal.address == "" {
 		return usageErr(fmt.Errorf("run %s is driven by Temporal (%s): give --temporal HOST:PORT to decide it there", runID, driver))
 	}
@@ -289,7 +299,7 @@ func decideOnTemporal(ctx context.Context, runID, driver string, f resumeFlags, 
 	if err != nil {
 		return usageErr(err)
 	}
-	c, err := f.temporal.dial(ctx, logger)
+	c, err := f.temporal.dial(ctx, logger, st)
 	if err != nil {
 		return runFailed(err)
 	}

@@ -11,6 +11,7 @@ package sqlstore
 import (
 	"context"
 	"database/sql"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"strconv"
@@ -162,6 +163,39 @@ var migrations = []string{
 		created_at BIGINT NOT NULL,
 		PRIMARY KEY (name, version)
 	);`,
+	// 7: values kept by key, out of a durable-execution engine's history
+	// (store.Blobs), as base64 text: both dialects' TEXT holds it.
+	`CREATE TABLE agentry_blobs (
+		key TEXT PRIMARY KEY,
+		data TEXT NOT NULL,
+		created_at BIGINT NOT NULL
+	);
+	CREATE INDEX agentry_blobs_created ON agentry_blobs (created_at);`,
+}
+
+// PutBlob keeps data under key unless the key is kept (store.Blobs).
+func (s *DB) PutBlob(ctx context.Context, key string, data []byte) error {
+	if key == "" {
+		return fmt.Errorf("store (%s): put a blob: empty key", s.d.Name)
+	}
+	if _, err := s.exec(ctx, s.q(`INSERT INTO agentry_blobs (key, data, created_at) VALUES (?, ?, ?) ON CONFLICT (key) DO NOTHING`),
+		key, base64.StdEncoding.EncodeToString(data), s.now().UnixMicro()); err != nil {
+		return fmt.Errorf("store (%s): put blob %s: %w", s.d.Name, key, err)
+	}
+	return nil
+}
+
+// Blob returns the data kept under key (store.Blobs).
+func (s *DB) Blob(ctx context.Context, key string) ([]byte, error) {
+	var text string
+	err := s.db.QueryRowContext(ctx, s.q(`SELECT data FROM agentry_blobs WHERE key = ?`), key).Scan(&text)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, fmt.Errorf("%w: blob %s", store.ErrNotFound, key)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("store (%s): blob %s: %w", s.d.Name, key, err)
+	}
+	return base64.StdEncoding.DecodeString(text)
 }
 
 // Pin records digest for name@version unless one is, and returns the one
@@ -504,6 +538,9 @@ func (s *DB) Prune(ctx context.Context, before time.Time) (int, error) {
 	}
 	res, err := tx.ExecContext(ctx, s.q(`DELETE FROM agentry_runs WHERE `+cond), micros(before), now)
 	if err != nil {
+		return 0, fmt.Errorf("store: prune: %w", err)
+	}
+	if _, err := tx.ExecContext(ctx, s.q(`DELETE FROM agentry_blobs WHERE created_at < ?`), micros(before)); err != nil {
 		return 0, fmt.Errorf("store: prune: %w", err)
 	}
 	n, _ := res.RowsAffected()

@@ -42,6 +42,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"AuditTampered", testAuditTampered},
 		{"VerifyWhileAppending", testVerifyWhileAppending},
 		{"Pins", testPins},
+		{"Blobs", testBlobs},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -549,5 +550,32 @@ func testPins(t *testing.T, s store.Store) {
 		if err != nil || got != tt.want {
 			t.Errorf("Pin(%s@%s, %s) = %q, %v; want %q", tt.name, tt.version, tt.digest, got, err, tt.want)
 		}
+	}
+}
+
+// testBlobs: a blob is kept once under its key and read back byte for
+// byte; an unknown key is ErrNotFound.
+func testBlobs(t *testing.T, s store.Store) {
+	b, ok := s.(store.Blobs)
+	if !ok {
+		t.Fatalf("%T keeps no blobs (store.Blobs)", s)
+	}
+	ctx := context.Background()
+	data := []byte("\x00binary\xff payload \n")
+	if err := b.PutBlob(ctx, "k1", data); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.PutBlob(ctx, "k1", []byte("other")); err != nil {
+		t.Fatalf("a second put of a key: %v", err)
+	}
+	got, err := b.Blob(ctx, "k1")
+	if err != nil || string(got) != string(data) {
+		t.Errorf("Blob = %q, %v; want the first data", got, err)
+	}
+	if _, err := b.Blob(ctx, "nope"); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("an unknown key: %v; want ErrNotFound", err)
+	}
+	if err := b.PutBlob(ctx, "", data); err == nil {
+		t.Error("an empty key was kept")
 	}
 }
