@@ -205,6 +205,12 @@ func (a *Agent) Exec(ctx context.Context, run *tool.Run, p PendingCall, progress
 			got, p.Key, run.RunID, p.Turn, p.Index), Recoverable: false}
 		return runlog.NewToolResult(call, tool.Output{}, d, start)
 	}
-	out, err := b.inner(ctx, call)
+	var out tool.Output
+	var err error
+	if o := a.execSpan(ctx, run); o != nil {
+		out, err = a.toolSpan(ctx, o, call, b.inner)
+	} else {
+		out, err = b.inner(ctx, call)
+	}
 	return runlog.NewToolResult(call, out, err, start)
 }

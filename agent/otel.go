@@ -104,33 +104,62 @@ func (r *run) endSpan(res *Result) {
 func (a *Agent) traceTools(next tool.Handler) tool.Handler {
 	return func(ctx context.Context, call *tool.Call) (tool.Output, error) {
 		r, _ := policy.HostFrom(ctx).(*run)
-		if r == nil || r.otel == nil {
+		if r == nil || r.otel == nil || !r.traces(call) {
 			return next(ctx, call)
 		}
-		o := r.otel
-		ctx, span := o.tracer.Start(ctx, string(genaiconv.OperationNameExecuteTool)+" "+call.Name,
-			oteltrace.WithSpanKind(oteltrace.SpanKindInternal), oteltrace.WithAttributes(
-				semconv.GenAIOperationNameKey.String(string(genaiconv.OperationNameExecuteTool)),
-				semconv.GenAIToolName(call.Name), semconv.GenAIToolCallID(call.ID), semconv.GenAIToolType("function"),
-				o.agent[0], o.agent[1], o.agent[2]))
-		if o.content {
-			span.SetAttributes(semconv.GenAIToolCallArgumentsKey.String(string(a.redact.Bytes(call.Arguments))))
-		}
-		out, err := next(ctx, call)
-		if err != nil {
-			typ := "_OTHER"
-			var d *tool.ErrorDetails
-			if errors.As(err, &d) {
-				typ = d.Type
-			}
-			span.SetAttributes(semconv.ErrorTypeKey.String(typ))
-			span.SetStatus(codes.Error, a.redact.String(err.Error()))
-		} else if o.content {
-			span.SetAttributes(semconv.GenAIToolCallResultKey.String(string(a.redact.Bytes(out.JSON))))
-		}
-		span.End()
-		return out, err
+		return a.toolSpan(ctx, r.otel, call, next)
 	}
+}
+
+// traces says whether the run traces call here: not a call of a turn it
+// replays (traced when it ran), nor one it hands out or was given the
+// result of (Dispatch: traced where it ran, by Exec).
+func (r *run) traces(call *tool.Call) bool {
+	if call.Turn < r.quiet() {
+		return false
+	}
+	if j := r.link.journal; j != nil && j.out != nil {
+		_, sub := call.Tool.(subTool) // a sub-agent runs here
+		return sub
+	}
+	return true
+}
+
+// toolSpan runs call through next in an execute_tool span of o's.
+func (a *Agent) toolSpan(ctx context.Context, o *runSpan, call *tool.Call, next tool.Handler) (tool.Output, error) {
+	ctx, span := o.tracer.Start(ctx, string(genaiconv.OperationNameExecuteTool)+" "+call.Name,
+		oteltrace.WithSpanKind(oteltrace.SpanKindInternal), oteltrace.WithAttributes(
+			semconv.GenAIOperationNameKey.String(string(genaiconv.OperationNameExecuteTool)),
+			semconv.GenAIToolName(call.Name), semconv.GenAIToolCallID(call.ID), semconv.GenAIToolType("function"),
+			o.agent[0], o.agent[1], o.agent[2]))
+	if o.content {
+		span.SetAttributes(semconv.GenAIToolCallArgumentsKey.String(string(a.redact.Bytes(call.Arguments))))
+	}
+	out, err := next(ctx, call)
+	if err != nil {
+		typ := "_OTHER"
+		var d *tool.ErrorDetails
+		if errors.As(err, &d) {
+			typ = d.Type
+		}
+		span.SetAttributes(semconv.ErrorTypeKey.String(typ))
+		span.SetStatus(codes.Error, a.redact.String(err.Error()))
+	} else if o.content {
+		span.SetAttributes(semconv.GenAIToolCallResultKey.String(string(a.redact.Bytes(out.JSON))))
+	}
+	span.End()
+	return out, err
+}
+
+// execSpan is the span context of a call Exec runs: the agent's tracer,
+// nil when nobody traces.
+func (a *Agent) execSpan(ctx context.Context, run *tool.Run) *runSpan {
+	tracer := telemetry.Tracer(ctx, a.o.tracers)
+	if tracer == nil {
+		return nil
+	}
+	return &runSpan{tracer: tracer, content: telemetry.CaptureContent(), agent: [3]attribute.KeyValue{
+		semconv.GenAIAgentName(run.AgentName), semconv.GenAIAgentVersion(run.AgentVersion), semconv.GenAIConversationID(run.SessionID)}}
 }
 
 // providerNameOf is gen_ai.provider.name for an agentry provider name:

@@ -12,10 +12,13 @@ import (
 	"testing"
 	"time"
 
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.temporal.io/api/enums/v1"
 	historypb "go.temporal.io/api/history/v1"
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/interceptor"
 	"go.temporal.io/sdk/log"
 	"go.temporal.io/sdk/worker"
 	"go.temporal.io/sdk/workflow"
@@ -294,5 +297,87 @@ func TestOnServerLargePayloads(t *testing.T) {
 	}
 	if rec := l.Results[id+":1:0"]; rec == nil || rec.Error != nil || rec.Output == nil || len(*rec.Output) != 3_000_002 {
 		t.Errorf("the 3 MB result did not come through whole: %+v", rec)
+	}
+}
+
+// Spans through Temporal's OpenTelemetry interceptor are replay-safe:
+// with no workflow cached, each workflow task replays the run from its
+// start, and still each activity is started once in the trace; the
+// agent's own spans (invoke_agent, chat, execute_tool) are children of
+// the activities that ran them, in one trace with the client's.
+func TestOnServerTracing(t *testing.T) {
+	_, plain := testdb.Temporal(t)
+	rec := tracetest.NewSpanRecorder()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
+	defer tp.Shutdown(context.Background())
+	tracing, err := Tracing(tp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := client.NewClientFromExisting(plain, client.Options{Interceptors: []interceptor.ClientInterceptor{tracing},
+		Logger: log.NewStructuredLogger(slog.New(slog.DiscardHandler))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	st := openStore(t)
+	l := &ledger{path: filepath.Join(t.TempDir(), "ledger")}
+	const queue = "agentry-traced"
+	w := worker.New(c, queue, worker.Options{})
+	if err := Register(w, Config{Store: st, Options: []agent.Option{agent.WithTools(payTools(l)), agent.WithTracerProvider(tp)}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	id, err := Start(ctx, c, queue, request(t, "payer.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out, err := Wait(ctx, c, id); err != nil || out.Status != "completed" {
+		t.Fatalf("outcome %+v (%v)", out, err)
+	}
+	tp.ForceFlush(ctx)
+	count := map[string]int{}
+	byID := map[string]sdktrace.ReadOnlySpan{}
+	for _, s := range rec.Ended() {
+		count[s.Name()]++
+		byID[s.SpanContext().SpanID().String()] = s
+	}
+	// Three turns: three planning activities; three calls.
+	for name, want := range map[string]int{"StartActivity:" + AdvanceName: 3, "RunActivity:" + AdvanceName: 3,
+		"StartActivity:" + ToolName: 3, "RunActivity:" + ToolName: 3, "StartWorkflow:" + WorkflowName: 1, "RunWorkflow:" + WorkflowName: 0} {
+		if count[name] != want {
+			t.Errorf("%d spans %s; want %d (spans: %v)", count[name], name, want, count)
+		}
+	}
+	trace := ""
+	for _, s := range rec.Ended() {
+		if trace == "" {
+			trace = s.SpanContext().TraceID().String()
+		}
+		if s.SpanContext().TraceID().String() != trace {
+			t.Errorf("span %s is in trace %s, not the run's %s", s.Name(), s.SpanContext().TraceID(), trace)
+		}
+		if strings.HasPrefix(s.Name(), "execute_tool") {
+			parent := byID[s.Parent().SpanID().String()]
+			if parent == nil || parent.Name() != "RunActivity:"+ToolName {
+				t.Errorf("%s's parent is %v; want the call's activity", s.Name(), parent)
+			}
+		}
+		if strings.HasPrefix(s.Name(), "invoke_agent") {
+			parent := byID[s.Parent().SpanID().String()]
+			if parent == nil || parent.Name() != "RunActivity:"+AdvanceName {
+				t.Errorf("invoke_agent's parent is %v; want a planning activity", parent)
+			}
+		}
+	}
+	// One execute_tool span a call, where it ran (the replays of turns
+	// by later planning activities trace nothing again).
+	if count["invoke_agent payer"] != 3 || count["execute_tool pay"] != 1 || count["execute_tool add"] != 2 {
+		t.Errorf("agent spans: %v", count)
 	}
 }

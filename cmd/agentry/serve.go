@@ -150,7 +150,7 @@ func newServer(ctx context.Context, f serveFlags, stderr io.Writer) (srv *server
 	})
 	var remote server.Remote
 	if f.temporal.address != "" {
-		c, err := f.temporal.dial(ctx, logger, st)
+		c, err := f.temporal.dial(ctx, logger, st, tel)
 		if err != nil {
 			return nil, 0, nil, runFailed(err)
 		}

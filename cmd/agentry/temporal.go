@@ -15,6 +15,7 @@ import (
 
 	"github.com/spf13/cobra"
 	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/interceptor"
 	tlog "go.temporal.io/sdk/log"
 	"go.temporal.io/sdk/worker"
 
@@ -53,13 +54,22 @@ func envOr(name, def string) string {
 // dial connects to the Temporal server; the SDK's own logging is off
 // unless the command logs. Large payloads are kept in st, the store the
 // workers share (nil: none are kept, and Temporal's limits apply).
-func (t *temporalFlags) dial(ctx context.Context, logger *slog.Logger, st store.Store) (client.Client, error) {
+func (t *temporalFlags) dial(ctx context.Context, logger *slog.Logger, st store.Store, tel *telemetry) (client.Client, error) {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
 	opts := client.Options{HostPort: t.address, Namespace: t.namespace, Logger: tlog.NewStructuredLogger(logger)}
 	if st != nil {
 		opts.DataConverter = temporal.DataConverter(st)
+	}
+	if tel != nil && tel.tracers != nil {
+		// Workflows and activities traced, replay-safe, in one trace
+		// with the agents' spans.
+		tracing, err := temporal.Tracing(tel.tracers)
+		if err != nil {
+			return nil, err
+		}
+		opts.Interceptors = []interceptor.ClientInterceptor{tracing}
 	}
 	c, err := client.DialContext(ctx, opts)
 	if err != nil {
@@ -129,7 +139,7 @@ func runWorker(ctx context.Context, f workerFlags, stderr io.Writer) error {
 	}
 	defer tel.shutdown()
 	opts = append(opts, tel.agentOptions()...)
-	c, err := f.dial(ctx, logger, st)
+	c, err := f.dial(ctx, logger, st, tel)
 	if err != nil {
 		return runFailed(err)
 	}
@@ -171,7 +181,7 @@ func runOnTemporal(ctx context.Context, target string, f runFlags, t temporalFla
 		return usageErr(err)
 	}
 	defer st.Close()
-	c, err := t.dial(ctx, logger, st)
+	c, err := t.dial(ctx, logger, st, nil)
 	if err != nil {
 		return runFailed(err)
 	}
@@ -299,7 +309,7 @@ func decideOnTemporal(ctx context.Context, st store.Store, runID, driver string,
 	if err != nil {
 		return usageErr(err)
 	}
-	c, err := f.temporal.dial(ctx, logger, st)
+	c, err := f.temporal.dial(ctx, logger, st, nil)
 	if err != nil {
 		return runFailed(err)
 	}
