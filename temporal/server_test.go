@@ -16,6 +16,7 @@ import (
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.temporal.io/api/enums/v1"
 	historypb "go.temporal.io/api/history/v1"
+	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/interceptor"
@@ -379,5 +380,53 @@ func TestOnServerTracing(t *testing.T) {
 	// by later planning activities trace nothing again).
 	if count["invoke_agent payer"] != 3 || count["execute_tool pay"] != 1 || count["execute_tool add"] != 2 {
 		t.Errorf("agent spans: %v", count)
+	}
+}
+
+// A run whose history grows past its limit continues as new: the next
+// workflow of the chain goes on with the results and the decision it is
+// handed, and the run ends as it would in one workflow.
+func TestOnServerContinueAsNew(t *testing.T) {
+	was := continueAfter
+	t.Cleanup(func() { continueAfter = was }) // after the worker stops (cleanups run last first)
+	continueAfter = 12                        // a few activities a workflow
+	_, c := testdb.Temporal(t)
+	st := openStore(t)
+	l := &ledger{path: filepath.Join(t.TempDir(), "ledger")}
+	const queue = "agentry-continued"
+	startWorker(t, c, queue, st, l)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	id, err := Start(ctx, c, queue, request(t, "payer.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := Wait(ctx, c, id)
+	if err != nil || out.Status != "completed" {
+		t.Fatalf("outcome %+v (%v)", out, err)
+	}
+	var res agent.Result
+	json.Unmarshal(out.Result, &res)
+	if res.Result != "Paid bob 5." || len(res.Steps) != 3 || res.TokenUsage.TotalTokens != 239 {
+		t.Errorf("Result of the continued run: %v, %d steps, %d tokens", res.Result, len(res.Steps), res.TokenUsage.TotalTokens)
+	}
+	if sends := l.sends(t); !slices.Equal(sends, []string{id + ":2:0"}) {
+		t.Errorf("payments %v; want one", sends)
+	}
+	// The chain: the first workflow continued as new at least once.
+	first, err := c.DescribeWorkflowExecution(ctx, id, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := first.GetWorkflowExecutionInfo().GetExecution().GetRunId(); got == "" {
+		t.Fatal("no execution")
+	}
+	runs := 0
+	it, err := c.ListWorkflow(ctx, &workflowservice.ListWorkflowExecutionsRequest{Query: "WorkflowId = '" + id + "'"})
+	if err == nil {
+		runs = len(it.GetExecutions())
+	}
+	if runs < 2 {
+		t.Errorf("the run's workflow ran as %d executions; want it continued as new", runs)
 	}
 }

@@ -38,8 +38,8 @@ const (
 // continueAfter is how many events a run's history may hold before it
 // continues as new, unless Temporal suggests it sooner: far below the
 // server's limits (50,000 events, 50 MB), so a run's history stays
-// quick to replay.
-const continueAfter = 10_000
+// quick to replay. A variable for the tests' sake only.
+var continueAfter = 10_000
 
 // run is the workflow of one agent run: the loop as Temporal sees it.
 func run(ctx workflow.Context, req Request, carried *Carried) (*Outcome, error) {
