@@ -63,7 +63,31 @@ func (s *Server) createRemote(w http.ResponseWriter, r *http.Request, req *runRe
 		writeError(w, http.StatusBadGateway, "remote_error", err.Error())
 		return
 	}
+	s.begun(r.Context(), id)
 	s.answerRemote(w, r, id, 0, http.StatusCreated)
+}
+
+// remoteBegin is how long an answer waits for a worker to begin a run,
+// so that the id it answers finds the run in the store.
+const remoteBegin = 5 * time.Second
+
+// begun waits until the run is in the store, or remoteBegin passed (no
+// worker took it yet: it starts when one does).
+func (s *Server) begun(ctx context.Context, id string) {
+	ctx, cancel := context.WithTimeout(ctx, remoteBegin)
+	defer cancel()
+	t := time.NewTicker(remotePoll)
+	defer t.Stop()
+	for {
+		if _, err := s.cfg.Store.Get(ctx, id); err == nil {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
 }
 
 // answerRemote answers status with the id of a run the Remote drives,

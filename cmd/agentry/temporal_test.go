@@ -429,6 +429,13 @@ func TestServeOnTemporal(t *testing.T) {
 	startWorker(t, "--temporal", hostPort, "--db", db, "--agents", agents, "--allow-private-network")
 	s := startServe(t, "--agents", agents, "--db", db, "--temporal", hostPort, "--allow-private-network")
 
+	code, started := s.call(t, "POST", "/v1/runs", "", `{"agent": "poster", "input": {"task": "at once"}}`)
+	if code != 201 {
+		t.Fatalf("run on Temporal over HTTP: %d %v\n%s", code, started, s.out)
+	}
+	if code, run := s.call(t, "GET", "/v1/runs/"+started["run_id"].(string), "", ""); code != 200 {
+		t.Errorf("the run's id answered, the run is not in the store: %d %v", code, run)
+	}
 	code, res := s.call(t, "POST", "/v1/runs?wait=true", "", `{"agent": "poster", "input": {"task": "over HTTP"}}`)
 	if code != 200 || res["success"] != true || res["result"] != "Both effects posted." {
 		t.Fatalf("run on Temporal over HTTP: %d %v\n%s", code, res, s.out)
