@@ -278,3 +278,18 @@ func (l *Log) ToolCalls() []Call {
 	sort.Slice(out, func(i, j int) bool { return l.order[out[i].Key] < l.order[out[j].Key] })
 	return out
 }
+
+// Driver returns what drives the stored run runID when it is not one
+// process (its start record's Driver, agent.DrivenBy): "" for a local
+// run, or a run whose log cannot be read (a resume then says why).
+func Driver(ctx context.Context, st store.Store, runID string) string {
+	recs, err := st.Records(ctx, runID, 0)
+	if err != nil || len(recs) == 0 || recs[0].Kind != store.KindStart {
+		return ""
+	}
+	var start struct {
+		Driver string `json:"driver"`
+	}
+	json.Unmarshal(recs[0].Data, &start) // a sealed start names no driver: its run is local
+	return start.Driver
+}

@@ -143,19 +143,6 @@ func (s *Server) settled(ctx context.Context, id string, after int64) (json.RawM
 	}
 }
 
-// remoteDriver is the driver of a run a Remote drives, "" for any other.
-func (s *Server) remoteDriver(ctx context.Context, runID string) string {
-	recs, err := s.cfg.Store.Records(ctx, runID, 0)
-	if err != nil || len(recs) == 0 || recs[0].Kind != store.KindStart {
-		return ""
-	}
-	var start struct {
-		Driver string `json:"driver"`
-	}
-	json.Unmarshal(recs[0].Data, &start)
-	return start.Driver
-}
-
 // remoteRefusal says why a server cannot act on a run another driver
 // drives, nil when its Remote drives it.
 func (s *Server) remoteRefusal(run store.Run, driver string) *refusal {
@@ -217,7 +204,7 @@ func (s *Server) resumeRemote(w http.ResponseWriter, r *http.Request, run store.
 // what it did.
 func (s *Server) abortElsewhere(w http.ResponseWriter, r *http.Request, run store.Run) {
 	ctx := r.Context()
-	if driver := s.remoteDriver(ctx, run.ID); driver != "" {
+	if driver := runlog.Driver(ctx, s.cfg.Store, run.ID); driver != "" {
 		if rf := s.remoteRefusal(run, driver); rf != nil {
 			rf.write(w, writeError)
 			return

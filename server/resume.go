@@ -39,7 +39,7 @@ func (s *Server) resume(w http.ResponseWriter, r *http.Request) {
 		writeBodyError(w, err)
 		return
 	}
-	if driver := s.remoteDriver(r.Context(), run.ID); driver != "" && run.Kind == "agent" {
+	if driver := runlog.Driver(r.Context(), s.cfg.Store, run.ID); driver != "" && run.Kind == "agent" {
 		s.resumeRemote(w, r, run, driver, req)
 		return
 	}

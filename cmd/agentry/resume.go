@@ -15,6 +15,7 @@ import (
 	"github.com/agentry/agentry/agent"
 	"github.com/agentry/agentry/llm"
 	"github.com/agentry/agentry/pipeline"
+	"github.com/agentry/agentry/runlog"
 	"github.com/agentry/agentry/store"
 )
 
@@ -79,7 +80,7 @@ func resume(ctx context.Context, runID string, f resumeFlags, stdout, stderr io.
 	if f.answer != "" {
 		return usageErr(fmt.Errorf("--answer continues a paused pipeline; run %s is an agent's", runID))
 	}
-	if driver := driverOf(ctx, st, runID); strings.HasPrefix(driver, "temporal:") {
+	if driver := runlog.Driver(ctx, st, runID); strings.HasPrefix(driver, "temporal:") {
 		return decideOnTemporal(ctx, st, runID, driver, f, stdout, stderr)
 	}
 	opts, err := storedAgentOptions(f.runFlags, stderr)

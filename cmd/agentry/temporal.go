@@ -278,20 +278,6 @@ func temporalRequest(target string, f runFlags) (temporal.Request, error) {
 	return req, nil
 }
 
-// driverOf is what drives the stored run, from its start record: "" for
-// a local run (or one whose log cannot be read: resume says why).
-func driverOf(ctx context.Context, st store.Store, runID string) string {
-	recs, err := st.Records(ctx, runID, 0)
-	if err != nil || len(recs) == 0 || recs[0].Kind != store.KindStart {
-		return ""
-	}
-	var start struct {
-		Driver string `json:"driver"`
-	}
-	json.Unmarshal(recs[0].Data, &start)
-	return start.Driver
-}
-
 // decideOnTemporal resumes a run Temporal drives the only way it can
 // be: its workflow is given the decisions, and the command waits for it
 // as run --temporal does.
