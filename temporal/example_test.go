@@ -25,7 +25,11 @@ func Example() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	c, err := client.Dial(client.Options{HostPort: "127.0.0.1:7233", DataConverter: temporal.DataConverter(st)})
+	dc, err := temporal.DataConverter(st, nil) // a 32-byte key seals every payload
+	if err != nil {
+		log.Fatal(err)
+	}
+	c, err := client.Dial(client.Options{HostPort: "127.0.0.1:7233", DataConverter: dc})
 	if err != nil {
 		log.Fatal(err)
 	}

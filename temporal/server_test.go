@@ -272,7 +272,7 @@ func TestUpgrade(t *testing.T) {
 func TestOnServerLargePayloads(t *testing.T) {
 	_, plain := testdb.Temporal(t)
 	st := openStore(t)
-	c, err := client.NewClientFromExisting(plain, client.Options{DataConverter: DataConverter(st),
+	c, err := client.NewClientFromExisting(plain, client.Options{DataConverter: blobsOnly(t, st),
 		Logger: log.NewStructuredLogger(slog.New(slog.DiscardHandler))})
 	if err != nil {
 		t.Fatal(err)

@@ -1,6 +1,7 @@
 package temporal
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -16,6 +17,7 @@ import (
 	"github.com/stretchr/testify/mock"
 	commonpb "go.temporal.io/api/common/v1"
 	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/log"
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/testsuite"
@@ -28,6 +30,7 @@ import (
 	_ "github.com/agentry/agentry/store/postgres"
 	_ "github.com/agentry/agentry/store/sqlite"
 	"github.com/agentry/agentry/tool"
+	"google.golang.org/protobuf/proto"
 )
 
 // ledger is the world the pay tool changes: each key it was sent with,
@@ -314,7 +317,7 @@ func TestWorkflowRefusals(t *testing.T) {
 func TestWorkflowLargePayloads(t *testing.T) {
 	st := openStore(t)
 	e := env(t, st, &ledger{path: filepath.Join(t.TempDir(), "ledger")})
-	e.SetDataConverter(DataConverter(st))
+	e.SetDataConverter(blobsOnly(t, st))
 	const runID = "run_wf_big"
 	e.SetStartWorkflowOptions(client.StartWorkflowOptions{ID: runID})
 	req := request(t, "big.json")
@@ -333,19 +336,76 @@ func TestWorkflowLargePayloads(t *testing.T) {
 		t.Errorf("the report's result in the log: %v", rec != nil && rec.Output != nil)
 	}
 	// The store keeps the large payloads; a payload's reference is small.
-	enc, err := DataConverter(st).ToPayload(req)
+	enc, err := blobsOnly(t, st).ToPayload(req)
 	if err != nil || string(enc.GetMetadata()["encoding"]) != blobEncoding || len(enc.GetData()) > 100 {
 		t.Fatalf("the request's payload: %v (%v)", enc, err)
 	}
 	var back Request
-	if err := DataConverter(st).FromPayload(enc, &back); err != nil || back.Input["task"] != req.Input["task"] {
+	if err := blobsOnly(t, st).FromPayload(enc, &back); err != nil || back.Input["task"] != req.Input["task"] {
 		t.Errorf("the request read back from its reference: %v", err)
 	}
 	// A reference whose blob was changed is refused.
 	b := st.(store.Blobs)
 	b.PutBlob(context.Background(), "sha256:0000", []byte("x"))
 	forged := &commonpb.Payload{Metadata: map[string][]byte{"encoding": []byte(blobEncoding)}, Data: []byte("sha256:0000")}
-	if err := DataConverter(st).FromPayload(forged, &back); err == nil || !strings.Contains(err.Error(), "digest") {
+	if err := blobsOnly(t, st).FromPayload(forged, &back); err == nil || !strings.Contains(err.Error(), "digest") {
 		t.Errorf("a blob that does not match its digest: %v", err)
+	}
+}
+
+// blobsOnly is the data converter with the store's blobs and no key.
+func blobsOnly(t *testing.T, st store.Store) converter.DataConverter {
+	t.Helper()
+	dc, err := DataConverter(st, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return dc
+}
+
+// With a key, no payload holds a run's data in the clear: not in the
+// history, not in the store's blobs; another key opens none of them, and
+// a changed one is refused.
+func TestSealedPayloads(t *testing.T) {
+	st := openStore(t)
+	key := bytes.Repeat([]byte{7}, 32)
+	dc, err := DataConverter(st, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const secret = "the input's secret words"
+	for _, size := range []int{1, 300_000} { // in the history, and in a blob
+		req := Request{Input: map[string]any{"task": secret + strings.Repeat(" ", size)}}
+		p, err := dc.ToPayload(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		raw, _ := proto.Marshal(p)
+		if bytes.Contains(raw, []byte(secret)) {
+			t.Errorf("size %d: the payload holds the input in the clear", size)
+		}
+		if string(p.GetMetadata()["encoding"]) == blobEncoding {
+			blob, err := st.(store.Blobs).Blob(context.Background(), string(p.GetData()))
+			if err != nil || bytes.Contains(blob, []byte(secret)) {
+				t.Errorf("the blob holds the input in the clear (%v)", err)
+			}
+		}
+		var back Request
+		if err := dc.FromPayload(p, &back); err != nil || back.Input["task"] != req.Input["task"] {
+			t.Errorf("size %d: read back: %v", size, err)
+		}
+		other, _ := DataConverter(st, bytes.Repeat([]byte{8}, 32))
+		if err := other.FromPayload(p, &back); err == nil {
+			t.Errorf("size %d: another key opened the payload", size)
+		}
+	}
+	p, _ := dc.ToPayload("short")
+	p.Data[len(p.Data)-1] ^= 1
+	var s string
+	if err := dc.FromPayload(p, &s); err == nil {
+		t.Error("a changed sealed payload was opened")
+	}
+	if _, err := DataConverter(st, []byte("short key")); err == nil {
+		t.Error("a 9-byte key was taken")
 	}
 }

@@ -60,7 +60,13 @@ func (t *temporalFlags) dial(ctx context.Context, logger *slog.Logger, st store.
 	}
 	opts := client.Options{HostPort: t.address, Namespace: t.namespace, Logger: tlog.NewStructuredLogger(logger)}
 	if st != nil {
-		opts.DataConverter = temporal.DataConverter(st)
+		key, err := encryptionKey() // the run logs' key seals the payloads too
+		if err != nil {
+			return nil, err
+		}
+		if opts.DataConverter, err = temporal.DataConverter(st, key); err != nil {
+			return nil, err
+		}
 	}
 	if tel != nil && tel.tracers != nil {
 		// Workflows and activities traced, replay-safe, in one trace
