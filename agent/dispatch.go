@@ -107,6 +107,13 @@ func WithRunID(id string) RunOption {
 	return func(c *runConfig) { e := c.more(); e.runID, e.runIDSet = id, true }
 }
 
+// WithDeadline ends the run with ErrTimeout at t, when that comes before
+// its own timeout would: a host that counts a run's time across processes
+// (a run on Temporal, resumed each turn) gives the deadline its time
+// left makes. A resumed session whose deadline passed goes through its
+// log, then ends timed out.
+func WithDeadline(t time.Time) RunOption { return func(c *runConfig) { c.more().deadline = t } }
+
 // checkRunID refuses a run id that would not make a usable key or path.
 func checkRunID(id string) error {
 	if id == "" || len(id) > 128 {

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/agentry/agentry/event"
 	"github.com/agentry/agentry/runlog"
@@ -190,5 +191,45 @@ func TestDispatchDriver(t *testing.T) {
 		if _, err := payerAgent(t, reg).NewSession(payerInput, WithRunID(id)); !errors.Is(err, ErrConfig) {
 			t.Errorf("WithRunID(%q): %v; want ErrConfig", id, err)
 		}
+	}
+}
+
+// WithDeadline bounds a run by a deadline a host counts across
+// processes: passed, a new session ends at once and a resumed one goes
+// through its log first; its time left tightens the run's timeout.
+func TestWithDeadline(t *testing.T) {
+	ctx := context.Background()
+	st := openStore(t, backends[0].dsn(t))
+	l := ledger{filepath.Join(t.TempDir(), "ledger")}
+	reg := durableTools(t, l, false, nil)
+	res, err := payerAgent(t, reg).Run(ctx, payerInput, WithStore(st), WithDeadline(time.Now().Add(-time.Second)))
+	if !errors.Is(err, ErrTimeout) || res.Iterations > 1 {
+		t.Errorf("a deadline passed: %v after %d turns; want ErrTimeout at once", err, res.Iterations)
+	}
+	if res, err := payerAgent(t, reg).Run(ctx, payerInput, WithDeadline(time.Now().Add(time.Hour))); err != nil || !res.Success {
+		t.Errorf("a deadline far off: %v", err)
+	}
+
+	const driver, runID = "test:wf-deadline", "run_deadline"
+	sess, err := payerAgent(t, reg).NewSession(payerInput, WithStore(st), Dispatch(), DrivenBy(driver), WithRunID(runID))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := sess.Run(ctx); !errors.Is(err, ErrDispatched) {
+		t.Fatal(err)
+	}
+	a := storedAgent(t, st, runID, WithTools(reg))
+	defer a.Close()
+	sess, err = a.Resume(ctx, st, runID, DrivenBy(driver), WithDeadline(time.Now().Add(-time.Millisecond)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err = sess.Run(ctx)
+	if !errors.Is(err, ErrTimeout) || res.TerminateReason != ReasonTimeout || res.Iterations != 1 || res.TokenUsage.TotalTokens != 60 {
+		t.Errorf("a resumed run out of time: %v, reason %s, %d turns, %d tokens; want timed out with its first turn on record",
+			err, res.TerminateReason, res.Iterations, res.TokenUsage.TotalTokens)
+	}
+	if sends := l.sends(t); slices.ContainsFunc(sends, func(k string) bool { return strings.HasPrefix(k, runID) }) {
+		t.Errorf("the run out of time paid: %v", sends)
 	}
 }

@@ -437,14 +437,24 @@ func (e *ApprovalError) Error() string {
 // Is makes errors.Is(err, ErrAwaitingApproval) true.
 func (e *ApprovalError) Is(target error) bool { return target == ErrAwaitingApproval }
 
-// abortAfterLog ends a resumed run aborted before it ran, once its log
-// has nothing more to serve: ErrAborted, nil while it has.
+// How a resumed session ends after its log (Session.afterLog).
+const (
+	afterAbort = iota + 1
+	afterTimeout
+)
+
+var afterLogEnds = [...]error{afterAbort: ErrAborted, afterTimeout: ErrTimeout}
+
+// abortAfterLog ends a resumed run aborted (or out of time) before it
+// ran, once its log has nothing more to serve: ErrAborted (ErrTimeout),
+// nil while it has.
 func (r *run) abortAfterLog() error {
-	if !r.s.afterLog {
+	err := afterLogEnds[r.s.afterLog]
+	if err == nil {
 		return nil
 	}
-	r.s.cancel(ErrAborted)
-	return ErrAborted
+	r.s.cancel(err)
+	return err
 }
 
 // interrupted says the run was interrupted (Session.Interrupt): what its

@@ -89,7 +89,7 @@ func (s *Session) Run(ctx context.Context) (*Result, error) {
 	ctx, cancel := context.WithCancelCause(ctx)
 	s.cancel = cancel
 	if s.aborted && s.cfg.resume != nil {
-		s.afterLog = true
+		s.afterLog = afterAbort
 	} else if s.aborted {
 		cancel(ErrAborted)
 	}
@@ -116,6 +116,16 @@ func (s *Session) Run(ctx context.Context) (*Result, error) {
 	if _, ok := s.state.Input["constraints"]; ok {
 		c, _ := constraintsOf(s.state.Input) // checked by NewSession
 		r.limits.constrain(c)
+	}
+	if e := s.cfg.extra; e != nil && !e.deadline.IsZero() {
+		switch left := time.Until(e.deadline); {
+		case left > 0 && (r.limits.timeout <= 0 || left < r.limits.timeout):
+			r.limits.timeout = left
+		case left <= 0 && s.cfg.resume != nil:
+			s.afterLog = afterTimeout
+		case left <= 0:
+			cancel(ErrTimeout)
+		}
 	}
 	if d := r.limits.timeout; d > 0 {
 		// No timer until something waits on the run's context: a run that

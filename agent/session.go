@@ -93,6 +93,7 @@ type runExtra struct {
 	driver     string                       // DrivenBy
 	dispatch   bool                         // Dispatch
 	results    map[string]runlog.ToolResult // WithResults
+	deadline   time.Time                    // WithDeadline
 }
 
 // more is c's extra options, made when an option first sets one.
@@ -227,10 +228,11 @@ type Session struct {
 	state   State
 	started bool
 	aborted bool
-	// afterLog: a resumed session aborted before it ran goes through
-	// its log first, so that its Result holds the run so far, and ends at
-	// the first thing it would do anew.
-	afterLog bool
+	// afterLog is how a resumed session aborted (or out of time) before
+	// it ran ends, once it went through its log, so that its Result holds
+	// the run so far: at the first thing it would do anew (afterLogEnds;
+	// 0: it goes on). A byte: a session's size is what a paused run costs.
+	afterLog uint8
 	cancel   context.CancelCauseFunc
 
 	run run // the state of Run beyond State

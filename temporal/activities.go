@@ -91,7 +91,7 @@ func (x *activities) advance(ctx context.Context, in advanceIn) (*advanceOut, er
 			err := fmt.Errorf("agent %s has private tools (policy.private_tools): its log keeps their digests, from which a run cannot go on between activities; run it locally", a.Name())
 			return nil, temporal.NewNonRetryableApplicationError(fmt.Sprintf("run %s: %v", in.RunID, err), "config_error", err)
 		}
-		sess, err = a.NewSession(in.Request.Input, x.sessionOptions(in, in.Request)...)
+		sess, err = a.NewSession(in.Request.Input, x.sessionOptions(in, in.Request, a.Limits())...)
 		if err != nil {
 			return nil, temporal.NewNonRetryableApplicationError(fmt.Sprintf("run %s: %v", in.RunID, err), "invalid_input", err)
 		}
@@ -104,7 +104,7 @@ func (x *activities) advance(ctx context.Context, in advanceIn) (*advanceOut, er
 			return nil, err
 		}
 		defer a.Close()
-		if sess, err = a.Resume(ctx, st, in.RunID, x.sessionOptions(in, nil)...); err != nil {
+		if sess, err = a.Resume(ctx, st, in.RunID, x.sessionOptions(in, nil, a.Limits())...); err != nil {
 			if errors.Is(err, agent.ErrNoSuchCall) || errors.Is(err, agent.ErrNotResumable) && !errors.Is(err, store.ErrHeld) {
 				return nil, temporal.NewNonRetryableApplicationError(fmt.Sprintf("run %s: %v", in.RunID, err), "not_resumable", err)
 			}
@@ -119,8 +119,13 @@ func (x *activities) advance(ctx context.Context, in advanceIn) (*advanceOut, er
 }
 
 // sessionOptions are those of the run's session in this activity.
-func (x *activities) sessionOptions(in advanceIn, req *Request) []agent.RunOption {
+func (x *activities) sessionOptions(in advanceIn, req *Request, limits spec.Limits) []agent.RunOption {
 	opts := []agent.RunOption{agent.WithStore(x.cfg.Store), agent.Dispatch(), agent.DrivenBy(in.Driver)}
+	if t := time.Duration(limits.TimeoutMS) * time.Millisecond; t > 0 && !in.Since.IsZero() {
+		// The run's timeout counts from when it last went on by itself,
+		// not from this activity's start.
+		opts = append(opts, agent.WithDeadline(in.Since.Add(t)))
+	}
 	if req != nil {
 		opts = append(opts, agent.WithRunID(in.RunID), agent.WithSessionID(req.SessionID), agent.WithUser(req.UserID),
 			agent.WithCorrelationID(req.CorrelationID), agent.WithTraceParent(req.TraceParent), agent.WithMetadata(req.Metadata))

@@ -116,6 +116,10 @@ type advanceIn struct {
 	Results  map[string]runlog.ToolResult `json:"results,omitempty"`
 	Decision *Decision                    `json:"decision,omitempty"`
 	Abort    bool                         `json:"abort,omitempty"`
+	// Since is when the run last went on by itself (its start, or a
+	// person's decision): its timeout (limits.timeout_ms) counts from
+	// there, as a local run's counts from its start or resume.
+	Since time.Time `json:"since,omitzero"`
 }
 
 // advanceOut is where the run stopped.

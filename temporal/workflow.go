@@ -22,6 +22,7 @@ import (
 type Carried struct {
 	Results  map[string]runlog.ToolResult `json:"results,omitempty"`
 	Decision *Decision                    `json:"decision,omitempty"`
+	Since    time.Time                    `json:"since,omitzero"`
 }
 
 // The versions of the workflow's code (workflow.GetVersion): a run
@@ -56,11 +57,11 @@ func run(ctx workflow.Context, req Request, carried *Carried) (*Outcome, error) 
 		workflow.UpdateHandlerOptions{Validator: w.validate}); err != nil {
 		return nil, err
 	}
-	in := advanceIn{RunID: runID, Driver: "temporal:" + info.Namespace + "/" + runID}
+	in := advanceIn{RunID: runID, Driver: "temporal:" + info.Namespace + "/" + runID, Since: workflow.Now(ctx)}
 	if carried == nil {
 		in.Request = &req
 	} else {
-		in.Results, in.Decision = carried.Results, carried.Decision
+		in.Results, in.Decision, in.Since = carried.Results, carried.Decision, carried.Since
 	}
 	for {
 		out, err := w.advance(ctx, in)
@@ -70,18 +71,18 @@ func run(ctx workflow.Context, req Request, carried *Carried) (*Outcome, error) 
 		if out.Ended {
 			return &Outcome{RunID: runID, Status: out.Status, Result: out.Result}, nil
 		}
-		next := advanceIn{RunID: in.RunID, Driver: in.Driver}
+		next := advanceIn{RunID: in.RunID, Driver: in.Driver, Since: in.Since}
 		if len(out.Calls) > 0 {
 			next.Results = w.runTools(ctx, out)
 		}
 		if len(out.Waiting) > 0 && ctx.Err() == nil {
-			next.Decision = w.await(ctx)
+			next.Decision, next.Since = w.await(ctx), workflow.Now(ctx)
 		}
 		if ctx.Err() != nil {
 			return w.abort(ctx, next)
 		}
 		if n := workflow.GetInfo(ctx).GetCurrentHistoryLength(); n > continueAfter || workflow.GetInfo(ctx).GetContinueAsNewSuggested() {
-			return nil, workflow.NewContinueAsNewError(ctx, WorkflowName, req, &Carried{Results: next.Results, Decision: next.Decision})
+			return nil, workflow.NewContinueAsNewError(ctx, WorkflowName, req, &Carried{Results: next.Results, Decision: next.Decision, Since: next.Since})
 		}
 		in = next
 	}

@@ -87,7 +87,18 @@ func payTools(l *ledger) *tool.Registry {
 	report := tool.Must(tool.Func("report", "Write a report of so many bytes.", func(_ context.Context, in reportArgs) (string, error) {
 		return strings.Repeat("r", in.Bytes), nil
 	}, tool.WithIdempotency(tool.Safe)))
-	r, err := tool.NewRegistry(add, pay, report)
+	type waitArgs struct {
+		MS int `json:"ms"`
+	}
+	wait := tool.Must(tool.Func("wait", "Wait so many milliseconds.", func(ctx context.Context, in waitArgs) (string, error) {
+		select {
+		case <-time.After(time.Duration(in.MS) * time.Millisecond):
+			return "waited", nil
+		case <-ctx.Done():
+			return "", ctx.Err()
+		}
+	}, tool.WithIdempotency(tool.Safe)))
+	r, err := tool.NewRegistry(add, pay, report, wait)
 	if err != nil {
 		panic(err)
 	}
@@ -407,5 +418,19 @@ func TestSealedPayloads(t *testing.T) {
 	}
 	if _, err := DataConverter(st, []byte("short key")); err == nil {
 		t.Error("a 9-byte key was taken")
+	}
+}
+
+// A run's timeout counts from its start across its activities, the
+// time its calls took included, as a local run's does: each planning
+// activity is given what is left, not a timeout of its own.
+func TestWorkflowTimeout(t *testing.T) {
+	st := openStore(t)
+	e := env(t, st, &ledger{path: filepath.Join(t.TempDir(), "ledger")})
+	e.SetStartWorkflowOptions(client.StartWorkflowOptions{ID: "run_wf_slow"})
+	e.ExecuteWorkflow(WorkflowName, request(t, "slow.json"), (*Carried)(nil))
+	out, res := outcomeOf(t, e)
+	if res.TerminateReason != agent.ReasonTimeout || res.Success {
+		t.Errorf("outcome %s, reason %s; want the run timed out (two calls of 600 ms, a timeout of 1 s)", out.Status, res.TerminateReason)
 	}
 }
