@@ -5,13 +5,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/agentry/agentry/runlog"
-	"github.com/agentry/agentry/store"
 	"github.com/agentry/agentry/tool"
 )
 
@@ -91,6 +91,16 @@ func WithResults(results map[string]runlog.ToolResult) RunOption {
 	return func(c *runConfig) { c.more().results = results }
 }
 
+// RanThrough tells a resumed dispatching run (Dispatch) that its
+// executor was handed the calls of turns up to turn, and no later one: a
+// call of a later turn whose intent is on record was handed out by a
+// planning attempt that died before its hand-out arrived, so it never
+// ran, and it is handed out again rather than paused on as a call of
+// unknown outcome.
+func RanThrough(turn int) RunOption {
+	return func(c *runConfig) { e := c.more(); e.ranThrough, e.ranSet = turn, true }
+}
+
 // DrivenBy makes the session's run driven by driver: something that
 // moves between processes, such as a workflow ("temporal:NAMESPACE/ID").
 // The run's lease is held by a holder named after driver, a Resume of
@@ -127,13 +137,6 @@ func checkRunID(id string) error {
 	return nil
 }
 
-// driverHolder is a new lease holder of driver's.
-func driverHolder(driver string) string { return driver + "/" + store.NewHolder() }
-
-// ownedBy reports whether holder is one of driver's.
-func ownedBy(holder, driver string) bool {
-	return driver != "" && strings.HasPrefix(holder, driver+"/")
-}
 
 // dispatched is what a dispatching journal handed out this turn.
 type dispatched struct {
@@ -170,6 +173,7 @@ func (r *run) dispatchEnd(waiting []WaitingCall) error {
 	}
 	calls := append([]PendingCall(nil), j.out.calls...)
 	j.out.calls = j.out.calls[:0]
+	slices.SortFunc(calls, func(a, b PendingCall) int { return a.Index - b.Index }) // parallel calls hand out in any order
 	return &DispatchError{Calls: calls, Waiting: waiting}
 }
 
@@ -198,6 +202,9 @@ func suppliedTurn(results map[string]runlog.ToolResult) int {
 // takes: a failed call is a result with its error, never a Go error.
 func (a *Agent) Exec(ctx context.Context, run *tool.Run, p PendingCall, progress tool.ProgressReporter) runlog.ToolResult {
 	start := time.Now()
+	if run == nil {
+		run = &tool.Run{} // the key check below refuses the call
+	}
 	b := a.table().byName[p.Tool]
 	call := &tool.Call{ID: p.CallID, Name: p.Tool, Arguments: p.Arguments, Turn: p.Turn, Index: p.Index,
 		Started: start, Time: start, Run: run, Budget: tool.Budget{Tokens: tool.Unlimited, CostUSD: tool.Unlimited, ToolCalls: tool.Unlimited},

@@ -11,6 +11,7 @@ import (
 
 	"github.com/agentry/agentry/event"
 	"github.com/agentry/agentry/runlog"
+	"github.com/agentry/agentry/spec"
 	"github.com/agentry/agentry/store"
 	"github.com/agentry/agentry/tool"
 )
@@ -231,5 +232,163 @@ func TestWithDeadline(t *testing.T) {
 	}
 	if sends := l.sends(t); slices.ContainsFunc(sends, func(k string) bool { return strings.HasPrefix(k, runID) }) {
 		t.Errorf("the run out of time paid: %v", sends)
+	}
+}
+
+// A planning attempt that died after it handed calls out, before the
+// hand-out reached the executor, is run again with the same input: the
+// calls of the turn it planned never ran, and are handed out again, not
+// paused on as of unknown outcome (RanThrough). A call the executor was
+// handed and lost is of unknown outcome: the run pauses on it.
+func TestDispatchRetriedAttempt(t *testing.T) {
+	ctx := context.Background()
+	st := openStore(t, backends[0].dsn(t))
+	l := ledger{filepath.Join(t.TempDir(), "ledger")}
+	reg := durableTools(t, l, false, nil)
+	const driver, runID = "test:wf-retried", "run_retried"
+	sess, err := payerAgent(t, reg).NewSession(payerInput, WithStore(st), Dispatch(), DrivenBy(driver), WithRunID(runID), RanThrough(0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = sess.Run(ctx)
+	var de *DispatchError
+	if !errors.As(err, &de) || len(de.Calls) != 1 {
+		t.Fatalf("turn 1: %v", err)
+	}
+	a := storedAgent(t, st, runID, WithTools(reg))
+	defer a.Close()
+	results := map[string]runlog.ToolResult{de.Calls[0].Key: a.Exec(ctx, &tool.Run{RunID: runID}, de.Calls[0], nil)}
+	for attempt := 1; attempt <= 2; attempt++ { // the first attempt's hand-out is lost
+		s, err := a.Resume(ctx, st, runID, Dispatch(), DrivenBy(driver), WithResults(results), RanThrough(1))
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = s.Run(ctx)
+		if !errors.As(err, &de) || len(de.Calls) != 2 || de.Calls[0].Tool != "pay" || len(de.Waiting) != 0 {
+			t.Fatalf("attempt %d of turn 2: %v; want pay and add handed out", attempt, err)
+		}
+	}
+	// The executor ran turn 2's calls, and lost pay's: it is not sent again.
+	s, err := a.Resume(ctx, st, runID, Dispatch(), DrivenBy(driver), RanThrough(2),
+		WithResults(map[string]runlog.ToolResult{de.Calls[1].Key: a.Exec(ctx, &tool.Run{RunID: runID}, de.Calls[1], nil)}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := s.Run(ctx)
+	if !errors.Is(err, ErrAwaitingApproval) || res.TerminateReason != ReasonAwaitingApproval {
+		t.Errorf("a lost non-idempotent call: %v (%s); want the run to wait for a person", err, res.TerminateReason)
+	}
+	if sends := l.sends(t); len(sends) != 0 {
+		t.Errorf("payments %v; none was made", sends)
+	}
+}
+
+// A turn that hands a call out while another waits for a person: the
+// call runs, and the run then pauses as a local run does, its Result
+// that of a pause, each call's events once.
+func TestDispatchMixedTurn(t *testing.T) {
+	ctx := context.Background()
+	st := openStore(t, backends[0].dsn(t))
+	l := ledger{filepath.Join(t.TempDir(), "ledger")}
+	a := approvalAgent(t, l, `
+		{"tool_calls": [{"id": "c1", "name": "add", "arguments": {"a": 2, "b": 3}}, {"id": "c2", "name": "pay", "arguments": {"to": "bob", "amount": 5}}]},
+		{"content": "Paid."}`)
+	const driver, runID = "test:wf-mixed", "run_mixed"
+	sess, err := a.NewSession(payerInput, WithStore(st), Dispatch(), DrivenBy(driver), WithRunID(runID), RanThrough(0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = sess.Run(ctx)
+	var de *DispatchError
+	if !errors.As(err, &de) || len(de.Calls) != 1 || de.Calls[0].Tool != "add" || len(de.Waiting) != 1 || de.Waiting[0].Tool != "pay" {
+		t.Fatalf("the mixed turn: %v", err)
+	}
+	results := map[string]runlog.ToolResult{de.Calls[0].Key: a.Exec(ctx, &tool.Run{RunID: runID}, de.Calls[0], nil)}
+	s, err := a.Resume(ctx, st, runID, Dispatch(), DrivenBy(driver), WithResults(results), RanThrough(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := s.Run(ctx)
+	if !errors.Is(err, ErrAwaitingApproval) || res.TerminateReason != ReasonAwaitingApproval || res.Error == nil || res.Error.Code != CodeAwaitingApproval {
+		t.Fatalf("after the handed-out call: %v, %s; want a pause for approval", err, res.TerminateReason)
+	}
+	if run, _ := st.Get(ctx, runID); run.Status != store.AwaitingApproval {
+		t.Errorf("stored status %s", run.Status)
+	}
+	s, err = a.Resume(ctx, st, runID, Dispatch(), DrivenBy(driver), Approve(runID+":1:1"), RanThrough(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = s.Run(ctx)
+	if !errors.As(err, &de) || len(de.Calls) != 1 || de.Calls[0].Tool != "pay" {
+		t.Fatalf("approved: %v; want pay handed out", err)
+	}
+	results = map[string]runlog.ToolResult{de.Calls[0].Key: a.Exec(ctx, &tool.Run{RunID: runID}, de.Calls[0], nil)}
+	s, err = a.Resume(ctx, st, runID, Dispatch(), DrivenBy(driver), WithResults(results), RanThrough(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res, err = s.Run(ctx); err != nil || res.Result != "Paid." {
+		t.Fatalf("end: %v %v", err, res.Result)
+	}
+	counts := map[string]int{}
+	for _, e := range eventTypes(t, st, runID) {
+		counts[e]++
+	}
+	if counts["tool_call_end(pay)@1"] != 1 || counts["tool_call_start(pay)@1"] != 1 || counts["tool_call_end(add)@1"] != 1 || counts["run_end"] != 1 {
+		t.Errorf("events of the run: %v; want each call's start and end once", counts)
+	}
+	if sends := l.sends(t); !slices.Equal(sends, []string{runID + ":1:1"}) {
+		t.Errorf("payments %v", sends)
+	}
+}
+
+// A run handed to another agent (a handoff) runs that agent's calls in
+// the planning step: the executor builds the run's first agent, whose
+// tools they are not.
+func TestDispatchHandoff(t *testing.T) {
+	ctx := context.Background()
+	st := openStore(t, backends[0].dsn(t))
+	reg := testTools(t)
+	dir := spec.Dir{Path: "testdata/agents"}
+	a, err := FromDir(dir.Path, "triage", WithTools(reg))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	const driver, runID = "test:wf-handoff", "run_handoff"
+	sess, err := a.NewSession(map[string]any{"question": "Is invoice 42 paid?"}, WithStore(st), Dispatch(), DrivenBy(driver), WithRunID(runID))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var res *Result
+	for stops := 0; ; stops++ {
+		res, err = sess.Run(ctx)
+		var de *DispatchError
+		if !errors.As(err, &de) {
+			break
+		}
+		if stops > 6 {
+			t.Fatal("the run never ends")
+		}
+		exec := storedAgent(t, st, runID, WithTools(reg), WithAgents(dir))
+		results := map[string]runlog.ToolResult{}
+		for _, c := range de.Calls {
+			results[c.Key] = exec.Exec(ctx, &tool.Run{RunID: runID}, c, nil)
+		}
+		exec.Close()
+		b := storedAgent(t, st, runID, WithTools(reg), WithAgents(dir))
+		defer b.Close()
+		if sess, err = b.Resume(ctx, st, runID, Dispatch(), DrivenBy(driver), WithResults(results)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err != nil || !res.Success || len(res.Handoffs) == 0 {
+		t.Fatalf("handed-off run: %v, handoffs %v", err, res.Handoffs)
+	}
+	for _, s := range res.Steps {
+		if s.Action != nil && strings.Contains(s.Observation, "unknown_tool") {
+			t.Errorf("step %s: %s", s.Action.Tool, s.Observation)
+		}
 	}
 }

@@ -127,7 +127,7 @@ func (s *Session) openJournal(ctx context.Context, r *run) (*journal, error) {
 		if write {
 			j.quiet = max(rc.log.LastTurn, 1)
 			j.supplied = e.results
-			if t := suppliedTurn(e.results); t > 0 && !undecided(rc.log, e.results, c.decisions) {
+			if t := suppliedTurn(e.results); t > 0 && !waits(rc.log, e.results) {
 				// The run stopped after turn t to have its calls run: that
 				// turn is on record up to their ends, which are told now.
 				j.quiet, j.tailTurn = t+1, t
@@ -148,15 +148,13 @@ func (s *Session) openJournal(ctx context.Context, r *run) (*journal, error) {
 	return j, nil
 }
 
-// undecided reports whether a call of the log waits for a person with
-// no decision and no result given: a resume must then go through its
-// turn again, as after any pause for approval.
-func undecided(l *runlog.Log, results map[string]runlog.ToolResult, decisions map[string]bool) bool {
+// waits reports whether a call of the log waits (for a person, or with
+// an unknown outcome) and was given no result: a resume then goes
+// through its turn again, as after any pause for approval, its events
+// written anew.
+func waits(l *runlog.Log, results map[string]runlog.ToolResult) bool {
 	for key := range l.Waiting() {
-		_, given := results[key]
-		_, decided := decisions[key]
-		_, before := l.Decided[key]
-		if !given && !decided && !before {
+		if _, given := results[key]; !given {
 			return true
 		}
 	}
@@ -225,10 +223,6 @@ func readAgentLog(ctx context.Context, st store.Store, runID string, seal *runlo
 // (ErrAwaitingApproval) until Approve or Deny decides it. A scripted
 // model plays on from the turn after the last recorded call.
 func (a *Agent) Resume(ctx context.Context, st store.Store, runID string, opts ...RunOption) (*Session, error) {
-	l, err := readAgentLog(ctx, st, runID, a.logSeal)
-	if err != nil {
-		return nil, err
-	}
 	var c runConfig
 	for _, o := range opts {
 		o(&c)
@@ -236,6 +230,20 @@ func (a *Agent) Resume(ctx context.Context, st store.Store, runID string, opts .
 	driver := ""
 	if c.extra != nil {
 		driver = c.extra.driver
+	}
+	if driver != "" {
+		// An earlier holder of the same driver (a task that timed out, or
+		// is still running somewhere) is fenced off before the log is
+		// read: it can write nothing this session would not see.
+		if run, err := st.Get(ctx, runID); err == nil && runlog.OwnedBy(run.Holder, driver) {
+			if err := st.Break(ctx, runID, run.Holder); err != nil && !errors.Is(err, store.ErrLeaseLost) {
+				return nil, err
+			}
+		}
+	}
+	l, err := readAgentLog(ctx, st, runID, a.logSeal)
+	if err != nil {
+		return nil, err
 	}
 	if l.Start.Driver != driver {
 		if l.Start.Driver == "" {
@@ -245,17 +253,7 @@ func (a *Agent) Resume(ctx context.Context, st store.Store, runID string, opts .
 	}
 	var as []runlog.Option
 	if driver != "" {
-		as = append(as, runlog.HeldAs(driverHolder(driver)))
-		if ownedBy(l.Run.Holder, driver) {
-			// An earlier holder of the same driver (a task that timed
-			// out, or is still running somewhere): its writes end here.
-			if err := st.Break(ctx, runID, l.Run.Holder); err != nil && !errors.Is(err, store.ErrLeaseLost) {
-				return nil, err
-			}
-			if l.Run.Status == store.Running {
-				l.Run.Status = store.Interrupted
-			}
-		}
+		as = append(as, runlog.HeldAs(runlog.DriverHolder(driver)))
 	}
 	holder, err := runlog.TakeOver(ctx, st, &l.Run, as...)
 	if err != nil {

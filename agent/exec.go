@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"sort"
 	"strconv"
 	"sync"
@@ -52,12 +53,18 @@ func (r *run) runTools(d *Decision) {
 		r.runParallel(calls, results, base, transfer)
 	}
 	for i := range calls {
+		if results[i].Err == errCallDispatched {
+			continue // its step is the run's once its result is given
+		}
 		r.record(d.Thought, &calls[i], &results[i])
 	}
 	if transfer >= 0 && results[transfer].Err == nil {
 		r.takeHandoff(&calls[transfer])
 	}
 	r.results = results
+	if r.link.journal != nil && r.link.journal.out != nil {
+		results = slices.DeleteFunc(results, func(res ToolResult) bool { return res.Err == errCallDispatched })
+	}
 	r.observe(results)
 }
 

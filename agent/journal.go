@@ -162,7 +162,7 @@ func (j *journal) begin(ctx context.Context, s *Session) error {
 			start.Images = e.images
 			if e.driver != "" {
 				start.Driver = e.driver
-				opts = append(opts, runlog.HeldAs(driverHolder(e.driver)))
+				opts = append(opts, runlog.HeldAs(runlog.DriverHolder(e.driver)))
 			}
 		}
 		if a.o.agents != nil {

@@ -279,7 +279,7 @@ func (j *journal) tool(ctx context.Context, call *tool.Call, next tool.Handler) 
 		if res, ok := j.supplied[key]; ok {
 			return j.record(ctx, call, class, res)
 		}
-		if in, ok := l.Intents[key]; ok && class == tool.NonIdempotent {
+		if in, ok := l.Intents[key]; ok && class == tool.NonIdempotent && !j.neverRan(call.Turn) {
 			if err := j.r.abortAfterLog(); err != nil {
 				return tool.Output{}, err
 			}
@@ -319,10 +319,8 @@ func (j *journal) tool(ctx context.Context, call *tool.Call, next tool.Handler) 
 			return tool.Output{}, err // not run: it could not be made safe to run
 		}
 	}
-	if j.out != nil {
-		if _, sub := call.Tool.(subTool); !sub {
-			return tool.Output{}, j.out.add(ctx, j.r.a, call)
-		}
+	if j.out != nil && j.handsOut(call) {
+		return tool.Output{}, j.out.add(ctx, j.r.a, call)
 	}
 	start := time.Now()
 	out, err := next(ctx, call)
@@ -350,6 +348,24 @@ func (j *journal) tool(ctx context.Context, call *tool.Call, next tool.Handler) 
 		j.add(store.KindToolResult, call.Turn, key, rec)
 	}
 	return out, err
+}
+
+// handsOut reports whether a dispatching run hands call out: not a
+// sub-agent's call (the sub-agent runs here, as a run of its own), nor a
+// call of an agent the run was handed to (the executor builds the run's
+// first agent, whose tools they are not): those run here.
+func (j *journal) handsOut(call *tool.Call) bool {
+	_, sub := call.Tool.(subTool)
+	return !sub && j.r.a == j.r.s.agent
+}
+
+// neverRan reports whether the calls of turn were never handed to the
+// executor of a dispatching run (RanThrough): their intents were
+// committed by a planning attempt whose hand-out never reached it, so
+// their outcome is not unknown, and they are handed out again.
+func (j *journal) neverRan(turn int) bool {
+	e := j.r.s.cfg.extra
+	return j.out != nil && e != nil && e.ranSet && turn > e.ranThrough
 }
 
 // record writes the result of a call the run handed out, which its

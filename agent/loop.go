@@ -346,6 +346,10 @@ func (r *run) stopFor(results []ToolResult) error {
 		calls[i].Tool, _ = w["tool"].(string)
 		calls[i].Rule, _ = w["rule"].(string)
 	}
+	if first != nil && !errors.Is(first, ErrAwaitingApproval) {
+		r.dispatchEnd(nil) // an abort, a store's failure or a fatal call ends the run: nothing is handed out
+		return first
+	}
 	if err := r.dispatchEnd(calls); err != nil {
 		return err
 	}

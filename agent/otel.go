@@ -119,8 +119,7 @@ func (r *run) traces(call *tool.Call) bool {
 		return false
 	}
 	if j := r.link.journal; j != nil && j.out != nil {
-		_, sub := call.Tool.(subTool) // a sub-agent runs here
-		return sub
+		return !j.handsOut(call) // traced where it runs
 	}
 	return true
 }

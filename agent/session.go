@@ -94,6 +94,8 @@ type runExtra struct {
 	dispatch   bool                         // Dispatch
 	results    map[string]runlog.ToolResult // WithResults
 	deadline   time.Time                    // WithDeadline
+	ranThrough int                          // RanThrough
+	ranSet     bool
 }
 
 // more is c's extra options, made when an option first sets one.

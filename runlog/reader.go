@@ -281,15 +281,25 @@ func (l *Log) ToolCalls() []Call {
 
 // Driver returns what drives the stored run runID when it is not one
 // process (its start record's Driver, agent.DrivenBy): "" for a local
-// run, or a run whose log cannot be read (a resume then says why).
-func Driver(ctx context.Context, st store.Store, runID string) string {
+// run, or a run whose log cannot be read (a resume then says why). A
+// sealed log is opened with opts' key (Sealed).
+func Driver(ctx context.Context, st store.Store, runID string, opts ...Option) string {
 	recs, err := st.Records(ctx, runID, 0)
 	if err != nil || len(recs) == 0 || recs[0].Kind != store.KindStart {
 		return ""
 	}
+	if _, sealed := sealedBody(recs[0].Data); sealed {
+		var c config
+		for _, o := range opts {
+			o(&c)
+		}
+		if c.seal == nil || NewOpener(c.seal, runID).Open(&recs[0]) != nil {
+			return "" // no key to open it: a resume says so
+		}
+	}
 	var start struct {
 		Driver string `json:"driver"`
 	}
-	json.Unmarshal(recs[0].Data, &start) // a sealed start names no driver: its run is local
+	json.Unmarshal(recs[0].Data, &start)
 	return start.Driver
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
@@ -101,6 +102,15 @@ type config struct {
 	seal   *Sealer
 	after  uint64
 	holder string
+}
+
+// DriverHolder is a new lease holder of driver's: what drives a run
+// from several processes in turn (a workflow) holds it under its name.
+func DriverHolder(driver string) string { return driver + "/" + store.NewHolder() }
+
+// OwnedBy reports whether holder is one of driver's (DriverHolder).
+func OwnedBy(holder, driver string) bool {
+	return driver != "" && strings.HasPrefix(holder, driver+"/")
 }
 
 // HeldAs makes Create and TakeOver lease the run to holder rather than

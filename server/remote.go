@@ -38,6 +38,7 @@ type RemoteRun struct {
 	Model       string
 	Input       map[string]any
 	UserID      string
+	Roles       []string // the caller's: the policy's access rules read them
 	TraceParent string
 	Metadata    map[string]string
 }
@@ -52,7 +53,11 @@ func (s *Server) createRemote(w http.ResponseWriter, r *http.Request, req *runRe
 		writeError(w, http.StatusBadRequest, "invalid_input", err.Error())
 		return
 	}
-	rr := RemoteRun{Model: req.Model, Input: req.Input, UserID: req.User, TraceParent: traceParent(r), Metadata: req.Metadata}
+	p := policy.PrincipalFrom(r.Context())
+	rr := RemoteRun{Model: req.Model, Input: req.Input, UserID: req.User, Roles: p.Roles, TraceParent: traceParent(r), Metadata: req.Metadata}
+	if rr.UserID == "" {
+		rr.UserID = p.UserID // a key acts for its own name, as for a local run
+	}
 	if len(req.Spec) > 0 {
 		rr.Spec = req.Spec
 	} else {
@@ -162,6 +167,10 @@ func (s *Server) resumeRemote(w http.ResponseWriter, r *http.Request, run store.
 		writeError(w, http.StatusConflict, "conflict", fmt.Sprintf("run %s is %s: it waits for no decision", run.ID, run.Status))
 		return
 	}
+	if _, err := s.cfg.Agents.Get(run.Name + "@" + run.Version); err != nil && roleOf(policy.PrincipalFrom(r.Context())) != RoleAdmin {
+		writeError(w, http.StatusForbidden, "forbidden", fmt.Sprintf("run %s is of an inline spec (%s@%s): deciding it needs the role admin", run.ID, run.Name, run.Version))
+		return
+	}
 	if len(req.Approve)+len(req.Deny) == 0 {
 		writeError(w, http.StatusBadRequest, "invalid_request", fmt.Sprintf("run %s is driven by %s and goes on there: name the calls to approve or deny", run.ID, driver))
 		return
@@ -204,7 +213,7 @@ func (s *Server) resumeRemote(w http.ResponseWriter, r *http.Request, run store.
 // what it did.
 func (s *Server) abortElsewhere(w http.ResponseWriter, r *http.Request, run store.Run) {
 	ctx := r.Context()
-	if driver := runlog.Driver(ctx, s.cfg.Store, run.ID); driver != "" {
+	if driver := runlog.Driver(ctx, s.cfg.Store, run.ID, s.logOptions()...); driver != "" {
 		if rf := s.remoteRefusal(run, driver); rf != nil {
 			rf.write(w, writeError)
 			return
@@ -221,6 +230,9 @@ func (s *Server) abortElsewhere(w http.ResponseWriter, r *http.Request, run stor
 		return
 	}
 	switch {
+	case run.ParentID != "":
+		writeError(w, http.StatusConflict, "conflict", fmt.Sprintf("run %s is part of run %s: abort that one", run.ID, run.ParentID))
+		return
 	case run.Kind != "agent" || ended(run.Status):
 		writeError(w, http.StatusConflict, "conflict", fmt.Sprintf("run %s is %s and not driven by this server: it cannot be aborted here", run.ID, run.Status))
 		return

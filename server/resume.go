@@ -39,10 +39,6 @@ func (s *Server) resume(w http.ResponseWriter, r *http.Request) {
 		writeBodyError(w, err)
 		return
 	}
-	if driver := runlog.Driver(r.Context(), s.cfg.Store, run.ID); driver != "" && run.Kind == "agent" {
-		s.resumeRemote(w, r, run, driver, req)
-		return
-	}
 	switch {
 	case req.Reason != "" && len(req.Deny) == 0:
 		writeError(w, http.StatusBadRequest, "invalid_request", `"reason" says why calls are denied: name them in "deny"`)
@@ -52,6 +48,10 @@ func (s *Server) resume(w http.ResponseWriter, r *http.Request) {
 		return
 	case req.Answer != "":
 		writeError(w, http.StatusBadRequest, "invalid_request", `"answer" answers a pipeline's question: an agent's run takes "approve" and "deny"`)
+		return
+	}
+	if driver := runlog.Driver(r.Context(), s.cfg.Store, run.ID, s.logOptions()...); driver != "" {
+		s.resumeRemote(w, r, run, driver, req)
 		return
 	}
 	sess, a, ok := s.resumeAgent(w, r, run, req, writeError)

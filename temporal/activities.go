@@ -12,6 +12,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/agentry/agentry/agent"
+	"github.com/agentry/agentry/policy"
 	"github.com/agentry/agentry/runlog"
 	"github.com/agentry/agentry/spec"
 	"github.com/agentry/agentry/store"
@@ -78,6 +79,13 @@ func (x *activities) build(req *Request) (*agent.Agent, error) {
 func (x *activities) advance(ctx context.Context, in advanceIn) (*advanceOut, error) {
 	defer beat(ctx)()
 	st := x.cfg.Store
+	// Who runs it: the policy's access rules and memory scopes read the
+	// principal, as in a local run.
+	p := policy.Principal{UserID: in.UserID, Roles: in.Roles}
+	if r := in.Request; r != nil && p.UserID == "" && p.Roles == nil {
+		p = policy.Principal{UserID: r.UserID, Roles: r.Roles}
+	}
+	ctx = policy.WithPrincipal(ctx, p)
 	run, err := st.Get(ctx, in.RunID)
 	var a *agent.Agent
 	var sess *agent.Session
@@ -133,6 +141,9 @@ func (x *activities) sessionOptions(in advanceIn, req *Request, limits spec.Limi
 	if len(in.Results) > 0 {
 		opts = append(opts, agent.WithResults(in.Results))
 	}
+	if in.RanThrough != nil {
+		opts = append(opts, agent.RanThrough(*in.RanThrough))
+	}
 	if d := in.Decision; d != nil {
 		if len(d.Approve) > 0 {
 			opts = append(opts, agent.Approve(d.Approve...))
@@ -164,7 +175,14 @@ func (x *activities) drive(ctx context.Context, sess *agent.Session) (*agent.Res
 		case <-activity.GetWorkerStopChannel(ctx):
 			sess.Interrupt()
 		case <-ctx.Done():
-			sess.Abort()
+			// Only the workflow's cancellation aborts the run. A timeout,
+			// heartbeats that failed, a paused or reset activity leave it
+			// interrupted: the next attempt goes on from its log.
+			if errors.As(context.Cause(ctx), new(*temporal.CanceledError)) {
+				sess.Abort()
+			} else {
+				sess.Interrupt()
+			}
 		}
 	}()
 	res, err := sess.Run(context.WithoutCancel(ctx))

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"flag"
+	"fmt"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -26,6 +27,7 @@ import (
 	"google.golang.org/protobuf/encoding/protojson"
 
 	"github.com/agentry/agentry/agent"
+	"github.com/agentry/agentry/event"
 	"github.com/agentry/agentry/internal/testdb"
 	"github.com/agentry/agentry/runlog"
 	"github.com/agentry/agentry/store"
@@ -86,6 +88,16 @@ func TestOnServer(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		paused, err := Await(ctx, c, id, 0)
+		if err != nil || paused.Status != "awaiting_approval" {
+			t.Fatalf("the pause: %+v (%v)", paused, err)
+		}
+		var pres agent.Result
+		if json.Unmarshal(paused.Result, &pres); pres.TerminateReason != agent.ReasonAwaitingApproval || pres.Error == nil ||
+			pres.Error.Code != agent.CodeAwaitingApproval || pres.Metrics.ToolErrors != 1 || pres.Metrics.ToolCalls != 3 {
+			t.Errorf("the paused Result: %s, %+v, %d tool calls, %d errors; want a pause's (3 calls, the held one the error)",
+				pres.TerminateReason, pres.Error, pres.Metrics.ToolCalls, pres.Metrics.ToolErrors)
+		}
 		p := waitFor(t, c, id, func(p *Progress) bool { return p.Status == "awaiting_approval" })
 		if len(p.Waiting) != 1 || p.Waiting[0].Key != id+":2:0" || p.Waiting[0].Tool != "pay" {
 			t.Fatalf("waiting calls %+v", p.Waiting)
@@ -99,9 +111,26 @@ func TestOnServer(t *testing.T) {
 		if err := Decide(ctx, c, id, Decision{Approve: []string{p.Waiting[0].CallID}, By: "bob"}); err != nil {
 			t.Fatal(err)
 		}
+		if err := Decide(ctx, c, id, Decision{Approve: []string{id + ":2:0"}}); err == nil {
+			t.Error("a second decision before the run waits again was taken")
+		}
 		out, err := Wait(ctx, c, id)
 		if err != nil || out.Status != "completed" {
 			t.Fatalf("outcome %+v (%v)", out, err)
+		}
+		l, err := runlog.Read(ctx, st, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		evs, _ := l.Events()
+		ends := map[string]int{}
+		for _, e := range evs {
+			if e.Type == event.ToolCallEnd {
+				ends[e.Tool.Name]++
+			}
+		}
+		if ends["pay"] != 1 || ends["add"] != 2 {
+			t.Errorf("tool_call_end events %v; want each call's once", ends)
 		}
 		keep(t, c, id, "approval")
 	})
@@ -160,7 +189,7 @@ func keep(t *testing.T, c client.Client, id, name string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	path := filepath.Join("testdata", "history", "v1-"+name+".json")
+	path := filepath.Join("testdata", "history", fmt.Sprintf("v%d-%s.json", latest, name))
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -428,5 +457,34 @@ func TestOnServerContinueAsNew(t *testing.T) {
 	}
 	if runs < 2 {
 		t.Errorf("the run's workflow ran as %d executions; want it continued as new", runs)
+	}
+}
+
+// A run aborted before any worker began it ends aborted, on record,
+// once a worker takes it.
+func TestOnServerEarlyAbort(t *testing.T) {
+	_, c := testdb.Temporal(t)
+	st := openStore(t)
+	const queue = "agentry-early"
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	id, err := Start(ctx, c, queue, request(t, "payer.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := Abort(ctx, c, id); err != nil {
+		t.Fatal(err)
+	}
+	l := &ledger{path: filepath.Join(t.TempDir(), "ledger")}
+	startWorker(t, c, queue, st, l)
+	out, err := Wait(ctx, c, id)
+	if err != nil || out.Status != "aborted" {
+		t.Fatalf("outcome %+v (%v)", out, err)
+	}
+	if run, err := st.Get(ctx, id); err != nil || run.Status != store.Aborted {
+		t.Errorf("stored run %+v (%v)", run, err)
+	}
+	if sends := l.sends(t); len(sends) != 0 {
+		t.Errorf("payments %v", sends)
 	}
 }

@@ -18,7 +18,7 @@
 // handed out; a call whose worker died is never sent again blindly: the
 // run pauses for approval, as a local run does, unless its tool
 // deduplicates by key, when it is sent again with the same key. Approval
-// is the signal "approve", abort a cancellation of the workflow, and the
+// is the update "approve", abort a cancellation of the workflow, and the
 // query "progress" says where the run stands.
 //
 // Register puts the workflow and its activities on a worker; Start,
@@ -57,9 +57,11 @@ type Request struct {
 	BaseDir string         `json:"base_dir,omitempty"`
 	Model   string         `json:"model,omitempty"`
 	Input   map[string]any `json:"input"`
-	// Who runs it, as for a local run.
+	// Who runs it, as for a local run: Roles are the principal's (the
+	// policy's access rules read them).
 	SessionID     string            `json:"session_id,omitempty"`
 	UserID        string            `json:"user_id,omitempty"`
+	Roles         []string          `json:"roles,omitempty"`
 	CorrelationID string            `json:"correlation_id,omitempty"`
 	TraceParent   string            `json:"trace_parent,omitempty"`
 	Metadata      map[string]string `json:"metadata,omitempty"`
@@ -120,6 +122,12 @@ type advanceIn struct {
 	// person's decision): its timeout (limits.timeout_ms) counts from
 	// there, as a local run's counts from its start or resume.
 	Since time.Time `json:"since,omitzero"`
+	// RanThrough is the last turn whose calls were handed to activities
+	// (agent.RanThrough); nil from a workflow of version 1.
+	RanThrough *int `json:"ran_through,omitempty"`
+	// Who runs the run (a continuing session's principal).
+	UserID string   `json:"user_id,omitempty"`
+	Roles  []string `json:"roles,omitempty"`
 }
 
 // advanceOut is where the run stopped.

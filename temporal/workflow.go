@@ -20,9 +20,10 @@ import (
 // as (continue-as-new): the results and the decision its next planning
 // activity is to be given. Everything else is in the run's log.
 type Carried struct {
-	Results  map[string]runlog.ToolResult `json:"results,omitempty"`
-	Decision *Decision                    `json:"decision,omitempty"`
-	Since    time.Time                    `json:"since,omitzero"`
+	Results    map[string]runlog.ToolResult `json:"results,omitempty"`
+	Decision   *Decision                    `json:"decision,omitempty"`
+	Since      time.Time                    `json:"since,omitzero"`
+	RanThrough int                          `json:"ran_through,omitempty"`
 }
 
 // The versions of the workflow's code (workflow.GetVersion): a run
@@ -32,8 +33,13 @@ const (
 	changeID = "agentry.run"
 	// version1 is the first release's loop.
 	version1 = 1
+	// version2: a turn that hands calls out while others of it wait for
+	// a person goes on with their results at once, and pauses (as a
+	// local run does) in the planning activity that follows, where
+	// version 1 waited for the decision before it.
+	version2 = 2
 	// latest is the version new runs take.
-	latest = version1
+	latest = version2
 )
 
 // continueAfter is how many events a run's history may hold before it
@@ -47,7 +53,7 @@ func run(ctx workflow.Context, req Request, carried *Carried) (*Outcome, error) 
 	info := workflow.GetInfo(ctx)
 	runID := info.WorkflowExecution.ID
 	w := &runState{req: &req, progress: Progress{RunID: runID, Status: string(store.Running)}}
-	if workflow.GetVersion(ctx, changeID, workflow.DefaultVersion, latest) == workflow.DefaultVersion {
+	if w.version = workflow.GetVersion(ctx, changeID, workflow.DefaultVersion, latest); w.version == workflow.DefaultVersion {
 		return nil, temporal.NewNonRetryableApplicationError("this run was started by a release without versioned workflows", "unversioned", nil)
 	}
 	if err := workflow.SetQueryHandler(ctx, QueryProgress, func() (Progress, error) { return w.progress, nil }); err != nil {
@@ -57,11 +63,13 @@ func run(ctx workflow.Context, req Request, carried *Carried) (*Outcome, error) 
 		workflow.UpdateHandlerOptions{Validator: w.validate}); err != nil {
 		return nil, err
 	}
-	in := advanceIn{RunID: runID, Driver: "temporal:" + info.Namespace + "/" + runID, Since: workflow.Now(ctx)}
+	in := w.next(advanceIn{RunID: runID, Driver: "temporal:" + info.Namespace + "/" + runID, Since: workflow.Now(ctx)})
 	if carried == nil {
 		in.Request = &req
 	} else {
-		in.Results, in.Decision, in.Since = carried.Results, carried.Decision, carried.Since
+		in.Results, in.Decision, in.Since, w.ranThrough = carried.Results, carried.Decision, carried.Since, carried.RanThrough
+		ran := w.ranThrough
+		in.RanThrough = &ran
 	}
 	for {
 		out, err := w.advance(ctx, in)
@@ -71,28 +79,48 @@ func run(ctx workflow.Context, req Request, carried *Carried) (*Outcome, error) 
 		if out.Ended {
 			return &Outcome{RunID: runID, Status: out.Status, Result: out.Result}, nil
 		}
-		next := advanceIn{RunID: in.RunID, Driver: in.Driver, Since: in.Since}
+		var results map[string]runlog.ToolResult
 		if len(out.Calls) > 0 {
-			next.Results = w.runTools(ctx, out)
+			results = w.runTools(ctx, out)
 		}
-		if len(out.Waiting) > 0 && ctx.Err() == nil {
+		next := w.next(in) // after the calls: the turns they are of ran
+		next.Results = results
+		switch {
+		case ctx.Err() != nil:
+		case len(out.Waiting) > 0 && (w.version < version2 || len(out.Calls) == 0):
 			next.Decision, next.Since = w.await(ctx), workflow.Now(ctx)
+		case w.decision != nil: // given while the calls ran
+			next.Decision, next.Since, w.decision = w.decision, workflow.Now(ctx), nil
 		}
 		if ctx.Err() != nil {
 			return w.abort(ctx, next)
 		}
 		if n := workflow.GetInfo(ctx).GetCurrentHistoryLength(); n > continueAfter || workflow.GetInfo(ctx).GetContinueAsNewSuggested() {
-			return nil, workflow.NewContinueAsNewError(ctx, WorkflowName, req, &Carried{Results: next.Results, Decision: next.Decision, Since: next.Since})
+			return nil, workflow.NewContinueAsNewError(ctx, WorkflowName, req, &Carried{Results: next.Results, Decision: next.Decision,
+				Since: next.Since, RanThrough: w.ranThrough})
 		}
 		in = next
 	}
 }
 
+// next is the input of the planning activity after in's: the same run,
+// driver and clock, who runs it, and the last turn whose calls ran.
+func (w *runState) next(in advanceIn) advanceIn {
+	if w.version < version2 {
+		return advanceIn{RunID: in.RunID, Driver: in.Driver, Since: in.Since}
+	}
+	ran := w.ranThrough
+	return advanceIn{RunID: in.RunID, Driver: in.Driver, Since: in.Since, RanThrough: &ran,
+		UserID: w.req.UserID, Roles: w.req.Roles}
+}
+
 // runState is what a run's workflow knows between its activities.
 type runState struct {
-	req      *Request
-	progress Progress
-	decision *Decision // the decision the approve update gave, until used
+	req        *Request
+	version    workflow.Version // of the workflow's code the run started with
+	progress   Progress
+	decision   *Decision // the decision the approve update gave, until used
+	ranThrough int       // the last turn whose calls were handed to their activities
 }
 
 // advance runs the planning activity and notes where the run stands.
@@ -107,17 +135,24 @@ func (w *runState) advance(ctx workflow.Context, in advanceIn) (*advanceOut, err
 	var out advanceOut
 	err := workflow.ExecuteActivity(actx, AdvanceName, in).Get(ctx, &out)
 	if err != nil {
-		if ctx.Err() != nil {
-			return w.advance(abortCtx(ctx), advanceIn{RunID: in.RunID, Driver: in.Driver, Results: in.Results, Abort: true})
+		if ctx.Err() != nil && !in.Abort {
+			// Cancelled: the run ends aborted (begun, if it had not).
+			in.Request, in.Decision, in.Abort = w.req, nil, true
+			return w.advance(abortCtx(ctx), in)
 		}
 		return nil, err
 	}
 	p := &w.progress
 	p.Status, p.Waiting, p.Running = out.Status, out.Waiting, nil
-	if len(out.Waiting) > 0 {
+	switch {
+	case len(out.Waiting) > 0 && len(out.Calls) > 0 && w.version >= version2:
+		// Its calls run first; the run pauses in the planning activity
+		// that follows, with the Result of a pause.
+		p.Status = string(store.Running)
+	case len(out.Waiting) > 0:
 		p.Pauses++
-	}
-	if out.Result != nil {
+		p.Result = out.Result
+	case out.Result != nil:
 		p.Result = out.Result
 	}
 	p.Turn, p.Tokens, p.CostUSD, p.ToolCalls = out.Turn, out.Tokens, out.CostUSD, out.ToolCalls
@@ -127,7 +162,7 @@ func (w *runState) advance(ctx workflow.Context, in advanceIn) (*advanceOut, err
 // abort ends the run as aborted, after its workflow was cancelled: its
 // last activity goes on with what the run has and stops at once.
 func (w *runState) abort(ctx workflow.Context, in advanceIn) (*Outcome, error) {
-	in.Abort, in.Decision = true, nil
+	in.Abort, in.Decision, in.Request = true, nil, w.req
 	out, err := w.advance(abortCtx(ctx), in)
 	if err != nil {
 		return nil, err
@@ -159,6 +194,7 @@ func (w *runState) runTools(ctx workflow.Context, out *advanceOut) map[string]ru
 	}
 	futures := make([]workflow.Future, len(out.Calls))
 	for i, c := range out.Calls {
+		w.ranThrough = max(w.ranThrough, c.Turn)
 		futures[i] = workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, toolOptions(c)), ToolName, toolIn{Run: run, Call: c})
 		w.progress.Running = append(w.progress.Running, c.Key)
 	}
@@ -226,31 +262,66 @@ func (w *runState) await(ctx workflow.Context) *Decision {
 	return d
 }
 
-// validate refuses a decision that names no waiting call.
+// validate refuses a decision that names no waiting call (each id must
+// name exactly one), and one given while another waits to be applied: a
+// decision is bound to the calls waiting when it was given.
 func (w *runState) validate(_ workflow.Context, d Decision) error {
 	if len(d.Approve)+len(d.Deny) == 0 {
 		return errors.New("the decision approves and denies nothing")
 	}
+	if w.decision != nil {
+		return fmt.Errorf("run %s has a decision not yet applied: decide again once it waits again", w.progress.RunID)
+	}
 	if len(w.progress.Waiting) == 0 {
 		return fmt.Errorf("run %s waits for no decision", w.progress.RunID)
 	}
-	for _, id := range append(slices.Clone(d.Approve), d.Deny...) {
-		n := 0
-		for _, c := range w.progress.Waiting {
-			if c.Key == id || c.CallID == id {
-				n++
-			}
-		}
-		if n != 1 {
-			return fmt.Errorf("%q names %d of the calls run %s waits for (%s)", id, n, w.progress.RunID, describe(w.progress.Waiting))
-		}
-	}
-	return nil
+	_, err := w.bind(d)
+	return err
 }
 
-// decide takes a decision for the run's next planning activity.
+// bind is d with each id (a key, or a call id naming one waiting call)
+// made the key of the call it names.
+func (w *runState) bind(d Decision) (Decision, error) {
+	keyOf := func(id string) (string, error) {
+		var keys []string
+		for _, c := range w.progress.Waiting {
+			if c.Key == id || c.CallID == id {
+				keys = append(keys, c.Key)
+			}
+		}
+		if len(keys) != 1 {
+			return "", fmt.Errorf("%q names %d of the calls run %s waits for (%s)", id, len(keys), w.progress.RunID, describe(w.progress.Waiting))
+		}
+		return keys[0], nil
+	}
+	out := Decision{Reason: d.Reason, By: d.By}
+	for _, id := range d.Approve {
+		k, err := keyOf(id)
+		if err != nil {
+			return Decision{}, err
+		}
+		out.Approve = append(out.Approve, k)
+	}
+	for _, id := range d.Deny {
+		k, err := keyOf(id)
+		if err != nil {
+			return Decision{}, err
+		}
+		out.Deny = append(out.Deny, k)
+	}
+	return out, nil
+}
+
+// decide takes a decision, bound to the waiting calls' keys, for the
+// run's next planning activity; until the run waits again, it takes
+// no other.
 func (w *runState) decide(_ workflow.Context, d Decision) error {
-	w.decision = &d
+	bound, err := w.bind(d)
+	if err != nil {
+		return err
+	}
+	w.decision = &bound
+	w.progress.Waiting = nil // decided: the next decision is for the next pause
 	return nil
 }
 

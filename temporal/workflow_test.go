@@ -67,7 +67,10 @@ func (l *ledger) sends(t testing.TB) []string {
 // payTools are add (safe) and pay (non-idempotent), which writes its key
 // to the ledger.
 func payTools(l *ledger) *tool.Registry {
-	type addArgs struct{ A, B int }
+	type addArgs struct {
+		A int `json:"a"`
+		B int `json:"b"`
+	}
 	type payArgs struct {
 		To     string `json:"to"`
 		Amount int    `json:"amount"`

@@ -80,7 +80,11 @@ func resume(ctx context.Context, runID string, f resumeFlags, stdout, stderr io.
 	if f.answer != "" {
 		return usageErr(fmt.Errorf("--answer continues a paused pipeline; run %s is an agent's", runID))
 	}
-	if driver := runlog.Driver(ctx, st, runID); strings.HasPrefix(driver, "temporal:") {
+	lopts, err := logOptions()
+	if err != nil {
+		return usageErr(err)
+	}
+	if driver := runlog.Driver(ctx, st, runID, lopts...); strings.HasPrefix(driver, "temporal:") {
 		return decideOnTemporal(ctx, st, runID, driver, f, stdout, stderr)
 	}
 	opts, err := storedAgentOptions(f.runFlags, stderr)

@@ -331,7 +331,7 @@ type temporalRemote struct {
 
 func (r temporalRemote) Start(ctx context.Context, rr server.RemoteRun) (string, error) {
 	return temporal.Start(ctx, r.c, r.t.taskQueue, temporal.Request{Agent: rr.Agent, Spec: rr.Spec, Model: rr.Model, Input: rr.Input,
-		UserID: rr.UserID, TraceParent: rr.TraceParent, Metadata: rr.Metadata})
+		UserID: rr.UserID, Roles: rr.Roles, TraceParent: rr.TraceParent, Metadata: rr.Metadata})
 }
 
 func (r temporalRemote) Decide(ctx context.Context, runID string, approve, deny []string, reason, by string) error {

@@ -21,33 +21,27 @@ import (
 )
 
 // counter is a service of effects: each POST with a new Idempotency-Key
-// takes effect once (it answers slowly, so that calls are in flight when
-// a worker dies); a repeat of a key is answered without a second effect.
+// takes effect once; a repeat of a key is answered without a second
+// effect. A POST to /gate takes effect, then waits until the gate opens
+// (or its client goes away) before it answers: a call in flight whose
+// effect took place.
 type counter struct {
 	mu         sync.Mutex
 	effects    map[string]int // applied, by key: never above 1
 	deliveries map[string]int // requests, by key
 	noKey      int
-	gate       chan struct{} // a POST to /gate waits until it is opened
+	gate       chan struct{} // /gate answers once it is open
 	gated      chan string   // the key of each POST that reached the gate
 	open       func()        // opens the gate
 }
 
 func newCounter(t *testing.T) (*counter, string) {
-	c := &counter{effects: map[string]int{}, deliveries: map[string]int{}, gate: make(chan struct{}), gated: make(chan string, 16)}
+	c := &counter{effects: map[string]int{}, deliveries: map[string]int{}, gate: make(chan struct{}), gated: make(chan string, 256)}
 	var once sync.Once
 	c.open = func() { once.Do(func() { close(c.gate) }) }
 	t.Cleanup(c.open)
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		key := r.Header.Get("Idempotency-Key")
-		if r.URL.Path == "/gate" {
-			c.gated <- key
-			select {
-			case <-c.gate:
-			case <-r.Context().Done():
-				return
-			}
-		}
 		c.mu.Lock()
 		if key == "" {
 			c.noKey++
@@ -56,13 +50,20 @@ func newCounter(t *testing.T) (*counter, string) {
 			return
 		}
 		c.deliveries[key]++
-		first := c.deliveries[key] == 1
-		c.mu.Unlock()
-		if first {
-			time.Sleep(300 * time.Millisecond)
-			c.mu.Lock()
+		if c.deliveries[key] == 1 {
 			c.effects[key]++
-			c.mu.Unlock()
+		}
+		c.mu.Unlock()
+		if r.URL.Path == "/gate" {
+			select {
+			case c.gated <- key:
+			default:
+			}
+			select {
+			case <-c.gate:
+			case <-r.Context().Done():
+				return // the caller died: the effect took place, the answer is lost
+			}
 		}
 		w.Header().Set("Content-Type", "application/json")
 		fmt.Fprint(w, `{"applied":true}`)
@@ -147,18 +148,18 @@ func startWorker(t *testing.T, args ...string) *workerProc {
 }
 
 // Two workers share fifty runs; one is killed with SIGKILL while calls
-// are in flight. Every run completes, on the other worker, and the
-// service saw each effect exactly once: a POST whose worker died is sent
-// again with its key (its host deduplicates), never as a new effect.
+// it sent are in flight, their effects taken place and their answers not
+// yet back. Every run completes, on the other worker, and the service
+// saw each effect exactly once: a POST whose worker died is sent again
+// with its key (its host deduplicates), never as a new effect.
 func TestTemporalWorkersSurviveSIGKILL(t *testing.T) {
 	hostPort, c := testdb.Temporal(t)
 	db := testdb.Postgres(t)
 	svc, url := newCounter(t)
-	spec := posterAgent(t, url)
+	spec, _ := posterAgents(t, url, "gate", "effect") // the first call of each run waits at the gate
 	const queue, runs = "scale-test", 50
 	args := []string{"--temporal", hostPort, "--task-queue", queue, "--db", db, "--allow-private-network"}
 	doomed := startWorker(t, args...)
-	survivor := startWorker(t, args...)
 
 	ids := make([]string, runs)
 	var wg sync.WaitGroup
@@ -180,23 +181,22 @@ func TestTemporalWorkersSurviveSIGKILL(t *testing.T) {
 	if t.Failed() {
 		t.FailNow()
 	}
-	// Kill one worker once some effects took place and many remain.
-	for deadline := time.Now().Add(time.Minute); ; time.Sleep(10 * time.Millisecond) {
-		if e, _ := svc.count(); e >= 20 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the effects did not begin:\n%s", doomed.out)
+	// The first worker alone has sent calls; some took effect and wait
+	// at the gate for their answers. The second joins; the first dies.
+	inFlight := 0
+	for deadline := time.After(time.Minute); inFlight < 10; inFlight++ {
+		select {
+		case <-svc.gated:
+		case <-deadline:
+			t.Fatalf("%d calls reached the gate:\n%s", inFlight, doomed.out)
 		}
 	}
+	survivor := startWorker(t, args...)
 	if err := doomed.cmd.Process.Kill(); err != nil { // SIGKILL
 		t.Fatal(err)
 	}
 	doomed.cmd.Wait()
-	atKill, _ := svc.count()
-	if atKill >= 2*runs {
-		t.Fatalf("every effect took place before the kill (%d): the test killed nothing mid-run", atKill)
-	}
+	svc.open()
 
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
@@ -236,7 +236,12 @@ func TestTemporalWorkersSurviveSIGKILL(t *testing.T) {
 			}
 		}
 	}
-	t.Logf("%d effects; %d requests (%d sent again after the kill, with their keys); %d effects before the kill", effects, deliveries, deliveries-effects, atKill)
+	// The calls the killed worker had in flight were sent again, with
+	// their keys, and took no second effect.
+	if deliveries-effects < inFlight {
+		t.Errorf("%d requests for %d effects; want at least the %d calls in flight at the kill sent again", deliveries, effects, inFlight)
+	}
+	t.Logf("%d effects; %d requests (%d sent again after the kill, with their keys)", effects, deliveries, deliveries-effects)
 }
 
 // sameResult compares two Results printed by run --json, without what

@@ -178,7 +178,10 @@ func (s *DB) PutBlob(ctx context.Context, key string, data []byte) error {
 	if key == "" {
 		return fmt.Errorf("store (%s): put a blob: empty key", s.d.Name)
 	}
-	if _, err := s.exec(ctx, s.q(`INSERT INTO agentry_blobs (key, data, created_at) VALUES (?, ?, ?) ON CONFLICT (key) DO NOTHING`),
+	// A key kept already keeps its data, and is kept as new: a later
+	// run's use of it is what pruning must not cut.
+	if _, err := s.exec(ctx, s.q(`INSERT INTO agentry_blobs (key, data, created_at) VALUES (?, ?, ?)
+		ON CONFLICT (key) DO UPDATE SET created_at = excluded.created_at`),
 		key, base64.StdEncoding.EncodeToString(data), s.now().UnixMicro()); err != nil {
 		return fmt.Errorf("store (%s): put blob %s: %w", s.d.Name, key, err)
 	}
