@@ -137,7 +137,6 @@ func checkRunID(id string) error {
 	return nil
 }
 
-
 // dispatched is what a dispatching journal handed out this turn.
 type dispatched struct {
 	mu    sync.Mutex
