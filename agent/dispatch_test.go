@@ -392,3 +392,32 @@ func TestDispatchHandoff(t *testing.T) {
 		}
 	}
 }
+
+// A driven run's log sealed with a key still names its driver to a
+// reader with the key (runlog.Driver), so that it is decided where it
+// is driven; a reader without the key learns nothing from it.
+func TestDriverOfSealedRun(t *testing.T) {
+	ctx := context.Background()
+	st := openStore(t, backends[0].dsn(t))
+	key := []byte("0123456789abcdef0123456789abcdef")
+	l := ledger{filepath.Join(t.TempDir(), "ledger")}
+	a := payerAgent(t, durableTools(t, l, false, nil), WithEncryptionKey(key))
+	const driver, runID = "test:wf-sealed", "run_sealed"
+	sess, err := a.NewSession(payerInput, WithStore(st), Dispatch(), DrivenBy(driver), WithRunID(runID))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := sess.Run(ctx); !errors.Is(err, ErrDispatched) {
+		t.Fatal(err)
+	}
+	seal, err := runlog.NewSealer(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := runlog.Driver(ctx, st, runID, runlog.Sealed(seal)); got != driver {
+		t.Errorf("driver with the key: %q; want %q", got, driver)
+	}
+	if got := runlog.Driver(ctx, st, runID); got != "" {
+		t.Errorf("driver without the key: %q; want none", got)
+	}
+}
