@@ -3,6 +3,7 @@ package pipeline
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 
 	"github.com/agentry/agentry/agent"
@@ -45,13 +46,24 @@ func (r *runState) openStore(ctx context.Context, c *runConfig) error {
 	def := r.p.def
 	var w *runlog.Writer
 	var err error
-	if c.runID == "" {
+	fresh := c.runID == ""
+	if c.driver != "" && c.cont == nil {
+		// A driven run's first step creates the run of the id it was given.
+		if _, gerr := c.store.Get(ctx, c.runID); errors.Is(gerr, store.ErrNotFound) {
+			fresh = true
+		}
+	}
+	if fresh {
 		start := &runlog.Start{Kind: "pipeline", RunID: r.runID, Definition: runlog.JSON(def), BaseDir: runlog.AbsDir(r.p.baseDir),
 			AgentsDir: runlog.AbsDir(r.p.agentsDir), Input: r.env.RawInput, StartedAt: r.start}
+		opts := r.p.logOptions()
+		if c.driver != "" {
+			opts = append(opts, runlog.HeldAs(runlog.DriverHolder(c.driver)))
+		}
 		w, err = runlog.Create(ctx, c.store, store.Run{ID: r.runID, Kind: "pipeline", Name: def.PipelineName, Version: def.Version,
-			SessionID: r.env.ID, CreatedAt: r.start}, start, r.p.red, r.p.logOptions()...)
+			SessionID: r.env.ID, CreatedAt: r.start}, start, r.p.red, opts...)
 	} else {
-		w, err = r.takeOver(ctx, c.store)
+		w, err = r.takeOver(ctx, c.store, c.driver, c.cont != nil)
 	}
 	if err != nil {
 		return err
@@ -70,7 +82,7 @@ func (r *runState) openStore(ctx context.Context, c *runConfig) error {
 
 // takeOver continues the stored run r.runID: a pipeline's, waiting for
 // the user or interrupted, and not held by a live process.
-func (r *runState) takeOver(ctx context.Context, st store.Store) (*runlog.Writer, error) {
+func (r *runState) takeOver(ctx context.Context, st store.Store, driver string, dispatched bool) (*runlog.Writer, error) {
 	run, err := st.Get(ctx, r.runID)
 	if err != nil {
 		return nil, err
@@ -78,7 +90,19 @@ func (r *runState) takeOver(ctx context.Context, st store.Store) (*runlog.Writer
 	if run.Kind != "pipeline" {
 		return nil, fmt.Errorf("%w: run %s is a %s's, not a pipeline's", agent.ErrNotResumable, run.ID, run.Kind)
 	}
-	holder, err := runlog.TakeOver(ctx, st, &run)
+	var as []runlog.Option
+	if driver != "" {
+		as = append(as, runlog.HeldAs(runlog.DriverHolder(driver)))
+		if runlog.OwnedBy(run.Holder, driver) { // the driver's earlier step: fenced off
+			if err := st.Break(ctx, run.ID, run.Holder); err != nil && !errors.Is(err, store.ErrLeaseLost) {
+				return nil, err
+			}
+			if run, err = st.Get(ctx, r.runID); err != nil {
+				return nil, err
+			}
+		}
+	}
+	holder, err := runlog.TakeOver(ctx, st, &run, as...)
 	if err != nil {
 		return nil, err
 	}
@@ -92,7 +116,7 @@ func (r *runState) takeOver(ctx context.Context, st store.Store) (*runlog.Writer
 		more = r.p.logOptions(runlog.Continuing(l))
 	}
 	w, err := runlog.Take(ctx, st, r.runID, holder, r.p.red,
-		runlog.Record(store.KindResume, r.env.HopCount+1, "", runlog.Resume{Turn: r.env.HopCount, Holder: holder}), more...)
+		runlog.Record(store.KindResume, r.env.HopCount+1, "", runlog.Resume{Turn: r.env.HopCount, Holder: holder, Dispatched: dispatched}), more...)
 	if err != nil {
 		runlog.Release(ctx, st, r.runID, holder)
 		return nil, err

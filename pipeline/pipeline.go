@@ -232,6 +232,9 @@ type runConfig struct {
 	store       store.Store
 	runID       string
 	oneStage    bool // ProcessStage: stop after the first stage
+	dispatch    bool          // Dispatch
+	driver      string        // DrivenBy
+	cont        *continuation // Continue
 }
 
 type listener struct {

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	oteltrace "go.opentelemetry.io/otel/trace"
 	"log/slog"
-	"maps"
 	"slices"
 	"time"
 
@@ -42,6 +41,10 @@ type runState struct {
 	// events and records follow: the trace id, the seed, the clock.
 	set  agent.Settings
 	span oteltrace.Span // the run's invoke_workflow span; nil when nobody traces
+	// dispatch: agent stages are handed out (Dispatch); given is the
+	// Result of the one handed out last, when the run goes on (Continue).
+	dispatch bool
+	given    *agent.Result
 }
 
 // now is the run's clock: the fixed instant of a deterministic run.
@@ -62,8 +65,18 @@ func (p *Pipeline) run(ctx context.Context, env *Envelope, opts []RunOption) (*R
 	for _, o := range opts {
 		o(&c)
 	}
-	r := &runState{p: p, env: env, bus: event.NewBus(c.bus), sessionOpts: c.sessionOpts, set: agent.SettingsOf(c.sessionOpts...)}
+	if err := p.checkDispatch(&c); err != nil {
+		return nil, err
+	}
+	r := &runState{p: p, env: env, bus: event.NewBus(c.bus), sessionOpts: c.sessionOpts, set: agent.SettingsOf(c.sessionOpts...), dispatch: c.dispatch}
 	r.start = r.now()
+	if c.cont != nil {
+		var err error
+		if env, err = r.restore(c.cont); err != nil {
+			return nil, err
+		}
+		r.env = env
+	}
 	var seed int64
 	if r.set.Seed != nil {
 		seed = seedOf(*r.set.Seed, p, env)
@@ -96,17 +109,21 @@ func (p *Pipeline) run(ctx context.Context, env *Envelope, opts []RunOption) (*R
 		return nil, err
 	}
 	defer r.bus.Flush() // before the unsubscribes: listeners see the whole run
-	r.res = &Result{Envelope: env}
-	r.res.Result = agent.Result{ID: r.runID, SessionID: env.ID, AgentName: p.def.PipelineName, AgentVersion: p.def.Version,
-		StartedAt: agent.Timestamp{Time: r.start}, Steps: []agent.Step{}, ToolsUsed: []string{}, ModelCalls: []agent.ModelCall{},
-		Messages: []llm.Message{}, Metrics: agent.Metrics{ToolLatencyMS: map[string]float64{}}, TraceID: r.set.TraceID,
-		Seed: r.set.Seed, Deterministic: r.set.Seed != nil && !r.set.Now.IsZero()}
+	if c.cont == nil {
+		r.res = &Result{Envelope: env}
+		r.res.Result = agent.Result{ID: r.runID, SessionID: env.ID, AgentName: p.def.PipelineName, AgentVersion: p.def.Version,
+			StartedAt: agent.Timestamp{Time: r.start}, Steps: []agent.Step{}, ToolsUsed: []string{}, ModelCalls: []agent.ModelCall{},
+			Messages: []llm.Message{}, Metrics: agent.Metrics{ToolLatencyMS: map[string]float64{}}, TraceID: r.set.TraceID,
+			Seed: r.set.Seed, Deterministic: r.set.Seed != nil && !r.set.Now.IsZero()}
+	}
 	if p.def.TimeoutMS > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeoutCause(ctx, time.Duration(p.def.TimeoutMS)*time.Millisecond, agent.ErrTimeout)
 		defer cancel()
 	}
-	r.emit(event.Event{Type: event.RunStart, Data: map[string]any{"pipeline": p.def.PipelineName, "version": p.def.Version, "stage": env.Current}})
+	if c.cont == nil { // a dispatched run's start is on record from its first step
+		r.emit(event.Event{Type: event.RunStart, Data: map[string]any{"pipeline": p.def.PipelineName, "version": p.def.Version, "stage": env.Current}})
+	}
 	for env.Current != End {
 		if err := ctx.Err(); err != nil {
 			cause := context.Cause(ctx)
@@ -135,6 +152,9 @@ func (p *Pipeline) run(ctx context.Context, env *Envelope, opts []RunOption) (*R
 // the start, pre-process, process, check the required fields, store the
 // output, post-process, route, record the completion.
 func (r *runState) stage(ctx context.Context, st *stage) (bool, *Result, error) {
+	if r.handsOut(st) {
+		return true, nil, r.yield(ctx, st)
+	}
 	env := r.env
 	env.HopCount++
 	rec := StageRecord{Stage: st.def.Name, Agent: st.name, Hop: env.HopCount, StartedAt: agent.Timestamp{Time: r.now()}}
@@ -294,27 +314,28 @@ func (r *runState) process(ctx context.Context, st *stage, rec *StageRecord) (ma
 // llm runs the stage's agent on the envelope: the raw input, the outputs
 // so far by output key, and the user's answer when resuming.
 func (r *runState) llm(ctx context.Context, st *stage, rec *StageRecord) (map[string]any, agent.Outcome, string, error) {
-	input := maps.Clone(r.env.RawInput)
-	for k, v := range r.env.Outputs {
-		input[k] = v
+	input := r.stageInput(st, true)
+	var res *agent.Result
+	var runErr error
+	if res = r.given; res != nil { // the stage's run, made elsewhere (Dispatch)
+		r.given = nil
+		if !res.Success && res.Error != nil {
+			runErr = fmt.Errorf("%s: %s", res.Error.Code, res.Error.Message)
+		} else if !res.Success {
+			runErr = fmt.Errorf("the stage's run ended %s", res.TerminateReason)
+		}
+	} else {
+		opts := append(slices.Clip(r.sessionOpts), agent.WithEventBus(r.bus), agent.WithParentRunID(r.runID))
+		if r.set.Seed != nil {
+			// Each hop its own seed: a stage visited again runs anew.
+			opts = append(opts, agent.WithSeed(*r.set.Seed+int64(r.env.HopCount)))
+		}
+		sess, err := st.agent.NewSession(input, opts...)
+		if err != nil {
+			return nil, "", agent.CodeValidation, fmt.Errorf("%w: stage %s: %v", ErrStageFailed, st.def.Name, err)
+		}
+		res, runErr = sess.Run(ctx)
 	}
-	if st.agent.Mode() == spec.ModePlan {
-		input["plan"] = r.env.Outputs[st.def.PlanKey] // where the plan planner reads it
-	}
-	if ans, ok := r.env.Metadata["user_response"]; ok {
-		input["user_response"] = ans
-		delete(r.env.Metadata, "user_response")
-	}
-	opts := append(slices.Clip(r.sessionOpts), agent.WithEventBus(r.bus), agent.WithParentRunID(r.runID))
-	if r.set.Seed != nil {
-		// Each hop its own seed: a stage visited again runs anew.
-		opts = append(opts, agent.WithSeed(*r.set.Seed+int64(r.env.HopCount)))
-	}
-	sess, err := st.agent.NewSession(input, opts...)
-	if err != nil {
-		return nil, "", agent.CodeValidation, fmt.Errorf("%w: stage %s: %v", ErrStageFailed, st.def.Name, err)
-	}
-	res, runErr := sess.Run(ctx)
 	r.absorb(res)
 	rec.RunID, rec.Tokens = res.ID, res.TokenUsage.TotalTokens
 	if res.EstimatedCost != nil {

@@ -30,6 +30,9 @@ type Config struct {
 	// Options are given to every agent the worker builds: its tools
 	// (agent.WithTools), prompt store, memory, logger, telemetry.
 	Options []agent.Option
+	// EncryptionKey seals the logs of pipeline runs, as Options'
+	// agent.WithEncryptionKey seals the agents'.
+	EncryptionKey []byte
 }
 
 // activities are the worker's side of a run: they build agents and write
@@ -66,10 +69,14 @@ func (x *activities) build(req *Request) (*agent.Agent, error) {
 		}
 		return agent.New(sp, x.options(opts...)...)
 	case req.Agent != "":
-		if x.cfg.Agents == "" {
+		dir := req.AgentsDir
+		if dir == "" {
+			dir = x.cfg.Agents
+		}
+		if dir == "" {
 			return nil, fmt.Errorf("agent %q: this worker has no agents directory (--agents)", req.Agent)
 		}
-		return agent.FromDir(x.cfg.Agents, req.Agent, x.options(opts...)...)
+		return agent.FromDir(dir, req.Agent, x.options(opts...)...)
 	}
 	return nil, errors.New("the request names no agent: give its spec or its name")
 }
@@ -136,7 +143,11 @@ func (x *activities) sessionOptions(in advanceIn, req *Request, limits spec.Limi
 	}
 	if req != nil {
 		opts = append(opts, agent.WithRunID(in.RunID), agent.WithSessionID(req.SessionID), agent.WithUser(req.UserID),
-			agent.WithCorrelationID(req.CorrelationID), agent.WithTraceParent(req.TraceParent), agent.WithMetadata(req.Metadata))
+			agent.WithCorrelationID(req.CorrelationID), agent.WithTraceParent(req.TraceParent), agent.WithMetadata(req.Metadata),
+			agent.WithParentRunID(req.ParentRunID))
+		if req.Seed != nil {
+			opts = append(opts, agent.WithSeed(*req.Seed))
+		}
 	}
 	if len(in.Results) > 0 {
 		opts = append(opts, agent.WithResults(in.Results))

@@ -23,27 +23,39 @@ func Register(w worker.Registry, cfg Config) error {
 	}
 	x := &activities{cfg: cfg}
 	w.RegisterWorkflowWithOptions(run, workflow.RegisterOptions{Name: WorkflowName})
+	w.RegisterWorkflowWithOptions(runPipeline, workflow.RegisterOptions{Name: PipelineWorkflowName})
 	w.RegisterActivityWithOptions(x.advance, activity.RegisterOptions{Name: AdvanceName})
 	w.RegisterActivityWithOptions(x.tool, activity.RegisterOptions{Name: ToolName})
+	w.RegisterActivityWithOptions(x.pipelineStep, activity.RegisterOptions{Name: PipelineStepName})
 	return nil
+}
+
+// clientStarter is what starting a run needs of a client.
+type clientStarter interface {
+	ExecuteWorkflow(ctx context.Context, options client.StartWorkflowOptions, workflow any, args ...any) (client.WorkflowRun, error)
+}
+
+// start starts the workflow name of a new run on the task queue.
+func start(ctx context.Context, c clientStarter, taskQueue, name string, args ...any) (string, error) {
+	if taskQueue == "" {
+		return "", errors.New("temporal: a task queue is required")
+	}
+	runID := ids.New("run")
+	_, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: runID, TaskQueue: taskQueue,
+		WorkflowIDReusePolicy: enums.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE}, name, args...)
+	if err != nil {
+		return "", fmt.Errorf("temporal: start run %s: %w", runID, err)
+	}
+	return runID, nil
 }
 
 // Start starts a run on the task queue and returns its id, which is
 // also its workflow's id.
 func Start(ctx context.Context, c client.Client, taskQueue string, req Request) (string, error) {
-	if taskQueue == "" {
-		return "", errors.New("temporal: a task queue is required")
-	}
 	if len(req.Spec) == 0 && req.Agent == "" {
 		return "", errors.New("temporal: the request names no agent: give its spec or its name")
 	}
-	runID := ids.New("run")
-	_, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: runID, TaskQueue: taskQueue,
-		WorkflowIDReusePolicy: enums.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE}, WorkflowName, req, (*Carried)(nil))
-	if err != nil {
-		return "", fmt.Errorf("temporal: start run %s: %w", runID, err)
-	}
-	return runID, nil
+	return start(ctx, c, taskQueue, WorkflowName, req, (*Carried)(nil))
 }
 
 // Wait waits for the run's workflow to end (through its continuations)

@@ -52,9 +52,12 @@ type Request struct {
 	// in the worker's agents directory instead (NAME or NAME@VERSION).
 	Spec  json.RawMessage `json:"spec,omitempty"`
 	Agent string          `json:"agent,omitempty"`
-	// BaseDir is where the spec's relative paths (a scripted model's
-	// file, prompt files) are found; Model overrides its model.
-	BaseDir string         `json:"base_dir,omitempty"`
+	// AgentsDir is where Agent is found (the worker's agents directory
+	// when empty). BaseDir is where the spec's relative paths (a
+	// scripted model's file, prompt files) are found; Model overrides
+	// its model.
+	AgentsDir string         `json:"agents_dir,omitempty"`
+	BaseDir   string         `json:"base_dir,omitempty"`
 	Model   string         `json:"model,omitempty"`
 	Input   map[string]any `json:"input"`
 	// Who runs it, as for a local run: Roles are the principal's (the
@@ -65,6 +68,10 @@ type Request struct {
 	CorrelationID string            `json:"correlation_id,omitempty"`
 	TraceParent   string            `json:"trace_parent,omitempty"`
 	Metadata      map[string]string `json:"metadata,omitempty"`
+	// ParentRunID is the run this one is part of (a pipeline's, for a
+	// stage's run); Seed the run's seed, for a deterministic one.
+	ParentRunID string `json:"parent_run_id,omitempty"`
+	Seed        *int64 `json:"seed,omitempty"`
 }
 
 // Decision approves or denies calls a run waits for (the "approve"

@@ -25,6 +25,7 @@ import (
 	"github.com/agentry/agentry/agent"
 	"github.com/agentry/agentry/internal/testdb"
 	_ "github.com/agentry/agentry/llm/scripted"
+	"github.com/agentry/agentry/pipeline"
 	"github.com/agentry/agentry/runlog"
 	"github.com/agentry/agentry/store"
 	_ "github.com/agentry/agentry/store/postgres"
@@ -435,5 +436,60 @@ func TestWorkflowTimeout(t *testing.T) {
 	out, res := outcomeOf(t, e)
 	if res.TerminateReason != agent.ReasonTimeout || res.Success {
 		t.Errorf("outcome %s, reason %s; want the run timed out (two calls of 600 ms, a timeout of 1 s)", out.Status, res.TerminateReason)
+	}
+}
+
+// A pipeline runs as a workflow, each stage's agent a run of its own (a
+// child workflow, its calls activities), and ends as the same pipeline
+// run made locally: its stages' outputs in the envelope, their usage
+// summed, the payment made once.
+func TestWorkflowPipeline(t *testing.T) {
+	st := openStore(t)
+	l := &ledger{path: filepath.Join(t.TempDir(), "ledger")}
+	e := env(t, st, l)
+	const runID = "run_wf_pipe"
+	e.SetStartWorkflowOptions(client.StartWorkflowOptions{ID: runID})
+	def, err := os.ReadFile("testdata/pipeline.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir, _ := filepath.Abs("testdata")
+	input := map[string]any{"task": "pay bob what 2 + 3 makes"}
+	e.ExecuteWorkflow(PipelineWorkflowName, PipelineRequest{Definition: def, BaseDir: dir, Input: input, UserID: "ann"})
+	out, res := outcomeOf(t, e)
+	var pres pipeline.Result
+	if err := json.Unmarshal(out.Result, &pres); err != nil {
+		t.Fatal(err)
+	}
+	if out.Status != "completed" || !res.Success || pres.Envelope == nil || pres.Envelope.Outputs["message"]["text"] != "Bob was paid 5." {
+		t.Fatalf("pipeline outcome %s, %v, envelope %+v", out.Status, res.Result, pres.Envelope)
+	}
+
+	local := &ledger{path: filepath.Join(t.TempDir(), "local")}
+	p, err := pipeline.FromFile("testdata/pipeline.json", pipeline.WithAgentOptions(agent.WithTools(payTools(local))))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	want, err := p.Run(context.Background(), input, pipeline.WithStore(st))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.TokenUsage != want.TokenUsage || len(res.Steps) != len(want.Steps) || res.Iterations != want.Iterations ||
+		len(pres.Envelope.History) != len(want.Envelope.History) || res.Result.(map[string]any)["text"] != "Bob was paid 5." {
+		t.Errorf("pipeline on Temporal: %+v usage, %d steps, %d hops; locally %+v, %d, %d",
+			res.TokenUsage, len(res.Steps), res.Iterations, want.TokenUsage, len(want.Steps), want.Iterations)
+	}
+	stages, err := st.List(context.Background(), store.Filter{ParentID: runID})
+	if err != nil || len(stages) != 2 {
+		t.Fatalf("the stages' runs: %d (%v); want 2, children of the pipeline's", len(stages), err)
+	}
+	sends := l.sends(t)
+	if len(sends) != 1 || !strings.HasSuffix(sends[0], ":2:0") {
+		t.Errorf("payments %v; want one, by the pay stage's run", sends)
+	}
+	prun, err := st.Get(context.Background(), runID)
+	if err != nil || prun.Kind != "pipeline" || prun.Status != store.Completed || prun.Holder != "" {
+		t.Errorf("the pipeline's stored run: %+v (%v)", prun, err)
 	}
 }

@@ -78,7 +78,7 @@ spec or input.`,
 			isPipeline := err == nil && pipeline.IsPipeline(data)
 			switch {
 			case t.address != "" && isPipeline:
-				return usageErr(fmt.Errorf("%s is a pipeline: pipelines do not run on Temporal yet; run it without --temporal", args[0]))
+				return runPipelineOnTemporal(cmd.Context(), args[0], f, t, detach, stdout, stderr)
 			case t.address != "":
 				return runOnTemporal(cmd.Context(), args[0], f, t, detach, stdout, stderr)
 			case detach:

@@ -20,6 +20,8 @@ import (
 	"go.temporal.io/sdk/worker"
 
 	"github.com/agentry/agentry/agent"
+	"github.com/agentry/agentry/pipeline"
+	"github.com/agentry/agentry/runlog"
 	"github.com/agentry/agentry/server"
 	"github.com/agentry/agentry/spec"
 	"github.com/agentry/agentry/store"
@@ -151,7 +153,11 @@ func runWorker(ctx context.Context, f workerFlags, stderr io.Writer) error {
 	}
 	defer c.Close()
 	w := worker.New(c, f.taskQueue, worker.Options{})
-	if err := temporal.Register(w, temporal.Config{Store: st, Agents: f.agents, Options: opts}); err != nil {
+	key, err := encryptionKey()
+	if err != nil {
+		return usageErr(err)
+	}
+	if err := temporal.Register(w, temporal.Config{Store: st, Agents: f.agents, Options: opts, EncryptionKey: key}); err != nil {
 		return usageErr(err)
 	}
 	if err := w.Start(); err != nil {
@@ -168,11 +174,8 @@ func runWorker(ctx context.Context, f workerFlags, stderr io.Writer) error {
 // runOnTemporal submits an agent's run to Temporal and, unless
 // --detach, waits for it and prints its Result as a local run does.
 func runOnTemporal(ctx context.Context, target string, f runFlags, t temporalFlags, detach bool, stdout, stderr io.Writer) error {
-	for flag, set := range map[string]bool{"--seed": f.seedSet, "--now": f.now != "", "--record": f.record != "", "--events": f.events != "",
-		"--no-store": f.noStore, "--trace-id (give --traceparent)": f.traceID != "", "--resume": f.resume != ""} {
-		if set {
-			return usageErr(fmt.Errorf("%s does not apply to a run on Temporal", flag))
-		}
+	if err := temporalOnly(f); err != nil {
+		return err
 	}
 	req, err := temporalRequest(target, f)
 	if err != nil {
@@ -344,4 +347,91 @@ func (r temporalRemote) Abort(ctx context.Context, runID string) error {
 
 func (r temporalRemote) Drives(driver string) bool {
 	return driver == "temporal:"+r.t.namespace || strings.HasPrefix(driver, "temporal:"+r.t.namespace+"/")
+}
+
+// runPipelineOnTemporal submits a pipeline's run to Temporal, each stage
+// a run of its own there, and, unless --detach, waits for it and prints
+// it as a local pipeline run does.
+func runPipelineOnTemporal(ctx context.Context, path string, f runFlags, t temporalFlags, detach bool, stdout, stderr io.Writer) error {
+	if err := temporalOnly(f); err != nil {
+		return err
+	}
+	input, err := readInput(f)
+	if err != nil {
+		return usageErr(err)
+	}
+	def, err := pipeline.Load(path)
+	if err != nil {
+		return usageErr(err)
+	}
+	b, err := json.Marshal(def)
+	if err != nil {
+		return usageErr(err)
+	}
+	dir, err := filepath.Abs(filepath.Dir(path))
+	if err != nil {
+		return usageErr(err)
+	}
+	req := temporal.PipelineRequest{Definition: b, BaseDir: dir, Input: input, UserID: f.user, CorrelationID: f.correlation, TraceParent: f.traceParent}
+	if f.agentsSet {
+		req.AgentsDir = runlog.AbsDir(f.agents)
+	}
+	logger, err := newLogger(f.logLevel, f.logFormat, stderr)
+	if err != nil {
+		return usageErr(err)
+	}
+	st, err := openStore(ctx, f.db)
+	if err != nil {
+		return usageErr(err)
+	}
+	defer st.Close()
+	c, err := t.dial(ctx, logger, st, nil)
+	if err != nil {
+		return runFailed(err)
+	}
+	defer c.Close()
+	runID, err := temporal.StartPipeline(ctx, c, t.taskQueue, req)
+	if err != nil {
+		return runFailed(err)
+	}
+	if detach {
+		fmt.Fprintln(stdout, runID)
+		return nil
+	}
+	if !f.quiet {
+		fmt.Fprintf(stderr, "▶ pipeline %s@%s, run %s on Temporal (task queue %s)\n", def.PipelineName, def.Version, runID, t.taskQueue)
+	}
+	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	out, err := temporal.Wait(ctx, c, runID)
+	if ctx.Err() != nil {
+		fmt.Fprintf(stderr, "stopped waiting: run %s goes on\n", runID)
+		return runFailed(ctx.Err())
+	}
+	if err != nil {
+		return runFailed(err)
+	}
+	var res pipeline.Result
+	if err := json.Unmarshal(out.Result, &res); err != nil {
+		return runFailed(fmt.Errorf("run %s: its Result: %w", runID, err))
+	}
+	var runErr error
+	if !res.Success && res.Error != nil {
+		runErr = resultError(&res.Result)
+	}
+	return finishRun(f.json, "", nil, stdout, out.Result, func() { printPipelineAnswer(stdout, &res) }, runErr)
+}
+
+// temporalOnly refuses the flags that do not apply to a run on Temporal.
+func temporalOnly(f runFlags) error {
+	for _, flag := range []struct {
+		name string
+		set  bool
+	}{{"--seed", f.seedSet}, {"--now", f.now != ""}, {"--record", f.record != ""}, {"--events", f.events != ""},
+		{"--no-store", f.noStore}, {"--trace-id (give --traceparent)", f.traceID != ""}, {"--resume", f.resume != ""}} {
+		if flag.set {
+			return usageErr(fmt.Errorf("%s does not apply to a run on Temporal", flag.name))
+		}
+	}
+	return nil
 }

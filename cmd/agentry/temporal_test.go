@@ -259,7 +259,7 @@ func sameResult(t *testing.T, a, b string) {
 			case map[string]any:
 				for k, val := range x {
 					switch {
-					case k == "id" || k == "session_id" || k == "trace_ref" || k == "timestamp" || strings.HasSuffix(k, "_at") || strings.HasSuffix(k, "_ms"):
+					case k == "id" || k == "run_id" || k == "session_id" || k == "trace_ref" || k == "timestamp" || strings.HasSuffix(k, "_at") || strings.HasSuffix(k, "_ms"):
 						delete(x, k)
 					case k == "tool_latency_ms":
 						delete(x, k)
@@ -474,4 +474,54 @@ func TestServeOnTemporal(t *testing.T) {
 	}
 	run := s.waitStatus(t, id, "aborted")
 	_ = run
+}
+
+// A pipeline runs on Temporal as it runs locally: the same Result JSON
+// (its envelope too), each stage a run of its own, child of the
+// pipeline's, every effect once.
+func TestTemporalPipeline(t *testing.T) {
+	hostPort, _ := testdb.Temporal(t)
+	svc, url := newCounter(t)
+	_, agents := posterAgents(t, url, "effect", "effect")
+	dir := filepath.Dir(agents)
+	def := `{"pipeline_name": "post-and-tell", "version": "v1", "agents_dir": "agents", "start": "post", "max_hops": 4,
+  "stages": [
+    {"name": "post", "agent": "poster@1.0.0", "output_key": "posted", "default_next": "tell"},
+    {"name": "tell", "agent": {"agent_name": "teller", "version": "v1", "mode": "tools", "model_name": "scripted:teller.turns.json",
+       "system_text": "You tell what was posted.", "purpose_text": "${task}", "input_keys": ["task"]},
+     "output_key": "told", "default_next": "end"}]}`
+	turns := `{"model": "gpt-4.1-mini", "turns": [{"content": "Two effects were posted.", "usage": {"prompt_tokens": 20, "completion_tokens": 5}}]}`
+	os.WriteFile(filepath.Join(dir, "pipeline.json"), []byte(def), 0o600)
+	os.WriteFile(filepath.Join(dir, "teller.turns.json"), []byte(turns), 0o600)
+	db := filepath.Join(t.TempDir(), "runs.db")
+	startWorker(t, "--temporal", hostPort, "--db", db, "--allow-private-network")
+
+	code, onTemporal, errs := runCLI(t, "run", filepath.Join(dir, "pipeline.json"), "--input", "task=post twice", "--temporal", hostPort, "--db", db, "--json", "-q")
+	if code != 0 {
+		t.Fatalf("run PIPELINE --temporal: exit %d: %s%s", code, onTemporal, errs)
+	}
+	code, local, errs := runCLI(t, "run", filepath.Join(dir, "pipeline.json"), "--input", "task=post twice", "--db", filepath.Join(t.TempDir(), "local.db"),
+		"--json", "-q", "--allow-private-network")
+	if code != 0 {
+		t.Fatalf("local pipeline: exit %d: %s", code, errs)
+	}
+	sameResult(t, onTemporal, local)
+	var res struct {
+		ID string `json:"id"`
+	}
+	json.Unmarshal([]byte(onTemporal), &res)
+	code, out, _ := runCLI(t, "runs", "--db", db, "--parent", res.ID)
+	if code != 0 || strings.Count(out, "completed") != 2 || !strings.Contains(out, "poster@1.0.0") || !strings.Contains(out, "teller@v1") {
+		t.Errorf("the stages' runs, children of the pipeline's: %s", out)
+	}
+	if code, out, errs := runCLI(t, "trace", res.ID, "--db", db); code != 0 || !strings.Contains(out, "post") {
+		t.Errorf("trace of the pipeline run: exit %d: %s%s", code, out, errs)
+	}
+	svc.mu.Lock()
+	defer svc.mu.Unlock()
+	for key, n := range svc.effects {
+		if n != 1 {
+			t.Errorf("effect %s took place %d times", key, n)
+		}
+	}
 }
