@@ -231,7 +231,7 @@ type runConfig struct {
 	sessionOpts []agent.RunOption
 	store       store.Store
 	runID       string
-	oneStage    bool // ProcessStage: stop after the first stage
+	oneStage    bool          // ProcessStage: stop after the first stage
 	dispatch    bool          // Dispatch
 	driver      string        // DrivenBy
 	cont        *continuation // Continue

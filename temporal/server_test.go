@@ -135,6 +135,23 @@ func TestOnServer(t *testing.T) {
 		keep(t, c, id, "approval")
 	})
 
+	t.Run("pipeline", func(t *testing.T) {
+		def, err := os.ReadFile("testdata/pipeline.json")
+		if err != nil {
+			t.Fatal(err)
+		}
+		dir, _ := filepath.Abs("testdata")
+		id, err := StartPipeline(ctx, c, queue, PipelineRequest{Definition: def, BaseDir: dir, Input: map[string]any{"task": "pay bob what 2 + 3 makes"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		out, err := Wait(ctx, c, id)
+		if err != nil || out.Status != "completed" {
+			t.Fatalf("pipeline outcome %+v (%v)", out, err)
+		}
+		keep(t, c, id, "pipeline")
+	})
+
 	t.Run("abort", func(t *testing.T) {
 		id, err := Start(ctx, c, queue, request(t, "approver.json"))
 		if err != nil {
@@ -204,7 +221,7 @@ func keep(t *testing.T, c client.Client, id, name string) {
 // its replay.
 func TestReplay(t *testing.T) {
 	files, _ := filepath.Glob(filepath.Join("testdata", "history", "*.json"))
-	if len(files) < 3 {
+	if len(files) < 7 {
 		t.Fatalf("testdata/history holds %d histories; record them with go test -run TestOnServer -update", len(files))
 	}
 	quiet := log.NewStructuredLogger(slog.New(slog.DiscardHandler))
@@ -212,6 +229,7 @@ func TestReplay(t *testing.T) {
 		t.Run(filepath.Base(f), func(t *testing.T) {
 			r := worker.NewWorkflowReplayer()
 			r.RegisterWorkflowWithOptions(run, workflow.RegisterOptions{Name: WorkflowName})
+			r.RegisterWorkflowWithOptions(runPipeline, workflow.RegisterOptions{Name: PipelineWorkflowName})
 			if err := r.ReplayWorkflowHistoryFromJSONFile(quiet, f); err != nil {
 				t.Errorf("the history recorded by an earlier release does not replay: %v", err)
 			}
@@ -225,6 +243,11 @@ func TestReplay(t *testing.T) {
 				err := workflow.ExecuteActivity(ctx, "agentry.Plan", advanceIn{}).Get(ctx, &out)
 				return nil, err
 			}, workflow.RegisterOptions{Name: WorkflowName})
+			changed.RegisterWorkflowWithOptions(func(ctx workflow.Context, req PipelineRequest) (*Outcome, error) {
+				ctx = workflow.WithActivityOptions(ctx, workflow.ActivityOptions{StartToCloseTimeout: time.Minute})
+				workflow.GetVersion(ctx, "agentry.pipeline", workflow.DefaultVersion, 1)
+				return nil, workflow.ExecuteActivity(ctx, "agentry.Plan", pipelineIn{}).Get(ctx, nil)
+			}, workflow.RegisterOptions{Name: PipelineWorkflowName})
 			if err := changed.ReplayWorkflowHistoryFromJSONFile(quiet, f); err == nil {
 				t.Error("a workflow that schedules another activity replayed the history without error")
 			}

@@ -58,8 +58,8 @@ type Request struct {
 	// its model.
 	AgentsDir string         `json:"agents_dir,omitempty"`
 	BaseDir   string         `json:"base_dir,omitempty"`
-	Model   string         `json:"model,omitempty"`
-	Input   map[string]any `json:"input"`
+	Model     string         `json:"model,omitempty"`
+	Input     map[string]any `json:"input"`
 	// Who runs it, as for a local run: Roles are the principal's (the
 	// policy's access rules read them).
 	SessionID     string            `json:"session_id,omitempty"`
