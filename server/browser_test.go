@@ -130,6 +130,15 @@ func (p *page) open(route string) {
 	p.do("open "+route, chromedp.Navigate(p.base+"/"+route))
 }
 
+// click clicks the first element sel matches, once it is there: found
+// and clicked in one turn of the page, so that a render between finding
+// and clicking (which chromedp.Click would meet as a node gone) cannot
+// come between them.
+func (p *page) click(what, sel string) {
+	p.t.Helper()
+	p.waitJS(what, fmt.Sprintf(`(() => { const e = document.querySelector(%q); if (!e) return false; e.click(); return true })()`, sel))
+}
+
 // waitJS waits until the expression is truthy.
 func (p *page) waitJS(what, expr string) {
 	p.t.Helper()

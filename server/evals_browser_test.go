@@ -24,7 +24,7 @@ func TestViewerEvals(t *testing.T) {
 		p := openPage(t, f.http.URL, w.width, w.height)
 		p.open("")
 		p.waitJS("the runs", `document.querySelector('.runs-table tbody tr[data-run-id]')`)
-		p.do("the evaluations", chromedp.Click(chromedp.CSS(`.top-nav a[data-nav=evals]`)))
+		p.click("the evaluations", `.top-nav a[data-nav=evals]`)
 		p.waitJS("the evaluations", `location.hash === '#/evals' && document.querySelectorAll('tr[data-eval-id]').length === 3 &&
 			document.querySelector('.top-nav a[data-nav=evals]').getAttribute('aria-current') === 'page'`)
 		rows := eval[[]string](p, `[...document.querySelectorAll('tr[data-eval-id]')].map(r => r.dataset.evalId)`)
@@ -136,7 +136,7 @@ func TestViewerEvalsNavigate(t *testing.T) {
 	p.open("#/evals/" + sides.ID)
 	p.waitJS("the cases", `document.querySelectorAll('.cases-table tbody tr').length === 5`)
 	runID := sides.Agents[0].Cases[1].RunID
-	p.do("v1's failed crash", chromedp.Click(chromedp.CSS(`tr[data-case="crash#1"] a.verdict`)))
+	p.click("v1's failed crash", `tr[data-case="crash#1"] a.verdict`)
 	p.waitJS("its run", fmt.Sprintf(`location.hash === '#/runs/%s' && (document.querySelector('.head-meta .badge') || {}).textContent === 'completed' &&
 		document.querySelector('.wf-row.k-model') && !document.querySelector('.conn')`, runID))
 	if got := p.text(".answer"); !strings.Contains(got, `"queue": "billing"`) {
@@ -153,7 +153,7 @@ func TestViewerEvalsNavigate(t *testing.T) {
 	p.waitJS("the evaluations to compare with", fmt.Sprintf(`document.querySelector('#vs option[value=%q]')`, sides.ID))
 	// (SetValue sends the input and change events a person's choice does.)
 	p.do("pick the first", chromedp.SetValue(chromedp.ID("vs"), sides.ID))
-	p.do("compare", chromedp.Click(chromedp.CSS(".compare-form button[type=submit]")))
+	p.click("compare", ".compare-form button[type=submit]")
 	p.waitJS("v3 against v1", fmt.Sprintf(`location.hash === '#/evals/%s?vs=%s' && document.querySelector('.cmp-table') &&
 		document.querySelector('#cmp-base').value === 'triage@v1'`, v3.ID, sides.ID))
 	if got := p.text(".comparison"); !strings.Contains(got, "Fixes (1)\ncrash#1") {
@@ -162,7 +162,7 @@ func TestViewerEvalsNavigate(t *testing.T) {
 	p.do("against v2", chromedp.SetValue(chromedp.ID("cmp-base"), "triage@v2"))
 	p.do("a helper", chromedp.Evaluate[chromedp.Void](`window.firstCase = () => (document.querySelector('.cases-table tbody tr') || {dataset: {}}).dataset.case`))
 	p.waitJS("v3 against v2", `location.hash.includes('base=triage%40v2') && firstCase() === 'invoice#1'`)
-	p.do("swap", chromedp.Click(chromedp.ID("cmp-swap")))
+	p.click("swap", "#cmp-swap")
 	p.waitJS("v2 against v3", fmt.Sprintf(`location.hash.startsWith('#/evals/%s?vs=%s') && document.querySelector('.cases-table tbody tr.row-regressed') &&
 		firstCase() === 'password#1'`, sides.ID, v3.ID))
 	p.key("\x1b")

@@ -61,7 +61,7 @@ func TestViewerLive(t *testing.T) {
 		t.Error("the dropped stream was not resumed with Last-Event-ID")
 	}
 	// Every event once: the ids of the events tab are unique, one run_end.
-	p.do("the events tab", chromedp.Click(chromedp.CSS("#tab-events")))
+	p.click("the events tab", "#tab-events")
 	ids := eval[[]string](p, `[...document.querySelectorAll('table.events tbody tr td:first-child')].map(td => td.textContent)`)
 	seen := map[string]bool{}
 	for _, i := range ids {
@@ -102,21 +102,27 @@ func TestViewerRun(t *testing.T) {
 			(document.querySelector('.head-meta .badge') || {}).textContent === 'completed'`)
 		checkTimeline(t, p)
 		p.noOverflow("the timeline", w.width)
-		p.do("open a tool call", chromedp.Click(chromedp.CSS(".wf-row.k-tool summary")))
-		p.waitJS("its arguments", `document.querySelector('.wf-fold[open] .wf-detail pre')`)
+		// Opened until it shows its arguments: a render of the timeline
+		// may close it again, and the next poll opens it once more.
+		p.waitJS("a tool call opened, its arguments", `(() => {
+			const open = document.querySelector('.wf-fold[open]');
+			if (open) return !!open.querySelector('.wf-detail pre');
+			const s = document.querySelector('.wf-row.k-tool summary');
+			if (s) s.click();
+			return false })()`)
 		shot := p.screenshot("run-" + w.name)
 		docs(t, shot, "viewer-"+w.name+".png")
 		for _, tab := range []string{"transcript", "reasoning", "policy", "events"} {
-			p.do("the "+tab+" tab", chromedp.Click(chromedp.CSS("#tab-"+tab)))
+			p.click("the "+tab+" tab", "#tab-"+tab)
 			p.waitJS("the "+tab+" panel", fmt.Sprintf(`!document.querySelector('#panel-%s').hidden`, tab))
 			p.noOverflow("the "+tab+" tab", w.width)
 			p.screenshot(tab + "-" + w.name)
 		}
-		p.do("the transcript tab", chromedp.Click(chromedp.CSS("#tab-transcript")))
+		p.click("the transcript tab", "#tab-transcript")
 		if got := p.text("#panel-transcript"); !strings.Contains(got, "kv_set") || !strings.Contains(got, "Sintra") {
 			t.Errorf("the transcript: %s", got)
 		}
-		p.do("the reasoning tab", chromedp.Click(chromedp.CSS("#tab-reasoning")))
+		p.click("the reasoning tab", "#tab-reasoning")
 		if got := p.text("#panel-reasoning"); !strings.Contains(got, "Confidence") || !strings.Contains(got, "Steps (3)") {
 			t.Errorf("the reasoning: %s", got)
 		}
@@ -142,9 +148,9 @@ func TestViewerList(t *testing.T) {
 	if got := eval[string](p, rows); got != paused["id"].(string)+" "+trips[1] {
 		t.Errorf("the first page: %s", got)
 	}
-	p.do("older", chromedp.Click(chromedp.CSS(".pager button:last-child")))
+	p.click("older", ".pager button:last-child")
 	p.waitJS("the second page", fmt.Sprintf(`document.querySelectorAll('.runs-table tbody tr[data-run-id]').length === 1 && document.querySelector('%s')`, rowSel(trips[0])))
-	p.do("newer", chromedp.Click(chromedp.CSS(".pager button:first-child")))
+	p.click("newer", ".pager button:first-child")
 	p.waitJS("the first page again", fmt.Sprintf(`document.querySelector('%s')`, rowSel(paused["id"].(string))))
 
 	p.open("#/")
@@ -157,9 +163,9 @@ func TestViewerList(t *testing.T) {
 		chromedp.Evaluate[chromedp.Void](`document.querySelector('#f-agent').dispatchEvent(new Event('change', {bubbles: true}))`))
 	p.waitJS("only the trips", fmt.Sprintf(`location.hash === '#/?agent=trip' && document.querySelectorAll('.runs-table tbody tr[data-run-id]').length === 2 &&
 		document.querySelector('%s') && document.querySelector('%s')`, rowSel(trips[0]), rowSel(trips[1])))
-	p.do("clear", chromedp.Click(chromedp.CSS(".filters button")))
+	p.click("clear", ".filters button")
 	p.waitJS("every run", `location.hash === '#/' && document.querySelectorAll('.runs-table tbody tr[data-run-id]').length === 3`)
-	p.do("sort by tokens", chromedp.Click(chromedp.CSS("th[data-key=tokens] button")))
+	p.click("sort by tokens", "th[data-key=tokens] button")
 	p.waitJS("the most tokens first", fmt.Sprintf(`document.querySelector('th[data-key=tokens]').getAttribute('aria-sort') === 'descending' &&
 		document.querySelector('.runs-table tbody tr:first-child').dataset.runId === %q`, trips[0]))
 }
@@ -213,7 +219,7 @@ func TestViewerApprove(t *testing.T) {
 	p.waitJS("the dark colours", `matchMedia('(prefers-color-scheme: dark)').matches`)
 	p.screenshot("approval-dark")
 	p.colorScheme("light")
-	p.do("approve", chromedp.Click(chromedp.CSS(".approval button.approve")))
+	p.click("approve", ".approval button.approve")
 	p.waitJS("the end", `(document.querySelector('.head-meta .badge') || {}).textContent === 'completed' && !document.querySelector('.conn')`)
 	if got := p.text(".answer .text"); got != "The release 2.0.0 is stored." {
 		t.Errorf("the answer: %q", got)
@@ -221,7 +227,7 @@ func TestViewerApprove(t *testing.T) {
 	if n := eval[int](p, `document.querySelectorAll('.wf-row.k-tool').length`); n != 1 {
 		t.Errorf("%d tool calls in the timeline, want 1", n)
 	}
-	p.do("the policy tab", chromedp.Click(chromedp.CSS("#tab-policy")))
+	p.click("the policy tab", "#tab-policy")
 	p.waitJS("the audit records", `document.querySelectorAll('table.audit tbody tr').length >= 2`)
 	if got := p.text("table.audit tbody"); !strings.Contains(got, "pause") || !strings.Contains(got, "approve") {
 		t.Errorf("the audit records: %q", got)
@@ -261,11 +267,11 @@ func TestViewerRoles(t *testing.T) {
 	}
 	// The runner denies the call, saying why: the run goes on without it.
 	p.do("a reason", chromedp.SendKeys(chromedp.ID("deny-reason"), "not this release"))
-	p.do("deny", chromedp.Click(chromedp.CSS(".approval button.deny")))
+	p.click("deny", ".approval button.deny")
 	p.waitJS("the end", `(document.querySelector('.head-meta .badge') || {}).textContent === 'completed' && !document.querySelector('.conn')`)
-	p.do("the policy tab", chromedp.Click(chromedp.CSS("#tab-policy")))
+	p.click("the policy tab", "#tab-policy")
 	p.waitJS("the denial in the audit", `[...document.querySelectorAll('table.audit tbody tr')].some(tr => tr.innerText.includes('deny') && tr.innerText.includes('rui'))`)
-	p.do("the transcript tab", chromedp.Click(chromedp.CSS("#tab-transcript")))
+	p.click("the transcript tab", "#tab-transcript")
 	if got := p.text("#panel-transcript"); !strings.Contains(got, "not this release") {
 		t.Errorf("the model was not told why: %q", got)
 	}
@@ -286,7 +292,7 @@ func TestViewerCanary(t *testing.T) {
 		p.open("#/runs/" + id)
 		p.waitJS("the run", `document.querySelector('.stats .stat') && !document.querySelector('.conn')`)
 		for _, tab := range []string{"timeline", "transcript", "reasoning", "policy", "events"} {
-			p.do("the "+tab+" tab", chromedp.Click(chromedp.CSS("#tab-"+tab)))
+			p.click("the "+tab+" tab", "#tab-"+tab)
 			p.do("open every fold", chromedp.Evaluate[chromedp.Void](`document.querySelectorAll('details').forEach(d => d.open = true)`))
 			html := eval[string](p, `document.documentElement.outerHTML`)
 			if strings.Contains(html, "CANARYviewer") {
@@ -324,7 +330,7 @@ func TestViewerPipeline(t *testing.T) {
 		t.Errorf("the path shown %v, want %v then end", chips, want)
 	}
 	p.screenshot("pipeline-wide")
-	p.do("a stage's run", chromedp.Click(chromedp.CSS(".stage a")))
+	p.click("a stage's run", ".stage a")
 	p.waitJS("the stage's run", `(document.querySelector('.run-title') || {}).textContent.startsWith('planner')`)
 }
 
