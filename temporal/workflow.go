@@ -262,9 +262,9 @@ func (w *runState) await(ctx workflow.Context) *Decision {
 	return d
 }
 
-// validate refuses a decision that names no waiting call (each id must
-// name exactly one), and one given while another waits to be applied: a
-// decision is bound to the calls waiting when it was given.
+// validate refuses a decision that decides nothing, and one given while
+// another waits to be applied; when the run waits, one that names no
+// waiting call (each id must name exactly one).
 func (w *runState) validate(_ workflow.Context, d Decision) error {
 	if len(d.Approve)+len(d.Deny) == 0 {
 		return errors.New("the decision approves and denies nothing")
@@ -273,7 +273,7 @@ func (w *runState) validate(_ workflow.Context, d Decision) error {
 		return fmt.Errorf("run %s has a decision not yet applied: decide again once it waits again", w.progress.RunID)
 	}
 	if len(w.progress.Waiting) == 0 {
-		return fmt.Errorf("run %s waits for no decision", w.progress.RunID)
+		return nil // the pause may be on record before the workflow knows of it: decide waits for it
 	}
 	_, err := w.bind(d)
 	return err
@@ -314,8 +314,15 @@ func (w *runState) bind(d Decision) (Decision, error) {
 
 // decide takes a decision, bound to the waiting calls' keys, for the
 // run's next planning activity; until the run waits again, it takes
-// no other.
-func (w *runState) decide(_ workflow.Context, d Decision) error {
+// no other. Given just as the run paused (its pause in the store, its
+// planning activity's answer not yet here), it waits for the pause.
+func (w *runState) decide(ctx workflow.Context, d Decision) error {
+	if err := workflow.Await(ctx, func() bool { return len(w.progress.Waiting) > 0 || w.decision != nil }); err != nil {
+		return err
+	}
+	if w.decision != nil {
+		return fmt.Errorf("run %s has a decision not yet applied: decide again once it waits again", w.progress.RunID)
+	}
 	bound, err := w.bind(d)
 	if err != nil {
 		return err

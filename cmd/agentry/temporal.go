@@ -181,24 +181,13 @@ func runOnTemporal(ctx context.Context, target string, f runFlags, t temporalFla
 	if err != nil {
 		return usageErr(err)
 	}
-	logger, err := newLogger(f.logLevel, f.logFormat, stderr)
+	c, runID, done, err := submit(ctx, f, t, stderr, func(c client.Client) (string, error) {
+		return temporal.Start(ctx, c, t.taskQueue, req)
+	})
 	if err != nil {
-		return usageErr(err)
+		return err
 	}
-	st, err := openStore(ctx, f.db) // where the workers keep large payloads
-	if err != nil {
-		return usageErr(err)
-	}
-	defer st.Close()
-	c, err := t.dial(ctx, logger, st, nil)
-	if err != nil {
-		return runFailed(err)
-	}
-	defer c.Close()
-	runID, err := temporal.Start(ctx, c, t.taskQueue, req)
-	if err != nil {
-		return runFailed(err)
-	}
+	defer done()
 	if detach {
 		fmt.Fprintln(stdout, runID)
 		return nil
@@ -207,6 +196,30 @@ func runOnTemporal(ctx context.Context, target string, f runFlags, t temporalFla
 		fmt.Fprintf(stderr, "▶ run %s on Temporal (task queue %s)\n", runID, t.taskQueue)
 	}
 	return waitOnTemporal(ctx, c, runID, 0, f, stdout, stderr)
+}
+
+// submit starts a run with start, on a client of t whose large payloads
+// are kept in the store of --db (the workers'); done closes both.
+func submit(ctx context.Context, f runFlags, t temporalFlags, stderr io.Writer, start func(client.Client) (string, error)) (
+	c client.Client, runID string, done func(), err error) {
+	logger, err := newLogger(f.logLevel, f.logFormat, stderr)
+	if err != nil {
+		return nil, "", nil, usageErr(err)
+	}
+	st, err := openStore(ctx, f.db)
+	if err != nil {
+		return nil, "", nil, usageErr(err)
+	}
+	if c, err = t.dial(ctx, logger, st, nil); err != nil {
+		st.Close()
+		return nil, "", nil, runFailed(err)
+	}
+	done = func() { c.Close(); st.Close() }
+	if runID, err = start(c); err != nil {
+		done()
+		return nil, "", nil, runFailed(err)
+	}
+	return c, runID, done, nil
 }
 
 // waitOnTemporal waits for the run's workflow and prints its Result as
@@ -376,24 +389,13 @@ func runPipelineOnTemporal(ctx context.Context, path string, f runFlags, t tempo
 	if f.agentsSet {
 		req.AgentsDir = runlog.AbsDir(f.agents)
 	}
-	logger, err := newLogger(f.logLevel, f.logFormat, stderr)
+	c, runID, done, err := submit(ctx, f, t, stderr, func(c client.Client) (string, error) {
+		return temporal.StartPipeline(ctx, c, t.taskQueue, req)
+	})
 	if err != nil {
-		return usageErr(err)
+		return err
 	}
-	st, err := openStore(ctx, f.db)
-	if err != nil {
-		return usageErr(err)
-	}
-	defer st.Close()
-	c, err := t.dial(ctx, logger, st, nil)
-	if err != nil {
-		return runFailed(err)
-	}
-	defer c.Close()
-	runID, err := temporal.StartPipeline(ctx, c, t.taskQueue, req)
-	if err != nil {
-		return runFailed(err)
-	}
+	defer done()
 	if detach {
 		fmt.Fprintln(stdout, runID)
 		return nil
