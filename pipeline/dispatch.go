@@ -83,6 +83,8 @@ type runSnapshot struct {
 	Confs    []float64      `json:"confs,omitempty"`
 	Unpriced bool           `json:"unpriced,omitempty"`
 	Start    time.Time      `json:"start"`
+	// Stage is the stage handed out, begun: its hop, its start.
+	Stage *StageRecord `json:"stage,omitempty"`
 }
 
 // checkDispatch refuses what a dispatched run cannot do.
@@ -113,7 +115,7 @@ func (r *runState) restore(c *continuation) (*Envelope, error) {
 	if c.stage == nil {
 		return nil, fmt.Errorf("%w: Continue: the stage's Result is missing", ErrInvalid)
 	}
-	r.res, r.last, r.confs, r.unpriced, r.start = snap.Result, snap.Last, snap.Confs, snap.Unpriced, snap.Start
+	r.res, r.last, r.confs, r.unpriced, r.start, r.started = snap.Result, snap.Last, snap.Confs, snap.Unpriced, snap.Start, snap.Stage
 	if r.res.Metrics.ToolLatencyMS == nil {
 		r.res.Metrics.ToolLatencyMS = map[string]float64{}
 	}
@@ -134,16 +136,25 @@ func (r *runState) restore(c *continuation) (*Envelope, error) {
 }
 
 // handsOut reports whether the stage's work is an agent's run the
-// pipeline hands out.
+// pipeline hands out: not a plan stage without its plan, which fails
+// here without running.
 func (r *runState) handsOut(st *stage) bool {
-	return r.dispatch && r.given == nil && st.agent.Mode() != spec.ModeService
+	if !r.dispatch || r.given != nil || st.agent.Mode() == spec.ModeService {
+		return false
+	}
+	if st.agent.Mode() == spec.ModePlan {
+		if _, ok := r.env.Outputs[st.def.PlanKey]["steps"].([]any); !ok {
+			return false
+		}
+	}
+	return true
 }
 
 // yield stops the run before st to have its agent run elsewhere: what
 // is queued is written, the lease kept for the driver.
-func (r *runState) yield(ctx context.Context, st *stage) error {
+func (r *runState) yield(ctx context.Context, st *stage, rec StageRecord) error {
 	env := r.env
-	run := StageRun{Stage: st.def.Name, Hop: env.HopCount + 1, RunID: ids.New("run"), ParentRunID: r.runID,
+	run := StageRun{Stage: st.def.Name, Hop: env.HopCount, RunID: ids.New("run"), ParentRunID: r.runID,
 		Input: r.stageInput(st, false)}
 	if ref, inline := st.def.agentRef(); !inline {
 		run.Agent, run.AgentsDir = ref, r.p.agentsDir
@@ -154,10 +165,11 @@ func (r *runState) yield(ctx context.Context, st *stage) error {
 		seed := *r.set.Seed + int64(run.Hop)
 		run.Seed = &seed
 	}
-	state, err := json.Marshal(runSnapshot{Result: r.res, Last: r.last, Confs: r.confs, Unpriced: r.unpriced, Start: r.start})
+	state, err := json.Marshal(runSnapshot{Result: r.res, Last: r.last, Confs: r.confs, Unpriced: r.unpriced, Start: r.start, Stage: &rec})
 	if err != nil {
 		return err
 	}
+	r.endSpan(&r.res.Result) // this step's span; the next step starts its own
 	r.bus.Flush()
 	if w := r.store; w != nil {
 		if r.unsub != nil {

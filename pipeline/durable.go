@@ -49,7 +49,7 @@ func (r *runState) openStore(ctx context.Context, c *runConfig) error {
 	fresh := c.runID == ""
 	if c.driver != "" && c.cont == nil {
 		// A driven run's first step creates the run of the id it was given.
-		if _, gerr := c.store.Get(ctx, c.runID); errors.Is(gerr, store.ErrNotFound) {
+		if _, gerr := c.store.Get(context.WithoutCancel(ctx), c.runID); errors.Is(gerr, store.ErrNotFound) {
 			fresh = true
 		}
 	}
@@ -59,6 +59,7 @@ func (r *runState) openStore(ctx context.Context, c *runConfig) error {
 		opts := r.p.logOptions()
 		if c.driver != "" {
 			opts = append(opts, runlog.HeldAs(runlog.DriverHolder(c.driver)))
+			start.Driver = c.driver // aborted through its driver; a pause for the user is answered here
 		}
 		w, err = runlog.Create(ctx, c.store, store.Run{ID: r.runID, Kind: "pipeline", Name: def.PipelineName, Version: def.Version,
 			SessionID: r.env.ID, CreatedAt: r.start}, start, r.p.red, opts...)
@@ -83,6 +84,7 @@ func (r *runState) openStore(ctx context.Context, c *runConfig) error {
 // takeOver continues the stored run r.runID: a pipeline's, waiting for
 // the user or interrupted, and not held by a live process.
 func (r *runState) takeOver(ctx context.Context, st store.Store, driver string, dispatched bool) (*runlog.Writer, error) {
+	ctx = context.WithoutCancel(ctx) // a run aborted as it is taken over ends on record too
 	run, err := st.Get(ctx, r.runID)
 	if err != nil {
 		return nil, err

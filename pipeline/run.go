@@ -45,6 +45,7 @@ type runState struct {
 	// Result of the one handed out last, when the run goes on (Continue).
 	dispatch bool
 	given    *agent.Result
+	started  *StageRecord // the stage it handed out, begun before it stopped
 }
 
 // now is the run's clock: the fixed instant of a deterministic run.
@@ -117,8 +118,9 @@ func (p *Pipeline) run(ctx context.Context, env *Envelope, opts []RunOption) (*R
 			Seed: r.set.Seed, Deterministic: r.set.Seed != nil && !r.set.Now.IsZero()}
 	}
 	if p.def.TimeoutMS > 0 {
+		// From the run's start: a dispatched run's steps share one clock.
 		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeoutCause(ctx, time.Duration(p.def.TimeoutMS)*time.Millisecond, agent.ErrTimeout)
+		ctx, cancel = context.WithDeadlineCause(ctx, r.start.Add(time.Duration(p.def.TimeoutMS)*time.Millisecond), agent.ErrTimeout)
 		defer cancel()
 	}
 	if c.cont == nil { // a dispatched run's start is on record from its first step
@@ -133,7 +135,7 @@ func (p *Pipeline) run(ctx context.Context, env *Envelope, opts []RunOption) (*R
 			return r.finish(agent.OutcomePartial, agent.ReasonAborted, agent.CodeAborted, env.Current, agent.ErrAborted)
 		}
 		st := p.stages[env.Current]
-		if env.HopCount >= p.def.MaxHops {
+		if env.HopCount >= p.def.MaxHops && r.started == nil { // a stage begun before a dispatched run stopped has its hop
 			return r.finish(agent.OutcomeError, agent.ReasonMaxTurns, agent.CodeMaxTurns, st.def.Name,
 				fmt.Errorf("%w: stage %s would be hop %d of at most %d", ErrMaxHops, st.def.Name, env.HopCount+1, p.def.MaxHops))
 		}
@@ -152,14 +154,16 @@ func (p *Pipeline) run(ctx context.Context, env *Envelope, opts []RunOption) (*R
 // the start, pre-process, process, check the required fields, store the
 // output, post-process, route, record the completion.
 func (r *runState) stage(ctx context.Context, st *stage) (bool, *Result, error) {
-	if r.handsOut(st) {
-		return true, nil, r.yield(ctx, st)
-	}
 	env := r.env
-	env.HopCount++
-	rec := StageRecord{Stage: st.def.Name, Agent: st.name, Hop: env.HopCount, StartedAt: agent.Timestamp{Time: r.now()}}
-	r.logf(ctx, slog.LevelDebug, "stage start", slog.String("stage", st.def.Name), slog.String("agent", st.name), slog.Int("hop", env.HopCount))
-	r.emit(event.Event{Type: event.AgentStarted, Data: map[string]any{"stage": st.def.Name, "agent": st.name, "hop": env.HopCount}})
+	var rec StageRecord
+	if r.started != nil { // the stage a dispatched run handed out began before it stopped
+		rec, r.started = *r.started, nil
+	} else {
+		rec = r.begin(ctx, st)
+	}
+	if r.handsOut(st) {
+		return true, nil, r.yield(ctx, st, rec)
+	}
 	fail := func(code string, err error) (bool, *Result, error) {
 		level := slog.LevelWarn
 		if errors.Is(err, ErrHook) {
@@ -222,6 +226,16 @@ func (r *runState) stage(ctx context.Context, st *stage) (bool, *Result, error) 
 	env.History = append(env.History, rec)
 	r.completed(rec)
 	return r.settle(st.def.Name, output, outcome, next)
+}
+
+// begin starts a stage: its hop, its record, its agent_started event.
+func (r *runState) begin(ctx context.Context, st *stage) StageRecord {
+	env := r.env
+	env.HopCount++
+	rec := StageRecord{Stage: st.def.Name, Agent: st.name, Hop: env.HopCount, StartedAt: agent.Timestamp{Time: r.now()}}
+	r.logf(ctx, slog.LevelDebug, "stage start", slog.String("stage", st.def.Name), slog.String("agent", st.name), slog.Int("hop", env.HopCount))
+	r.emit(event.Event{Type: event.AgentStarted, Data: map[string]any{"stage": st.def.Name, "agent": st.name, "hop": env.HopCount}})
+	return rec
 }
 
 // settle moves the run on after a completed stage: a clarify or confirm

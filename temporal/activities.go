@@ -30,8 +30,9 @@ type Config struct {
 	// Options are given to every agent the worker builds: its tools
 	// (agent.WithTools), prompt store, memory, logger, telemetry.
 	Options []agent.Option
-	// EncryptionKey seals the logs of pipeline runs, as Options'
-	// agent.WithEncryptionKey seals the agents'.
+	// EncryptionKey is the key that seals the runs' logs (Options'
+	// agent.WithEncryptionKey seals the agents'): the worker reads the
+	// end of a sealed run with it, and seals the pipelines' logs.
 	EncryptionKey []byte
 }
 
@@ -247,7 +248,15 @@ func (o *advanceOut) used(res *agent.Result) {
 
 // outcome is the end of a run an earlier attempt ended, from its log.
 func (x *activities) outcome(ctx context.Context, run store.Run) (*advanceOut, error) {
-	l, err := runlog.Read(ctx, x.cfg.Store, run.ID)
+	var opts []runlog.Option
+	if x.cfg.EncryptionKey != nil {
+		s, err := runlog.NewSealer(x.cfg.EncryptionKey)
+		if err != nil {
+			return nil, temporal.NewNonRetryableApplicationError(err.Error(), "config_error", err)
+		}
+		opts = append(opts, runlog.Sealed(s))
+	}
+	l, err := runlog.Read(ctx, x.cfg.Store, run.ID, opts...)
 	if err != nil {
 		return nil, err
 	}

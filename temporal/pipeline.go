@@ -14,6 +14,7 @@ import (
 	"github.com/agentry/agentry/agent"
 	"github.com/agentry/agentry/pipeline"
 	"github.com/agentry/agentry/policy"
+	"github.com/agentry/agentry/runlog"
 	"github.com/agentry/agentry/store"
 )
 
@@ -100,7 +101,7 @@ func runPipeline(ctx workflow.Context, req PipelineRequest) (*Outcome, error) {
 		progress.Turn = out.Stage.Hop
 		res, err := stageRun(ctx, req, out.Stage, info.TaskQueueName)
 		if ctx.Err() != nil {
-			in.Abort = true
+			in.Abort = true // the next step ends the run aborted
 		} else if err != nil {
 			return nil, err
 		}
@@ -118,12 +119,20 @@ func pipelineStep(ctx workflow.Context, in pipelineIn) (*pipelineOut, error) {
 	actx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
 		StartToCloseTimeout: advanceTimeout,
 		HeartbeatTimeout:    heartbeatTimeout,
+		WaitForCancellation: true, // a step cancelled mid-way is done before the abort
 		RetryPolicy: &temporal.RetryPolicy{InitialInterval: time.Second, BackoffCoefficient: 2, MaximumInterval: time.Minute,
 			NonRetryableErrorTypes: []string{"config_error", "invalid_input", "not_resumable"}},
 	})
 	var out pipelineOut
 	if err := workflow.ExecuteActivity(actx, PipelineStepName, in).Get(ctx, &out); err != nil {
+		if ctx.Err() != nil && !in.Abort {
+			return pipelineStep(ctx, in) // cancelled: once more, to end the run aborted
+		}
 		return nil, err
+	}
+	if ctx.Err() != nil && !in.Abort && !out.Ended {
+		in.State, in.Stage = out.State, nil // cancelled as it handed a stage out: ended aborted instead
+		return pipelineStep(ctx, in)
 	}
 	return &out, nil
 }
@@ -179,9 +188,13 @@ func (x *activities) pipelineStep(ctx context.Context, in pipelineIn) (*pipeline
 		pipeline.WithSessionOptions(agent.WithUser(req.UserID), agent.WithCorrelationID(req.CorrelationID),
 			agent.WithTraceParent(req.TraceParent), agent.WithMetadata(req.Metadata))}
 	if in.State != nil {
-		var res agent.Result
-		if err := json.Unmarshal(in.Stage, &res); err != nil {
-			return nil, temporal.NewNonRetryableApplicationError(fmt.Sprintf("pipeline run %s: the stage's Result: %v", in.RunID, err), "config_error", err)
+		res := agent.Result{Outcome: agent.OutcomePartial, TerminateReason: agent.ReasonAborted, Steps: []agent.Step{},
+			Error: &agent.ErrorInfo{Code: agent.CodeAborted, Message: agent.ErrAborted.Error()}}
+		if in.Stage != nil { // none when the stage was cut short by an abort
+			res = agent.Result{}
+			if err := json.Unmarshal(in.Stage, &res); err != nil {
+				return nil, temporal.NewNonRetryableApplicationError(fmt.Sprintf("pipeline run %s: the stage's Result: %v", in.RunID, err), "config_error", err)
+			}
 		}
 		runOpts = append(runOpts, pipeline.Continue(in.State, &res))
 	}
@@ -196,11 +209,10 @@ func (x *activities) pipelineStep(ctx context.Context, in pipelineIn) (*pipeline
 	switch {
 	case errors.As(err, &de):
 		return &pipelineOut{Stage: &de.Stage, State: de.State}, nil
-	case res == nil:
-		if errors.Is(err, pipeline.ErrInvalid) {
-			return nil, temporal.NewNonRetryableApplicationError(fmt.Sprintf("pipeline run %s: %v", in.RunID, err), "config_error", err)
-		}
-		return nil, err
+	case res == nil && errors.Is(err, pipeline.ErrInvalid):
+		return nil, temporal.NewNonRetryableApplicationError(fmt.Sprintf("pipeline run %s: %v", in.RunID, err), "config_error", err)
+	case res == nil || errors.Is(err, runlog.ErrStore):
+		return nil, err // the store failed, or a later attempt took the run over: retried, or superseded
 	}
 	status, _ := res.StoreStatus()
 	b, err := json.Marshal(res)

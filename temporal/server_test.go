@@ -511,3 +511,50 @@ func TestOnServerEarlyAbort(t *testing.T) {
 		t.Errorf("payments %v", sends)
 	}
 }
+
+// A pipeline's workflow cancelled while a stage's run waits for a
+// person ends the pipeline's run aborted, on record, and the stage's too.
+func TestOnServerPipelineAbort(t *testing.T) {
+	_, c := testdb.Temporal(t)
+	st := openStore(t)
+	l := &ledger{path: filepath.Join(t.TempDir(), "ledger")}
+	const queue = "agentry-pipeline-abort"
+	startWorker(t, c, queue, st, l)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	def, err := os.ReadFile("testdata/pipeline_approval.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir, _ := filepath.Abs("testdata")
+	id, err := StartPipeline(ctx, c, queue, PipelineRequest{Definition: def, BaseDir: dir, Input: map[string]any{"task": "pay bob"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stage string
+	for deadline := time.Now().Add(time.Minute); stage == ""; time.Sleep(50 * time.Millisecond) {
+		if runs, _ := st.List(ctx, store.Filter{ParentID: id}); len(runs) == 1 && runs[0].Status == store.AwaitingApproval {
+			stage = runs[0].ID
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the stage's run never waited")
+		}
+	}
+	if err := Abort(ctx, c, id); err != nil {
+		t.Fatal(err)
+	}
+	out, err := Wait(ctx, c, id)
+	if err != nil || out.Status != "aborted" {
+		t.Fatalf("pipeline outcome %+v (%v)", out, err)
+	}
+	run, err := st.Get(ctx, id)
+	if err != nil || run.Status != store.Aborted || run.Holder != "" {
+		t.Errorf("the pipeline's stored run: %+v (%v)", run, err)
+	}
+	if srun, err := st.Get(ctx, stage); err != nil || srun.Status != store.Aborted {
+		t.Errorf("the stage's run: %+v (%v); want aborted", srun, err)
+	}
+	if sends := l.sends(t); len(sends) != 0 {
+		t.Errorf("payments %v", sends)
+	}
+}

@@ -121,6 +121,9 @@ type runState struct {
 	progress   Progress
 	decision   *Decision // the decision the approve update gave, until used
 	ranThrough int       // the last turn whose calls were handed to their activities
+	// planning counts the planning activities begun, planned those that
+	// answered: one is in flight while they differ.
+	planning, planned int
 }
 
 // advance runs the planning activity and notes where the run stands.
@@ -133,7 +136,9 @@ func (w *runState) advance(ctx workflow.Context, in advanceIn) (*advanceOut, err
 			NonRetryableErrorTypes: []string{"config_error", "invalid_input", "not_resumable"}},
 	})
 	var out advanceOut
+	w.planning++
 	err := workflow.ExecuteActivity(actx, AdvanceName, in).Get(ctx, &out)
+	w.planned = w.planning
 	if err != nil {
 		if ctx.Err() != nil && !in.Abort {
 			// Cancelled: the run ends aborted (begun, if it had not).
@@ -273,7 +278,13 @@ func (w *runState) validate(_ workflow.Context, d Decision) error {
 		return fmt.Errorf("run %s has a decision not yet applied: decide again once it waits again", w.progress.RunID)
 	}
 	if len(w.progress.Waiting) == 0 {
-		return nil // the pause may be on record before the workflow knows of it: decide waits for it
+		if w.planning == w.planned {
+			return fmt.Errorf("run %s waits for no decision", w.progress.RunID)
+		}
+		// A planning activity is in flight: the pause it makes may be on
+		// record before the workflow knows of it. decide waits for its
+		// answer, and takes the decision only if it paused.
+		return nil
 	}
 	_, err := w.bind(d)
 	return err
@@ -317,11 +328,17 @@ func (w *runState) bind(d Decision) (Decision, error) {
 // no other. Given just as the run paused (its pause in the store, its
 // planning activity's answer not yet here), it waits for the pause.
 func (w *runState) decide(ctx workflow.Context, d Decision) error {
-	if err := workflow.Await(ctx, func() bool { return len(w.progress.Waiting) > 0 || w.decision != nil }); err != nil {
-		return err
+	if len(w.progress.Waiting) == 0 {
+		inFlight := w.planning
+		if err := workflow.Await(ctx, func() bool { return w.planned >= inFlight || w.decision != nil }); err != nil {
+			return err
+		}
 	}
 	if w.decision != nil {
 		return fmt.Errorf("run %s has a decision not yet applied: decide again once it waits again", w.progress.RunID)
+	}
+	if len(w.progress.Waiting) == 0 {
+		return fmt.Errorf("run %s waits for no decision", w.progress.RunID)
 	}
 	bound, err := w.bind(d)
 	if err != nil {

@@ -208,7 +208,9 @@ func TestTemporalWorkersSurviveSIGKILL(t *testing.T) {
 	for _, id := range ids {
 		out, err := temporal.Wait(ctx, c, id)
 		if err != nil {
-			t.Fatalf("run %s: %v\nsurvivor:\n%s", id, err, survivor.out)
+			p, perr := temporal.Query(context.Background(), c, id)
+			run, _ := st.Get(context.Background(), id)
+			t.Fatalf("run %s: %v\nprogress %+v (%v)\nstored %+v\nsurvivor:\n%s", id, err, p, perr, run, survivor.out)
 		}
 		var res struct {
 			Success bool `json:"success"`
@@ -514,14 +516,20 @@ func TestTemporalPipeline(t *testing.T) {
 	if code != 0 || strings.Count(out, "completed") != 2 || !strings.Contains(out, "poster@1.0.0") || !strings.Contains(out, "teller@v1") {
 		t.Errorf("the stages' runs, children of the pipeline's: %s", out)
 	}
-	if code, out, errs := runCLI(t, "trace", res.ID, "--db", db); code != 0 || !strings.Contains(out, "post") {
+	if code, out, errs := runCLI(t, "trace", res.ID, "--db", db); code != 0 || !strings.Contains(out, "stage run") ||
+		!strings.Contains(out, "poster@1.0.0  completed") || !strings.Contains(out, "teller@v1  completed") {
 		t.Errorf("trace of the pipeline run: exit %d: %s%s", code, out, errs)
 	}
+	// Two POSTs by each pipeline run (on Temporal, and locally), each sent
+	// once and taking effect once.
 	svc.mu.Lock()
 	defer svc.mu.Unlock()
-	for key, n := range svc.effects {
-		if n != 1 {
-			t.Errorf("effect %s took place %d times", key, n)
+	if len(svc.deliveries) != 4 {
+		t.Errorf("%d keys posted; want 4", len(svc.deliveries))
+	}
+	for key, n := range svc.deliveries {
+		if n != 1 || svc.effects[key] != 1 {
+			t.Errorf("key %s sent %d times, %d effects", key, n, svc.effects[key])
 		}
 	}
 }
