@@ -21,8 +21,14 @@
 // is the update "approve", abort a cancellation of the workflow, and the
 // query "progress" says where the run stands.
 //
-// Register puts the workflow and its activities on a worker; Start,
-// Wait, Decide, Abort and Progress are the client's side.
+// A pipeline's run is a workflow too (agentry.Pipeline): its steps are
+// activities, each stage's agent run a child workflow of the run
+// workflow, a run of its own.
+//
+// Register puts the workflows and their activities on a worker; Start,
+// StartPipeline, Await, Wait, Decide, Abort and Query are the client's
+// side; DataConverter keeps large payloads in the store (and seals them
+// all with a key), Tracing traces workflows and activities replay-safely.
 package temporal
 
 import (
