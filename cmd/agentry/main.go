@@ -4,12 +4,15 @@
 //	            [--model PROVIDER:MODEL] [--json] [--events FILE]
 //	            [--db DSN | --no-store] [--user ID] [--correlation-id ID]
 //	            [--log-level L] [--log-format json|text]
+//	            [--temporal HOST:PORT [--task-queue Q] [--detach]]
+//	agentry worker --temporal HOST:PORT [--task-queue Q] [--agents DIR] [--db DSN]
+//	agentry serve [--agents DIR] [--addr HOST:PORT] [--db DSN] [--temporal HOST:PORT]
 //	agentry validate PATH...
 //	agentry runs [--agent NAME] [--status S] [--limit N] [--json]
 //	agentry runs prune --older-than DURATION
 //	agentry trace RUN_ID [--json]
 //	agentry replay RUN_ID [--tools recorded|live] [--json]
-//	agentry resume RUN_ID [--model M] [--approve CALL_ID]... [--deny CALL_ID]... [--answer TEXT]
+//	agentry resume RUN_ID [--model M] [--approve CALL_ID]... [--deny CALL_ID]... [--answer TEXT] [--temporal HOST:PORT]
 //	agentry audit [--run RUN_ID] [--verify] [--json]
 //	agentry version
 //
