@@ -171,7 +171,9 @@ type toolIn struct {
 // its activities' missing heartbeats.
 const (
 	heartbeatEvery   = 2 * time.Second
-	heartbeatTimeout = 10 * time.Second
+	// heartbeatTimeout leaves a loaded machine's heartbeats room: the
+	// SDK sends them at most every 80% of it.
+	heartbeatTimeout = 20 * time.Second
 	advanceTimeout   = 30 * time.Minute
 	defaultToolLimit = time.Hour
 )

@@ -198,7 +198,7 @@ func TestTemporalWorkersSurviveSIGKILL(t *testing.T) {
 	doomed.cmd.Wait()
 	svc.open()
 
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	st, err := store.Open(ctx, db)
 	if err != nil {
