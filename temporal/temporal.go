@@ -170,7 +170,7 @@ type toolIn struct {
 // Timeouts and retries of the activities. A worker that dies is found by
 // its activities' missing heartbeats.
 const (
-	heartbeatEvery   = 2 * time.Second
+	heartbeatEvery = 2 * time.Second
 	// heartbeatTimeout leaves a loaded machine's heartbeats room: the
 	// SDK sends them at most every 80% of it.
 	heartbeatTimeout = 20 * time.Second
