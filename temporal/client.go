@@ -30,6 +30,14 @@ func Register(w worker.Registry, cfg Config) error {
 	return nil
 }
 
+// WorkerOptions are the options of a worker of agentry's workflows: the
+// SDK's defaults, with room (10 s, not 1 s) for a workflow task that
+// reads a large payload back from the store (DataConverter) before the
+// SDK takes it for a deadlock.
+func WorkerOptions() worker.Options {
+	return worker.Options{DeadlockDetectionTimeout: 10 * time.Second}
+}
+
 // clientStarter is what starting a run needs of a client.
 type clientStarter interface {
 	ExecuteWorkflow(ctx context.Context, options client.StartWorkflowOptions, workflow any, args ...any) (client.WorkflowRun, error)

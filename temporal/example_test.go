@@ -37,7 +37,7 @@ func Example() {
 
 	// The worker.
 	tools, _ := tool.NewRegistry( /* the tools the agents use */ )
-	w := worker.New(c, "agentry", worker.Options{})
+	w := worker.New(c, "agentry", temporal.WorkerOptions())
 	if err := temporal.Register(w, temporal.Config{Store: st, Agents: "agents",
 		Options: []agent.Option{agent.WithTools(tools)}}); err != nil {
 		log.Fatal(err)

@@ -38,7 +38,7 @@ var update = flag.Bool("update", false, "record the workflow histories in testda
 // startWorker runs a worker of queue in this process until the test ends.
 func startWorker(t *testing.T, c client.Client, queue string, st store.Store, l *ledger) {
 	t.Helper()
-	w := worker.New(c, queue, worker.Options{})
+	w := worker.New(c, queue, WorkerOptions())
 	if err := Register(w, Config{Store: st, Options: []agent.Option{agent.WithTools(payTools(l))}}); err != nil {
 		t.Fatal(err)
 	}
@@ -265,7 +265,7 @@ func TestUpgrade(t *testing.T) {
 	l := &ledger{path: filepath.Join(t.TempDir(), "ledger")}
 	const queue = "agentry-upgrade"
 	opts := Config{Store: st, Options: []agent.Option{agent.WithTools(payTools(l))}}
-	old := worker.New(c, queue, worker.Options{Identity: "release-1"})
+	old := worker.New(c, queue, worker.Options{Identity: "release-1", DeadlockDetectionTimeout: WorkerOptions().DeadlockDetectionTimeout})
 	x := &activities{cfg: opts}
 	old.RegisterWorkflowWithOptions(runV1, workflow.RegisterOptions{Name: WorkflowName})
 	old.RegisterActivityWithOptions(x.advance, activity.RegisterOptions{Name: AdvanceName})
@@ -376,7 +376,7 @@ func TestOnServerTracing(t *testing.T) {
 	st := openStore(t)
 	l := &ledger{path: filepath.Join(t.TempDir(), "ledger")}
 	const queue = "agentry-traced"
-	w := worker.New(c, queue, worker.Options{})
+	w := worker.New(c, queue, WorkerOptions())
 	if err := Register(w, Config{Store: st, Options: []agent.Option{agent.WithTools(payTools(l)), agent.WithTracerProvider(tp)}}); err != nil {
 		t.Fatal(err)
 	}

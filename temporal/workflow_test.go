@@ -137,6 +137,7 @@ func env(t *testing.T, st store.Store, l *ledger) *testsuite.TestWorkflowEnviron
 	s.SetLogger(log.NewStructuredLogger(slog.New(slog.DiscardHandler)))
 	e := s.NewTestWorkflowEnvironment()
 	e.SetTestTimeout(time.Minute)
+	e.SetWorkerOptions(WorkerOptions())
 	if err := Register(e, Config{Store: st, Options: []agent.Option{agent.WithTools(payTools(l))}}); err != nil {
 		t.Fatal(err)
 	}

@@ -152,7 +152,7 @@ func runWorker(ctx context.Context, f workerFlags, stderr io.Writer) error {
 		return runFailed(err)
 	}
 	defer c.Close()
-	w := worker.New(c, f.taskQueue, worker.Options{})
+	w := worker.New(c, f.taskQueue, temporal.WorkerOptions())
 	key, err := encryptionKey()
 	if err != nil {
 		return usageErr(err)
