@@ -59,13 +59,13 @@ func Create(ctx context.Context, st store.Store, run store.Run, start *Start, re
 	}
 	run.Status, run.Holder, run.LeaseUntil = store.Running, w.holder, time.Now().Add(LeaseTTL)
 	// A run aborted before it began is still on record (it ends aborted
-	// at once): its id may have been given out already.
+	// at once): its id may have been given out already. The run and its
+	// start are written together: no run is on record without its start.
 	ctx = context.WithoutCancel(ctx)
-	if err := st.Create(ctx, run); err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrStore, err)
-	}
-	if err := w.Commit(ctx, Record(store.KindStart, 0, "", start)); err != nil {
-		w.Release(ctx)
+	w.mu.Lock()
+	err := w.commitLocked(ctx, store.Write{Create: &run}, Record(store.KindStart, 0, "", start))
+	w.mu.Unlock()
+	if err != nil {
 		return nil, err
 	}
 	return w, nil

@@ -141,6 +141,10 @@ type Record struct {
 type Write struct {
 	RunID  string
 	Holder string
+	// Create, when set, creates the run (as Runs.Create: ErrExists for
+	// an id taken) in the same transaction as Records: a run is never on
+	// record without its first records. Its Holder must be Holder.
+	Create *Run
 	// Records are appended in order.
 	Records []Record
 	// Status, when set, becomes the run's status.

@@ -56,6 +56,14 @@ func (s *DB) Append(ctx context.Context, w store.Write) error {
 	}
 	defer done()
 	defer tx.Rollback()
+	if c := w.Create; c != nil {
+		if c.ID != w.RunID || c.Holder != w.Holder {
+			return fmt.Errorf("store: append to run %s: the run it creates is %s, held by %q", w.RunID, c.ID, c.Holder)
+		}
+		if err := s.createRun(ctx, tx, *c); err != nil {
+			return err
+		}
+	}
 	var holder string
 	err = tx.QueryRowContext(ctx, s.q(`SELECT holder FROM agentry_runs WHERE id = ?`+s.d.ForUpdate), w.RunID).Scan(&holder)
 	if errors.Is(err, sql.ErrNoRows) {

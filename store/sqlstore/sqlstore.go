@@ -388,6 +388,19 @@ func fromMicros(v int64) time.Time {
 
 // Create adds a run.
 func (s *DB) Create(ctx context.Context, r store.Run) error {
+	done, err := s.turn(ctx)
+	if err != nil {
+		return err
+	}
+	defer done()
+	return s.createRun(ctx, s.db, r)
+}
+
+// createRun inserts the run r with ex (the database, or a write's
+// transaction).
+func (s *DB) createRun(ctx context.Context, ex interface {
+	ExecContext(context.Context, string, ...any) (sql.Result, error)
+}, r store.Run) error {
 	if r.ID == "" {
 		return errors.New("store: Create: the run has no id")
 	}
@@ -398,7 +411,7 @@ func (s *DB) Create(ctx context.Context, r store.Run) error {
 	if r.CreatedAt.IsZero() {
 		r.CreatedAt = now
 	}
-	res, err := s.exec(ctx, s.q(`INSERT INTO agentry_runs
+	res, err := ex.ExecContext(ctx, s.q(`INSERT INTO agentry_runs
 		(id, kind, name, version, parent_id, session_id, status, holder, lease_until, created_at, updated_at, outcome, turns, tokens, cost_usd, error)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING`),
 		r.ID, r.Kind, r.Name, r.Version, r.ParentID, r.SessionID, string(r.Status), r.Holder, micros(r.LeaseUntil),

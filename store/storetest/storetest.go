@@ -42,6 +42,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"AuditTampered", testAuditTampered},
 		{"VerifyWhileAppending", testVerifyWhileAppending},
 		{"Pins", testPins},
+		{"CreateWithRecords", testCreateWithRecords},
 		{"Blobs", testBlobs},
 	}
 	for _, tc := range tests {
@@ -577,5 +578,35 @@ func testBlobs(t *testing.T, s store.Store) {
 	}
 	if err := b.PutBlob(ctx, "", data); err == nil {
 		t.Error("an empty key was kept")
+	}
+}
+
+// testCreateWithRecords: a write that creates its run creates it with its
+// records, in one transaction; an id taken creates nothing and appends
+// nothing.
+func testCreateWithRecords(t *testing.T, s store.Store) {
+	ctx := context.Background()
+	run := store.Run{ID: "run_created_with", Kind: "agent", Name: "a", Version: "1", Status: store.Running, Holder: "h1",
+		LeaseUntil: time.Now().Add(time.Minute)}
+	rec := store.Record{Kind: store.KindStart, Data: []byte(`{"kind":"agent"}`)}
+	if err := s.Append(ctx, store.Write{RunID: run.ID, Holder: "h1", Create: &run, Records: []store.Record{rec}}); err != nil {
+		t.Fatal(err)
+	}
+	got, err := s.Get(ctx, run.ID)
+	if err != nil || got.Holder != "h1" || got.Status != store.Running {
+		t.Fatalf("created run %+v (%v)", got, err)
+	}
+	recs, err := s.Records(ctx, run.ID, 0)
+	if err != nil || len(recs) != 1 || recs[0].Kind != store.KindStart {
+		t.Fatalf("its records %+v (%v); want its start", recs, err)
+	}
+	other := run
+	other.Holder = "h2"
+	err = s.Append(ctx, store.Write{RunID: run.ID, Holder: "h2", Create: &other, Records: []store.Record{rec}})
+	if !errors.Is(err, store.ErrExists) {
+		t.Errorf("creating a run whose id is taken: %v; want ErrExists", err)
+	}
+	if recs, _ := s.Records(ctx, run.ID, 0); len(recs) != 1 {
+		t.Errorf("a refused create appended: %d records", len(recs))
 	}
 }
