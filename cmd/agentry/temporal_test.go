@@ -39,7 +39,6 @@ func newCounter(t *testing.T) (*counter, string) {
 	c := &counter{effects: map[string]int{}, deliveries: map[string]int{}, gate: make(chan struct{}), gated: make(chan string, 256)}
 	var once sync.Once
 	c.open = func() { once.Do(func() { close(c.gate) }) }
-	t.Cleanup(c.open)
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		key := r.Header.Get("Idempotency-Key")
 		c.mu.Lock()
@@ -69,6 +68,7 @@ func newCounter(t *testing.T) (*counter, string) {
 		fmt.Fprint(w, `{"applied":true}`)
 	}))
 	t.Cleanup(srv.Close)
+	t.Cleanup(c.open) // first (cleanups run last first): a call at the gate holds Close
 	return c, srv.URL
 }
 
@@ -184,7 +184,7 @@ func TestTemporalWorkersSurviveSIGKILL(t *testing.T) {
 	// The first worker alone has sent calls; some took effect and wait
 	// at the gate for their answers. The second joins; the first dies.
 	inFlight := 0
-	for deadline := time.After(time.Minute); inFlight < 10; inFlight++ {
+	for deadline := time.After(3 * time.Minute); inFlight < 10; inFlight++ {
 		select {
 		case <-svc.gated:
 		case <-deadline:
