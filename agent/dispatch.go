@@ -79,8 +79,9 @@ func (e *DispatchError) Is(target error) bool { return target == ErrDispatched }
 // after its turn with a *DispatchError. The executor runs each call
 // (Exec) and a Resume given WithResults goes on from there: that is how a
 // durable-execution engine runs each call as a task of its own. Calls a
-// run answers itself (from its cache, a handoff, a sub-agent) are not
-// handed out. A dispatching session needs a store.
+// run answers itself (from its cache, a handoff, a sub-agent, the calls
+// of an agent it was handed to) are not handed out. A dispatching
+// session needs a store.
 func Dispatch() RunOption { return func(c *runConfig) { c.more().dispatch = true } }
 
 // WithResults gives a resumed run the results of the calls it handed out
