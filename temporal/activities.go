@@ -208,7 +208,7 @@ func (x *activities) stopped(sess *agent.Session, res *agent.Result, err error) 
 	var de *agent.DispatchError
 	switch {
 	case errors.As(err, &de):
-		out := &advanceOut{Status: string(store.Running), Calls: de.Calls, Waiting: de.Waiting, Run: runInfo(sess, res)}
+		out := &advanceOut{Status: string(store.Running), Calls: de.Calls, Waiting: de.Waiting, Run: runInfo(sess)}
 		out.Result = partial(res)
 		if len(de.Waiting) > 0 {
 			out.Status = string(store.AwaitingApproval)
@@ -228,7 +228,7 @@ func (x *activities) stopped(sess *agent.Session, res *agent.Result, err error) 
 	if merr != nil {
 		return nil, merr
 	}
-	out := &advanceOut{Status: string(status), Run: runInfo(sess, res)}
+	out := &advanceOut{Status: string(status), Run: runInfo(sess)}
 	out.used(res)
 	if status == store.AwaitingApproval {
 		out.Waiting, out.Result = waitingOf(res), b
@@ -269,7 +269,7 @@ func ended(s store.Status) bool {
 
 // runInfo is what the session knows of the run for its tools; the
 // workflow adds who runs it, from its Request.
-func runInfo(sess *agent.Session, _ *agent.Result) tool.Run {
+func runInfo(sess *agent.Session) tool.Run {
 	st := sess.State()
 	return tool.Run{RunID: st.RunID, SessionID: st.SessionID, ParentRunID: st.ParentRunID,
 		AgentName: st.AgentName, AgentVersion: st.AgentVersion}
