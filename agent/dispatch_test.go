@@ -421,3 +421,37 @@ func TestDriverOfSealedRun(t *testing.T) {
 		t.Errorf("driver without the key: %q; want none", got)
 	}
 }
+
+// A driven run that waits for a person has no lease held: only its
+// driver may resume it, not a person's resume or another driver's.
+func TestDriverOfWaitingRun(t *testing.T) {
+	ctx := context.Background()
+	st := openStore(t, backends[0].dsn(t))
+	l := ledger{filepath.Join(t.TempDir(), "ledger")}
+	a := approvalAgent(t, l, `{"tool_calls": [{"id": "c1", "name": "pay", "arguments": {"to": "bob", "amount": 5}}]}, {"content": "Paid."}`)
+	const driver, runID = "test:wf-waiting", "run_driven_waiting"
+	sess, err := a.NewSession(payerInput, WithStore(st), Dispatch(), DrivenBy(driver), WithRunID(runID))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := sess.Run(ctx); !errors.Is(err, ErrAwaitingApproval) {
+		t.Fatalf("run: %v; want it to wait", err)
+	}
+	if run, _ := st.Get(ctx, runID); run.Holder != "" || run.Status != store.AwaitingApproval {
+		t.Fatalf("the waiting run: %+v; want it released, awaiting approval", run)
+	}
+	for name, opts := range map[string][]RunOption{
+		"a person's resume": {Approve(runID + ":1:0")},
+		"another driver":    {DrivenBy("test:wf-other"), Approve(runID + ":1:0")},
+	} {
+		if _, err := a.Resume(ctx, st, runID, opts...); !errors.Is(err, ErrNotResumable) {
+			t.Errorf("%s: %v; want ErrNotResumable", name, err)
+		}
+	}
+	if sends := l.sends(t); len(sends) != 0 {
+		t.Errorf("payments %v", sends)
+	}
+	if _, err := a.Resume(ctx, st, runID, Dispatch(), DrivenBy(driver), Approve(runID+":1:0")); err != nil {
+		t.Errorf("its driver's resume: %v", err)
+	}
+}
