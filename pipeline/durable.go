@@ -8,6 +8,7 @@ import (
 
 	"github.com/agentry/agentry/agent"
 	"github.com/agentry/agentry/event"
+	"github.com/agentry/agentry/policy"
 	"github.com/agentry/agentry/runlog"
 	"github.com/agentry/agentry/store"
 )
@@ -56,6 +57,9 @@ func (r *runState) openStore(ctx context.Context, c *runConfig) error {
 	if fresh {
 		start := &runlog.Start{Kind: "pipeline", RunID: r.runID, Definition: runlog.JSON(def), BaseDir: runlog.AbsDir(r.p.baseDir),
 			AgentsDir: runlog.AbsDir(r.p.agentsDir), Input: r.env.RawInput, StartedAt: r.start}
+		if p := policy.PrincipalFrom(ctx); p != nil {
+			start.UserID = p.UserID // the run's owner: the user its stages act for
+		}
 		opts := r.p.logOptions()
 		if c.driver != "" {
 			opts = append(opts, runlog.HeldAs(runlog.DriverHolder(c.driver)))

@@ -58,6 +58,9 @@ func Create(ctx context.Context, st store.Store, run store.Run, start *Start, re
 		w.holder = h
 	}
 	run.Status, run.Holder, run.LeaseUntil = store.Running, w.holder, time.Now().Add(LeaseTTL)
+	if run.User == "" {
+		run.User = start.UserID // the run's owner: the user it acts for
+	}
 	// A run aborted before it began is still on record (it ends aborted
 	// at once): its id may have been given out already. The run and its
 	// start are written together: no run is on record without its start.

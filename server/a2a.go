@@ -44,12 +44,14 @@ func (s *Server) a2aRoutes() {
 		// answer, never a crashed server.
 		return a2a.NewError(a2a.ErrInternalError, fmt.Sprintf("internal error: %v", r))
 	}
+	tasks := newA2ATasks()
 	h := a2asrv.NewHandler(&a2aExecutor{s: s, runs: map[a2a.TaskID]*a2aRun{}},
 		a2asrv.WithLogger(logger), a2asrv.WithCallInterceptors(a2aCaller{}),
-		a2asrv.WithExecutionPanicHandler(recovered),
+		a2asrv.WithExecutionPanicHandler(recovered), a2asrv.WithTaskStore(tasks),
 		a2asrv.WithCapabilityChecks(&a2a.AgentCapabilities{Streaming: true}))
+	auth := a2aHandler{s: s, h: h, tasks: tasks}
 	opts := []a2asrv.TransportOption{a2asrv.WithTransportPanicHandler(recovered), a2asrv.WithTransportKeepAlive(s.heartbeat)}
-	s.a2a = &a2aSide{v1: a2asrv.NewJSONRPCHandler(a2aHandler{h}, opts...), v0: a2av0.NewJSONRPCHandler(a2aHandler{h}, opts...)}
+	s.a2a = &a2aSide{v1: a2asrv.NewJSONRPCHandler(auth, opts...), v0: a2av0.NewJSONRPCHandler(auth, opts...)}
 	s.public("GET /.well-known/agent-card.json", s.a2aCard)
 	s.public("GET /a2a/{agent}/.well-known/agent-card.json", s.a2aCard)
 	s.routeWith("POST /a2a", RoleViewer, writeA2AError, s.a2aPost)
@@ -103,30 +105,13 @@ func (s *Server) agentNames() []string {
 	return names
 }
 
-// a2aMethods are the JSON-RPC methods of both protocol versions: those
-// that start or change a task need the role runner (the others,
-// viewer); those that answer with a stream count against MaxStreams.
-var a2aMethods = map[string]struct{ writes, streams, starts bool }{
-	"SendMessage":          {writes: true, starts: true},
-	"SendStreamingMessage": {writes: true, streams: true, starts: true},
-	"CancelTask":           {writes: true},
-	"SubscribeToTask":      {streams: true},
-	"message/send":         {writes: true, starts: true},
-	"message/stream":       {writes: true, streams: true, starts: true},
-	"tasks/cancel":         {writes: true},
-	"tasks/resubscribe":    {streams: true},
-	// Push notifications are not offered; the SDK refuses their methods.
-	"CreateTaskPushNotificationConfig":    {writes: true},
-	"DeleteTaskPushNotificationConfig":    {writes: true},
-	"tasks/pushNotificationConfig/set":    {writes: true},
-	"tasks/pushNotificationConfig/delete": {writes: true},
-}
-
 // a2aPost serves a JSON-RPC request to the agent the path names, in the
 // protocol version it speaks: 0.3's methods are named "message/send",
-// 1.0's "SendMessage", and a client may say which with A2A-Version. A
-// request that starts a run takes its slot here, so that a full server
-// answers 429 before any task exists; the run's executor claims it.
+// 1.0's "SendMessage", and a client may say which with A2A-Version. What
+// the caller may do is decided by a2aHandler, on the request the SDK
+// decoded and executes; here the body is only checked to be one JSON-RPC
+// object (trailing bytes, which the SDK would ignore, are refused) and
+// its method read to pick the version's binding.
 func (s *Server) a2aPost(w http.ResponseWriter, r *http.Request) {
 	a, name, err := s.a2aAgent(r)
 	if err != nil {
@@ -138,47 +123,46 @@ func (s *Server) a2aPost(w http.ResponseWriter, r *http.Request) {
 		writeA2ABodyError(w, err)
 		return
 	}
-	var head struct {
-		Method string `json:"method"`
+	method, err := rpcMethod(data)
+	if err != nil {
+		writeA2AError(w, http.StatusBadRequest, "parse_error", err.Error())
+		return
 	}
-	json.Unmarshal(data, &head) // a body that is not JSON-RPC: the SDK answers its error
-	legacy, err := a2aLegacy(r.Header.Get(a2a.SvcParamVersion), head.Method)
+	legacy, err := a2aLegacy(r.Header.Get(a2a.SvcParamVersion), method)
 	if err != nil {
 		writeA2AError(w, http.StatusBadRequest, "version_not_supported", err.Error())
 		return
 	}
-	m := a2aMethods[head.Method]
-	if m.writes && !allows(policy.PrincipalFrom(r.Context()), RoleRunner) {
-		writeA2AError(w, http.StatusForbidden, "forbidden", fmt.Sprintf("%s needs the role %s", head.Method, RoleRunner))
-		return
-	}
+	reply := &a2aReply{}
 	ctx := context.WithValue(r.Context(), a2aTargetKey{}, &a2aTarget{agent: a, name: name, traceParent: traceParent(r)})
-	if m.starts {
-		if !s.takeSlotWith(w, writeA2AError) {
-			return
-		}
-		slot := &a2aSlot{}
-		ctx = context.WithValue(ctx, a2aSlotKey{}, slot)
-		defer func() {
-			if slot.claim() { // no run took it
-				s.release()
-			}
-		}()
-	}
-	if m.streams {
-		if !s.takeStreamWith(w, writeA2AError) {
-			return
-		}
-		defer s.releaseStream()
-	}
-	r = r.WithContext(ctx)
+	r = r.WithContext(context.WithValue(ctx, a2aReplyKey{}, reply))
 	r.Body = io.NopCloser(bytes.NewReader(data))
-	fw := flushWriter{w}
+	aw := &a2aWriter{ResponseWriter: w, reply: reply}
+	defer aw.commit() // a handler that wrote nothing still answers its status
 	if legacy {
-		s.a2a.v0.ServeHTTP(fw, r)
+		s.a2a.v0.ServeHTTP(aw, r)
 	} else {
-		s.a2a.v1.ServeHTTP(fw, r)
+		s.a2a.v1.ServeHTTP(aw, r)
 	}
+}
+
+// rpcMethod is the method of a JSON-RPC request body, which must be one
+// JSON object and nothing after it.
+func rpcMethod(data []byte) (string, error) {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	var head struct {
+		Method string `json:"method"`
+	}
+	if err := dec.Decode(&head); err != nil {
+		return "", fmt.Errorf("the body is not a JSON-RPC request: %v", err)
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return "", errors.New("the body has more after its JSON-RPC request: send one request, and nothing after it")
+	}
+	if head.Method == "" {
+		return "", errors.New(`the JSON-RPC request names no "method"`)
+	}
+	return head.Method, nil
 }
 
 // a2aLegacy says whether a request speaks A2A 0.3, by its A2A-Version
@@ -195,13 +179,6 @@ func a2aLegacy(version, method string) (bool, error) {
 	}
 	return false, fmt.Errorf("A2A-Version %q: this server speaks A2A 1.0 and 0.3", version)
 }
-
-// flushWriter lets the SDK stream through the server's response writer,
-// which may be wrapped (the request log's), so not an http.Flusher
-// itself.
-type flushWriter struct{ http.ResponseWriter }
-
-func (w flushWriter) Flush() { http.NewResponseController(w.ResponseWriter).Flush() }
 
 // a2aTarget is what a request's context tells the executor: the agent
 // the path names, and the caller's trace.

@@ -236,7 +236,7 @@ func (x *a2aExecutor) abortPaused(ctx context.Context, runID string) error {
 		return rf
 	}
 	sess.Abort()
-	<-x.s.background(sess, a, true, policy.Principal{Roles: policy.PrincipalFrom(ctx).Roles})
+	<-x.s.background(sess, a, true, goesOnAs(ctx))
 	return nil
 }
 

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"iter"
 	"maps"
 	"slices"
 	"strings"
@@ -14,7 +13,6 @@ import (
 	"github.com/a2aproject/a2a-go/v2/a2a"
 	"github.com/a2aproject/a2a-go/v2/a2asrv"
 
-	"github.com/agentry/agentry/policy"
 	"github.com/agentry/agentry/runlog"
 )
 
@@ -116,16 +114,9 @@ func (x *a2aExecutor) answer(ctx context.Context, t *a2aTarget, ec *a2asrv.Execu
 	defer x.untrack(ec.TaskID)
 	// The run goes on for the user it acts for; the approver's roles
 	// decide what it may do now.
-	done := x.s.background(sess, a, true, policy.Principal{Roles: policy.PrincipalFrom(ctx).Roles})
+	done := x.s.background(sess, a, true, goesOnAs(ctx))
 	x.follow(ec, f, done, yield, nil)
 }
-
-// a2aHandler is the SDK's request handler, except that a message to a
-// task whose last execution the SDK is still closing waits for it. The
-// SDK answers a task that waits for input as soon as it has that state,
-// and ends the execution after: a client quick to answer would be told
-// the task is "already in progress".
-type a2aHandler struct{ a2asrv.RequestHandler }
 
 // settleTries bounds the waits for an execution to close: 1 ms, then
 // twice as long each time, about half a second in all.
@@ -158,58 +149,3 @@ func stillBusy(req *a2a.SendMessageRequest) error {
 	return a2a.NewError(a2a.ErrInvalidRequest, fmt.Sprintf("task %s is working on a message already: send yours once it waits for input", req.Message.TaskID))
 }
 
-// SendMessage implements a2asrv.RequestHandler.
-func (h a2aHandler) SendMessage(ctx context.Context, req *a2a.SendMessageRequest) (a2a.SendMessageResult, error) {
-	for i := 0; ; i++ {
-		res, err := h.RequestHandler.SendMessage(ctx, req)
-		if !busy(err, req) {
-			return res, err
-		}
-		if !settle(ctx, i) {
-			return nil, stillBusy(req)
-		}
-	}
-}
-
-// SendStreamingMessage implements a2asrv.RequestHandler.
-func (h a2aHandler) SendStreamingMessage(ctx context.Context, req *a2a.SendMessageRequest) iter.Seq2[a2a.Event, error] {
-	return func(yield func(a2a.Event, error) bool) {
-		for i := 0; ; i++ {
-			refused := false
-			for ev, err := range h.RequestHandler.SendStreamingMessage(ctx, req) {
-				if refused = busy(err, req); refused {
-					break // the refusal comes first, before any event
-				}
-				if !yield(ev, err) {
-					return
-				}
-			}
-			if !refused {
-				return
-			}
-			if !settle(ctx, i) {
-				yield(nil, stillBusy(req))
-				return
-			}
-		}
-	}
-}
-
-// CancelTask implements a2asrv.RequestHandler. A cancel of a task that
-// waits for input while the SDK still closes its execution goes to that
-// execution, which takes no more events, and fails: it is tried again
-// once the execution is closed.
-func (h a2aHandler) CancelTask(ctx context.Context, req *a2a.CancelTaskRequest) (*a2a.Task, error) {
-	for i := 0; ; i++ {
-		task, err := h.RequestHandler.CancelTask(ctx, req)
-		if err == nil || !h.waiting(ctx, req.ID) || !settle(ctx, i) {
-			return task, err
-		}
-	}
-}
-
-// waiting says whether the task waits for input.
-func (h a2aHandler) waiting(ctx context.Context, id a2a.TaskID) bool {
-	t, err := h.RequestHandler.GetTask(ctx, &a2a.GetTaskRequest{ID: id})
-	return err == nil && t.Status.State == a2a.TaskStateInputRequired
-}

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"errors"
 	"context"
 	"fmt"
 	"strings"
@@ -79,11 +80,12 @@ func TestA2ADenyAndCancel(t *testing.T) {
 }
 
 // TestA2AAuth: the keys and roles of the other routes: no key 401, a
-// viewer's key reads tasks but sends no message (403), a runner's
-// sends; the errors are JSON-RPC's, with the HTTP status.
+// viewer's key reads its user's tasks but sends no message (403), a
+// runner's sends; another user's viewer does not find the task; the
+// errors are JSON-RPC's, with the HTTP status.
 func TestA2AAuth(t *testing.T) {
 	f := newFixture(t, Config{Keys: []Key{{Name: "ci", SHA256: HashKey("run-key"), Role: RoleRunner},
-		{Name: "eve", SHA256: HashKey("view-key"), Role: RoleViewer}}})
+		{Name: "ci", SHA256: HashKey("view-key"), Role: RoleViewer}, {Name: "eve", SHA256: HashKey("eve-key"), Role: RoleViewer}}})
 	send := `{"jsonrpc": "2.0", "id": 1, "method": "SendMessage", "params": {"message": {"messageId": "m1", "role": "ROLE_USER", "parts": [{"text": "hi"}]}}}`
 	for _, tc := range []struct {
 		key  string
@@ -104,6 +106,10 @@ func TestA2AAuth(t *testing.T) {
 	}
 	if _, err := viewer.SendMessage(context.Background(), say("greet Ada")); err == nil || !strings.Contains(err.Error(), "403") {
 		t.Errorf("a viewer's SendMessage: %v", err)
+	}
+	eve, _ := a2aClient(t, f.http.URL+"/a2a/greeter", "eve-key")
+	if got, err := eve.GetTask(context.Background(), &a2a.GetTaskRequest{ID: task.ID}); !errors.Is(err, a2a.ErrTaskNotFound) {
+		t.Errorf("another user's GetTask: %v %+v", err, got)
 	}
 	if _, run := f.do(t, "GET", "/v1/runs/"+runOf(task.Metadata), "run-key", ""); run["status"] != "completed" {
 		t.Errorf("the run %v", run)

@@ -191,7 +191,7 @@ func (s *Server) aguiResume(w http.ResponseWriter, r *http.Request, name string,
 	st.agentRun, st.replayTurn = sess.RunID(), -1
 	// The run goes on for the user it acts for; the approver's roles
 	// decide what it may do now.
-	return s.background(sess, a, true, policy.Principal{Roles: policy.PrincipalFrom(r.Context()).Roles})
+	return s.background(sess, a, true, goesOnAs(r.Context()))
 }
 
 // interrupted is the paused run the input's resume answers, and its
@@ -209,11 +209,15 @@ func (s *Server) interrupted(r *http.Request, name string, in *aguiInput) (store
 		}
 	}
 	run, err := s.cfg.Store.Get(r.Context(), runID)
+	c := callerOf(r.Context())
 	switch {
-	case errors.Is(err, store.ErrNotFound):
+	case errors.Is(err, store.ErrNotFound), err == nil && !c.sees(run.User):
+		// Another user's run answers as one that does not exist.
 		return run, nil, http.StatusNotFound, fmt.Errorf("resume: interrupt %q names no run of this server", ids[0])
 	case err != nil:
 		return run, nil, http.StatusInternalServerError, errors.New("the run store failed to read the run")
+	case !c.decides(run.User):
+		return run, nil, http.StatusForbidden, fmt.Errorf("resume: run %s is %s's: only its own runner key or an admin answers its interrupts", run.ID, ownerName(run.User))
 	case run.SessionID != in.ThreadID:
 		return run, nil, http.StatusBadRequest, fmt.Errorf("resume: run %s is not of thread %q: answer its interrupts on its own thread", run.ID, in.ThreadID)
 	case !sameAgent(name, run):

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"context"
 	"crypto/sha256"
 	"crypto/subtle"
 	"encoding/hex"
@@ -43,12 +44,17 @@ func (r Role) rank() int {
 }
 
 // Key is a bearer key a caller presents, as the server keeps it: its
-// SHA-256 (hex), never the key itself, the role it gives, and a name the
-// audit log records as the caller's user.
+// SHA-256 (hex), never the key itself, the role it gives, and a name: the
+// user the key acts for, who owns the runs it creates and whom the audit
+// log records.
 type Key struct {
 	Name   string `json:"name"`
 	SHA256 string `json:"sha256"`
 	Role   Role   `json:"role"`
+	// AllUsers lets the key reach every user's runs, not only its own:
+	// a viewer then reads them all, a runner also aborts them. Deciding
+	// another user's approvals still needs the role admin.
+	AllUsers bool `json:"all_users,omitempty"`
 }
 
 // HashKey is the hex SHA-256 a Key keeps of a bearer key.
@@ -57,7 +63,8 @@ func HashKey(key string) string {
 	return hex.EncodeToString(sum[:])
 }
 
-// LoadKeys reads a keys file: a JSON list of {"name", "sha256", "role"},
+// LoadKeys reads a keys file: a JSON list of {"name", "sha256", "role"}
+// (and "all_users": true for a key that reaches every user's runs),
 // the hashes made with HashKey (agentry serve hash-key). Every problem is
 // named.
 func LoadKeys(path string) ([]Key, error) {
@@ -90,23 +97,86 @@ func LoadKeys(path string) ([]Key, error) {
 	return keys, nil
 }
 
-// authenticate is the caller of r as a principal: the key's name and
-// role, or an admin when the server has no keys.
-func (s *Server) authenticate(r *http.Request) (*policy.Principal, int, error) {
-	if len(s.cfg.Keys) == 0 {
-		return &policy.Principal{Roles: []string{string(RoleAdmin)}}, 0, nil
+// caller is who makes a request, as it is decided once, when the
+// request is authenticated: the user it acts for (the key's name; "" on
+// a server without keys, the local operator), its role, and whether it
+// reaches every user's runs (an admin, a key with all_users, and every
+// caller of a server without keys).
+type caller struct {
+	user string
+	role Role
+	all  bool
+}
+
+type callerKey struct{}
+
+// callerOf is the caller of a request's context. A context with none (a
+// run resumed at start, with no request) is the local operator's.
+func callerOf(ctx context.Context) *caller {
+	if c, ok := ctx.Value(callerKey{}).(*caller); ok {
+		return c
 	}
-	token, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-	if !ok || token == "" {
-		return nil, http.StatusUnauthorized, errors.New("a bearer key is required (Authorization: Bearer KEY)")
+	return &caller{role: RoleAdmin, all: true}
+}
+
+// at says whether the caller's role is at least min.
+func (c *caller) at(min Role) bool { return c.role.rank() >= min.rank() }
+
+// sees says whether the caller reaches what owner owns: its runs, their
+// events and audit records, its evaluations and A2A tasks. What it does
+// not reach answers as what does not exist.
+func (c *caller) sees(owner string) bool { return c.all || owner == c.user }
+
+// decides says whether the caller may approve or deny the calls a run of
+// owner's waits for (and so resume it): the owner's own runner, or an
+// admin. A key that reaches every user's runs does not decide for them.
+func (c *caller) decides(owner string) bool {
+	return c.role == RoleAdmin || c.at(RoleRunner) && owner == c.user
+}
+
+// principal is the caller as the runs it starts see it (the policy's
+// access rules read its user and roles).
+func (c *caller) principal() policy.Principal {
+	return policy.Principal{UserID: c.user, Roles: []string{string(c.role)}}
+}
+
+// authError is why a request is not authenticated, with the status to
+// answer.
+type authError struct {
+	status int
+	msg    string
+}
+
+// authenticate is the caller of r: the key's user and role, or the local
+// operator (an admin) when the server has no keys. The Authorization
+// header must be given once; its scheme is Bearer in any case.
+func (s *Server) authenticate(r *http.Request) (*caller, *authError) {
+	if len(s.cfg.Keys) == 0 {
+		return &caller{role: RoleAdmin, all: true}, nil
+	}
+	vals := r.Header.Values("Authorization")
+	if len(vals) > 1 {
+		return nil, &authError{http.StatusBadRequest, fmt.Sprintf("the request has %d Authorization headers: give one", len(vals))}
+	}
+	token, ok := bearerToken(r.Header.Get("Authorization"))
+	if !ok {
+		return nil, &authError{http.StatusUnauthorized, "a bearer key is required (Authorization: Bearer KEY)"}
 	}
 	sum := sha256.Sum256([]byte(token))
 	for i, k := range s.cfg.Keys {
 		if subtle.ConstantTimeCompare(sum[:], s.sums[i]) == 1 {
-			return &policy.Principal{UserID: k.Name, Roles: []string{string(k.Role)}}, 0, nil
+			return &caller{user: k.Name, role: k.Role, all: k.AllUsers || k.Role == RoleAdmin}, nil
 		}
 	}
-	return nil, http.StatusUnauthorized, errors.New("the bearer key is not known")
+	return nil, &authError{http.StatusUnauthorized, "the bearer key is not known"}
+}
+
+// bearerToken is the token of an Authorization header of the Bearer scheme,
+// whose name is case-insensitive (RFC 9110, 11.1).
+func bearerToken(h string) (string, bool) {
+	scheme, token, ok := strings.Cut(strings.TrimSpace(h), " ")
+	token = strings.TrimSpace(token)
+	return token, ok && strings.EqualFold(scheme, "Bearer") && token != ""
 }
 
 // sameOrigin refuses, on a server without keys (where every caller is
@@ -136,30 +206,10 @@ func (s *Server) sameOrigin(r *http.Request) error {
 	return nil
 }
 
-// allows says whether p holds a role at least min.
-func allows(p *policy.Principal, min Role) bool {
-	for _, r := range p.Roles {
-		if Role(r).rank() >= min.rank() {
-			return true
-		}
-	}
-	return false
-}
-
-// roleOf is p's highest role.
-func roleOf(p *policy.Principal) Role {
-	best := Role("")
-	for _, r := range p.Roles {
-		if Role(r).rank() > best.rank() {
-			best = Role(r)
-		}
-	}
-	return best
-}
-
-// whoami answers who the caller is: the key's name ("" without keys)
-// and its role, so that a client shows only what the role may do.
+// whoami answers who the caller is: the key's name ("" without keys),
+// its role, and whether it reaches every user's runs, so that a client
+// shows only what the caller may do.
 func (s *Server) whoami(w http.ResponseWriter, r *http.Request) {
-	p := policy.PrincipalFrom(r.Context())
-	writeJSON(w, http.StatusOK, map[string]any{"name": p.UserID, "role": roleOf(p), "keys": len(s.cfg.Keys) > 0})
+	c := callerOf(r.Context())
+	writeJSON(w, http.StatusOK, map[string]any{"name": c.user, "role": c.role, "all_users": c.all, "keys": len(s.cfg.Keys) > 0})
 }

@@ -49,6 +49,10 @@ func (s *Server) listEvals(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, "invalid_request", err.Error())
 		return
 	}
+	if !ownedBy(r, &f) {
+		writeJSON(w, http.StatusOK, map[string]any{"evals": []evalView{}})
+		return
+	}
 	runs, err := evaluation.List(r.Context(), s.cfg.Store, f)
 	if err != nil {
 		writeError(w, http.StatusInternalServerError, "store_error", "the run store failed to list evaluations")
@@ -77,10 +81,10 @@ func (s *Server) listEvals(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, page)
 }
 
-// pageOf reads a listing's ?limit= and ?cursor= alone.
+// pageOf reads a listing's ?limit=, ?cursor= and ?user= alone.
 func pageOf(r *http.Request) (store.Filter, error) {
 	f, err := filterOf(r)
-	return store.Filter{Cursor: f.Cursor, Limit: f.Limit}, err
+	return store.Filter{Cursor: f.Cursor, Limit: f.Limit, User: f.User}, err
 }
 
 // getEval answers an evaluation's report.
@@ -146,9 +150,14 @@ func agentOf(rep *evaluation.Report, name, like string) (*evaluation.AgentReport
 }
 
 // storedEval is the report of the evaluation id, or the error answered:
-// 404 for no run or a run that is not an evaluation, 409 for one with no
+// 404 for no run, another user's, or a run that is not an evaluation, 409 for one with no
 // report (it goes on, or its process died).
 func (s *Server) storedEval(w http.ResponseWriter, r *http.Request, id string) (*evaluation.Report, bool) {
+	// Another user's evaluation answers as one that does not exist.
+	if run, err := s.cfg.Store.Get(r.Context(), id); err == nil && !callerOf(r.Context()).sees(run.User) {
+		writeError(w, http.StatusNotFound, "not_found", fmt.Sprintf("no evaluation %q", id))
+		return nil, false
+	}
 	rep, err := evaluation.Stored(r.Context(), s.cfg.Store, id, s.logOptions()...)
 	if err == nil {
 		return rep, true

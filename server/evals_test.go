@@ -117,9 +117,12 @@ func storedEvals(t *testing.T, st store.Store) (sides, v3, rescore *evaluation.R
 // TestEvalsList: GET /v1/evals lists the evaluations newest first, each
 // with its summary, agents and pass rates, and what a rescore scored
 // again, paged by cursor; GET /v1/runs lists the case runs and not the
-// evaluations; a viewer's key reads them, no key does not.
+// evaluations; a viewer's key that reaches every user's reads them (they
+// are the local operator's, run by agentry eval), another viewer's finds
+// none, no key does not.
 func TestEvalsList(t *testing.T) {
-	f := newFixture(t, Config{Keys: []Key{{Name: "val", SHA256: HashKey("view-key"), Role: RoleViewer}}})
+	f := newFixture(t, Config{Keys: []Key{{Name: "val", SHA256: HashKey("view-key"), Role: RoleViewer, AllUsers: true},
+		{Name: "eve", SHA256: HashKey("eve-key"), Role: RoleViewer}}})
 	sides, v3, rescore := storedEvals(t, f.st)
 	code, body := f.do(t, "GET", "/v1/evals", "view-key", "")
 	if code != 200 {
@@ -135,6 +138,12 @@ func TestEvalsList(t *testing.T) {
 	}
 	if !slices.Equal(ids, []string{rescore.ID, v3.ID, sides.ID}) {
 		t.Fatalf("the evaluations listed: %v", ids)
+	}
+	if code, body := f.do(t, "GET", "/v1/evals", "eve-key", ""); code != 200 || len(body["evals"].([]any)) != 0 {
+		t.Errorf("another user's viewer lists the evaluations: %d %v", code, body)
+	}
+	if code, body := f.do(t, "GET", "/v1/evals/"+sides.ID, "eve-key", ""); code != 404 {
+		t.Errorf("another user's viewer reads an evaluation: %d %v", code, body)
 	}
 	first, last := list.Evals[2], list.Evals[0]
 	if first.Dataset != "support-triage" || first.Status != store.Completed || first.Summary != "8/10 passed" || first.RescoreOf != "" ||

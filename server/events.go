@@ -81,6 +81,7 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 	poll := time.NewTicker(every)
 	defer poll.Stop()
 	quietSince := time.Now()
+	closing := s.closing
 	// A sealed log opens from its first record: with a key, read from
 	// there, and write what comes after the client's last event. Without
 	// one, a sealed record ends the stream.
@@ -143,6 +144,11 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 		select {
 		case <-ctx.Done():
 			return
+		case <-closing:
+			if !s.driving(run.ID) {
+				return // the server stops, and another process drives the run: the client resumes elsewhere
+			}
+			closing = nil // the server's own run: its stream ends as it stops
 		case <-poll.C:
 		case <-changed:
 		}

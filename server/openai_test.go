@@ -25,7 +25,7 @@ func openAIClient(f *fixture, key string) openai.Client {
 // that is not served, and a key too weak, are OpenAI errors.
 func TestOpenAICompatible(t *testing.T) {
 	ctx := context.Background()
-	keys := []Key{{Name: "rui", SHA256: HashKey("run-key"), Role: RoleRunner}, {Name: "val", SHA256: HashKey("view-key"), Role: RoleViewer}}
+	keys := []Key{{Name: "rui", SHA256: HashKey("run-key"), Role: RoleRunner}, {Name: "rui", SHA256: HashKey("view-key"), Role: RoleViewer}}
 	f := newFixture(t, Config{Keys: keys})
 	client := openAIClient(f, "run-key")
 	params := func(model string) openai.ChatCompletionNewParams {

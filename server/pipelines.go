@@ -71,9 +71,6 @@ func (s *Server) createPipelineRun(w http.ResponseWriter, r *http.Request, req *
 		return
 	}
 	sessOpts := []agent.RunOption{agent.WithMetadata(req.Metadata)}
-	if req.User != "" {
-		sessOpts = append(sessOpts, agent.WithUser(req.User))
-	}
 	if tp := traceParent(r); tp != "" {
 		sessOpts = append(sessOpts, agent.WithTraceParent(tp))
 	}
@@ -110,7 +107,10 @@ func (s *Server) resumePipeline(w http.ResponseWriter, r *http.Request, run stor
 	if !s.takeSlot(w) {
 		return
 	}
-	p := *policy.PrincipalFrom(r.Context())
+	// The run goes on for its own user; the roles of the caller who
+	// answered decide what its stages may do now.
+	p := goesOnAs(r.Context())
+	p.UserID = run.User
 	s.drivePipeline(w, r, p, http.StatusAccepted, func(ctx context.Context, opts ...pipeline.RunOption) (*pipeline.Result, error) {
 		return pl.Resume(ctx, env, answer, append(opts, pipeline.WithRunID(run.ID))...)
 	})

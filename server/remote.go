@@ -44,8 +44,10 @@ type RemoteRun struct {
 }
 
 // createRemote starts a run of req's agent on the Remote: checked here
-// (the agent, the caller's right to it, the input), run there.
-func (s *Server) createRemote(w http.ResponseWriter, r *http.Request, req *runRequest, a *agent.Agent, owned bool) {
+// (the agent, the caller's right to it, the input), run there, for p. It
+// takes a run slot first: a run started on the Remote counts against
+// MaxRuns until it ends or pauses, as a local one does.
+func (s *Server) createRemote(w http.ResponseWriter, r *http.Request, req *runRequest, a *agent.Agent, owned bool, p policy.Principal) {
 	if owned {
 		defer a.Close()
 	}
@@ -53,24 +55,59 @@ func (s *Server) createRemote(w http.ResponseWriter, r *http.Request, req *runRe
 		writeError(w, http.StatusBadRequest, "invalid_input", err.Error())
 		return
 	}
-	p := policy.PrincipalFrom(r.Context())
-	rr := RemoteRun{Model: req.Model, Input: req.Input, UserID: req.User, Roles: p.Roles, TraceParent: traceParent(r), Metadata: req.Metadata}
-	if rr.UserID == "" {
-		rr.UserID = p.UserID // a key acts for its own name, as for a local run
-	}
+	rr := RemoteRun{Model: req.Model, Input: req.Input, UserID: p.UserID, Roles: p.Roles, TraceParent: traceParent(r), Metadata: req.Metadata}
 	if len(req.Spec) > 0 {
 		rr.Spec = req.Spec
 	} else {
 		rr.Agent = a.Name() + "@" + a.Spec().Version
 	}
+	if rf := s.admittedRemote(); rf != nil {
+		rf.write(w, writeError)
+		return
+	}
 	id, err := s.cfg.Remote.Start(r.Context(), rr)
 	if err != nil {
+		<-s.slots
 		writeError(w, http.StatusBadGateway, "remote_error", err.Error())
 		return
 	}
+	s.followRemote(id, 0)
 	s.begun(r.Context(), id)
 	s.answerRemote(w, r, id, 0, http.StatusCreated)
 }
+
+// followRemote holds the slot taken for a run the Remote drives until
+// its log has a Result after its record after (it ended, or paused for a
+// person), or the server closes.
+func (s *Server) followRemote(id string, after int64) {
+	s.remotes.Add(1)
+	go func() {
+		defer s.remotes.Done()
+		defer func() { <-s.slots }()
+		t := time.NewTicker(remoteFollow)
+		defer t.Stop()
+		for {
+			recs, err := s.cfg.Store.Records(s.base, id, after)
+			if err == nil && len(recs) > 0 {
+				after = recs[len(recs)-1].Seq
+				for _, rec := range recs {
+					if rec.Kind == store.KindResult {
+						return
+					}
+				}
+			}
+			select {
+			case <-s.base.Done():
+				return
+			case <-t.C:
+			}
+		}
+	}()
+}
+
+// remoteFollow is how often a run slot held for a run the Remote drives
+// asks the store whether the run has stopped.
+const remoteFollow = 200 * time.Millisecond
 
 // remoteBegin is how long an answer waits for a worker to begin a run,
 // so that the id it answers finds the run in the store.
@@ -167,7 +204,7 @@ func (s *Server) resumeRemote(w http.ResponseWriter, r *http.Request, run store.
 		writeError(w, http.StatusConflict, "conflict", fmt.Sprintf("run %s is %s: it waits for no decision", run.ID, run.Status))
 		return
 	}
-	if _, err := s.cfg.Agents.Get(run.Name + "@" + run.Version); err != nil && roleOf(policy.PrincipalFrom(r.Context())) != RoleAdmin {
+	if _, err := s.cfg.Agents.Get(run.Name + "@" + run.Version); err != nil && callerOf(r.Context()).role != RoleAdmin {
 		writeError(w, http.StatusForbidden, "forbidden", fmt.Sprintf("run %s is of an inline spec (%s@%s): deciding it needs the role admin", run.ID, run.Name, run.Version))
 		return
 	}
@@ -198,11 +235,18 @@ func (s *Server) resumeRemote(w http.ResponseWriter, r *http.Request, run store.
 	if by == "" {
 		by = "anonymous"
 	}
+	if rf := s.admittedRemote(); rf != nil {
+		rf.write(w, writeError)
+		return
+	}
+	last := recs[len(recs)-1].Seq
 	if err := s.cfg.Remote.Decide(r.Context(), run.ID, req.Approve, req.Deny, req.Reason, by); err != nil {
+		<-s.slots
 		writeError(w, http.StatusBadGateway, "remote_error", err.Error())
 		return
 	}
-	s.answerRemote(w, r, run.ID, recs[len(recs)-1].Seq, http.StatusAccepted)
+	s.followRemote(run.ID, last)
+	s.answerRemote(w, r, run.ID, last, http.StatusAccepted)
 }
 
 // abortElsewhere aborts a run this server does not drive: through the

@@ -34,6 +34,10 @@ func (s *Server) resume(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
+	if c := callerOf(r.Context()); !c.decides(run.User) {
+		writeError(w, http.StatusForbidden, "forbidden", fmt.Sprintf("run %s is %s's: only its own runner key or an admin resumes it, approving or denying its calls", run.ID, ownerName(run.User)))
+		return
+	}
 	var req resumeRequest
 	if err := decodeBody(r, &req); err != nil {
 		writeBodyError(w, err)
@@ -58,10 +62,22 @@ func (s *Server) resume(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	// The run goes on for the user it acts for; the approver's roles
-	// decide what it may do now.
-	p := policy.PrincipalFrom(r.Context())
-	s.start(w, r, sess, a, true, policy.Principal{Roles: p.Roles}, http.StatusAccepted)
+	s.start(w, r, sess, a, true, goesOnAs(r.Context()), http.StatusAccepted)
+}
+
+// goesOnAs is the principal a resumed run goes on as: the user it acts
+// for stays its own (its start record's), and the roles of the caller
+// who resumed it decide what it may do now.
+func goesOnAs(ctx context.Context) policy.Principal {
+	return policy.Principal{Roles: []string{string(callerOf(ctx).role)}}
+}
+
+// ownerName is how an answer names a run's owner.
+func ownerName(user string) string {
+	if user == "" {
+		return "the local operator"
+	}
+	return "user " + user
 }
 
 // failFunc writes an error answer in a route's shape (agentry's, or a
@@ -95,7 +111,7 @@ func (s *Server) resumeRun(ctx context.Context, run store.Run, req resumeRequest
 	case !run.Status.Resumable():
 		return nil, nil, &refusal{http.StatusConflict, "conflict", fmt.Sprintf("run %s is %s: only a run awaiting approval or interrupted resumes", run.ID, run.Status)}
 	}
-	if _, err := s.cfg.Agents.Get(run.Name + "@" + run.Version); err != nil && roleOf(policy.PrincipalFrom(ctx)) != RoleAdmin {
+	if _, err := s.cfg.Agents.Get(run.Name + "@" + run.Version); err != nil && callerOf(ctx).role != RoleAdmin {
 		// Not a served agent: an inline spec's run, which only an admin
 		// may run, and so resume.
 		return nil, nil, &refusal{http.StatusForbidden, "forbidden", fmt.Sprintf("run %s is of an inline spec (%s@%s): resuming it needs the role admin", run.ID, run.Name, run.Version)}

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"slices"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/agentry/agentry/agent"
@@ -45,10 +46,16 @@ func (s *Server) createRun(w http.ResponseWriter, r *http.Request) {
 		writeBodyError(w, err)
 		return
 	}
-	p := policy.PrincipalFrom(r.Context())
-	if req.User != "" && p.UserID != "" && req.User != p.UserID {
-		writeError(w, http.StatusForbidden, "forbidden", fmt.Sprintf("user %q: a key acts for its own name (%s)", req.User, p.UserID))
+	c := callerOf(r.Context())
+	if req.User != "" && c.user != "" && req.User != c.user {
+		writeError(w, http.StatusForbidden, "forbidden", fmt.Sprintf("user %q: a key acts for its own name (%s)", req.User, c.user))
 		return
+	}
+	// The run's owner: the key's user, or on a server without keys the
+	// user the request names (the local operator's when none).
+	p := c.principal()
+	if p.UserID == "" {
+		p.UserID = req.User
 	}
 	if req.Pipeline != "" {
 		if req.Agent != "" || len(req.Spec) > 0 {
@@ -59,16 +66,16 @@ func (s *Server) createRun(w http.ResponseWriter, r *http.Request) {
 			writeError(w, http.StatusBadRequest, "invalid_request", `"model": a pipeline's stages keep their own models`)
 			return
 		}
-		s.createPipelineRun(w, r, &req, *p)
+		s.createPipelineRun(w, r, &req, p)
 		return
 	}
-	a, owned, status, err := s.agentFor(&req, p)
+	a, owned, status, err := s.agentFor(&req, c)
 	if err != nil {
 		writeError(w, status, codeOf(status), err.Error())
 		return
 	}
 	if s.cfg.Remote != nil {
-		s.createRemote(w, r, &req, a, owned)
+		s.createRemote(w, r, &req, a, owned, p)
 		return
 	}
 	if !s.takeSlot(w) {
@@ -78,9 +85,6 @@ func (s *Server) createRun(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	opts := []agent.RunOption{agent.WithStore(s.cfg.Store), agent.WithMetadata(req.Metadata)}
-	if req.User != "" {
-		opts = append(opts, agent.WithUser(req.User))
-	}
 	if tp := traceParent(r); tp != "" {
 		opts = append(opts, agent.WithTraceParent(tp))
 	}
@@ -93,7 +97,7 @@ func (s *Server) createRun(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, "invalid_input", err.Error())
 		return
 	}
-	s.start(w, r, sess, a, owned, *p, http.StatusCreated)
+	s.start(w, r, sess, a, owned, p, http.StatusCreated)
 }
 
 // waits reads ?wait=: true to answer with the Result, false (or none)
@@ -178,8 +182,11 @@ func (s *Server) takeSlotWith(w http.ResponseWriter, fail failFunc) bool {
 
 // admitted takes a slot for a run, or says why not: 503 once the server
 // is stopping, 429 when it is full.
-func (s *Server) admitted() *refusal {
-	switch s.admit() {
+func (s *Server) admitted() *refusal { return s.refusalOf(s.admit()) }
+
+// refusalOf is the answer to a slot not taken.
+func (s *Server) refusalOf(err error) *refusal {
+	switch err {
 	case errStopping:
 		return &refusal{http.StatusServiceUnavailable, "stopping", "the server is shutting down; try another"}
 	case errFull:
@@ -212,7 +219,16 @@ var (
 // admit takes a slot for a run the server is about to start, and counts
 // it for Close, unless the server is stopping (Close waits for the runs
 // it counted: none may be counted after it began to wait) or full.
-func (s *Server) admit() error {
+func (s *Server) admit() error { return s.take(&s.wg) }
+
+// admittedRemote takes a slot for a run the Remote is about to start or
+// go on with (given back by followRemote, or by the caller when the
+// Remote refuses), or says why not, as admitted does. Close does not
+// wait for such a run: it goes on elsewhere.
+func (s *Server) admittedRemote() *refusal { return s.refusalOf(s.take(nil)) }
+
+// take takes a slot, counted in wg when it is not nil.
+func (s *Server) take(wg *sync.WaitGroup) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.stopping {
@@ -220,7 +236,9 @@ func (s *Server) admit() error {
 	}
 	select {
 	case s.slots <- struct{}{}:
-		s.wg.Add(1)
+		if wg != nil {
+			wg.Add(1)
+		}
 		return nil
 	default:
 		return errFull
@@ -233,9 +251,11 @@ func (s *Server) release() {
 	s.wg.Done()
 }
 
-// agentFor is the agent req names: a served one, or one built from its
-// inline spec (owned: the run closes it), which only an admin may run.
-func (s *Server) agentFor(req *runRequest, p *policy.Principal) (a *agent.Agent, owned bool, status int, err error) {
+// agentFor is the agent req names: a served one (built anew around the
+// model the request names, when it names an allowed one: owned, the run
+// closes it), or one built from its inline spec (owned), which only an
+// admin may run.
+func (s *Server) agentFor(req *runRequest, c *caller) (a *agent.Agent, owned bool, status int, err error) {
 	switch {
 	case req.Agent != "" && len(req.Spec) > 0:
 		return nil, false, http.StatusBadRequest, errors.New(`give "agent" or "spec", not both`)
@@ -247,18 +267,16 @@ func (s *Server) agentFor(req *runRequest, p *policy.Principal) (a *agent.Agent,
 		if req.Model == "" {
 			return a, false, 0, nil
 		}
-		// Another model for this run: the agent built anew around it.
-		sp := a.Spec()
-		if a, err = agent.New(&sp, append(slices.Clip(s.cfg.AgentOptions), agent.WithModel(req.Model))...); err != nil {
-			return nil, false, http.StatusBadRequest, fmt.Errorf("model %q: %w", req.Model, err)
-		}
-		return a, true, 0, nil
+		return s.servedWith(a, req.Model)
 	case len(req.Spec) > 0:
-		if roleOf(p) != RoleAdmin {
+		if c.role != RoleAdmin {
 			return nil, false, http.StatusForbidden, errors.New("running an inline spec needs the role admin")
 		}
 		sp, err := spec.Parse("spec", req.Spec)
 		if err != nil {
+			return nil, false, http.StatusBadRequest, err
+		}
+		if err := s.checkInlineModels(sp, req.Model); err != nil {
 			return nil, false, http.StatusBadRequest, err
 		}
 		opts := s.cfg.AgentOptions
@@ -282,6 +300,7 @@ type runView struct {
 	Version   string          `json:"version"`
 	ParentID  string          `json:"parent_run_id,omitempty"`
 	SessionID string          `json:"session_id,omitempty"`
+	User      string          `json:"user,omitempty"` // the run's owner
 	Status    store.Status    `json:"status"`
 	Outcome   string          `json:"outcome,omitempty"`
 	Turns     int             `json:"turns"`
@@ -295,7 +314,7 @@ type runView struct {
 
 func viewOf(r store.Run) runView {
 	return runView{RunID: r.ID, Kind: r.Kind, Agent: r.Name, Version: r.Version, ParentID: r.ParentID, SessionID: r.SessionID,
-		Status: r.Status, Outcome: r.Outcome, Turns: r.Turns, Tokens: r.Tokens, CostUSD: r.CostUSD, Error: r.Error,
+		User: r.User, Status: r.Status, Outcome: r.Outcome, Turns: r.Turns, Tokens: r.Tokens, CostUSD: r.CostUSD, Error: r.Error,
 		CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt}
 }
 
@@ -325,6 +344,10 @@ func (s *Server) listRuns(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, "invalid_request", err.Error())
 		return
 	}
+	if !ownedBy(r, &f) {
+		writeJSON(w, http.StatusOK, map[string]any{"runs": []runView{}})
+		return
+	}
 	f.NotKind = evaluation.Kind
 	runs, err := s.cfg.Store.List(r.Context(), f)
 	if err != nil {
@@ -342,10 +365,27 @@ func (s *Server) listRuns(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, page)
 }
 
+// ownedBy scopes a listing to what the caller reaches: its own user's
+// runs, or, for a caller that reaches every user's, anyone's (?user=
+// picks one). false: the listing asks for another user's runs, which
+// the caller does not reach; it lists none, as for a user with none.
+func ownedBy(r *http.Request, f *store.Filter) bool {
+	c := callerOf(r.Context())
+	if c.all {
+		return true
+	}
+	if f.User != "" && f.User != c.user {
+		return false
+	}
+	f.User = c.user
+	return true
+}
+
 // filterOf reads a listing's query; each bad parameter is named.
 func filterOf(r *http.Request) (store.Filter, error) {
 	q := r.URL.Query()
-	f := store.Filter{Name: q.Get("agent"), Status: store.Status(q.Get("status")), Cursor: q.Get("cursor"), Limit: 100}
+	f := store.Filter{Name: q.Get("agent"), Status: store.Status(q.Get("status")), Cursor: q.Get("cursor"), Limit: 100,
+		User: q.Get("user")}
 	if f.Status != "" && !f.Status.Valid() {
 		return f, fmt.Errorf("status %q is not a run status", f.Status)
 	}
@@ -440,7 +480,8 @@ func (s *Server) audit(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, map[string]any{"records": recs})
 }
 
-// storedRun is the run the path names, or the error answered.
+// storedRun is the run the path names, when the caller reaches it, or
+// the error answered: 404 for another user's run as for a missing one.
 func (s *Server) storedRun(w http.ResponseWriter, r *http.Request) (store.Run, bool) {
 	id := r.PathValue("id")
 	run, err := s.cfg.Store.Get(r.Context(), id)
@@ -456,9 +497,10 @@ func (s *Server) storedRun(w http.ResponseWriter, r *http.Request) (store.Run, b
 		run, err = s.cfg.Store.Get(r.Context(), id)
 	}
 	switch {
-	case errors.Is(err, store.ErrNotFound):
+	case errors.Is(err, store.ErrNotFound), err == nil && !callerOf(r.Context()).sees(run.User):
+		// Another user's run answers as one that does not exist.
 		writeError(w, http.StatusNotFound, "not_found", fmt.Sprintf("no run %q", id))
-		return run, false
+		return store.Run{}, false
 	case err != nil:
 		writeError(w, http.StatusInternalServerError, "store_error", "the run store failed to read the run")
 		return run, false

@@ -46,7 +46,14 @@ type Config struct {
 	Pipelines []*pipeline.Pipeline
 	// AgentOptions build the agents of inline specs (tools, models).
 	AgentOptions []agent.Option
+	// Models are the models a request may name besides each served
+	// agent's own model_name and fallback_models ("model" of POST
+	// /v1/runs), and the only ones an inline spec may name. A request
+	// never names any other: no "scripted:" file, no base_url.
+	Models []string
 	// Keys are the bearer keys callers present; none: no authentication.
+	// A key's name is the user it acts for: the runs it creates are that
+	// user's, and it reaches only that user's (Key.AllUsers: everyone's).
 	Keys []Key
 	// MaxRuns bounds the runs going at once (429 beyond); 0 is 64.
 	MaxRuns int
@@ -101,6 +108,8 @@ type Server struct {
 	heartbeat time.Duration // how often a quiet event stream gets a comment
 	a2a       *a2aSide      // the A2A endpoint's handlers
 	wg        sync.WaitGroup
+	remotes   sync.WaitGroup  // the goroutines holding slots of runs the Remote drives
+	closing   chan struct{}   // closed when Close begins: streams of runs others drive end
 	base      context.Context // the runs' context: cancelled by Close
 	close     context.CancelFunc
 
@@ -127,7 +136,7 @@ func New(c Config) (*Server, error) {
 		c.MaxBody = 1 << 20
 	}
 	s := &Server{cfg: c, mux: http.NewServeMux(), slots: make(chan struct{}, c.MaxRuns), streams: make(chan struct{}, c.MaxStreams), runs: map[string]stopper{},
-		heartbeat: heartbeatEvery}
+		heartbeat: heartbeatEvery, closing: make(chan struct{})}
 	for _, k := range c.Keys {
 		sum, err := hex.DecodeString(k.SHA256)
 		switch {
@@ -198,10 +207,18 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.mux.Serve
 // interrupts those still going (each stops at its next durable point,
 // kept unended, reported interrupted: ResumeInterrupted finishes them
 // later) and waits for them to stop, at most stopGrace more.
+//
+// The event streams of runs the server does not drive (another server's,
+// or the Remote's) end at once: their clients resume them elsewhere, or
+// after the restart, with Last-Event-ID.
 func (s *Server) Close(ctx context.Context) error {
 	s.mu.Lock()
-	s.stopping = true // no run starts from now on: 503
+	if !s.stopping {
+		s.stopping = true // no run starts from now on: 503
+		close(s.closing)
+	}
 	s.mu.Unlock()
+	defer s.remotes.Wait()
 	done := make(chan struct{})
 	go func() { s.wg.Wait(); close(done) }()
 	select {
@@ -268,18 +285,23 @@ func (s *Server) routeWith(pattern string, min Role, fail failFunc, h func(http.
 			fail(w, http.StatusForbidden, "forbidden", err.Error())
 			return
 		}
-		p, status, err := s.authenticate(r)
-		if err != nil {
-			w.Header().Set("WWW-Authenticate", `Bearer realm="agentry"`)
-			fail(w, status, codeOf(status), err.Error())
+		c, aerr := s.authenticate(r)
+		if aerr != nil {
+			if aerr.status == http.StatusUnauthorized {
+				w.Header().Set("WWW-Authenticate", `Bearer realm="agentry"`)
+			}
+			fail(w, aerr.status, codeOf(aerr.status), aerr.msg)
 			return
 		}
-		if !allows(p, min) {
+		if !c.at(min) {
 			fail(w, http.StatusForbidden, "forbidden", fmt.Sprintf("this needs the role %s", min))
 			return
 		}
 		r.Body = http.MaxBytesReader(w, r.Body, s.cfg.MaxBody)
-		*r = *r.WithContext(policy.WithPrincipal(r.Context(), *p)) // the log record names the caller
+		// The caller, decided here once, and the principal its runs act
+		// as (the log record names it too).
+		ctx := context.WithValue(r.Context(), callerKey{}, c)
+		*r = *r.WithContext(policy.WithPrincipal(ctx, c.principal()))
 		h(w, r)
 	}))
 }

@@ -405,8 +405,9 @@ func TestRoles(t *testing.T) {
 			}
 		})
 	}
-	// An admin's inline spec pauses for approval; a runner may not resume
-	// it (it could not have run it), an admin may.
+	// An admin's inline spec pauses for approval; a runner does not find
+	// it (another user's run, and one it could not have run), an admin
+	// resumes it.
 	f2 := newFixture(t, Config{Keys: keys}) // its script not yet played
 	_, paused := f2.do(t, "POST", "/v1/runs?wait=true", "admin-key", `{"spec": {"agent_name": "ap", "version": "v1", "system_text": "Greet.",
 		"tools": ["kv_set"], "policy": {"approval": {"tools": ["kv_set"]}}}}`)
@@ -414,7 +415,7 @@ func TestRoles(t *testing.T) {
 		t.Fatalf("the inline run: %v", paused)
 	}
 	pid := paused["id"].(string)
-	if code, body := f2.do(t, "POST", "/v1/runs/"+pid+"/resume", "run-key", `{"deny": ["call_1_1"]}`); code != 403 {
+	if code, body := f2.do(t, "POST", "/v1/runs/"+pid+"/resume", "run-key", `{"deny": ["call_1_1"]}`); code != 404 {
 		t.Errorf("a runner resumes an inline spec's run: %d %v", code, body)
 	}
 	if code, body := f2.do(t, "POST", "/v1/runs/"+pid+"/resume?wait=true", "admin-key", `{"deny": ["call_1_1"]}`); code != 200 {
@@ -773,7 +774,7 @@ func TestTraceParent(t *testing.T) {
 // TestRunModel: a run may name another model for its agent; the served
 // agent keeps its own.
 func TestRunModel(t *testing.T) {
-	f := newFixture(t, Config{})
+	f := newFixture(t, Config{Models: []string{"scripted:other-model"}})
 	code, res := f.do(t, "POST", "/v1/runs?wait=true", "", `{"agent": "greeter", "model": "scripted:other-model"}`)
 	if code != 200 || res["model"] != "other-model" {
 		t.Fatalf("%d model %v", code, res["model"])

@@ -238,11 +238,12 @@ func TestViewerApprove(t *testing.T) {
 }
 
 // TestViewerRoles: with keys, the page asks for one (the API answered
-// 401), keeps it for the tab, and shows approve and deny only to a role
-// that may resume runs; a runner's denial is audited under the runner's
-// name, and its reason reaches the model.
+// 401), keeps it for the tab, and shows approve and deny only to a key
+// that may decide the run's calls (its own user's runner: not a viewer
+// that reads every user's runs); a runner's denial is audited under the
+// runner's name, and its reason reaches the model.
 func TestViewerRoles(t *testing.T) {
-	keys := []Key{{Name: "val", SHA256: HashKey("view-key"), Role: RoleViewer}, {Name: "rui", SHA256: HashKey("run-key"), Role: RoleRunner}}
+	keys := []Key{{Name: "val", SHA256: HashKey("view-key"), Role: RoleViewer, AllUsers: true}, {Name: "rui", SHA256: HashKey("run-key"), Role: RoleRunner}}
 	f, _ := newViewerFixture(t, keys)
 	code, res := f.do(t, "POST", "/v1/runs?wait=true", "run-key", `{"agent": "approve", "input": {"task": "2.0.0"}}`)
 	if code != 200 {

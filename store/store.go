@@ -70,7 +70,11 @@ type Run struct {
 	// ParentID is the run this one is part of, if any.
 	ParentID  string
 	SessionID string
-	Status    Status
+	// User is the run's owner: the user it was created for (its start
+	// record's user). "" is the local operator's: a run made with no
+	// user named, or stored before runs had owners.
+	User   string
+	Status Status
 	// Holder is the process driving the run ("" when none does) and
 	// LeaseUntil when its lease runs out unless renewed.
 	Holder     string
@@ -165,6 +169,9 @@ type Filter struct {
 	Name     string
 	Status   Status
 	ParentID string
+	// User selects one user's runs ("": every user's, the local
+	// operator's among them).
+	User string
 	// Since and Until bound when the runs were created: at or after
 	// Since, before Until (zero: unbounded).
 	Since, Until time.Time

@@ -200,7 +200,8 @@ function renderAnswer(run, res, slot) {
 }
 
 // renderApproval shows the calls a paused run waits on, with approve and
-// deny for a caller whose role may resume it (runner, admin).
+// deny for a caller who may decide them: an admin, or a runner of the
+// run's own user.
 function renderApproval(st, slot, decide) {
   const run = st.run;
   const res = run.result;
@@ -208,7 +209,7 @@ function renderApproval(st, slot, decide) {
   // Drawn anew only when what it shows changes: a person may be typing
   // the reason.
   const me = st.me;
-  const may = me.role === 'runner' || me.role === 'admin';
+  const may = me.role === 'admin' || (me.role === 'runner' && (run.user || '') === me.name);
   const sig = JSON.stringify([calls, may, st.busy, st.notice]);
   if (slot.dataset.sig === sig) return;
   slot.dataset.sig = sig;
@@ -231,7 +232,9 @@ function renderApproval(st, slot, decide) {
       h('label', {for: 'deny-reason', class: 'sr-only'}, 'Reason for a denial'), reason,
       button(calls.length > 1 ? 'Approve all' : 'Approve', 'approve', ids, []),
       button(calls.length > 1 ? 'Deny all' : 'Deny', 'deny', [], ids))
-      : h('p', {class: 'note'}, `Your key's role (${me.role || 'none'}) may not approve or deny: a runner or an admin may.`),
+      : h('p', {class: 'note'}, me.role === 'runner'
+        ? `This run is ${run.user ? run.user + "'s" : "the local operator's"}: its own runner key or an admin may approve or deny.`
+        : `Your key's role (${me.role || 'none'}) may not approve or deny: the run's own runner key or an admin may.`),
     st.notice ? h('p', {class: 'notice', role: 'status'}, st.notice) : null));
 }
 

@@ -171,6 +171,10 @@ var migrations = []string{
 		created_at BIGINT NOT NULL
 	);
 	CREATE INDEX agentry_blobs_created ON agentry_blobs (created_at);`,
+	// 8: each run's owner, the user it was created for; the runs stored
+	// before are the local operator's ('').
+	`ALTER TABLE agentry_runs ADD COLUMN user_id TEXT NOT NULL DEFAULT '';
+	CREATE INDEX agentry_runs_user ON agentry_runs (user_id, created_at);`,
 }
 
 // PutBlob keeps data under key unless the key is kept (store.Blobs).
@@ -412,9 +416,9 @@ func (s *DB) createRun(ctx context.Context, ex interface {
 		r.CreatedAt = now
 	}
 	res, err := ex.ExecContext(ctx, s.q(`INSERT INTO agentry_runs
-		(id, kind, name, version, parent_id, session_id, status, holder, lease_until, created_at, updated_at, outcome, turns, tokens, cost_usd, error)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING`),
-		r.ID, r.Kind, r.Name, r.Version, r.ParentID, r.SessionID, string(r.Status), r.Holder, micros(r.LeaseUntil),
+		(id, kind, name, version, parent_id, session_id, user_id, status, holder, lease_until, created_at, updated_at, outcome, turns, tokens, cost_usd, error)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING`),
+		r.ID, r.Kind, r.Name, r.Version, r.ParentID, r.SessionID, r.User, string(r.Status), r.Holder, micros(r.LeaseUntil),
 		micros(r.CreatedAt), micros(now), r.Outcome, r.Turns, r.Tokens, nullFloat(r.CostUSD), r.Error)
 	if err != nil {
 		return fmt.Errorf("store: create run %s: %w", r.ID, err)
@@ -432,7 +436,7 @@ func nullFloat(f *float64) sql.NullFloat64 {
 	return sql.NullFloat64{Float64: *f, Valid: true}
 }
 
-const runColumns = `id, kind, name, version, parent_id, session_id, status, holder, lease_until, created_at, updated_at, outcome, turns, tokens, cost_usd, error`
+const runColumns = `id, kind, name, version, parent_id, session_id, user_id, status, holder, lease_until, created_at, updated_at, outcome, turns, tokens, cost_usd, error`
 
 // scanRun reads a row of runColumns; a running run whose lease ran out is
 // reported interrupted.
@@ -441,7 +445,7 @@ func (s *DB) scanRun(row interface{ Scan(...any) error }) (store.Run, error) {
 	var status string
 	var lease, created, updated int64
 	var cost sql.NullFloat64
-	if err := row.Scan(&r.ID, &r.Kind, &r.Name, &r.Version, &r.ParentID, &r.SessionID, &status, &r.Holder, &lease,
+	if err := row.Scan(&r.ID, &r.Kind, &r.Name, &r.Version, &r.ParentID, &r.SessionID, &r.User, &status, &r.Holder, &lease,
 		&created, &updated, &r.Outcome, &r.Turns, &r.Tokens, &cost, &r.Error); err != nil {
 		return r, err
 	}
@@ -485,6 +489,9 @@ func (s *DB) List(ctx context.Context, f store.Filter) ([]store.Run, error) {
 	}
 	if f.ParentID != "" {
 		where, args = append(where, "parent_id = ?"), append(args, f.ParentID)
+	}
+	if f.User != "" {
+		where, args = append(where, "user_id = ?"), append(args, f.User)
 	}
 	if !f.Since.IsZero() {
 		where, args = append(where, "created_at >= ?"), append(args, f.Since.UnixMicro())

@@ -75,13 +75,13 @@ func mustCreate(t *testing.T, s store.Store, r store.Run) {
 func testCreateAndGet(t *testing.T, s store.Store) {
 	ctx := context.Background()
 	r := newRun("run_a")
-	r.ParentID = "run_p"
+	r.ParentID, r.User = "run_p", "ada"
 	mustCreate(t, s, r)
 	got, err := s.Get(ctx, "run_a")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got.ID != r.ID || got.Kind != "agent" || got.Name != "adder" || got.Version != "1.0.0" || got.ParentID != "run_p" ||
+	if got.ID != r.ID || got.Kind != "agent" || got.Name != "adder" || got.Version != "1.0.0" || got.ParentID != "run_p" || got.User != "ada" ||
 		got.SessionID != "ses_run_a" || got.Status != store.Running || got.Holder != "h1" {
 		t.Errorf("Get = %+v, want the run created", got)
 	}
@@ -133,6 +133,9 @@ func testList(t *testing.T, s store.Store) {
 		if i == 1 {
 			r.Kind = "eval"
 		}
+		if i%2 == 0 {
+			r.User = "ada"
+		}
 		mustCreate(t, s, r)
 	}
 	if err := s.Append(ctx, store.Write{RunID: "run_1", Holder: "h1", Status: store.Completed, Release: true}); err != nil {
@@ -165,6 +168,9 @@ func testList(t *testing.T, s store.Store) {
 		{"by kind", store.Filter{Kind: "eval"}, "run_1 "},
 		{"but a kind", store.Filter{NotKind: "eval"}, "run_3 run_2 run_0 "},
 		{"but a kind, after a cursor", store.Filter{NotKind: "eval", Cursor: "run_2"}, "run_0 "},
+		{"by user", store.Filter{User: "ada"}, "run_2 run_0 "},
+		{"by user and name", store.Filter{User: "ada", Name: "adder"}, "run_0 "},
+		{"another user's none", store.Filter{User: "bob"}, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			rs, err := s.List(ctx, tc.f)
