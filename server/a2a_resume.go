@@ -148,4 +148,3 @@ func settle(ctx context.Context, i int) bool {
 func stillBusy(req *a2a.SendMessageRequest) error {
 	return a2a.NewError(a2a.ErrInvalidRequest, fmt.Sprintf("task %s is working on a message already: send yours once it waits for input", req.Message.TaskID))
 }
-
