@@ -90,7 +90,7 @@ func (r *run) finish(final *Final, err error) (*Result, error) {
 	if r.s.bus.Active() && !paused {
 		r.emitEnd(res)
 	}
-	return res, err
+	return res, redactErr(err, a.redact)
 }
 
 // promptTemplate names the versioned template the run's prompt came

@@ -2,6 +2,7 @@ package agent
 
 import (
 	"encoding/json"
+	"errors"
 	"slices"
 
 	"github.com/agentry/agentry/llm"
@@ -159,3 +160,32 @@ func redactDetails(d map[string]any, red *policy.Redactor) map[string]any {
 	}
 	return m
 }
+
+// redactErr is the error a run returns, with its secrets redacted as its
+// Result's message is: a Go program that logs it logs no key. errors.Is
+// and errors.As reach what it wraps, and the message of a provider's
+// *llm.APIError in it is redacted too (the run made it; nothing else
+// holds it).
+func redactErr(err error, red *policy.Redactor) error {
+	if err == nil {
+		return nil
+	}
+	var api *llm.APIError
+	if errors.As(err, &api) {
+		api.Message = red.String(api.Message)
+	}
+	msg := err.Error()
+	if clean := red.String(msg); clean != msg {
+		return &redactedError{msg: clean, err: err}
+	}
+	return err
+}
+
+// redactedError is an error whose text is redacted.
+type redactedError struct {
+	msg string
+	err error
+}
+
+func (e *redactedError) Error() string { return e.msg }
+func (e *redactedError) Unwrap() error { return e.err }

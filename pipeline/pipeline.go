@@ -355,6 +355,20 @@ func (p *Pipeline) adopt(env *Envelope, start string) error {
 	return nil
 }
 
+// checkCurrent refuses an envelope whose stage to run (or to resume) is
+// not one of the pipeline's: an envelope of another pipeline, or edited.
+func (p *Pipeline) checkCurrent(env *Envelope) error {
+	if _, ok := p.stages[env.Current]; ok || env.Current == End {
+		return nil
+	}
+	names := make([]string, len(p.def.Stages))
+	for i, st := range p.def.Stages {
+		names[i] = st.Name
+	}
+	return fmt.Errorf("%w: it is at stage %q, which pipeline %s@%s does not have (its stages: %s)",
+		ErrWrongPipeline, env.Current, p.def.PipelineName, p.def.Version, strings.Join(names, ", "))
+}
+
 // Resume continues a paused pipeline (outcome clarify or confirm) from the
 // stage that paused it, with the user's answer: the stage's agent gets it as
 // the input key "user_response", and it is kept in the envelope's metadata.

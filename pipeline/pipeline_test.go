@@ -588,6 +588,22 @@ func TestProcessEnvelopes(t *testing.T) {
 	if _, err := p.ProcessStage(context.Background(), "nope", env); !errors.Is(err, ErrInvalid) {
 		t.Errorf("an unknown stage: %v", err)
 	}
+	// An envelope at a stage the pipeline lacks (edited, or another
+	// pipeline's of the same name) is refused, naming the stage, by
+	// Process and by Resume: nothing runs.
+	for name, run := range map[string]func(*Envelope) (*Result, error){
+		"Process": func(e *Envelope) (*Result, error) { return p.Process(context.Background(), e) },
+		"Resume": func(e *Envelope) (*Result, error) {
+			e.Pending = &Pending{Stage: e.Current, Outcome: "clarify"}
+			return p.Resume(context.Background(), e, "yes")
+		},
+	} {
+		bad, _ := NewEnvelope(map[string]any{"task": "x"})
+		bad.Current, bad.Pipeline = "ghost", p.Definition().PipelineName
+		if res, err := run(bad); res != nil || !errors.Is(err, ErrWrongPipeline) || !strings.Contains(err.Error(), `"ghost"`) {
+			t.Errorf("%s of an envelope at a stage the pipeline lacks: %v, %v", name, res, err)
+		}
+	}
 	// What a mock returns is made JSON values the same way.
 	pm, err := New(d, ".", WithTools(kvTools(t)), WithHooks("planner", Hooks{Mock: plan}), WithMock(true))
 	if err != nil {

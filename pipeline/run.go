@@ -78,6 +78,9 @@ func (p *Pipeline) run(ctx context.Context, env *Envelope, opts []RunOption) (*R
 		}
 		r.env = env
 	}
+	if err := p.checkCurrent(env); err != nil {
+		return nil, err
+	}
 	var seed int64
 	if r.set.Seed != nil {
 		seed = seedOf(*r.set.Seed, p, env)

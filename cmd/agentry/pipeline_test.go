@@ -74,6 +74,30 @@ func TestPipelinePauseAndResume(t *testing.T) {
 	if code != 2 || !strings.Contains(errs, "not a pipeline definition") {
 		t.Errorf("resume of an agent: exit %d %s", code, errs)
 	}
+	// A paused envelope edited to wait at a stage the pipeline lacks: an
+	// error naming the stage, exit 2 (it crashed the binary once).
+	var env map[string]any
+	if err := json.Unmarshal(mustRead(t, paused), &env); err != nil {
+		t.Fatal(err)
+	}
+	pending := env["envelope"].(map[string]any)["pending"].(map[string]any)
+	pending["stage"] = "ghost"
+	edited := filepath.Join(t.TempDir(), "edited.json")
+	b, _ := json.Marshal(env)
+	os.WriteFile(edited, b, 0o600)
+	code, _, errs = run(t, "run", "testdata/pipelines/ask.json", "--resume", edited, "--input", "answer=staging")
+	if code != 2 || !strings.Contains(errs, `"ghost"`) || strings.Contains(errs, "panic") {
+		t.Errorf("resume at a stage the pipeline lacks: exit %d %s", code, errs)
+	}
+}
+
+func mustRead(t *testing.T, path string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
 }
 
 // A stored pipeline paused for the user goes on with resume --answer, as

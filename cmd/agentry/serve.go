@@ -31,6 +31,7 @@ type serveFlags struct {
 	drain                                      time.Duration
 	allowPrivate, resumeInterrupted            bool
 	a2aAgent, baseURL                          string
+	models                                     []string
 	temporal                                   temporalFlags
 }
 
@@ -57,7 +58,7 @@ func (f *serveFlags) flags(cmd *cobra.Command) {
 	fl.StringVar(&f.addr, "addr", "127.0.0.1:8080", "the address to listen on")
 	fl.StringVar(&f.agents, "agents", "agents", "the agents directory to serve")
 	fl.StringVar(&f.pipelines, "pipelines", "", "a directory of pipeline definitions (*.json) to serve too")
-	fl.StringVar(&f.keys, "auth-keys", "", `a JSON file of bearer keys: [{"name", "sha256", "role"}] (roles viewer, runner, admin; hashes from "agentry hash-key")`)
+	fl.StringVar(&f.keys, "auth-keys", "", `a JSON file of bearer keys: [{"name", "sha256", "role", "all_users"}] (roles viewer, runner, admin; hashes from "agentry hash-key"; a key reaches its own name's runs, or every user's with "all_users": true)`)
 	fl.IntVar(&f.maxRuns, "max-runs", 64, "the most runs going at once (429 beyond)")
 	fl.IntVar(&f.maxStreams, "max-streams", 1024, "the most event streams open at once (429 beyond)")
 	fl.StringVar(&f.logLevel, "log-level", os.Getenv("AGENTRY_LOG_LEVEL"), "log requests and runs on stderr at this level: debug, info, warn, error, off (env AGENTRY_LOG_LEVEL; off by default)")
@@ -66,6 +67,7 @@ func (f *serveFlags) flags(cmd *cobra.Command) {
 	fl.BoolVar(&f.allowPrivate, "allow-private-network", false, "let the HTTP tools reach private and loopback addresses")
 	fl.StringVar(&f.a2aAgent, "a2a-agent", "", "the agent (NAME or NAME@VERSION) of the well-known A2A card and POST /a2a (default: the only agent served); every agent is at /a2a/NAME")
 	fl.StringVar(&f.baseURL, "base-url", "", "the URL clients reach the server at (https://host[/prefix]), for the A2A cards' endpoints (default: the URL a card is asked for)")
+	fl.StringSliceVar(&f.models, "models", nil, `models a request's "model" may name besides each agent's own model_name and fallback_models, and the only ones an inline spec may name (comma-separated, or the flag again)`)
 	fl.BoolVar(&f.resumeInterrupted, "resume-interrupted", false, "at start, resume the runs a stopped or crashed server left interrupted")
 	f.temporal.flags(cmd, false)
 	fl.Lookup("temporal").Usage = "start agent runs on the Temporal server at HOST:PORT, for agentry worker to run (env AGENTRY_TEMPORAL)"
@@ -157,7 +159,7 @@ func newServer(ctx context.Context, f serveFlags, stderr io.Writer) (srv *server
 		closers = append(closers, c.Close)
 		remote = temporalRemote{c: c, t: f.temporal}
 	}
-	srv, err = server.New(server.Config{Store: st, Agents: reg, Pipelines: pipes, AgentOptions: opts, Keys: keys, MaxRuns: f.maxRuns, MaxStreams: f.maxStreams,
+	srv, err = server.New(server.Config{Store: st, Agents: reg, Pipelines: pipes, AgentOptions: opts, Models: f.models, Keys: keys, MaxRuns: f.maxRuns, MaxStreams: f.maxStreams,
 		EncryptionKey: key, Logger: logger, Prompts: userPrompts(st, f.prompts), Version: version(), A2AAgent: f.a2aAgent, BaseURL: f.baseURL,
 		Remote: remote})
 	if err != nil {

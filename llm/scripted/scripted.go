@@ -27,6 +27,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"iter"
 	"os"
 	"path/filepath"
@@ -254,11 +255,38 @@ func buildError(e *Error, model string) (*llm.APIError, error) {
 		Message: e.Message, RetryAfter: time.Duration(e.RetryAfterMS) * time.Millisecond}, nil
 }
 
-// Load reads and parses the script file at path.
+// MaxScriptBytes caps a script file: a larger one is refused before it
+// is read.
+const MaxScriptBytes = 64 << 20
+
+// Load reads and parses the script file at path: a regular file of at
+// most MaxScriptBytes (not a FIFO, a device or a directory, which could
+// hold a reader forever).
 func Load(path string) (*Script, error) {
-	data, err := os.ReadFile(path)
+	// Stat before Open: opening a FIFO waits for its writer.
+	if fi, err := os.Stat(path); err == nil && !fi.Mode().IsRegular() {
+		return nil, fmt.Errorf("scripted model: %s is not a regular file", path)
+	}
+	f, err := os.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("scripted model: %w", err)
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	switch {
+	case err != nil:
+		return nil, fmt.Errorf("scripted model: %w", err)
+	case !fi.Mode().IsRegular():
+		return nil, fmt.Errorf("scripted model: %s is not a regular file", path)
+	case fi.Size() > MaxScriptBytes:
+		return nil, fmt.Errorf("scripted model: %s is %d bytes, over the %d a script may have", path, fi.Size(), MaxScriptBytes)
+	}
+	data, err := io.ReadAll(io.LimitReader(f, MaxScriptBytes+1))
+	if err != nil {
+		return nil, fmt.Errorf("scripted model: %w", err)
+	}
+	if len(data) > MaxScriptBytes {
+		return nil, fmt.Errorf("scripted model: %s is over the %d bytes a script may have", path, MaxScriptBytes)
 	}
 	return Parse(path, data)
 }

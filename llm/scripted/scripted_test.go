@@ -4,7 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"os"
+	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -200,5 +203,30 @@ func TestScriptInGo(t *testing.T) {
 	if _, err := New("bad", Turn{ToolCalls: []ToolCall{{Name: "f", Arguments: func() {}}}}); err == nil ||
 		!strings.Contains(err.Error(), "turn 1") || !strings.Contains(err.Error(), "tool call 1 (f): arguments") {
 		t.Errorf("arguments that do not encode: %v", err)
+	}
+}
+
+// TestLoadRefusesWhatIsNoFile: a FIFO (which would hold the reader until
+// a writer comes), a directory and a file over the cap are refused at
+// once, each named.
+func TestLoadRefusesWhatIsNoFile(t *testing.T) {
+	dir := t.TempDir()
+	fifo := filepath.Join(dir, "fifo")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	big := filepath.Join(dir, "big.json")
+	f, err := os.Create(big)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.Truncate(MaxScriptBytes + 1)
+	f.Close()
+	for _, tc := range []struct{ path, says string }{
+		{fifo, "not a regular file"}, {dir, "not a regular file"}, {big, "over the"},
+	} {
+		if _, err := Load(tc.path); err == nil || !strings.Contains(err.Error(), tc.says) {
+			t.Errorf("Load(%s) = %v, want an error saying %q", tc.path, err, tc.says)
+		}
 	}
 }
