@@ -11,6 +11,7 @@ import (
 
 	"github.com/agentry/agentry/agent"
 	"github.com/agentry/agentry/internal/ids"
+	"github.com/agentry/agentry/policy"
 	"github.com/agentry/agentry/runlog"
 	"github.com/agentry/agentry/store"
 )
@@ -170,6 +171,9 @@ func begin(ctx context.Context, st store.Store, id string, d *Dataset, targets [
 		labels[i] = t.Label
 	}
 	start := &runlog.Start{Kind: Kind, RunID: id, Input: map[string]any{"dataset": d, "agents": labels}, StartedAt: time.Now().UTC()}
+	if p := policy.PrincipalFrom(ctx); p != nil {
+		start.UserID = p.UserID // the evaluation's owner: the user its case runs act for
+	}
 	w, err := runlog.Create(ctx, st, store.Run{ID: id, Kind: Kind, Name: d.Name, CreatedAt: start.StartedAt}, start, nil)
 	if err != nil {
 		return nil, fmt.Errorf("eval: storing the evaluation: %w", err)

@@ -59,20 +59,38 @@ func needs(ctx context.Context, min Role, method string) error {
 	return refuse(ctx, http.StatusForbidden, a2a.ErrUnauthorized, "forbidden", fmt.Sprintf("%s needs the role %s", method, min))
 }
 
-// answers refuses a message to a task the caller may see but whose run's
-// approvals it may not decide (a key that reaches every user's tasks,
-// answering another user's). A task it does not see is left to the SDK,
-// which does not find it.
-func (h a2aHandler) answers(ctx context.Context, req *a2a.SendMessageRequest) error {
+// unseen is the id the SDK is given for a task the caller names: the
+// task's own, or, for another user's task, an id no task has, so that
+// every path of the SDK (its task store, and its running executions,
+// which a subscription or a message reaches without the store) answers
+// exactly as it answers a task that does not exist.
+func (h a2aHandler) unseen(ctx context.Context, id a2a.TaskID) a2a.TaskID {
+	if owner, ok := h.tasks.owner(id); ok && !callerOf(ctx).sees(owner) {
+		return a2a.NewTaskID()
+	}
+	return id
+}
+
+// answers readies a message for the SDK: to another user's task, it
+// names no task that exists (unseen); to a task the caller sees but
+// whose run's approvals it may not decide (a key that reaches every
+// user's tasks, answering another user's), it is refused.
+func (h a2aHandler) answers(ctx context.Context, req *a2a.SendMessageRequest) (*a2a.SendMessageRequest, error) {
 	if req == nil || req.Message == nil || req.Message.TaskID == "" {
-		return nil
+		return req, nil
 	}
-	owner, ok := h.tasks.owner(req.Message.TaskID)
-	if c := callerOf(ctx); ok && c.sees(owner) && !c.decides(owner) {
-		return refuse(ctx, http.StatusForbidden, a2a.ErrUnauthorized, "forbidden",
-			fmt.Sprintf("task %s is %s's: only its own runner key or an admin answers it", req.Message.TaskID, ownerName(owner)))
+	id := req.Message.TaskID
+	if other := h.unseen(ctx, id); other != id {
+		msg, r := *req.Message, *req
+		msg.TaskID, r.Message = other, &msg
+		return &r, nil
 	}
-	return nil
+	owner, ok := h.tasks.owner(id)
+	if c := callerOf(ctx); ok && !c.decides(owner) {
+		return nil, refuse(ctx, http.StatusForbidden, a2a.ErrUnauthorized, "forbidden",
+			fmt.Sprintf("task %s is %s's: only its own runner key or an admin answers it", id, ownerName(owner)))
+	}
+	return req, nil
 }
 
 // slot takes a run slot for the run a message may start or go on with,
@@ -106,7 +124,9 @@ func (h a2aHandler) GetTask(ctx context.Context, req *a2a.GetTaskRequest) (*a2a.
 	if err := needs(ctx, RoleViewer, "GetTask"); err != nil {
 		return nil, err
 	}
-	return h.h.GetTask(ctx, req)
+	r := *req
+	r.ID = h.unseen(ctx, req.ID)
+	return h.h.GetTask(ctx, &r)
 }
 
 // ListTasks implements a2asrv.RequestHandler: the caller's own tasks.
@@ -125,6 +145,9 @@ func (h a2aHandler) CancelTask(ctx context.Context, req *a2a.CancelTaskRequest) 
 	if err := needs(ctx, RoleRunner, "CancelTask"); err != nil {
 		return nil, err
 	}
+	r := *req
+	r.ID = h.unseen(ctx, req.ID)
+	req = &r
 	for i := 0; ; i++ {
 		task, err := h.h.CancelTask(ctx, req)
 		if err == nil || !h.waiting(ctx, req.ID) || !settle(ctx, i) {
@@ -149,7 +172,8 @@ func (h a2aHandler) SendMessage(ctx context.Context, req *a2a.SendMessageRequest
 	if err := needs(ctx, RoleRunner, "SendMessage"); err != nil {
 		return nil, err
 	}
-	if err := h.answers(ctx, req); err != nil {
+	req, err := h.answers(ctx, req)
+	if err != nil {
 		return nil, err
 	}
 	ctx, done, err := h.slot(ctx)
@@ -176,7 +200,8 @@ func (h a2aHandler) SendStreamingMessage(ctx context.Context, req *a2a.SendMessa
 			yield(nil, err)
 			return
 		}
-		if err := h.answers(ctx, req); err != nil {
+		req, err := h.answers(ctx, req)
+		if err != nil {
 			yield(nil, err)
 			return
 		}
@@ -227,7 +252,9 @@ func (h a2aHandler) SubscribeToTask(ctx context.Context, req *a2a.SubscribeToTas
 			return
 		}
 		defer endStream()
-		for ev, err := range h.h.SubscribeToTask(ctx, req) {
+		r := *req
+		r.ID = h.unseen(ctx, req.ID)
+		for ev, err := range h.h.SubscribeToTask(ctx, &r) {
 			if !yield(ev, err) {
 				return
 			}
