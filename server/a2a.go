@@ -238,8 +238,11 @@ func writeA2AError(w http.ResponseWriter, status int, code, message string) {
 	case http.StatusTooManyRequests, http.StatusServiceUnavailable, http.StatusInternalServerError:
 		rpc = -32000 // server error
 	}
-	if code == "version_not_supported" {
+	switch code {
+	case "version_not_supported":
 		rpc = -32009
+	case "parse_error":
+		rpc = -32700
 	}
 	writeJSON(w, status, map[string]any{"jsonrpc": "2.0", "id": nil,
 		"error": map[string]any{"code": rpc, "message": message, "data": map[string]string{"code": code}}})
