@@ -29,7 +29,7 @@ go test -race -count=1 ./...
 # (a number with a six-digit exponent) would otherwise stall the run.
 fuzz() {
   local out
-  if ! out=$(go test -run '^$' -fuzz "^$2\$" -fuzztime "${FUZZTIME:-50000x}" -fuzzminimizetime 100x "$1" 2>&1); then
+  if ! out=$(go test -run '^$' -fuzz "^$2\$" -fuzztime "${3:-${FUZZTIME:-50000x}}" -fuzzminimizetime 100x "$1" 2>&1); then
     echo "$out" >&2
     echo "fuzz: $2 in $1 failed; the failing input is in $1/testdata/fuzz/$2" >&2
     exit 1
@@ -45,4 +45,9 @@ fuzz ./llm/scripted FuzzParse
 fuzz ./policy FuzzParse
 fuzz ./policy FuzzRedact
 fuzz ./prompt FuzzTemplate
+# The server's protocol decoders: each input is a whole HTTP request and
+# the store it may write to, so a thousand of each.
+for target in FuzzA2A FuzzAGUI FuzzMCP FuzzChatCompletions; do
+  fuzz ./server "$target" "${FUZZTIME_SERVER:-1000x}"
+done
 echo "fuzz: ok"
