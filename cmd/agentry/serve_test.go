@@ -159,15 +159,24 @@ func TestServe(t *testing.T) {
 	}
 	s.stop(t)
 
-	// With keys: roles hold over the wire.
+	// With keys: roles and owners hold over the wire. The run above is
+	// the local operator's (made without keys): a viewer that reaches
+	// every user's reads it, another does not find it.
 	keys := filepath.Join(t.TempDir(), "keys.json")
-	os.WriteFile(keys, []byte(`[{"name": "viewer", "sha256": "`+hashOf("v-key")+`", "role": "viewer"}]`), 0o600)
-	s = startServe(t, "--agents", agents, "--db", db, "--auth-keys", keys)
+	os.WriteFile(keys, []byte(`[{"name": "viewer", "sha256": "`+hashOf("v-key")+`", "role": "viewer", "all_users": true},
+		{"name": "ada", "sha256": "`+hashOf("a-key")+`", "role": "runner"}]`), 0o600)
+	s = startServe(t, "--agents", agents, "--db", db, "--auth-keys", keys, "--models", "scripted:elsewhere.json")
 	if code, _ := s.call(t, "GET", "/v1/runs", "", ""); code != 401 {
 		t.Errorf("no key: %d", code)
 	}
 	if code, _ := s.call(t, "GET", "/v1/runs/"+id, "v-key", ""); code != 200 {
 		t.Errorf("a viewer reads: %d", code)
+	}
+	if code, _ := s.call(t, "GET", "/v1/runs/"+id, "a-key", ""); code != 404 {
+		t.Errorf("another user's runner reads the operator's run: %d", code)
+	}
+	if code, body := s.call(t, "POST", "/v1/runs", "a-key", `{"agent": "A2", "model": "scripted:/etc/passwd"}`); code != 400 {
+		t.Errorf("a model the operator did not list: %d %v", code, body)
 	}
 	if code, _ := s.call(t, "POST", "/v1/runs", "v-key", `{"agent": "A2"}`); code != 403 {
 		t.Errorf("a viewer creates: %d", code)
