@@ -14,8 +14,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/agentry/agentry/agent"
-	"github.com/agentry/agentry/spec"
 	"github.com/agentry/agentry/store"
 )
 
@@ -38,24 +36,7 @@ func newFuzzServer(tb testing.TB) *fuzzServer {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	opts := []agent.Option{agent.WithProvider(polite{}, "test"), agent.WithTools(kvRegistry(tb))}
-	reg := agent.NewRegistry()
-	for _, js := range []string{
-		`{"agent_name": "greeter", "version": "v1", "system_text": "Greet."}`,
-		`{"agent_name": "approver", "version": "v1", "system_text": "Store.", "tools": ["kv_set"], "policy": {"approval": {"tools": ["kv_set"]}}}`,
-	} {
-		sp, err := spec.Parse("spec", []byte(js))
-		if err != nil {
-			tb.Fatal(err)
-		}
-		a, err := agent.New(sp, opts...)
-		if err != nil {
-			tb.Fatal(err)
-		}
-		if err := reg.Register(a); err != nil {
-			tb.Fatal(err)
-		}
-	}
+	reg, opts := politeAgents(tb)
 	srv, err := New(Config{Store: st, Agents: reg, Keys: ownerKeys, AgentOptions: opts, A2AAgent: "greeter"})
 	if err != nil {
 		tb.Fatal(err)

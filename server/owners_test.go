@@ -61,6 +61,32 @@ func (polite) Generate(_ context.Context, req *llm.Request) (*llm.Response, erro
 		Arguments: json.RawMessage(`{"key": "k", "value": "v"}`)}}}, nil
 }
 
+// politeAgents are greeter (answers at once) and approver (its one tool
+// call waits for a person), both of the polite model, and the options
+// they were built with.
+func politeAgents(tb testing.TB) (*agent.Registry, []agent.Option) {
+	tb.Helper()
+	opts := []agent.Option{agent.WithProvider(polite{}, "test"), agent.WithTools(kvRegistry(tb))}
+	reg := agent.NewRegistry()
+	for _, js := range []string{
+		`{"agent_name": "greeter", "version": "v1", "system_text": "Greet."}`,
+		`{"agent_name": "approver", "version": "v1", "system_text": "Store.", "tools": ["kv_set"], "policy": {"approval": {"tools": ["kv_set"]}}}`,
+	} {
+		sp, err := spec.Parse("spec", []byte(js))
+		if err != nil {
+			tb.Fatal(err)
+		}
+		a, err := agent.New(sp, opts...)
+		if err != nil {
+			tb.Fatal(err)
+		}
+		if err := reg.Register(a); err != nil {
+			tb.Fatal(err)
+		}
+	}
+	return reg, opts
+}
+
 // ownersFixture is a server with ownerKeys over a fresh SQLite store,
 // serving greeter (answers at once), approver (its one tool call waits
 // for a person) and waiter (held until the test ends).
@@ -77,24 +103,7 @@ func newOwnersFixture(t *testing.T, c Config) *ownersFixture {
 		t.Fatal(err)
 	}
 	f := &fixture{st: st, release: make(chan struct{})}
-	opts := []agent.Option{agent.WithProvider(polite{}, "test"), agent.WithTools(kvRegistry(t))}
-	reg := agent.NewRegistry()
-	for _, js := range []string{
-		`{"agent_name": "greeter", "version": "v1", "system_text": "Greet."}`,
-		`{"agent_name": "approver", "version": "v1", "system_text": "Store.", "tools": ["kv_set"], "policy": {"approval": {"tools": ["kv_set"]}}}`,
-	} {
-		sp, err := spec.Parse("spec", []byte(js))
-		if err != nil {
-			t.Fatal(err)
-		}
-		a, err := agent.New(sp, opts...)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := reg.Register(a); err != nil {
-			t.Fatal(err)
-		}
-	}
+	reg, opts := politeAgents(t)
 	waiter, err := agent.New(&spec.Spec{AgentName: "waiter", Version: "v1", SystemText: "Wait."}, agent.WithProvider(held{f.release}, "test"))
 	if err != nil {
 		t.Fatal(err)
