@@ -49,6 +49,7 @@ type Agent struct {
 	model        string                    // the id the provider is called with
 	priceModel   string                    // the model prices are looked up for
 	modelName    string                    // the model as the spec or --model wrote it
+	modelAt      llm.Config                // where modelName is opened: its base URL, its files' directory
 	tools        toolTable                 // as built
 	live         atomic.Pointer[toolTable] // as an MCP server's tools changed since; nil until then
 	mcp          []*mcpSet                 // the MCP servers whose tools it has
@@ -441,13 +442,23 @@ func (a *Agent) openModel(o options) error {
 		model = a.spec.Provider + ":" + model
 	}
 	fallbacks := a.spec.FallbackModels
+	baseURL := a.spec.BaseURL
 	if o.model != "" {
-		// --model replaces the model and its fallbacks; its relative paths
-		// are the caller's, not the spec file's.
+		// --model replaces the model and its fallbacks. One of the spec's
+		// own fallbacks runs as the spec describes it (its provider and
+		// base_url, its paths the spec file's); any other model keeps the
+		// spec's base_url, and its relative paths are the caller's.
 		model, fallbacks = o.model, nil
-		o.baseDir = ""
+		if f, ok := fallbackNamed(a.spec, o.model); ok {
+			model, baseURL = f.ModelName, f.BaseURL
+			if f.Provider != "" && !strings.HasPrefix(model, f.Provider+":") {
+				model = f.Provider + ":" + model
+			}
+		} else {
+			o.baseDir = ""
+		}
 	}
-	a.modelName = model
+	a.modelName, a.modelAt = model, llm.Config{BaseURL: baseURL, Dir: o.baseDir}
 	if o.provider != nil {
 		a.providerName = o.provider.name
 		if a.providerName == "" {
@@ -464,7 +475,7 @@ func (a *Agent) openModel(o options) error {
 		// so the spec alone does not need one.
 		return fmt.Errorf("model_name is required for mode %s (or give the agent a model in code: agent.WithProvider or agent.WithModel)", a.spec.Mode)
 	}
-	first, pricedModel, err := a.candidate(o, model, a.spec.BaseURL)
+	first, pricedModel, err := a.candidate(o, model, baseURL)
 	if err != nil {
 		return fmt.Errorf("model_name: %v", err)
 	}
@@ -488,6 +499,17 @@ func (a *Agent) openModel(o options) error {
 	}
 	a.provider = a.modelChain(o, llm.NewRouter(cands, llm.RouterOptions{}))
 	return nil
+}
+
+// fallbackNamed is the spec's fallback model named name, as the spec
+// writes it (model_name, or provider:model_name).
+func fallbackNamed(sp *spec.Spec, name string) (spec.ModelRef, bool) {
+	for _, f := range sp.FallbackModels {
+		if name == f.ModelName || f.Provider != "" && name == f.Provider+":"+f.ModelName {
+			return f, true
+		}
+	}
+	return spec.ModelRef{}, false
 }
 
 // candidate opens one model with its chain, so that a router falls over

@@ -378,11 +378,7 @@ func (a *Agent) playOn(l *runlog.Log) llm.Provider {
 	if l.Attempts == 0 || a.o.provider != nil || a.o.model != l.Start.Model || a.modelName == "" {
 		return nil
 	}
-	dir := a.o.baseDir
-	if a.o.model != "" {
-		dir = "" // --model paths are the caller's
-	}
-	m, err := llm.Open(a.modelName, llm.Config{Dir: dir, BaseURL: a.spec.BaseURL})
+	m, err := llm.Open(a.modelName, a.modelAt)
 	if err != nil {
 		return nil
 	}

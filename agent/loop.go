@@ -161,7 +161,7 @@ func (s *Session) Run(ctx context.Context) (*Result, error) {
 			jerr = j.end(ctx, res)
 		}
 		if jerr != nil && (err == nil || errors.Is(err, ErrDispatched)) {
-			err = jerr
+			err = redactErr(jerr, a.redact)
 		}
 	}
 	return res, err

@@ -163,29 +163,51 @@ func redactDetails(d map[string]any, red *policy.Redactor) map[string]any {
 
 // redactErr is the error a run returns, with its secrets redacted as its
 // Result's message is: a Go program that logs it logs no key. errors.Is
-// and errors.As reach what it wraps, and the message of a provider's
-// *llm.APIError in it is redacted too (the run made it; nothing else
-// holds it).
+// reaches what it wraps; errors.As for an *llm.APIError finds a copy
+// whose message and cause are redacted too (the provider's own value is
+// left as it is: others may hold it).
 func redactErr(err error, red *policy.Redactor) error {
 	if err == nil {
 		return nil
 	}
-	var api *llm.APIError
-	if errors.As(err, &api) {
-		api.Message = red.String(api.Message)
-	}
 	msg := err.Error()
-	if clean := red.String(msg); clean != msg {
-		return &redactedError{msg: clean, err: err}
+	var api *llm.APIError
+	if clean := red.String(msg); clean != msg || errors.As(err, &api) && apiLeaks(api, red) {
+		return &redactedError{msg: clean, err: err, red: red}
 	}
 	return err
+}
+
+// apiLeaks says whether an APIError's message or cause holds a secret.
+func apiLeaks(api *llm.APIError, red *policy.Redactor) bool {
+	return red.Found(api.Message) || api.Err != nil && red.Found(api.Err.Error())
 }
 
 // redactedError is an error whose text is redacted.
 type redactedError struct {
 	msg string
 	err error
+	red *policy.Redactor
 }
 
 func (e *redactedError) Error() string { return e.msg }
 func (e *redactedError) Unwrap() error { return e.err }
+
+// As gives an *llm.APIError target a redacted copy of the one wrapped.
+func (e *redactedError) As(target any) bool {
+	t, ok := target.(**llm.APIError)
+	if !ok {
+		return false
+	}
+	var api *llm.APIError
+	if !errors.As(e.err, &api) {
+		return false
+	}
+	c := *api
+	c.Message = e.red.String(api.Message)
+	if api.Err != nil && e.red.Found(api.Err.Error()) {
+		c.Err = errors.New(e.red.String(api.Err.Error()))
+	}
+	*t = &c
+	return true
+}

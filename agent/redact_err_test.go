@@ -50,8 +50,14 @@ func TestRunErrorRedacted(t *testing.T) {
 				t.Errorf("errors.Is(err, the provider's error) = false: %v", err)
 			}
 			var api *llm.APIError
-			if errors.As(err, &api) && strings.Contains(api.Message, "CANARY") {
-				t.Errorf("the key is in the APIError errors.As finds: %q", api.Message)
+			if errors.As(err, &api) && (strings.Contains(api.Message, "CANARY") || strings.Contains(api.Error(), "CANARY") ||
+				api.Err != nil && strings.Contains(api.Err.Error(), "CANARY")) {
+				t.Errorf("the key is in the APIError errors.As finds: %q", api.Error())
+			}
+			// The provider's own error is left as it was: others may hold it.
+			var orig *llm.APIError
+			if errors.As(tc.err, &orig) && !strings.Contains(orig.Error(), "CANARY") {
+				t.Errorf("the provider's error was changed in place: %v", orig)
 			}
 		})
 	}

@@ -192,10 +192,7 @@ func TestModelFromRequest(t *testing.T) {
 		if model == "" {
 			continue // no model: the agent's own
 		}
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		code, _, body := o.raw(t, "POST", "/v1/runs", "alice-run", fmt.Sprintf(`{"agent": "greeter", "model": %q}`, model))
-		cancel()
-		_ = ctx
 		if code != 400 {
 			t.Errorf("model %q: %d %s", model, code, clip(body))
 		}
@@ -307,9 +304,22 @@ type localRemote struct {
 	agents *agent.Registry
 	st     store.Store
 	wg     sync.WaitGroup
+	mu     sync.Mutex
+	done   map[string]chan struct{} // closed when the run's "workflow" ends
 }
 
 func (r *localRemote) Start(_ context.Context, rr RemoteRun) (string, error) {
+	if rr.Input["doomed"] != nil {
+		// The engine takes the run and its workflow fails before the
+		// run begins: nothing is ever stored.
+		id := fmt.Sprintf("run_doomed%d", len(r.done))
+		done := make(chan struct{})
+		close(done)
+		r.mu.Lock()
+		r.done[id] = done
+		r.mu.Unlock()
+		return id, nil
+	}
 	a, err := r.agents.Get(rr.Agent)
 	if err != nil {
 		return "", err
@@ -318,12 +328,29 @@ func (r *localRemote) Start(_ context.Context, rr RemoteRun) (string, error) {
 	if err != nil {
 		return "", err
 	}
+	done := make(chan struct{})
+	r.mu.Lock()
+	r.done[sess.RunID()] = done
+	r.mu.Unlock()
 	r.wg.Add(1)
 	go func() {
 		defer r.wg.Done()
+		defer close(done)
 		sess.Run(context.Background())
 	}()
 	return sess.RunID(), nil
+}
+
+func (r *localRemote) Wait(ctx context.Context, id string) error {
+	r.mu.Lock()
+	done := r.done[id]
+	r.mu.Unlock()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 }
 
 func (r *localRemote) Decide(context.Context, string, []string, []string, string, string) error {
@@ -337,10 +364,10 @@ func (r *localRemote) Drives(string) bool                  { return false }
 // on the Remote holds its slot until it ends: past the limit, 429 before
 // the Remote is asked; once a run ends, there is room again.
 func TestMaxRunsRemote(t *testing.T) {
-	remote := &localRemote{}
+	remote := &localRemote{done: map[string]chan struct{}{}}
+	t.Cleanup(remote.wg.Wait) // after the fixture's cleanup, which lets the held runs go
 	f := newFixture(t, Config{MaxRuns: 2, Remote: remote})
 	remote.agents, remote.st = f.srv.cfg.Agents, f.st
-	t.Cleanup(remote.wg.Wait)
 	for i := range 2 {
 		if code, body := f.do(t, "POST", "/v1/runs", "", `{"agent": "waiter"}`); code != 201 {
 			t.Fatalf("run %d: %d %v", i, code, body)
@@ -358,6 +385,15 @@ func TestMaxRunsRemote(t *testing.T) {
 		code, _ := f.do(t, "POST", "/v1/runs?wait=true", "", `{"agent": "greeter"}`)
 		return code == 201 || code == 200
 	})
+	// A run whose workflow ends before it begins (the engine refused it)
+	// gives its slot back too: two of them, then room for a third run.
+	for i := range 3 {
+		waitFor(t, func() bool {
+			code, _, _ := f.raw(t, "POST", "/v1/runs", "", `{"agent": "greeter", "input": {"doomed": true}}`)
+			return code == 201
+		})
+		_ = i
+	}
 }
 
 // TestCloseEndsOthersStreams: at SIGTERM the server once waited, up to
@@ -407,5 +443,38 @@ func TestCloseEndsOthersStreams(t *testing.T) {
 	}
 	if run, _ := f.st.Get(context.Background(), id); run.Status != store.Running {
 		t.Errorf("the run, driven elsewhere, is %s", run.Status)
+	}
+}
+
+// TestCloseEndsRemoteWaits: a request that waits for a run the Remote
+// drives (?wait=true) once held SIGTERM for --shutdown-timeout too. Now
+// it is answered 503 at once, naming the run, which goes on elsewhere.
+func TestCloseEndsRemoteWaits(t *testing.T) {
+	remote := &localRemote{done: map[string]chan struct{}{}}
+	t.Cleanup(remote.wg.Wait) // after the fixture's cleanup, which lets the held run go
+	f := newFixture(t, Config{Remote: remote})
+	remote.agents, remote.st = f.srv.cfg.Agents, f.st
+	answered := make(chan int, 1)
+	go func() {
+		code, _, _ := f.raw(t, "POST", "/v1/runs?wait=true", "", `{"agent": "waiter"}`)
+		answered <- code
+	}()
+	waitFor(t, func() bool { rs, _ := f.st.List(context.Background(), store.Filter{}); return len(rs) == 1 })
+	closed := make(chan error, 1)
+	go func() { closed <- f.srv.Close(context.Background()) }()
+	for _, c := range []any{answered, closed} {
+		select {
+		case <-time.After(time.Minute):
+			t.Fatal("Close waits for a request that waits for a run the Remote drives")
+		case v := <-answered:
+			if v != 503 {
+				t.Errorf("the waiting request: %d, want 503", v)
+			}
+		case err := <-closed:
+			if err != nil {
+				t.Errorf("close: %v", err)
+			}
+		}
+		_ = c
 	}
 }

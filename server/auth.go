@@ -110,13 +110,14 @@ type caller struct {
 
 type callerKey struct{}
 
-// callerOf is the caller of a request's context. A context with none (a
-// run resumed at start, with no request) is the local operator's.
+// callerOf is the caller of a request's context. A context with none
+// may do nothing and reaches only the local operator's things: what runs
+// without a request (a resume at start) decides nothing through it.
 func callerOf(ctx context.Context) *caller {
 	if c, ok := ctx.Value(callerKey{}).(*caller); ok {
 		return c
 	}
-	return &caller{role: RoleAdmin, all: true}
+	return &caller{}
 }
 
 // at says whether the caller's role is at least min.

@@ -49,7 +49,7 @@ func (s *Server) listEvals(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, "invalid_request", err.Error())
 		return
 	}
-	if !ownedBy(r, &f) {
+	if !s.ownedBy(r, &f) {
 		writeJSON(w, http.StatusOK, map[string]any{"evals": []evalView{}})
 		return
 	}

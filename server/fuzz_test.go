@@ -28,6 +28,10 @@ type fuzzServer struct {
 	srv  *Server
 	http *httptest.Server
 	st   store.Store
+	// alice's things, which an input names by placeholder: her task
+	// waiting for input (TASK_W), her completed task (TASK_D), and the
+	// call her paused run waits on (CALL_P, an AG-UI interrupt's id).
+	names *strings.Replacer
 }
 
 func newFuzzServer(tb testing.TB) *fuzzServer {
@@ -42,6 +46,19 @@ func newFuzzServer(tb testing.TB) *fuzzServer {
 		tb.Fatal(err)
 	}
 	fs := &fuzzServer{srv: srv, http: httptest.NewServer(srv), st: st}
+	waiting, err := fs.task("/a2a/approver")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	done, err := fs.task("/a2a/greeter")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	call, err := fs.pausedCall()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	fs.names = strings.NewReplacer("TASK_W", waiting, "TASK_D", done, "CALL_P", call)
 	tb.Cleanup(func() {
 		fs.http.Close()
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -51,6 +68,64 @@ func newFuzzServer(tb testing.TB) *fuzzServer {
 		st.Close()
 	})
 	return fs
+}
+
+// send posts body to path with key; it returns the answer whole (a
+// stream ends with its run, or after 5 s).
+func (fs *fuzzServer) send(path, key string, body []byte) (*http.Response, []byte, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, "POST", fs.http.URL+path, bytes.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	if key != "" {
+		req.Header.Set("Authorization", "Bearer "+key)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return nil, nil, err
+	}
+	data, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	return resp, data, nil
+}
+
+// task starts a task of alice's at endpoint and returns its id.
+func (fs *fuzzServer) task(endpoint string) (string, error) {
+	_, data, err := fs.send(endpoint, "alice-run", []byte(a2aMessage(false, "", "hi", "")))
+	if err != nil {
+		return "", err
+	}
+	var res struct {
+		Result struct {
+			Task struct {
+				ID string `json:"id"`
+			} `json:"task"`
+		} `json:"result"`
+	}
+	if err := json.Unmarshal(data, &res); err != nil || res.Result.Task.ID == "" {
+		return "", fmt.Errorf("alice's task at %s: %v %s", endpoint, err, data)
+	}
+	return res.Result.Task.ID, fs.quiet()
+}
+
+// pausedCall starts a run of alice's that pauses for approval and
+// returns the idempotency key of the call it waits on.
+func (fs *fuzzServer) pausedCall() (string, error) {
+	if _, _, err := fs.send("/v1/runs?wait=true", "alice-run", []byte(`{"agent": "approver"}`)); err != nil {
+		return "", err
+	}
+	runs, err := fs.st.List(context.Background(), store.Filter{Status: store.AwaitingApproval, Kind: "agent"})
+	if err != nil || len(runs) == 0 {
+		return "", fmt.Errorf("no paused run: %v", err)
+	}
+	recs, err := fs.st.Records(context.Background(), runs[0].ID, 0)
+	for _, r := range recs {
+		if r.Kind == store.KindApproval {
+			return r.Key, err
+		}
+	}
+	return "", fmt.Errorf("run %s waits on no call: %v", runs[0].ID, err)
 }
 
 // quiet waits until no run of the server goes on (a run a request
@@ -92,7 +167,7 @@ var fuzzKeys = []struct {
 
 // fuzzEndpoint sends body to path with each kind of key and checks that
 // a refused request, or one with a key that may not write, leaves the
-// store as it was.
+// store as it was. Its placeholders name alice's things (fuzzServer).
 func fuzzEndpoint(t *testing.T, fs *fuzzServer, path string, which uint8, body []byte) {
 	k := fuzzKeys[int(which)%len(fuzzKeys)]
 	if err := fs.quiet(); err != nil {
@@ -102,21 +177,10 @@ func fuzzEndpoint(t *testing.T, fs *fuzzServer, path string, which uint8, body [
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	req, _ := http.NewRequestWithContext(ctx, "POST", fs.http.URL+path, bytes.NewReader(body))
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "application/json, text/event-stream")
-	if k.key != "" {
-		req.Header.Set("Authorization", "Bearer "+k.key)
-	}
-	resp, err := http.DefaultClient.Do(req)
+	resp, data, err := fs.send(path, k.key, []byte(fs.names.Replace(string(body))))
 	if err != nil {
 		t.Fatal(err)
 	}
-	data, _ := io.ReadAll(resp.Body) // a stream ends with its run, or at the deadline
-	resp.Body.Close()
-	cancel()
 	if err := fs.quiet(); err != nil {
 		t.Fatal(err)
 	}
@@ -137,7 +201,7 @@ func fuzzEndpoint(t *testing.T, fs *fuzzServer, path string, which uint8, body [
 // attacks that once got through.
 func seeds(f *testing.F, bodies ...string) {
 	for _, b := range bodies {
-		for k := range fuzzKeys {
+		for k := range 2 * len(fuzzKeys) { // each key, at each of the two agents
 			f.Add(uint8(k), []byte(b))
 			f.Add(uint8(k), []byte(b+"x"))
 		}
@@ -150,12 +214,14 @@ func seeds(f *testing.F, bodies ...string) {
 func FuzzA2A(f *testing.F) {
 	seeds(f,
 		a2aMessage(false, "", "hi", ""), a2aMessage(true, "", "hi", ""),
-		a2aMessage(false, "task-1", "", `{"approved": true}`), a2aMessage(true, "task-1", "", `{"approved": true}`),
-		`{"jsonrpc": "2.0", "id": 1, "method": "CancelTask", "params": {"id": "task-1"}}`,
-		`{"jsonrpc": "2.0", "id": 1, "method": "tasks/cancel", "params": {"id": "task-1"}}`,
+		a2aMessage(false, "TASK_W", "", `{"approved": true}`), a2aMessage(true, "TASK_W", "", `{"approved": true}`),
+		a2aMessage(false, "TASK_W", "", `{"approve": ["CALL_P"]}`), a2aMessage(false, "TASK_D", "hi", ""),
+		`{"jsonrpc": "2.0", "id": 1, "method": "CancelTask", "params": {"id": "TASK_W"}}`,
+		`{"jsonrpc": "2.0", "id": 1, "method": "tasks/cancel", "params": {"id": "TASK_W"}}`,
+		`{"jsonrpc": "2.0", "id": 1, "method": "SubscribeToTask", "params": {"id": "TASK_W"}}`,
 		`{"jsonrpc": "2.0", "id": 1, "method": "SendStreamingMessage", "params": {"message": {"messageId": "m", "role": "ROLE_USER", "parts": [{"text": "hi"}]}}}`,
 		`{"jsonrpc": "2.0", "id": 1, "method": "message/stream", "params": {"message": {"kind": "message", "messageId": "m", "role": "user", "parts": [{"kind": "text", "text": "hi"}]}}}`,
-		`{"jsonrpc": "2.0", "id": 1, "method": "GetTask", "params": {"id": "task-1"}}`,
+		`{"jsonrpc": "2.0", "id": 1, "method": "GetTask", "params": {"id": "TASK_D"}}`,
 		`{"jsonrpc": "2.0", "id": 1, "method": "", "params": {}}`,
 		`{"jsonrpc": "2.0", "id": 1, "METHOD": "SendMessage", "params": {"message": {"messageId": "m", "role": "ROLE_USER", "parts": [{"text": "hi"}]}}}`,
 		`{"jsonrpc": "2.0", "id": 1, "method": "GetTask", "method": "SendMessage", "params": {"message": {"messageId": "m", "role": "ROLE_USER", "parts": [{"text": "hi"}]}}}`,
@@ -173,7 +239,8 @@ func FuzzA2A(f *testing.F) {
 func FuzzAGUI(f *testing.F) {
 	seeds(f,
 		`{"threadId": "t1", "runId": "r1", "messages": [{"id": "m1", "role": "user", "content": "hi"}]}`,
-		`{"threadId": "t1", "runId": "r2", "messages": [], "resume": [{"interruptId": "run_x:1:0", "status": "resolved", "payload": {"approved": true}}]}`,
+		`{"threadId": "t1", "runId": "r2", "messages": [], "resume": [{"interruptId": "CALL_P", "status": "resolved", "payload": {"approved": true}}]}`,
+		`{"threadId": "", "runId": "r2", "messages": [], "resume": [{"interruptId": "CALL_P", "status": "cancelled"}]}`,
 		`{"threadId": "", "runId": "r1", "messages": []}`,
 		`{"threadId": "t1", "runId": "r1", "messages": [{"role": "user", "content": [{"type": "text", "text": "hi"}]}], "state": {}, "tools": [], "context": []}`)
 	fs := newFuzzServer(f)
@@ -221,8 +288,8 @@ func TestFuzzRefusalShape(t *testing.T) {
 	fuzzEndpoint(t, fs, "/a2a/greeter", 2, []byte(a2aMessage(false, "", "hi", "")))
 	fuzzEndpoint(t, fs, "/a2a/greeter", 0, []byte(a2aMessage(false, "", "hi", "")))
 	after, _ := fs.written()
-	if before == after || !strings.Contains(after, "1 runs") {
-		t.Errorf("the runner's message wrote %s (from %s): want one run", after, before)
+	if !strings.HasPrefix(before, "3 runs") || !strings.HasPrefix(after, "4 runs") {
+		t.Errorf("the runner's message wrote %s (from %s): want one run more", after, before)
 	}
 	var m map[string]any
 	if json.Unmarshal([]byte(a2aMessage(true, "t", "", `{"approved": true}`)), &m) != nil {

@@ -168,6 +168,29 @@ func TestListingsScoped(t *testing.T) {
 	if _, _, body := o.raw(t, "GET", "/v1/runs?user=bob", "root-key", ""); strings.Contains(string(body), o.done) {
 		t.Errorf("?user=bob lists alice's run: %s", clip(body))
 	}
+	// A page from a cursor that is another user's run is the page from a
+	// cursor that names no run: it tells neither that the run exists nor
+	// when it was made.
+	for _, path := range []string{"/v1/runs?cursor=", "/v1/evals?cursor="} {
+		id := o.done
+		if strings.HasPrefix(path, "/v1/evals") {
+			id = o.eval
+		}
+		o.do(t, "POST", "/v1/runs?wait=true", "bob-run", `{"agent": "greeter"}`) // bob has runs of his own
+		_, _, theirs := o.raw(t, "GET", path+id, "bob-view", "")
+		_, _, none := o.raw(t, "GET", path+"run_0000000000000000", "bob-view", "")
+		if string(theirs) != string(none) {
+			t.Errorf("%s another user's run: %s, not as no run's: %s", path, clip(theirs), clip(none))
+		}
+	}
+	// A2A's ListTasks lists the caller's user's tasks.
+	task := o.a2aTask(t, "/a2a/greeter", `"TASK_STATE_COMPLETED"`)
+	list := `{"jsonrpc": "2.0", "id": 1, "method": "ListTasks", "params": {}}`
+	for key, want := range map[string]bool{"alice-view": true, "alice-run": true, "bob-view": false, "bob-run": false} {
+		if _, _, body := o.raw(t, "POST", "/a2a/greeter", key, list); strings.Contains(string(body), task) != want || rpcError(body) != 0 {
+			t.Errorf("%s ListTasks lists alice's task: %v, want %v: %s", key, !want, want, clip(body))
+		}
+	}
 }
 
 // a2aCase is how the A2A matrix tries a method of the request handler:

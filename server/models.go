@@ -26,43 +26,39 @@ var errModelRefused = errors.New(`"model": not a model this server allows (the a
 // errSpecModelRefused is errModelRefused for an inline spec's models.
 var errSpecModelRefused = errors.New(`an inline spec names a model this server does not allow: its model_name and fallback_models must be models the operator lists with --models, with no base_url`)
 
-// servedWith is the served agent a built anew around model, which the
-// request names: nil error and a itself for its own model_name; a new
-// agent (owned by the run) for one of its fallbacks or the operator's
-// models; errModelRefused otherwise.
+// servedWith is the served agent a for a request that names model: a
+// itself for its own model_name; a new agent (owned by the run) for one
+// of its fallbacks (which runs as its spec describes it: its provider
+// and base_url) or one the operator lists; errModelRefused otherwise. A
+// worker on Temporal builds the same agent from the same name.
 func (s *Server) servedWith(a *agent.Agent, model string) (*agent.Agent, bool, int, error) {
 	sp := a.Spec()
-	ref, ok := s.allowedFor(&sp, model)
-	if !ok {
+	if !s.allowedFor(&sp, model) {
 		return nil, false, http.StatusBadRequest, errModelRefused
 	}
-	if ref.ModelName == sp.ModelName && ref.Provider == sp.Provider && ref.BaseURL == sp.BaseURL {
+	if model == sp.ModelName {
 		return a, false, 0, nil
 	}
-	sp.ModelName, sp.Provider, sp.BaseURL = ref.ModelName, ref.Provider, ref.BaseURL
-	b, err := agent.New(&sp, append(slices.Clip(s.cfg.AgentOptions), agent.WithModel(ref.ModelName))...)
+	b, err := agent.New(&sp, append(slices.Clip(s.cfg.AgentOptions), agent.WithModel(model))...)
 	if err != nil {
 		return nil, false, http.StatusBadRequest, fmt.Errorf("the agent does not build with the model it was asked for: %w", err)
 	}
 	return b, true, 0, nil
 }
 
-// allowedFor is the model reference name stands for, for agent sp: its
-// own, one of its fallbacks (each with its provider and base_url), or one
-// of the operator's.
-func (s *Server) allowedFor(sp *spec.Spec, name string) (spec.ModelRef, bool) {
+// allowedFor says whether a request may run agent sp with the model
+// name: its own model_name, one of its fallback_models, or one of the
+// operator's.
+func (s *Server) allowedFor(sp *spec.Spec, name string) bool {
 	if name == sp.ModelName {
-		return spec.ModelRef{ModelName: sp.ModelName, Provider: sp.Provider, BaseURL: sp.BaseURL}, true
+		return true
 	}
 	for _, f := range sp.FallbackModels {
 		if name == f.ModelName {
-			return f, true
+			return true
 		}
 	}
-	if slices.Contains(s.cfg.Models, name) {
-		return spec.ModelRef{ModelName: name}, true
-	}
-	return spec.ModelRef{}, false
+	return slices.Contains(s.cfg.Models, name)
 }
 
 // checkInlineModels refuses an inline spec whose models the operator did

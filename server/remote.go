@@ -28,6 +28,9 @@ type Remote interface {
 	// Drives reports whether the Remote drives the runs of driver, a
 	// run's start record's (agent.DrivenBy).
 	Drives(driver string) bool
+	// Wait returns once the run's workflow has ended (however it
+	// ended: refused before the run began, terminated) or ctx is done.
+	Wait(ctx context.Context, runID string) error
 }
 
 // RemoteRun is a run a Remote starts: a served agent by name (the
@@ -67,42 +70,59 @@ func (s *Server) createRemote(w http.ResponseWriter, r *http.Request, req *runRe
 	}
 	id, err := s.cfg.Remote.Start(r.Context(), rr)
 	if err != nil {
-		<-s.slots
+		s.releaseRemote()
 		writeError(w, http.StatusBadGateway, "remote_error", err.Error())
 		return
 	}
-	s.followRemote(id, 0)
-	s.begun(r.Context(), id)
+	s.begun(r.Context(), id, s.followRemote(id, 0))
 	s.answerRemote(w, r, id, 0, http.StatusCreated)
 }
 
 // followRemote holds the slot taken for a run the Remote drives until
-// its log has a Result after its record after (it ended, or paused for a
-// person), or the server closes.
-func (s *Server) followRemote(id string, after int64) {
-	s.remotes.Add(1)
+// the run stops: its log has a Result after its record after (it ended,
+// or paused for a person), the store reports it stopped (its worker
+// died), or its workflow ended without one (the engine refused or
+// terminated it before it began); or until the server closes.
+func (s *Server) followRemote(id string, after int64) (ended <-chan struct{}) {
+	end := make(chan struct{})
+	ctx, cancel := context.WithCancel(s.base)
 	go func() {
-		defer s.remotes.Done()
-		defer func() { <-s.slots }()
+		s.cfg.Remote.Wait(ctx, id)
+		close(end)
+	}()
+	go func() {
+		defer s.releaseRemote()
+		defer func() { cancel(); <-end }()
 		t := time.NewTicker(remoteFollow)
 		defer t.Stop()
-		for {
-			recs, err := s.cfg.Store.Records(s.base, id, after)
-			if err == nil && len(recs) > 0 {
-				after = recs[len(recs)-1].Seq
-				for _, rec := range recs {
-					if rec.Kind == store.KindResult {
-						return
-					}
-				}
-			}
+		for !s.remoteStopped(id, &after) {
 			select {
 			case <-s.base.Done():
+				return
+			case <-end:
 				return
 			case <-t.C:
 			}
 		}
 	}()
+	return end
+}
+
+// remoteStopped says whether the run has stopped since its record after
+// (which it moves on to the last record read).
+func (s *Server) remoteStopped(id string, after *int64) bool {
+	recs, err := s.cfg.Store.Records(s.base, id, *after)
+	if err != nil || len(recs) == 0 {
+		run, gerr := s.cfg.Store.Get(s.base, id)
+		return gerr == nil && run.Status != store.Running && run.Status != store.AwaitingApproval
+	}
+	*after = recs[len(recs)-1].Seq
+	for _, rec := range recs {
+		if rec.Kind == store.KindResult {
+			return true
+		}
+	}
+	return false
 }
 
 // remoteFollow is how often a run slot held for a run the Remote drives
@@ -113,9 +133,10 @@ const remoteFollow = 200 * time.Millisecond
 // so that the id it answers finds the run in the store.
 const remoteBegin = 5 * time.Second
 
-// begun waits until the run is in the store, or remoteBegin passed (no
-// worker took it yet: it starts when one does).
-func (s *Server) begun(ctx context.Context, id string) {
+// begun waits until the run is in the store, its workflow ended (it
+// never will be), or remoteBegin passed (no worker took it yet: it
+// starts when one does).
+func (s *Server) begun(ctx context.Context, id string, ended <-chan struct{}) {
 	ctx, cancel := context.WithTimeout(ctx, remoteBegin)
 	defer cancel()
 	t := time.NewTicker(remotePoll)
@@ -126,6 +147,8 @@ func (s *Server) begun(ctx context.Context, id string) {
 		}
 		select {
 		case <-ctx.Done():
+			return
+		case <-ended:
 			return
 		case <-t.C:
 		}
@@ -141,7 +164,11 @@ func (s *Server) answerRemote(w http.ResponseWriter, r *http.Request, id string,
 		return
 	}
 	res, err := s.settled(r.Context(), id, after)
-	if err != nil {
+	switch {
+	case errors.Is(err, errStopping):
+		writeError(w, http.StatusServiceUnavailable, "stopping", fmt.Sprintf("the server is shutting down; run %s goes on: follow it at /v1/runs/%s", id, id))
+		return
+	case err != nil:
 		if r.Context().Err() == nil {
 			writeError(w, http.StatusInternalServerError, "error", err.Error())
 		}
@@ -157,7 +184,8 @@ func (s *Server) answerRemote(w http.ResponseWriter, r *http.Request, id string,
 const remotePoll = 50 * time.Millisecond
 
 // settled waits until the run's log has a Result written after its
-// record after (it ended, or paused for approval), and returns it.
+// record after (it ended, or paused for approval), and returns it;
+// errStopping once the server stops.
 func (s *Server) settled(ctx context.Context, id string, after int64) (json.RawMessage, error) {
 	t := time.NewTicker(remotePoll)
 	defer t.Stop()
@@ -180,6 +208,8 @@ func (s *Server) settled(ctx context.Context, id string, after int64) (json.RawM
 		select {
 		case <-ctx.Done():
 			return nil, ctx.Err()
+		case <-s.closing: // the run goes on elsewhere: no reason to hold the server's stop
+			return nil, errStopping
 		case <-t.C:
 		}
 	}
@@ -241,7 +271,7 @@ func (s *Server) resumeRemote(w http.ResponseWriter, r *http.Request, run store.
 	}
 	last := recs[len(recs)-1].Seq
 	if err := s.cfg.Remote.Decide(r.Context(), run.ID, req.Approve, req.Deny, req.Reason, by); err != nil {
-		<-s.slots
+		s.releaseRemote()
 		writeError(w, http.StatusBadGateway, "remote_error", err.Error())
 		return
 	}

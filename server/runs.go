@@ -223,11 +223,17 @@ func (s *Server) admit() error { return s.take(&s.wg) }
 
 // admittedRemote takes a slot for a run the Remote is about to start or
 // go on with (given back by followRemote, or by the caller when the
-// Remote refuses), or says why not, as admitted does. Close does not
-// wait for such a run: it goes on elsewhere.
-func (s *Server) admittedRemote() *refusal { return s.refusalOf(s.take(nil)) }
+// Remote refuses: releaseRemote), or says why not, as admitted does.
+// Close waits for its follower, not for the run: it goes on elsewhere.
+func (s *Server) admittedRemote() *refusal { return s.refusalOf(s.take(&s.remotes)) }
 
-// take takes a slot, counted in wg when it is not nil.
+// releaseRemote gives back what admittedRemote took.
+func (s *Server) releaseRemote() {
+	<-s.slots
+	s.remotes.Done()
+}
+
+// take takes a slot, counted in wg.
 func (s *Server) take(wg *sync.WaitGroup) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -236,9 +242,7 @@ func (s *Server) take(wg *sync.WaitGroup) error {
 	}
 	select {
 	case s.slots <- struct{}{}:
-		if wg != nil {
-			wg.Add(1)
-		}
+		wg.Add(1)
 		return nil
 	default:
 		return errFull
@@ -344,7 +348,7 @@ func (s *Server) listRuns(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, "invalid_request", err.Error())
 		return
 	}
-	if !ownedBy(r, &f) {
+	if !s.ownedBy(r, &f) {
 		writeJSON(w, http.StatusOK, map[string]any{"runs": []runView{}})
 		return
 	}
@@ -367,9 +371,11 @@ func (s *Server) listRuns(w http.ResponseWriter, r *http.Request) {
 
 // ownedBy scopes a listing to what the caller reaches: its own user's
 // runs, or, for a caller that reaches every user's, anyone's (?user=
-// picks one). false: the listing asks for another user's runs, which
-// the caller does not reach; it lists none, as for a user with none.
-func ownedBy(r *http.Request, f *store.Filter) bool {
+// picks one). false: the listing asks for another user's runs, or pages
+// from a cursor that is another user's run, which the caller does not
+// reach; it lists none, as for a user with none or a cursor that names
+// no run.
+func (s *Server) ownedBy(r *http.Request, f *store.Filter) bool {
 	c := callerOf(r.Context())
 	if c.all {
 		return true
@@ -378,6 +384,11 @@ func ownedBy(r *http.Request, f *store.Filter) bool {
 		return false
 	}
 	f.User = c.user
+	if f.Cursor != "" {
+		if run, err := s.cfg.Store.Get(r.Context(), f.Cursor); err == nil && !c.sees(run.User) {
+			return false
+		}
+	}
 	return true
 }
 

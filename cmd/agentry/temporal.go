@@ -358,6 +358,11 @@ func (r temporalRemote) Abort(ctx context.Context, runID string) error {
 	return temporal.Abort(ctx, r.c, runID)
 }
 
+func (r temporalRemote) Wait(ctx context.Context, runID string) error {
+	_, err := temporal.Wait(ctx, r.c, runID)
+	return err
+}
+
 func (r temporalRemote) Drives(driver string) bool {
 	return driver == "temporal:"+r.t.namespace || strings.HasPrefix(driver, "temporal:"+r.t.namespace+"/")
 }

@@ -33,6 +33,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"sync"
+	"syscall"
 	"time"
 	"unicode/utf8"
 
@@ -263,11 +264,8 @@ const MaxScriptBytes = 64 << 20
 // most MaxScriptBytes (not a FIFO, a device or a directory, which could
 // hold a reader forever).
 func Load(path string) (*Script, error) {
-	// Stat before Open: opening a FIFO waits for its writer.
-	if fi, err := os.Stat(path); err == nil && !fi.Mode().IsRegular() {
-		return nil, fmt.Errorf("scripted model: %s is not a regular file", path)
-	}
-	f, err := os.Open(path)
+	// Opened without blocking: opening a FIFO would wait for its writer.
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if err != nil {
 		return nil, fmt.Errorf("scripted model: %w", err)
 	}
