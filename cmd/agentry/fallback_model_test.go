@@ -22,7 +22,7 @@ func TestModelNamesAFallback(t *testing.T) {
 	os.WriteFile(spec, []byte(`{"agent_name": "a", "version": "v1", "model_name": "gpt-4.1-mini", "base_url": "`+primary.URL+`",
 		"fallback_models": [{"model_name": "gpt-4.1", "base_url": "`+fallback.URL+`"}], "system_text": "Greet."}`), 0o600)
 	for _, tc := range []struct {
-		model            string
+		model           string
 		primary, fellTo int
 	}{
 		{"gpt-4.1", 0, 1},      // the fallback, at its own host
