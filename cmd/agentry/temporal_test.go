@@ -533,3 +533,38 @@ func TestTemporalPipeline(t *testing.T) {
 		}
 	}
 }
+
+// serve --temporal --max-runs 1: a run started on Temporal holds the
+// server's one slot while it goes, so a second is refused (429) before
+// Temporal is asked, and the slot comes back when the run ends.
+func TestServeOnTemporalMaxRuns(t *testing.T) {
+	hostPort, _ := testdb.Temporal(t)
+	db := testdb.Postgres(t)
+	svc, url := newCounter(t)
+	_, agents := posterAgents(t, url, "gate", "effect")
+	startWorker(t, "--temporal", hostPort, "--db", db, "--agents", agents, "--allow-private-network")
+	s := startServe(t, "--agents", agents, "--db", db, "--temporal", hostPort, "--allow-private-network", "--max-runs", "1")
+	code, started := s.call(t, "POST", "/v1/runs", "", `{"agent": "poster", "input": {"task": "held at the gate"}}`)
+	if code != 201 {
+		t.Fatalf("a run on Temporal: %d %v\n%s", code, started, s.out)
+	}
+	select {
+	case <-svc.gated:
+	case <-time.After(3 * time.Minute):
+		t.Fatalf("the run never reached the gate\n%s", s.out)
+	}
+	if code, body := s.call(t, "POST", "/v1/runs", "", `{"agent": "poster", "input": {"task": "one too many"}}`); code != 429 {
+		t.Errorf("a second run past --max-runs 1: %d %v", code, body)
+	}
+	svc.open()
+	s.waitStatus(t, started["run_id"].(string), "completed")
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(100 * time.Millisecond) {
+		code, body := s.call(t, "POST", "/v1/runs", "", `{"agent": "poster", "input": {"task": "after"}}`)
+		if code == 201 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the slot never came back: %d %v", code, body)
+		}
+	}
+}
