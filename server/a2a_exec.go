@@ -14,7 +14,6 @@ import (
 
 	"github.com/agentry/agentry/agent"
 	"github.com/agentry/agentry/event"
-	"github.com/agentry/agentry/policy"
 	"github.com/agentry/agentry/spec"
 	"github.com/agentry/agentry/store"
 )
@@ -97,34 +96,22 @@ func (x *a2aExecutor) start(ctx context.Context, t *a2aTarget, ec *a2asrv.Execut
 		yield(task, nil)
 		return
 	}
-	if rf := x.s.claimSlot(ctx); rf != nil {
+	f := newA2AFollower(ec, &sp)
+	_, done, rf := x.s.start(ctx, &launch{agent: t.agent, input: input, session: ec.ContextID, trace: t.traceParent, listen: f.listener(),
+		metadata: map[string]string{"a2a_task_id": string(ec.TaskID), "a2a_context_id": ec.ContextID}, begun: f.run},
+		func() *refusal { return x.s.claimSlot(ctx) }, func(sess *agent.Session) bool { return x.track(ec.TaskID, sess) })
+	if rf != nil {
 		task.Status = a2a.TaskStatus{State: a2a.TaskStateRejected, Message: agentSays(ec, rf.message)}
 		yield(task, nil)
 		return
 	}
-	f := newA2AFollower(ec, &sp)
-	opts := []agent.RunOption{agent.WithStore(x.s.cfg.Store), agent.WithSessionID(ec.ContextID), f.listener(),
-		agent.WithMetadata(map[string]string{"a2a_task_id": string(ec.TaskID), "a2a_context_id": ec.ContextID})}
-	if t.traceParent != "" {
-		opts = append(opts, agent.WithTraceParent(t.traceParent))
-	}
-	sess, err := t.agent.NewSession(input, opts...)
-	if err != nil {
-		x.s.release()
-		task.Status = a2a.TaskStatus{State: a2a.TaskStateRejected, Message: agentSays(ec, err.Error())}
-		yield(task, nil)
-		return
-	}
-	f.run(sess.RunID())
 	task.Metadata = f.meta(nil)
-	if !x.track(ec.TaskID, sess) {
-		x.s.release()
+	if done == nil { // track refused it
 		task.Status = a2a.TaskStatus{State: a2a.TaskStateCanceled, Message: agentSays(ec, "The task was canceled before its run began.")}
 		yield(task, nil)
 		return
 	}
 	defer x.untrack(ec.TaskID)
-	done := x.s.background(sess, t.agent, false, *policy.PrincipalFrom(ctx))
 	x.follow(ec, f, done, yield, task)
 }
 

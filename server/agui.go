@@ -18,7 +18,6 @@ import (
 
 	"github.com/agentry/agentry/agent"
 	"github.com/agentry/agentry/event"
-	"github.com/agentry/agentry/policy"
 	"github.com/agentry/agentry/runlog"
 	"github.com/agentry/agentry/store"
 )
@@ -141,23 +140,15 @@ func (s *Server) aguiStart(w http.ResponseWriter, r *http.Request, a *agent.Agen
 		writeError(w, http.StatusBadRequest, "invalid_request", err.Error())
 		return nil
 	}
-	p := policy.PrincipalFrom(r.Context())
-	opts := []agent.RunOption{agent.WithStore(s.cfg.Store), agent.WithSessionID(in.ThreadID),
-		agent.WithMetadata(map[string]string{"ag_ui_thread_id": in.ThreadID, "ag_ui_run_id": in.RunID}), st.listener()}
-	if tp := traceParent(r); tp != "" {
-		opts = append(opts, agent.WithTraceParent(tp))
-	}
-	if !s.takeSlot(w) {
+	_, done, rf := s.start(r.Context(), &launch{agent: a, input: input, session: in.ThreadID, trace: traceParent(r),
+		metadata: map[string]string{"ag_ui_thread_id": in.ThreadID, "ag_ui_run_id": in.RunID}, listen: st.listener(),
+		begun: func(id string) { st.agentRun = id }}, // before the run starts: its sub-runs' events are not its own
+		s.admitted, nil)
+	if rf != nil {
+		rf.write(w, writeError)
 		return nil
 	}
-	sess, err := a.NewSession(input, opts...)
-	if err != nil {
-		s.release()
-		writeError(w, http.StatusBadRequest, "invalid_input", err.Error())
-		return nil
-	}
-	st.agentRun = sess.RunID() // before the run starts: its sub-runs' events are not its own
-	return s.background(sess, a, false, *p)
+	return done
 }
 
 // aguiResume resumes the paused run the input's interrupts belong to,

@@ -138,6 +138,9 @@ func (c *caller) decides(owner string) bool {
 // principal is the caller as the runs it starts see it (the policy's
 // access rules read its user and roles).
 func (c *caller) principal() policy.Principal {
+	if c.role == "" {
+		return policy.Principal{UserID: c.user} // no request's caller: no roles
+	}
 	return policy.Principal{UserID: c.user, Roles: []string{string(c.role)}}
 }
 

@@ -12,7 +12,6 @@ import (
 
 	"github.com/agentry/agentry/agent"
 	"github.com/agentry/agentry/event"
-	"github.com/agentry/agentry/policy"
 	"github.com/agentry/agentry/spec"
 	"github.com/agentry/agentry/tool"
 )
@@ -111,28 +110,12 @@ func (s *Server) mcpCall(name string) sdk.ToolHandler {
 				return errorResult("the arguments are not a JSON object: " + err.Error()), nil
 			}
 		}
-		opts := []agent.RunOption{agent.WithStore(s.cfg.Store), agent.WithMetadata(map[string]string{"mcp_tool": name})}
-		if id := req.Session.ID(); id != "" {
-			opts = append(opts, agent.WithSessionID(id))
+		sess, done, rf := s.start(ctx, &launch{agent: a, input: input, session: req.Session.ID(), metadata: map[string]string{"mcp_tool": name},
+			listen: agent.WithEvents(mcpNotifier(ctx, req.Session, req.Params.GetProgressToken()), event.Types(event.TurnStart, event.ToolCallStart))},
+			s.admitted, nil)
+		if rf != nil {
+			return errorResult(rf.message), nil
 		}
-		opts = append(opts, agent.WithEvents(mcpNotifier(ctx, req.Session, req.Params.GetProgressToken()),
-			event.Types(event.TurnStart, event.ToolCallStart)))
-		switch s.admit() {
-		case errStopping:
-			return errorResult("the server is shutting down; try another"), nil
-		case errFull:
-			return errorResult(fmt.Sprintf("the server runs %d runs at once; try again", cap(s.slots))), nil
-		}
-		sess, err := a.NewSession(input, opts...)
-		if err != nil {
-			s.release()
-			return errorResult(err.Error()), nil
-		}
-		p := policy.Principal{}
-		if pp := policy.PrincipalFrom(ctx); pp != nil {
-			p = *pp
-		}
-		done := s.background(sess, a, false, p)
 		select {
 		case res := <-done:
 			return mcpResult(res.(*agent.Result)), nil

@@ -16,7 +16,6 @@ import (
 
 	"github.com/agentry/agentry/agent"
 	"github.com/agentry/agentry/event"
-	"github.com/agentry/agentry/policy"
 	"github.com/agentry/agentry/spec"
 )
 
@@ -116,32 +115,18 @@ func (s *Server) chatCompletions(w http.ResponseWriter, r *http.Request) {
 		writeOpenAIError(w, http.StatusBadRequest, "invalid_messages", err.Error())
 		return
 	}
-	p := policy.PrincipalFrom(r.Context())
-	opts := []agent.RunOption{agent.WithStore(s.cfg.Store)}
-	if user := req.User; user != "" && p.UserID == "" {
-		opts = append(opts, agent.WithUser(user)) // a key acts for its own name
-	}
-	if tp := traceParent(r); tp != "" {
-		opts = append(opts, agent.WithTraceParent(tp))
-	}
+	l := &launch{agent: a, input: input, user: req.User, trace: traceParent(r)}
 	var text *chunks
 	if req.Stream {
 		text = &chunks{ready: make(chan struct{}, 1), live: len(sp.Tools) == 0}
-		opts = append(opts, agent.WithEvents(text.add, event.Inline(), event.Types(event.ContentChunk, event.ToolCallStart, event.TurnEnd)))
+		l.listen = agent.WithEvents(text.add, event.Inline(), event.Types(event.ContentChunk, event.ToolCallStart, event.TurnEnd))
+		l.begun = func(id string) { text.runID = id } // before the run starts: its sub-runs' text is not its answer
 	}
-	if !s.takeSlotWith(w, writeOpenAIError) {
+	sess, done, rf := s.start(r.Context(), l, s.admitted, nil)
+	if rf != nil {
+		rf.write(w, writeOpenAIError)
 		return
 	}
-	sess, err := a.NewSession(input, opts...)
-	if err != nil {
-		s.release()
-		writeOpenAIError(w, http.StatusBadRequest, "invalid_input", err.Error())
-		return
-	}
-	if text != nil {
-		text.runID = sess.RunID() // before the run starts: its sub-runs' text is not its answer
-	}
-	done := s.background(sess, a, false, *p)
 	c := completion{id: "chatcmpl-" + sess.RunID(), model: req.Model, created: time.Now().Unix()}
 	w.Header().Set("X-Agentry-Run-Id", sess.RunID())
 	if !req.Stream {

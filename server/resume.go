@@ -62,7 +62,7 @@ func (s *Server) resume(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	s.start(w, r, sess, a, true, goesOnAs(r.Context()), http.StatusAccepted)
+	s.answer(w, r, sess.RunID(), s.background(sess, a, true, goesOnAs(r.Context())), http.StatusAccepted)
 }
 
 // goesOnAs is the principal a resumed run goes on as: the user it acts

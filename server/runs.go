@@ -78,26 +78,13 @@ func (s *Server) createRun(w http.ResponseWriter, r *http.Request) {
 		s.createRemote(w, r, &req, a, owned, p)
 		return
 	}
-	if !s.takeSlot(w) {
-		if owned {
-			a.Close()
-		}
+	sess, done, rf := s.start(r.Context(), &launch{agent: a, owned: owned, input: req.Input, user: req.User, metadata: req.Metadata,
+		trace: traceParent(r)}, s.admitted, nil)
+	if rf != nil {
+		rf.write(w, writeError)
 		return
 	}
-	opts := []agent.RunOption{agent.WithStore(s.cfg.Store), agent.WithMetadata(req.Metadata)}
-	if tp := traceParent(r); tp != "" {
-		opts = append(opts, agent.WithTraceParent(tp))
-	}
-	sess, err := a.NewSession(req.Input, opts...)
-	if err != nil {
-		s.release()
-		if owned {
-			a.Close()
-		}
-		writeError(w, http.StatusBadRequest, "invalid_input", err.Error())
-		return
-	}
-	s.start(w, r, sess, a, owned, p, http.StatusCreated)
+	s.answer(w, r, sess.RunID(), done, http.StatusCreated)
 }
 
 // waits reads ?wait=: true to answer with the Result, false (or none)
@@ -123,15 +110,6 @@ func traceParent(r *http.Request) string {
 		return ""
 	}
 	return tp
-}
-
-// start runs sess in the background, in a slot the caller took, and
-// answers status with the run's id, or 200 with its Result when
-// ?wait=true. The run's context is the server's, with the caller's
-// principal: the client going away does not end it. An owned agent is
-// closed when the run ends.
-func (s *Server) start(w http.ResponseWriter, r *http.Request, sess *agent.Session, a *agent.Agent, owned bool, p policy.Principal, status int) {
-	s.answer(w, r, sess.RunID(), s.background(sess, a, owned, p), status)
 }
 
 // answer answers status with the id of the run going on, or 200 with its
@@ -169,12 +147,9 @@ func (s *Server) background(sess *agent.Session, a *agent.Agent, owned bool, p p
 
 // takeSlot takes a slot for a run, or answers 429 (503 once the server
 // is stopping).
-func (s *Server) takeSlot(w http.ResponseWriter) bool { return s.takeSlotWith(w, writeError) }
-
-// takeSlotWith is takeSlot with its refusal written by fail.
-func (s *Server) takeSlotWith(w http.ResponseWriter, fail failFunc) bool {
+func (s *Server) takeSlot(w http.ResponseWriter) bool {
 	if rf := s.admitted(); rf != nil {
-		rf.write(w, fail)
+		rf.write(w, writeError)
 		return false
 	}
 	return true
