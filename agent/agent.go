@@ -36,7 +36,6 @@ import (
 	"github.com/agentry/agentry/schema"
 	"github.com/agentry/agentry/spec"
 	"github.com/agentry/agentry/tool"
-	"github.com/agentry/agentry/tool/mcp"
 )
 
 // Agent is a compiled spec with its model, tools and planner: immutable
@@ -51,9 +50,9 @@ type Agent struct {
 	modelName    string                    // the model as the spec or --model wrote it
 	modelAt      llm.Config                // where modelName is opened: its base URL, its files' directory
 	tools        toolTable                 // as built
-	live         atomic.Pointer[toolTable] // as an MCP server's tools changed since; nil until then
-	mcp          []*mcpSet                 // the MCP servers whose tools it has
-	mcpMu        sync.Mutex                // one refresh of live at a time
+	live         atomic.Pointer[toolTable] // as its sources' tools changed since (an MCP server's); nil until then
+	sets         []*toolSet                // the sets of tools its sources gave it (MCP servers, A2A agents)
+	setsMu       sync.Mutex                // one refresh of live at a time
 	inputSchema  *schema.Schema
 	inputLabels  map[string]string   // "input:KEY" for the spec's input keys, made once
 	prompt       *prompt.AgentPrompt // set when the spec has an output schema
@@ -92,7 +91,7 @@ type binding struct {
 	label   string       // "tool:NAME", the Result's context_used, made once
 	sub     *Agent       // set for agent:NAME tools
 	handoff *handoff     // set for transfer_to_NAME tools
-	set     *mcpSet      // set for an MCP server's tools
+	set     *toolSet     // set for a source's tools (an MCP server's)
 }
 
 type options struct {
@@ -104,7 +103,7 @@ type options struct {
 	peers       *Registry // WithRegistry: agents found by name
 	outputType  reflect.Type
 	baseDir     string
-	mcp         func(spec.MCPServer) mcp.Options // WithMCPOptions
+	sources     map[string]tool.Source // WithSource
 	pricing     *llm.Pricing
 	logger      *slog.Logger
 	building    []string // agent names being built, for cycle detection

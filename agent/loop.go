@@ -377,7 +377,7 @@ func (r *run) skip(calls []llm.ToolCall, why error) {
 }
 
 func (r *run) startTurn() {
-	if r.a.mcp != nil {
+	if r.a.sets != nil {
 		r.refreshTools()
 	}
 	r.logger.turnStart()

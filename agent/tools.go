@@ -1,22 +1,16 @@
 package agent
 
 import (
-	"context"
 	"fmt"
 	"maps"
-	"net/http"
-	"os"
 	"slices"
 	"strings"
 	"time"
 
-	"github.com/agentry/agentry/internal/httphdr"
 	"github.com/agentry/agentry/llm"
 	"github.com/agentry/agentry/memory/memtool"
 	"github.com/agentry/agentry/policy"
-	"github.com/agentry/agentry/spec"
 	"github.com/agentry/agentry/tool"
-	"github.com/agentry/agentry/tool/a2a"
 )
 
 func (a *Agent) bindTools(o options) []string {
@@ -24,8 +18,8 @@ func (a *Agent) bindTools(o options) []string {
 	a.tools.byName = make(map[string]*binding, len(a.spec.Tools))
 	conn, cprobs := a.connectorTools(o)
 	problems = append(problems, cprobs...)
-	sets, mprobs := a.openMCP(o)
-	problems = append(problems, mprobs...)
+	sourced, sprobs := a.openSources(o)
+	problems = append(problems, sprobs...)
 	var mem map[string]tool.Tool
 	if a.mem != nil {
 		mem = memtool.Tools()
@@ -49,21 +43,14 @@ func (a *Agent) bindTools(o options) []string {
 				a.closers = append(a.closers, sub.Close)
 			}
 			b = &binding{tool: subTool{sub}, sub: sub}
-		} else if _, _, ok := spec.ParseMCPTool(name); ok {
-			problems = append(problems, a.bindMCP(i, name, sets)...)
+		} else if scheme := tool.SchemeOf(name); scheme != "" {
+			// The first entry of a source binds the tools of all its
+			// entries, as its sets give them.
+			if sets, first := sourced[scheme]; first {
+				delete(sourced, scheme)
+				problems = append(problems, a.bindSets(sets)...)
+			}
 			continue
-		} else if url, ok := strings.CutPrefix(name, "a2a:"); ok {
-			client, err := a2aClient(a.spec.A2AAgent(url))
-			var remote *a2a.Tool
-			if err == nil {
-				remote, err = a2a.Open(context.Background(), url, client)
-			}
-			if err != nil {
-				problems = append(problems, fmt.Sprintf("tools[%d] %q: %v", i, name, err))
-				continue
-			}
-			a.closers = append(a.closers, remote.Close)
-			b = &binding{tool: remote}
 		} else {
 			t := conn[name]
 			if t == nil {
@@ -107,23 +94,6 @@ func (a *Agent) bindTools(o options) []string {
 		}
 	}
 	return problems
-}
-
-// a2aClient is the HTTP client of an "a2a:URL" tool: with the headers of
-// its a2a_agents entry, their ${env:NAME} filled in.
-func a2aClient(cfg *spec.A2AAgent) (*http.Client, error) {
-	if cfg == nil || len(cfg.Headers) == 0 {
-		return nil, nil
-	}
-	h := http.Header{}
-	for k, v := range cfg.Headers {
-		val, err := spec.ExpandEnv(v, os.LookupEnv)
-		if err != nil {
-			return nil, fmt.Errorf("a2a_agents %s: headers.%s: %w", cfg.URL, k, err)
-		}
-		h.Set(k, val)
-	}
-	return &http.Client{Transport: &httphdr.Transport{Header: h}}, nil
 }
 
 // connectorTools builds the tools of the connectors the spec configures,

@@ -236,6 +236,8 @@ func (s *Spec) checkTools(c *checker) {
 			if err := CheckA2AURL(u); err != nil {
 				c.bad("tools[%d] %q: %v", i, name, err)
 			}
+		} else if tool.SchemeOf(name) != "" {
+			// Another source's entry: its package, when linked, reads it.
 		} else if !tool.ValidName(name) {
 			c.bad("tools[%d] %q is not a valid tool name", i, name)
 		}

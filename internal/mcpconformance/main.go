@@ -120,7 +120,7 @@ func run(server string) error {
 		if err != nil {
 			return err
 		}
-		opts = append(opts, agent.WithMCPOptions(func(spec.MCPServer) mcp.Options { return mcp.Options{OAuth: h} }))
+		opts = append(opts, agent.WithSource("mcp", mcp.Source(func(spec.MCPServer) mcp.Options { return mcp.Options{OAuth: h} })))
 	}
 	a, err := agent.New(sp, opts...)
 	if err != nil {
