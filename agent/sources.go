@@ -7,8 +7,8 @@ import (
 
 	"github.com/agentry/agentry/event"
 	"github.com/agentry/agentry/llm"
-	"github.com/agentry/agentry/tool"
 	"github.com/agentry/agentry/runlog"
+	"github.com/agentry/agentry/tool"
 )
 
 // toolTable is the tools an agent offers: by name for calls, in order for
