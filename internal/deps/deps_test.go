@@ -1,0 +1,121 @@
+package deps
+
+import (
+	"encoding/json"
+	"os/exec"
+	"strings"
+	"testing"
+)
+
+const mod = "github.com/agentry/agentry"
+
+// pkg is what go list says of a package.
+type pkg struct {
+	ImportPath string
+	Standard   bool
+	Imports    []string
+	Deps       []string
+}
+
+// list is go list -deps of patterns, by import path.
+func list(t *testing.T, patterns ...string) map[string]pkg {
+	t.Helper()
+	cmd := exec.Command("go", append([]string{"list", "-deps", "-json=ImportPath,Standard,Imports,Deps"}, patterns...)...)
+	cmd.Dir = "../.."
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("go list: %v", err)
+	}
+	pkgs := map[string]pkg{}
+	dec := json.NewDecoder(strings.NewReader(string(out)))
+	for dec.More() {
+		var p pkg
+		if err := dec.Decode(&p); err != nil {
+			t.Fatal(err)
+		}
+		pkgs[p.ImportPath] = p
+	}
+	return pkgs
+}
+
+// layers are agentry's packages from the bottom up (a name is the path
+// under the module, and everything below it): a package imports those
+// of its own layer (spec names tools, policy redacts events) and of
+// lower layers, never a higher one's.
+var layers = [][]string{
+	{"event", "schema", "retry", "internal/ids", "internal/registry", "internal/strictjson", "internal/httphdr",
+		"internal/lazyctx", "internal/syncbuf", "internal/telemetry", "internal/testdb", "internal/wiretest"},
+	{"spec", "llm", "tool", "prompt", "react", "policy", "memory", "store", "runlog", "internal/livetest"},
+	{"agent"},
+	{"pipeline", "eval"},
+	{"temporal", "server", "internal/mcpconformance"},
+	{"cmd", "examples"},
+}
+
+// layerOf is the layer of an agentry package, -1 for one the layers do
+// not name.
+func layerOf(path string) int {
+	rel, ok := strings.CutPrefix(path, mod+"/")
+	if !ok {
+		return -1
+	}
+	for i, l := range layers {
+		for _, name := range l {
+			if rel == name || strings.HasPrefix(rel, name+"/") {
+				return i
+			}
+		}
+	}
+	return -1
+}
+
+// TestArrowsPointDown: no agentry package imports one of a higher layer.
+func TestArrowsPointDown(t *testing.T) {
+	pkgs := list(t, "./...")
+	for _, p := range pkgs {
+		from := layerOf(p.ImportPath)
+		if from < 0 {
+			if strings.HasPrefix(p.ImportPath, mod) && !strings.HasSuffix(p.ImportPath, "internal/deps") {
+				t.Errorf("%s is in no layer of the graph: place it", p.ImportPath)
+			}
+			continue
+		}
+		for _, imp := range p.Imports {
+			if to := layerOf(imp); to > from {
+				t.Errorf("%s imports %s, which is above it", p.ImportPath, imp)
+			}
+		}
+	}
+}
+
+// wire are the modules that speak a wire protocol or an engine's: a
+// program links one only when it names what needs it.
+var wire = []string{
+	"google.golang.org/grpc", "google.golang.org/protobuf", "github.com/a2aproject/", "github.com/modelcontextprotocol/",
+	"go.temporal.io/", "github.com/openai/", "github.com/anthropics/", "google.golang.org/genai",
+	"github.com/jackc/pgx", "github.com/redis/",
+}
+
+// TestSmallestAgentLinksLittle: the smallest Go agent (examples/adder: a
+// tool made in Go, the scripted model) links no wire protocol and at
+// most 60 third-party packages; agent itself links none either.
+func TestSmallestAgentLinksLittle(t *testing.T) {
+	for _, target := range []string{"./examples/adder", "./agent"} {
+		pkgs := list(t, target)
+		var third []string
+		for path, p := range pkgs {
+			if p.Standard || strings.HasPrefix(path, mod) {
+				continue
+			}
+			third = append(third, path)
+			for _, w := range wire {
+				if strings.HasPrefix(path, w) {
+					t.Errorf("%s links %s", target, path)
+				}
+			}
+		}
+		if target == "./examples/adder" && len(third) > 60 {
+			t.Errorf("%s links %d third-party packages, over 60", target, len(third))
+		}
+	}
+}
