@@ -218,7 +218,7 @@ func (j *journal) yield(ctx context.Context, err error) error {
 // stays leased to its driver without hearing from it: long enough for
 // calls and approvals that take days. A driver that comes back takes
 // the lease over at once.
-var DispatchHold = 30 * 24 * time.Hour
+const DispatchHold = 30 * 24 * time.Hour
 
 // interrupt writes what is queued and gives up the lease without ending
 // the run: the store reports it interrupted, for Resume.

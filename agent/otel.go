@@ -20,12 +20,10 @@ import (
 	"github.com/agentry/agentry/tool"
 )
 
-// CaptureContentEnv names the environment variable that, set to true,
-// puts message contents and tool arguments and results on spans
-// (redacted as the Result is). Off by default: a span leaves the process.
-const CaptureContentEnv = telemetry.CaptureContentEnv
-
-// WithTracerProvider sets where the agent's spans go. Without it a run
+// WithTracerProvider sets where the agent's spans go. Message contents
+// and tool arguments and results go on spans (redacted as the Result is)
+// only when OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT is true:
+// a span leaves the process. Without it a run
 // traces through the global provider (otel.SetTracerProvider) when a
 // program has set one, and costs nothing when none is set.
 func WithTracerProvider(tp oteltrace.TracerProvider) Option {
@@ -37,7 +35,7 @@ func WithTracerProvider(tp oteltrace.TracerProvider) Option {
 type runSpan struct {
 	tracer  oteltrace.Tracer
 	span    oteltrace.Span
-	content bool // CaptureContentEnv
+	content bool // telemetry.CaptureContentEnv
 	agent   [3]attribute.KeyValue
 }
 

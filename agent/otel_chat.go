@@ -69,7 +69,7 @@ type modelCall struct {
 	o       *observed
 	ctx     context.Context
 	span    oteltrace.Span // nil when the run is not traced
-	content bool           // CaptureContentEnv
+	content bool           // telemetry.CaptureContentEnv
 	start   time.Time
 	first   time.Duration // to the first chunk of a stream
 }

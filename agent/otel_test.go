@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/agentry/agentry/internal/telemetry"
 	"iter"
 	"log/slog"
 	"strings"
@@ -139,7 +140,7 @@ func TestSpans(t *testing.T) {
 		for _, s := range spans {
 			for _, k := range []attribute.Key{"gen_ai.input.messages", "gen_ai.output.messages", "gen_ai.tool.call.arguments", "gen_ai.tool.call.result"} {
 				if _, ok := attrs(s)[k]; ok {
-					t.Errorf("span %s carries %s without %s", s.Name(), k, CaptureContentEnv)
+					t.Errorf("span %s carries %s without %s", s.Name(), k, telemetry.CaptureContentEnv)
 				}
 			}
 		}
@@ -149,7 +150,7 @@ func TestSpans(t *testing.T) {
 // TestSpansContent: with content capture on, messages and tool calls are
 // on the spans, and the secret the model was shown is not.
 func TestSpansContent(t *testing.T) {
-	t.Setenv(CaptureContentEnv, "true")
+	t.Setenv(telemetry.CaptureContentEnv, "true")
 	_, spans := tracedRun(t)
 	seen := map[attribute.Key]bool{}
 	for _, s := range spans {
@@ -165,7 +166,7 @@ func TestSpansContent(t *testing.T) {
 	}
 	for _, k := range []attribute.Key{"gen_ai.input.messages", "gen_ai.output.messages", "gen_ai.tool.call.arguments", "gen_ai.tool.call.result"} {
 		if !seen[k] {
-			t.Errorf("no span carries %s with %s=true", k, CaptureContentEnv)
+			t.Errorf("no span carries %s with %s=true", k, telemetry.CaptureContentEnv)
 		}
 	}
 }

@@ -23,7 +23,7 @@ const MaxQueued = 512
 
 // LeaseTTL is how long a run's lease lasts unless renewed; a Writer
 // renews it every third of it.
-var LeaseTTL = 30 * time.Second
+const LeaseTTL = 30 * time.Second
 
 // Writer appends one run's records to its store. Every record passes
 // its redactor before it is queued, so no secret reaches the store in
