@@ -14,11 +14,6 @@ import (
 	"github.com/agentry/agentry/spec"
 )
 
-// ErrContextTooLong is matched by the error of a run whose transcript did
-// not fit the model's context window even compacted (or with compaction
-// off); the provider's own error is matched with llm.ErrContextTooLong.
-var ErrContextTooLong = errors.New("the transcript does not fit the model's context window")
-
 // A transcript is compacted when its estimate passes fitAt of the window
 // left for it, down to fitTo: room for a few turns before the next one.
 const (

@@ -1,15 +1,10 @@
 package agent
 
 import (
-	"errors"
 	"fmt"
 	"math"
 	"time"
 )
-
-// ErrLowQuality is matched by the error of a run whose answer came with a
-// confidence below the quality its input required.
-var ErrLowQuality = errors.New("confidence below the required quality")
 
 // constraints are the Noema input's "constraints": {"maxTime": ms,
 // "maxCost": USD, "requiredQuality": 0..1}. They tighten the run's

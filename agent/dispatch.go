@@ -3,7 +3,6 @@ package agent
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"slices"
 	"strconv"
@@ -14,13 +13,6 @@ import (
 	"github.com/agentry/agentry/runlog"
 	"github.com/agentry/agentry/tool"
 )
-
-// ErrDispatched is matched by the error of a session run with Dispatch
-// that stopped to have its turn's tool calls run elsewhere. The run has
-// not ended: its log holds everything so far, its status stays running
-// (or awaiting approval, when calls of the same turn wait for a person),
-// and its lease stays with its driver. A *DispatchError lists the calls.
-var ErrDispatched = errors.New("run dispatched its tool calls")
 
 // PendingCall is a tool call a run handed out (Dispatch): what the
 // executor needs to run it with Exec.

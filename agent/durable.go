@@ -15,11 +15,6 @@ import (
 	"github.com/agentry/agentry/store"
 )
 
-// ErrNotResumable is matched by the error of resuming a run that ended
-// (completed, failed or aborted) or that another process drives. It is
-// runlog.ErrNotResumable.
-var ErrNotResumable = runlog.ErrNotResumable
-
 // resumeConfig is how a session continues a stored run.
 type resumeConfig struct {
 	log       *runlog.Log
@@ -317,11 +312,6 @@ func startedAs(db store.Store, l *runlog.Log) []RunOption {
 	}
 	return opts
 }
-
-// ErrNoSuchCall is matched by the error of approving or denying a call
-// that does not wait for a decision, or a call id that names more than
-// one waiting call.
-var ErrNoSuchCall = errors.New("agent: no call waits for a decision by that id")
 
 // bindDecisions binds each decision given (by idempotency key, or by the
 // model's call id) to the one waiting call it names, by that call's key:

@@ -39,27 +39,6 @@ const (
 	ReasonAwaitingApproval TerminateReason = "awaiting_approval"
 )
 
-// The errors a run can end with, matched with errors.Is on the error Run
-// returns. A failed model call also matches *llm.APIError with errors.As.
-var (
-	ErrMaxTurns       = errors.New("max turns reached")
-	ErrTimeout        = errors.New("run timed out")
-	ErrAborted        = errors.New("run aborted")
-	ErrBudgetExceeded = errors.New("budget exceeded")
-	ErrModel          = errors.New("model call failed")
-	ErrTool           = errors.New("tool failed")
-	ErrValidation     = errors.New("output does not match the output schema")
-	ErrConfig         = errors.New("configuration error")
-	ErrInvalidInput   = errors.New("invalid input")
-	// ErrAwaitingApproval is matched by the error of a run paused until a
-	// person approves or denies a call (see ApprovalError).
-	ErrAwaitingApproval = errors.New("run awaits approval")
-	// ErrInterrupted is matched by the error of a run its host stopped
-	// with Session.Interrupt: its log is kept unended, and the store
-	// reports it interrupted, for Resume to finish.
-	ErrInterrupted = errors.New("run interrupted")
-)
-
 // Error codes of Result.Error.
 const (
 	CodeValidation = "validation_error"

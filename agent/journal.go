@@ -16,16 +16,6 @@ import (
 	"github.com/agentry/agentry/store"
 )
 
-// ErrStore is matched by the error of a run that could not be kept
-// durable: its store failed, or another process took the run over. It is
-// runlog.ErrStore.
-var ErrStore = runlog.ErrStore
-
-// ErrDiverged is matched by the error of a resumed run whose replay
-// asked something its log does not hold: the spec, the tools or the
-// prompts changed since it was recorded.
-var ErrDiverged = errors.New("run diverged from its log")
-
 // commitEvery is how long records of safe work may wait for a commit:
 // before a model call, what is queued is committed when the last commit
 // is older than this (a queue of runlog.MaxQueued records commits
@@ -277,11 +267,6 @@ func (j *journal) diverged(d Difference) error {
 	j.mu.Unlock()
 	return fmt.Errorf("%w: %s", ErrDiverged, d)
 }
-
-// ErrVersionChanged is matched by the error of a run refused because its
-// agent's output schema differs from the one the store pinned for the
-// same NAME@VERSION.
-var ErrVersionChanged = errors.New("agent version changed in place")
 
 // pin checks, on a store that pins versions (store.Pins), that the agent's
 // output schema is the one the first stored run of its NAME@VERSION had:

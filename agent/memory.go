@@ -23,10 +23,6 @@ import (
 	"github.com/agentry/agentry/tool"
 )
 
-// ErrMemory is matched by the error of a run whose memory could not be
-// read or written (code memory_error).
-var ErrMemory = errors.New("memory failed")
-
 // CodeMemoryError is the code of a run its memory backend failed.
 const CodeMemoryError = "memory_error"
 

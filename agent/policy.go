@@ -3,7 +3,6 @@ package agent
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"slices"
 
@@ -117,10 +116,6 @@ func (r *run) reportAs(ctx context.Context, target, callID, user, rule, decision
 	}
 	return nil // a replay decides again what its log has on record
 }
-
-// ErrPolicyViolation is matched by the error of a run whose answer a
-// content filter on the output blocked.
-var ErrPolicyViolation = errors.New("policy violation")
 
 // filterOutput applies the policy's filters on the output to a final
 // answer, its text and its object together: a block fails the run (its

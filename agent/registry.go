@@ -30,14 +30,6 @@ func (o *options) lookup(ref string) *Agent {
 	return a
 }
 
-// ErrNotRegistered is matched by the error of a lookup of an agent a
-// Registry does not hold.
-var ErrNotRegistered = errors.New("agent: not registered")
-
-// ErrRegistered is matched by the error of registering a second agent
-// with a name and version already taken.
-var ErrRegistered = errors.New("agent: already registered")
-
 // Registry holds agents by name and version, for a program that keeps
 // several: it finds "NAME" (the newest version) and "NAME@VERSION" in
 // constant time, and agents given WithRegistry resolve their sub-agents

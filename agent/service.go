@@ -2,7 +2,6 @@ package agent
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -11,12 +10,6 @@ import (
 	"github.com/agentry/agentry/runlog"
 	"github.com/agentry/agentry/store"
 )
-
-// ErrStopped is returned by a Service that has been stopped.
-var ErrStopped = errors.New("agent: service stopped")
-
-// ErrUnknownSession is returned by Service.Abort for an id it does not know.
-var ErrUnknownSession = errors.New("agent: unknown session")
 
 // Service is the long-lived entry point of a host: it creates per-run
 // sessions, runs them, aborts them by id, fans their events out to its
@@ -55,10 +48,6 @@ func NewService(opts ...ServiceOption) *Service {
 	}
 	return s
 }
-
-// ErrNoStore is returned by the Service methods that need a store when
-// it has none (see StoreRuns).
-var ErrNoStore = errors.New("agent: the service has no run store")
 
 // Resume continues the stored run runID (see Agent.Resume): its agent is
 // built from the log with the service's BuildWith options, its events

@@ -213,9 +213,6 @@ func (e *InputError) Error() string {
 // Is makes errors.Is(err, ErrInvalidInput) true.
 func (e *InputError) Is(target error) bool { return target == ErrInvalidInput }
 
-// ErrSessionUsed is returned by Run on a session that has already run.
-var ErrSessionUsed = errors.New("agent: session has already run")
-
 // Session is one run of an agent, with its own state. Run it once; Abort
 // may be called from any goroutine.
 type Session struct {
