@@ -2,6 +2,7 @@ package server
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -51,101 +52,71 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer s.releaseStream()
-	rc := http.NewResponseController(w)
-	// flush sends what is written, and gives the client writeTimeout to
-	// take it: one that stopped reading without going away is let go
-	// (it resumes with Last-Event-ID); the run never waits for it.
-	flush := func() bool {
-		rc.SetWriteDeadline(time.Now().Add(writeTimeout))
-		return rc.Flush() == nil
+	st := &eventStream{s: s, w: w, rc: http.NewResponseController(w), runID: run.ID, last: after, read: after,
+		open: runlog.NewOpener(s.seal, run.ID)}
+	if s.seal != nil {
+		// A sealed log opens from its first record: with a key, read from
+		// there, and write what comes after the client's last event.
+		// Without one, a sealed record ends the stream.
+		st.read = 0
 	}
 	h := w.Header()
 	h.Set("Content-Type", "text/event-stream")
 	h.Set("Cache-Control", "no-cache")
 	h.Set("X-Accel-Buffering", "no")
 	w.WriteHeader(http.StatusOK)
-	if !flush() {
-		return // the connection cannot stream, or the client is gone
+	if st.flush() { // false: the connection cannot stream, or the client is gone
+		st.follow(r.Context())
 	}
-	ctx := r.Context()
+}
+
+// eventStream is one client's stream of a run's events.
+type eventStream struct {
+	s          *Server
+	w          http.ResponseWriter
+	rc         *http.ResponseController
+	runID      string
+	last       int64 // the client's last event
+	read       int64 // the last record read
+	open       *runlog.Opener
+	quietSince time.Time
+}
+
+// flush sends what is written, and gives the client writeTimeout to
+// take it: one that stopped reading without going away is let go (it
+// resumes with Last-Event-ID); the run never waits for it.
+func (st *eventStream) flush() bool {
+	st.rc.SetWriteDeadline(time.Now().Add(writeTimeout))
+	return st.rc.Flush() == nil
+}
+
+// follow writes the run's events as its log grows, until the run ends,
+// the client goes, or the server stops and another process drives it.
+func (st *eventStream) follow(ctx context.Context) {
+	s := st.s
 	// A store that tells of its writes wakes the stream when this
 	// process writes the run; the store is asked again, less often, for
 	// another process's writes.
 	every, changed := pollEvery, (<-chan struct{})(nil)
 	if wt, ok := s.cfg.Store.(store.Watcher); ok {
 		var stop func()
-		changed, stop = wt.Watch(run.ID)
+		changed, stop = wt.Watch(st.runID)
 		defer stop()
 		every = watchedPollEvery
 	}
 	poll := time.NewTicker(every)
 	defer poll.Stop()
-	quietSince := time.Now()
+	st.quietSince = time.Now()
 	closing := s.closing
-	// A sealed log opens from its first record: with a key, read from
-	// there, and write what comes after the client's last event. Without
-	// one, a sealed record ends the stream.
-	open := runlog.NewOpener(s.seal, run.ID)
-	last, read := after, after
-	if s.seal != nil {
-		read = 0
-	}
 	for {
-		recs, err := s.cfg.Store.Records(ctx, run.ID, read)
-		if err != nil {
-			return // the client went away, or the store failed: the client resumes
-		}
-		for i := range recs {
-			rec := &recs[i]
-			read = rec.Seq
-			if err := open.Open(rec); err != nil {
-				fmt.Fprintf(w, ": %s\n\n", strings.ReplaceAll(err.Error(), "\n", " "))
-				return
-			}
-			if rec.Seq <= last {
-				continue
-			}
-			switch rec.Kind {
-			case store.KindResume:
-				writeResume(w, run.ID, rec)
-				continue
-			case store.KindEvent:
-			default:
-				continue
-			}
-			h := headOf(rec.Data)
-			fmt.Fprintf(w, "id: %d\nevent: %s\ndata: %s\n\n", rec.Seq, h.Type, bytes.TrimSpace(rec.Data))
-			quietSince = time.Now()
-			if h.Type == "run_end" && h.RunID == run.ID && !resumedIn(recs[i+1:]) {
-				flush()
-				return
-			}
-		}
-		if len(recs) > 0 {
-			if !flush() {
-				return
-			}
-		} else if cur, err := s.cfg.Store.Get(ctx, run.ID); err == nil && cur.Status != store.Running && !s.driving(run.ID) {
-			// Stopped without a run_end of its own (refused, interrupted):
-			// read to the end once more, then close. A run this server
-			// has just resumed is not stopped, though its log may not say
-			// so yet.
-			if more, err := s.cfg.Store.Records(ctx, run.ID, read); err == nil && len(more) == 0 {
-				return
-			}
-		}
-		if time.Since(quietSince) >= s.heartbeat {
-			fmt.Fprint(w, ": heartbeat\n\n")
-			if !flush() {
-				return
-			}
-			quietSince = time.Now()
+		if done := st.next(ctx); done {
+			return
 		}
 		select {
 		case <-ctx.Done():
 			return
 		case <-closing:
-			if !s.driving(run.ID) {
+			if !s.driving(st.runID) {
 				return // the server stops, and another process drives the run: the client resumes elsewhere
 			}
 			closing = nil // the server's own run: its stream ends as it stops
@@ -153,6 +124,74 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 		case <-changed:
 		}
 	}
+}
+
+// next writes what the log holds after the last record read; true when
+// the stream is over (the run ended, or the client or the store failed:
+// the client resumes).
+func (st *eventStream) next(ctx context.Context) bool {
+	s := st.s
+	recs, err := s.cfg.Store.Records(ctx, st.runID, st.read)
+	if err != nil {
+		return true
+	}
+	for i := range recs {
+		if st.write(&recs[i]) && !resumedIn(recs[i+1:]) {
+			st.flush()
+			return true
+		}
+		if st.open == nil {
+			return true
+		}
+	}
+	if len(recs) > 0 {
+		if !st.flush() {
+			return true
+		}
+	} else if cur, err := s.cfg.Store.Get(ctx, st.runID); err == nil && cur.Status != store.Running && !s.driving(st.runID) {
+		// Stopped without a run_end of its own (refused, interrupted):
+		// read to the end once more, then close. A run this server has
+		// just resumed is not stopped, though its log may not say so yet.
+		if more, err := s.cfg.Store.Records(ctx, st.runID, st.read); err == nil && len(more) == 0 {
+			return true
+		}
+	}
+	if time.Since(st.quietSince) >= s.heartbeat {
+		fmt.Fprint(st.w, ": heartbeat\n\n")
+		if !st.flush() {
+			return true
+		}
+		st.quietSince = time.Now()
+	}
+	return false
+}
+
+// write writes one record of the log as the client should see it; true
+// when it is the run's own run_end. A record that does not open (a
+// sealed one, without the key) ends the stream with a comment saying
+// why: open is then nil.
+func (st *eventStream) write(rec *store.Record) bool {
+	st.read = rec.Seq
+	if err := st.open.Open(rec); err != nil {
+		fmt.Fprintf(st.w, ": %s\n\n", strings.ReplaceAll(err.Error(), "\n", " "))
+		st.open = nil
+		return false
+	}
+	if rec.Seq <= st.last {
+		return false
+	}
+	switch rec.Kind {
+	case store.KindResume:
+		writeResume(st.w, st.runID, rec)
+		return false
+	case store.KindEvent:
+	default:
+		return false
+	}
+	h := headOf(rec.Data)
+	fmt.Fprintf(st.w, "id: %d\nevent: %s\ndata: %s\n\n", rec.Seq, h.Type, bytes.TrimSpace(rec.Data))
+	st.quietSince = time.Now()
+	return h.Type == "run_end" && h.RunID == st.runID
 }
 
 // writeResume writes the mark a resume left in the log as a "resume"
