@@ -52,18 +52,7 @@ func (a *Agent) bindTools(o options) []string {
 			}
 			continue
 		} else {
-			t := conn[name]
-			if t == nil {
-				t = mem[name]
-			}
-			for _, u := range o.used {
-				if t == nil && u.Info().Name == name {
-					t = u
-				}
-			}
-			if t == nil && o.registry != nil {
-				t, _ = o.registry.Get(name)
-			}
+			t := namedTool(o, name, conn, mem)
 			if t == nil {
 				problems = append(problems, fmt.Sprintf("tools[%d]: unknown tool %q%s", i, name, knownTools(o.registry)))
 				continue
@@ -83,6 +72,36 @@ func (a *Agent) bindTools(o options) []string {
 			}
 		}
 	}
+	return append(problems, a.namesTools()...)
+}
+
+// namedTool is the tool a plain tools entry names: a configured
+// connector's, a memory tool, one made in code (Use), or the registry's;
+// nil for none.
+func namedTool(o options, name string, conn, mem map[string]tool.Tool) tool.Tool {
+	if t := conn[name]; t != nil {
+		return t
+	}
+	if t := mem[name]; t != nil {
+		return t
+	}
+	for _, u := range o.used {
+		if u.Info().Name == name {
+			return u
+		}
+	}
+	if o.registry != nil {
+		if t, ok := o.registry.Get(name); ok {
+			return t
+		}
+	}
+	return nil
+}
+
+// namesTools checks that the limits and retries the spec gives tools by
+// name name the agent's tools.
+func (a *Agent) namesTools() []string {
+	var problems []string
 	for name := range a.limits.ToolTimeoutsMS {
 		if _, ok := a.tools.byName[name]; !ok {
 			problems = append(problems, fmt.Sprintf("limits.tool_timeouts_ms.%s: the agent has no tool %q", name, name))
