@@ -1,11 +1,9 @@
 package agent
 
 import (
-	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -16,12 +14,6 @@ import (
 	"github.com/agentry/agentry/event"
 	"github.com/agentry/agentry/internal/ids"
 	"github.com/agentry/agentry/llm"
-	"github.com/agentry/agentry/prompt"
-	"github.com/agentry/agentry/runlog"
-	"github.com/agentry/agentry/schema"
-	"github.com/agentry/agentry/spec"
-	"github.com/agentry/agentry/store"
-	"github.com/agentry/agentry/tool"
 )
 
 // State is everything a session knows, as plain data that serialises to
@@ -56,149 +48,6 @@ type State struct {
 	Provider  string    `json:"provider,omitempty"`
 	StartedAt Timestamp `json:"started_at"`
 }
-
-// RunOption configures a session.
-type RunOption func(*runConfig)
-
-type runConfig struct {
-	onEvent      []listener
-	bus          *event.Bus
-	provider     llm.Provider
-	parent       *link
-	parentBudget *tool.Budget
-	limits       *spec.Limits // WithLimits; a pointer keeps the session small
-	store        store.Store
-	resume       *resumeConfig
-	decisions    map[string]bool // Approve (true) and Deny (false), by key once Resume bound them
-	// info is what tools see of the run: the options set who runs it,
-	// Run the rest (setRunInfo).
-	info tool.Run
-	// extra holds what few runs are given: nil for most (a session's
-	// size is what a paused run costs).
-	extra *runExtra
-}
-
-// runExtra is the rarely given part of a session's options.
-type runExtra struct {
-	denyReason string    // why the denied calls were denied (WithDenyReason)
-	decidedBy  string    // who approved or denied them (DecidedBy)
-	liveTools  bool      // a replay runs safe and idempotent tools again
-	seeded     bool      // WithSeed, or the spec's seed
-	seedIDs    bool      // WithSeed: the run's ids derive from the seed too
-	seed       int64     // what ids and randomness derive from
-	now        time.Time // WithNow: the run's clock, which does not move
-	images     []llm.Image
-	runID      string // WithRunID
-	runIDSet   bool
-	driver     string                       // DrivenBy
-	dispatch   bool                         // Dispatch
-	results    map[string]runlog.ToolResult // WithResults
-	deadline   time.Time                    // WithDeadline
-	ranThrough int                          // RanThrough
-	ranSet     bool
-}
-
-// more is c's extra options, made when an option first sets one.
-func (c *runConfig) more() *runExtra {
-	if c.extra == nil {
-		c.extra = &runExtra{}
-	}
-	return c.extra
-}
-
-// denyReason is why the calls Deny names are denied, or "".
-func (c *runConfig) denyReason() string {
-	if c.extra == nil {
-		return ""
-	}
-	return c.extra.denyReason
-}
-
-// listener is a subscription WithEvents asked for.
-type listener struct {
-	fn    func(event.Event)
-	opts  []event.Option
-	unsub func() // once the session subscribed it
-}
-
-// WithEvents calls fn with each event of the session, in order, on a
-// goroutine of its own (see event.Bus.Subscribe for the options: by
-// default a listener that falls a buffer behind loses the oldest events,
-// with event.Block the run waits for it). Run returns after fn has seen
-// every event of the run.
-func WithEvents(fn func(event.Event), opts ...event.Option) RunOption {
-	return func(c *runConfig) { c.onEvent = append(c.onEvent, listener{fn: fn, opts: opts}) }
-}
-
-// WithEventBus forwards the session's events to b (a service's bus, say).
-func WithEventBus(b *event.Bus) RunOption { return func(c *runConfig) { c.bus = b } }
-
-// WithParentRunID marks the session's run, and its events, as part of a
-// larger run (a pipeline's).
-func WithParentRunID(id string) RunOption { return func(c *runConfig) { c.info.ParentRunID = id } }
-
-// WithSessionID sets the session's id instead of a random one.
-func WithSessionID(id string) RunOption { return func(c *runConfig) { c.info.SessionID = id } }
-
-// WithSessionProvider makes this session call p instead of the agent's
-// model (wrapped with the agent's retry policy and middleware).
-func WithSessionProvider(p llm.Provider) RunOption { return func(c *runConfig) { c.provider = p } }
-
-// WithUser sets the id of the user the run acts for: tools read it from
-// their call (tool.CallFrom) and logs carry it.
-func WithUser(id string) RunOption { return func(c *runConfig) { c.info.UserID = id } }
-
-// WithCorrelationID sets the id that ties the run to the caller's request.
-func WithCorrelationID(id string) RunOption { return func(c *runConfig) { c.info.CorrelationID = id } }
-
-// WithTraceParent sets the W3C trace context ("00-TRACEID-SPANID-FLAGS")
-// the run belongs to.
-func WithTraceParent(tp string) RunOption { return func(c *runConfig) { c.info.TraceParent = tp } }
-
-// WithSeed makes the run's randomness (retry jitter), as a spec's seed
-// does, and its ids derive from seed instead of the runtime's generator.
-// With WithNow too, two runs of a scripted agent give byte-identical
-// Results and events (the Result says deterministic). The ids mix the
-// seed with the agent, the parent run and the input: the same run given
-// the same seed has the same id, which a store keeps once.
-func WithSeed(seed int64) RunOption {
-	return func(c *runConfig) { e := c.more(); e.seeded, e.seedIDs, e.seed = true, true, seed }
-}
-
-// WithImages gives the run's task images (a URL, or bytes with their
-// MIME type): the last user message the run starts from carries them to
-// the model, and a router passes over models that take none.
-func WithImages(images ...llm.Image) RunOption {
-	return func(c *runConfig) { e := c.more(); e.images = append(e.images, images...) }
-}
-
-// WithNow sets the run's clock: it starts at t and does not move, so every
-// time the run reports is t and every duration 0 (the run's deadlines
-// still follow the wall clock). Tools see it as tool.Call.Time.
-func WithNow(t time.Time) RunOption { return func(c *runConfig) { c.more().now = t } }
-
-// WithTraceID sets the run's trace id (32 hex digits), for a caller that
-// has a trace id but no parent span: the run's traceparent is made from
-// it. On every event, in the Result and in log records; sent to model
-// providers and http_request as traceparent.
-func WithTraceID(id string) RunOption { return func(c *runConfig) { c.info.TraceID = id } }
-
-// WithMetadata gives tools the caller's metadata (tool.CallFrom).
-func WithMetadata(md map[string]string) RunOption { return func(c *runConfig) { c.info.Metadata = md } }
-
-// WithStore writes the session's run to st as it happens (DESIGN.md
-// 3.7): the spec and input, every model call and tool call, every event
-// and the Result. A non-idempotent tool call's intent is committed
-// before the call runs, so that a resume never repeats it blindly. A
-// store that fails mid-run stops the run (ErrStore).
-func WithStore(st store.Store) RunOption { return func(c *runConfig) { c.store = st } }
-
-// WithLimits tightens the spec's budgets for this run (Noema's
-// context.budget): MaxTurns, TimeoutMS, MaxTotalTokens, MaxCostUSD and
-// MaxToolCalls each replace the spec's when lower; zero fields add
-// nothing. The other limits (per-call timeouts, parallelism,
-// observation size) are the agent's, set by its spec.
-func WithLimits(l spec.Limits) RunOption { return func(c *runConfig) { c.limits = &l } }
 
 // InputError reports input that does not fit the agent.
 type InputError struct {
@@ -246,30 +95,8 @@ func (a *Agent) NewSession(input map[string]any, opts ...RunOption) (*Session, e
 	for _, o := range opts {
 		o(c)
 	}
-	if tp := c.info.TraceParent; tp != "" {
-		if _, err := traceIDOf(tp); err != nil {
-			return nil, fmt.Errorf("%w: %v", ErrConfig, err)
-		}
-	} else if id := c.info.TraceID; id != "" {
-		if err := checkTraceID(id); err != nil {
-			return nil, fmt.Errorf("%w: %v", ErrConfig, err)
-		}
-	}
-	if e := c.extra; e != nil {
-		if e.dispatch && c.store == nil {
-			return nil, fmt.Errorf("%w: Dispatch needs a store (WithStore): a dispatched run goes on from its log", ErrConfig)
-		}
-		if len(e.results) > 0 && c.resume == nil {
-			return nil, fmt.Errorf("%w: WithResults gives the results of dispatched calls to Resume", ErrConfig)
-		}
-		if e.runIDSet {
-			if err := checkRunID(e.runID); err != nil {
-				return nil, err
-			}
-		}
-	}
-	if len(c.decisions) > 0 && c.resume == nil {
-		return nil, fmt.Errorf("%w: Approve and Deny decide the calls a stored run waits for; give them to Resume", ErrNoSuchCall)
+	if err := c.check(); err != nil {
+		return nil, err
 	}
 	if input == nil {
 		input = map[string]any{}
@@ -301,24 +128,7 @@ func (a *Agent) NewSession(input map[string]any, opts ...RunOption) (*Session, e
 	if c.parent != nil {
 		parent = c.parent.run.st.RunID
 	}
-	var id, runID string
-	switch {
-	case c.extra != nil && c.extra.seedIDs:
-		seed := idSeed(c.extra.seed, a, parent, input)
-		id, runID = ids.Seeded("ses", seed), ids.Seeded("run", seed)
-		if c.info.SessionID != "" {
-			id = c.info.SessionID
-		}
-	case c.extra != nil && c.extra.runID != "":
-		id, runID = c.info.SessionID, c.extra.runID
-		if id == "" {
-			id = ids.New("ses")
-		}
-	case c.info.SessionID != "":
-		id, runID = c.info.SessionID, ids.New("run")
-	default:
-		id, runID = ids.Two("ses", "run")
-	}
+	id, runID := c.ids(a, parent, input)
 	s.state = State{SessionID: id, RunID: runID, ParentRunID: parent,
 		AgentName: a.spec.AgentName, AgentVersion: a.spec.Version, Input: input, Messages: msgs}
 	return s, nil
@@ -468,180 +278,4 @@ func (s *Session) State() State {
 	st.ToolsUsed = slices.Clone(st.ToolsUsed)
 	st.ModelCalls = slices.Clone(st.ModelCalls)
 	return st
-}
-
-func (a *Agent) initialMessages(input map[string]any) ([]llm.Message, error) {
-	var probs []string
-	for _, k := range a.spec.InputKeys {
-		if _, ok := input[k]; !ok {
-			probs = append(probs, fmt.Sprintf("missing input key %q", k))
-		}
-	}
-	if a.inputSchema != nil {
-		if err := a.inputSchema.Validate(jsonValue(input)); err != nil {
-			var ve *schema.ValidationError
-			if errors.As(err, &ve) {
-				probs = append(probs, ve.Strings()...)
-			} else {
-				probs = append(probs, err.Error())
-			}
-		}
-	}
-	msgs, more := modes[a.spec.Mode].messages(a, input)
-	probs = append(probs, more...)
-	if len(a.spec.Messages) > 0 {
-		var hist []string
-		msgs, hist = a.withHistory(msgs, input)
-		probs = append(probs, hist...)
-	}
-	_, cprobs := constraintsOf(input)
-	probs = append(probs, cprobs...)
-	if len(probs) > 0 {
-		return nil, &InputError{Agent: a.spec.AgentName, Problems: probs}
-	}
-	return msgs, nil
-}
-
-// composedMessages are the neutral AgentPrompt of the structured modes.
-func composedMessages(a *Agent, input map[string]any) ([]llm.Message, []string) {
-	msgs, _, err := a.prompt.Compose(input)
-	if err != nil {
-		return nil, []string{err.Error()}
-	}
-	return msgs, nil
-}
-
-// toolsMessages are the system prompt (system_text, then purpose_text) and
-// the first user message (user_text, or the input as key = "value" lines).
-func toolsMessages(a *Agent, input map[string]any) ([]llm.Message, []string) {
-	var probs []string
-	system, err1 := a.systemText(input)
-	purpose, err2 := prompt.Render("purpose_text", a.spec.PurposeText, input)
-	user, err3 := prompt.Render("user_text", a.spec.UserText, input)
-	for _, err := range []error{err1, err2, err3} {
-		if err != nil {
-			probs = append(probs, err.Error())
-		}
-	}
-	if purpose != "" {
-		if system != "" {
-			system += "\n\n"
-		}
-		system += purpose
-	}
-	if user == "" {
-		user = prompt.InputLines(input, a.spec.InputKeys)
-	}
-	if user == "" {
-		user = "Begin."
-	}
-	msgs := make([]llm.Message, 0, max(hint(&a.sizes.messages), 2))
-	if system != "" {
-		msgs = append(msgs, llm.Message{Role: llm.RoleSystem, Content: system})
-	}
-	msgs = append(msgs, a.examples()...)
-	return append(msgs, llm.Message{Role: llm.RoleUser, Content: user}), probs
-}
-
-// withHistory puts the spec's initial messages after the system prompt
-// and before the task, their ${var}s filled from the input.
-func (a *Agent) withHistory(msgs []llm.Message, input map[string]any) ([]llm.Message, []string) {
-	var probs []string
-	at := 0
-	for at < len(msgs) && msgs[at].Role == llm.RoleSystem {
-		at++
-	}
-	hist := make([]llm.Message, len(a.spec.Messages))
-	for i, m := range a.spec.Messages {
-		text, err := prompt.Render(fmt.Sprintf("messages[%d]", i), m.Content, input)
-		if err != nil {
-			probs = append(probs, err.Error())
-		}
-		m.Content = text
-		m.ToolCalls = slices.Clone(m.ToolCalls)
-		if m.Media != nil { // the run's own: a caller who edits it does not edit the agent
-			media := llm.Media{Images: slices.Clone(m.Media.Images)}
-			for j := range media.Images {
-				media.Images[j].Data = bytes.Clone(media.Images[j].Data)
-			}
-			m.Media = &media
-		}
-		hist[i] = m
-	}
-	out := make([]llm.Message, 0, len(msgs)+len(hist))
-	out = append(append(append(out, msgs[:at]...), hist...), msgs[at:]...)
-	return out, probs
-}
-
-// attachImages puts images on the last user message of msgs, the task.
-func attachImages(msgs []llm.Message, images []llm.Image) error {
-	for i, im := range images {
-		switch {
-		case im.URL == "" && len(im.Data) == 0:
-			return fmt.Errorf("%w: WithImages: image %d has neither a URL nor bytes", ErrConfig, i)
-		case im.URL == "" && !strings.HasPrefix(im.MIMEType, "image/"):
-			return fmt.Errorf("%w: WithImages: image %d's bytes need an image/ MIME type, not %q", ErrConfig, i, im.MIMEType)
-		}
-	}
-	for i := len(msgs) - 1; i >= 0; i-- {
-		if msgs[i].Role == llm.RoleUser {
-			media := &llm.Media{Images: slices.Clone(msgs[i].Images())}
-			media.Images = append(media.Images, images...)
-			msgs[i].Media = media
-			return nil
-		}
-	}
-	return fmt.Errorf("%w: WithImages: the agent's prompt has no user message to carry them", ErrConfig)
-}
-
-// idSeed is what a seeded run's ids derive from: the seed, the agent, the
-// run it is part of and its input. The same run given the same seed has
-// the same ids; another agent, input or parent (a pipeline's stages, a
-// sub-agent) has others.
-func idSeed(seed int64, a *Agent, parent string, input map[string]any) int64 {
-	in, _ := json.Marshal(input) // map keys sorted: one text per input
-	return ids.Derive(seed, a.spec.AgentName, a.spec.Version, parent, string(in))
-}
-
-// Settings is what a list of run options sets that a runner of several
-// runs reports for all of them: a pipeline's own events carry the trace
-// id its stages do, and follow their clock.
-type Settings struct {
-	// TraceID is the runs' trace id (WithTraceID, or WithTraceParent's),
-	// or "".
-	TraceID string
-	// TraceParent is the caller's W3C trace context (WithTraceParent), or "".
-	TraceParent string
-	// Seed is the caller's seed (WithSeed), or nil.
-	Seed *int64
-	// Now is the runs' fixed clock (WithNow), or the zero time.
-	Now time.Time
-}
-
-// SettingsOf returns what opts set: the trace id as a run given them
-// would carry it, the caller's seed and clock. A spec's own seed is the
-// agent's, not the options', and is not among them.
-func SettingsOf(opts ...RunOption) Settings {
-	var c runConfig
-	for _, o := range opts {
-		o(&c)
-	}
-	return c.settings()
-}
-
-// settings is what c sets, as SettingsOf reports it.
-func (c *runConfig) settings() Settings {
-	var s Settings
-	s.TraceID, s.TraceParent = c.info.TraceID, c.info.TraceParent
-	if tp := c.info.TraceParent; tp != "" {
-		s.TraceID, _ = traceIDOf(tp)
-	}
-	if e := c.extra; e != nil {
-		if e.seedIDs {
-			seed := e.seed
-			s.Seed = &seed
-		}
-		s.Now = e.now
-	}
-	return s
 }
