@@ -12,6 +12,10 @@ import (
 	"github.com/agentry/agentry/schema"
 )
 
+// initialMessages are the messages a run starts from, as the agent's
+// mode makes them of its input (and the spec's messages, its history),
+// after the input is checked against the spec: every problem is named in
+// one *InputError.
 func (a *Agent) initialMessages(input map[string]any) ([]llm.Message, error) {
 	var probs []string
 	for _, k := range a.spec.InputKeys {
