@@ -111,22 +111,7 @@ func (s *Session) Run(ctx context.Context) (*Result, error) {
 	r.actFor(ctx)
 	r.link.run = r
 	r.turn.r = r
-	r.limits = s.cfg.tighten(a.limits)
-	r.limits.window = int32(min(a.window, math.MaxInt32))
-	if _, ok := s.state.Input["constraints"]; ok {
-		c, _ := constraintsOf(s.state.Input) // checked by NewSession
-		r.limits.constrain(c)
-	}
-	if e := s.cfg.extra; e != nil && !e.deadline.IsZero() {
-		switch left := time.Until(e.deadline); {
-		case left > 0 && (r.limits.timeout <= 0 || left < r.limits.timeout):
-			r.limits.timeout = left
-		case left <= 0 && s.cfg.resume != nil:
-			s.afterLog = afterTimeout
-		case left <= 0:
-			cancel(ErrTimeout)
-		}
-	}
+	r.bound(cancel)
 	if d := r.limits.timeout; d > 0 {
 		// No timer until something waits on the run's context: a run that
 		// only polls it (most do) never arms one. It lives in the run.
@@ -165,6 +150,30 @@ func (s *Session) Run(ctx context.Context) (*Result, error) {
 		}
 	}
 	return res, err
+}
+
+// bound sets the run's limits: the agent's, tightened by the run's
+// options and its input's constraints, its time cut to a deadline a
+// driver gave (WithDeadline); a deadline passed already ends a new run at
+// once (cancel), and a resumed one once it has gone through its log.
+func (r *run) bound(cancel context.CancelCauseFunc) {
+	s := r.s
+	r.limits = s.cfg.tighten(r.a.limits)
+	r.limits.window = int32(min(r.a.window, math.MaxInt32))
+	if _, ok := s.state.Input["constraints"]; ok {
+		c, _ := constraintsOf(s.state.Input) // checked by NewSession
+		r.limits.constrain(c)
+	}
+	if e := s.cfg.extra; e != nil && !e.deadline.IsZero() {
+		switch left := time.Until(e.deadline); {
+		case left > 0 && (r.limits.timeout <= 0 || left < r.limits.timeout):
+			r.limits.timeout = left
+		case left <= 0 && s.cfg.resume != nil:
+			s.afterLog = afterTimeout
+		case left <= 0:
+			cancel(ErrTimeout)
+		}
+	}
 }
 
 // begin admits the run: the caller's access, its memory, the filters on
