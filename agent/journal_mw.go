@@ -326,14 +326,7 @@ func (j *journal) tool(ctx context.Context, call *tool.Call, next tool.Handler) 
 	out, err := next(ctx, call)
 	rec := runlog.NewToolResult(call, out, err, start)
 	if j.r.s.agent.private(call.Name) {
-		if rec.Observation == "" && rec.Output != nil {
-			rec.Observation = *rec.Output // what the model saw: its digest is what a replay shows it
-		}
-		rec.Arguments, rec.Observation = policy.Private(rec.Arguments), policy.Private(rec.Observation)
-		if rec.Output != nil {
-			o := string(policy.PrivateJSON([]byte(*rec.Output)))
-			rec.Output = &o
-		}
+		hideResult(&rec)
 	}
 	if err != nil && interrupted(j.r.ctx) {
 		// Cut short: a resume runs it again, or, for a call that cannot
@@ -348,6 +341,19 @@ func (j *journal) tool(ctx context.Context, call *tool.Call, next tool.Handler) 
 		j.add(store.KindToolResult, call.Turn, key, rec)
 	}
 	return out, err
+}
+
+// hideResult puts digests in place of a private tool's arguments and
+// result in its record.
+func hideResult(rec *runlog.ToolResult) {
+	if rec.Observation == "" && rec.Output != nil {
+		rec.Observation = *rec.Output // what the model saw: its digest is what a replay shows it
+	}
+	rec.Arguments, rec.Observation = policy.Private(rec.Arguments), policy.Private(rec.Observation)
+	if rec.Output != nil {
+		o := string(policy.PrivateJSON([]byte(*rec.Output)))
+		rec.Output = &o
+	}
 }
 
 // handsOut reports whether a dispatching run hands call out: not a
