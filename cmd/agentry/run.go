@@ -187,6 +187,40 @@ type listener struct {
 	opts []event.Option
 }
 
+// runOptions are the run options the flags give: the user, the trace,
+// the seed and the clock, the correlation id.
+func (f runFlags) runOptions() ([]agent.RunOption, error) {
+	var opts []agent.RunOption
+	if f.user != "" {
+		opts = append(opts, agent.WithUser(f.user))
+	}
+	if f.traceID != "" && f.traceParent != "" {
+		return nil, errors.New("--trace-id and --traceparent: give one (a traceparent carries its trace id)")
+	}
+	if f.traceID != "" {
+		opts = append(opts, agent.WithTraceID(f.traceID))
+	}
+	if f.seedSet {
+		opts = append(opts, agent.WithSeed(f.seed))
+	}
+	if f.now != "" {
+		t, err := time.Parse(time.RFC3339Nano, f.now)
+		if err != nil {
+			return nil, fmt.Errorf("--now %q: want an RFC 3339 time (2026-01-02T15:04:05Z)", f.now)
+		}
+		opts = append(opts, agent.WithNow(t))
+	}
+	if f.traceParent != "" {
+		opts = append(opts, agent.WithTraceParent(f.traceParent))
+	}
+	if f.correlation != "" {
+		opts = append(opts, agent.WithCorrelationID(f.correlation))
+	}
+	return opts, nil
+}
+
+// prepare reads the input and opens what a run of the flags needs: the
+// agent's options, the run's, the store, the listeners, telemetry.
 func prepare(ctx context.Context, f runFlags, stderr io.Writer) (*setup, error) {
 	input, err := readInput(f)
 	if err != nil {
@@ -203,31 +237,9 @@ func prepare(ctx context.Context, f runFlags, stderr io.Writer) (*setup, error) 
 	if logger != nil {
 		opts = append(opts, agent.WithLogger(logger))
 	}
-	var sessionOpts []agent.RunOption
-	if f.user != "" {
-		sessionOpts = append(sessionOpts, agent.WithUser(f.user))
-	}
-	if f.traceID != "" && f.traceParent != "" {
-		return nil, errors.New("--trace-id and --traceparent: give one (a traceparent carries its trace id)")
-	}
-	if f.traceID != "" {
-		sessionOpts = append(sessionOpts, agent.WithTraceID(f.traceID))
-	}
-	if f.seedSet {
-		sessionOpts = append(sessionOpts, agent.WithSeed(f.seed))
-	}
-	if f.now != "" {
-		t, err := time.Parse(time.RFC3339Nano, f.now)
-		if err != nil {
-			return nil, fmt.Errorf("--now %q: want an RFC 3339 time (2026-01-02T15:04:05Z)", f.now)
-		}
-		sessionOpts = append(sessionOpts, agent.WithNow(t))
-	}
-	if f.traceParent != "" {
-		sessionOpts = append(sessionOpts, agent.WithTraceParent(f.traceParent))
-	}
-	if f.correlation != "" {
-		sessionOpts = append(sessionOpts, agent.WithCorrelationID(f.correlation))
+	sessionOpts, err := f.runOptions()
+	if err != nil {
+		return nil, err
 	}
 	var st store.Store
 	if !f.noStore {

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"os"
@@ -127,14 +128,9 @@ func newServer(ctx context.Context, f serveFlags, stderr io.Writer) (srv *server
 			fmt.Fprintf(stderr, "agentry serve: OpenTelemetry export: %v\n", err)
 		}
 	})
-	opts := append([]agent.Option{agent.WithTools(builtinTools(f.allowPrivate))}, so...)
-	opts = append(opts, tel.agentOptions()...)
-	logger, err := newLogger(f.logLevel, f.logFormat, stderr)
+	opts, logger, err := serveOptions(f, so, tel, stderr)
 	if err != nil {
 		return nil, 0, nil, usageErr(err)
-	}
-	if logger != nil {
-		opts = append(opts, agent.WithLogger(logger))
 	}
 	reg, err := agent.LoadRegistry(spec.Dir{Path: f.agents}, opts...)
 	if err != nil {
@@ -166,15 +162,37 @@ func newServer(ctx context.Context, f serveFlags, stderr io.Writer) (srv *server
 		return nil, 0, nil, runFailed(err)
 	}
 	if f.resumeInterrupted {
-		ids, err := srv.ResumeInterrupted(ctx)
-		if len(ids) > 0 {
-			fmt.Fprintf(stderr, "agentry serve: resuming %d interrupted runs\n", len(ids))
-		}
-		if err != nil {
-			fmt.Fprintf(stderr, "agentry serve: %v\n", err)
-		}
+		resumeAtStart(ctx, srv, stderr)
 	}
 	return srv, len(reg.Agents()), closeAll, nil
+}
+
+// serveOptions are the options of the served agents: the built-in tools,
+// the store's, telemetry's, and the logger of --log-level, which it
+// returns too.
+func serveOptions(f serveFlags, so []agent.Option, tel *telemetry, stderr io.Writer) ([]agent.Option, *slog.Logger, error) {
+	opts := append([]agent.Option{agent.WithTools(builtinTools(f.allowPrivate))}, so...)
+	opts = append(opts, tel.agentOptions()...)
+	logger, err := newLogger(f.logLevel, f.logFormat, stderr)
+	if err != nil {
+		return nil, nil, err
+	}
+	if logger != nil {
+		opts = append(opts, agent.WithLogger(logger))
+	}
+	return opts, logger, nil
+}
+
+// resumeAtStart resumes the runs a stopped or crashed server left
+// interrupted (--resume-interrupted), saying how many.
+func resumeAtStart(ctx context.Context, srv *server.Server, stderr io.Writer) {
+	ids, err := srv.ResumeInterrupted(ctx)
+	if len(ids) > 0 {
+		fmt.Fprintf(stderr, "agentry serve: resuming %d interrupted runs\n", len(ids))
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "agentry serve: %v\n", err)
+	}
 }
 
 // serveKeys are the keys of --auth-keys; without them the server must

@@ -2,7 +2,12 @@ package deps
 
 import (
 	"encoding/json"
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"io/fs"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -117,5 +122,40 @@ func TestSmallestAgentLinksLittle(t *testing.T) {
 		if target == "./examples/adder" && len(third) > 60 {
 			t.Errorf("%s links %d third-party packages, over 60", target, len(third))
 		}
+	}
+}
+
+// TestSizes: no file of code is over 600 lines and no function over 80:
+// past them, a file or a function is split by meaning.
+func TestSizes(t *testing.T) {
+	fset := token.NewFileSet()
+	err := filepath.WalkDir("../..", func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() && (strings.HasPrefix(d.Name(), ".") || d.Name() == "testdata" || d.Name() == "node_modules") && path != "../.." {
+			return filepath.SkipDir
+		}
+		if d.IsDir() || !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
+			return nil
+		}
+		f, err := parser.ParseFile(fset, path, nil, 0)
+		if err != nil {
+			return err
+		}
+		if n := fset.Position(f.End()).Line; n > 600 {
+			t.Errorf("%s has %d lines, over 600", path, n)
+		}
+		for _, decl := range f.Decls {
+			if fd, ok := decl.(*ast.FuncDecl); ok && fd.Body != nil {
+				if n := fset.Position(fd.End()).Line - fset.Position(fd.Pos()).Line + 1; n > 80 {
+					t.Errorf("%s: %s has %d lines, over 80", path, fd.Name.Name, n)
+				}
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
 }
