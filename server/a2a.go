@@ -24,7 +24,6 @@ import (
 	"github.com/a2aproject/a2a-go/v2/a2asrv"
 
 	"github.com/agentry/agentry/agent"
-	"github.com/agentry/agentry/policy"
 )
 
 // a2aSide is the server's A2A handlers: the SDK's JSON-RPC bindings of
@@ -215,19 +214,29 @@ type a2aCaller struct {
 }
 
 func (a2aCaller) Before(ctx context.Context, cc *a2asrv.CallContext, _ *a2asrv.Request) (context.Context, any, error) {
-	name := "anonymous"
-	if p := policy.PrincipalFrom(ctx); p != nil && p.UserID != "" {
-		name = p.UserID
-	}
-	cc.User = a2asrv.NewAuthenticatedUser(name, nil)
+	cc.User = a2asrv.NewAuthenticatedUser(a2aName(callerOf(ctx).user), nil)
 	return ctx, nil, nil
 }
+
+// a2aName is the name the SDK knows a user by: "anonymous" for the local
+// operator of a server without keys.
+func a2aName(user string) string {
+	if user == "" {
+		return "anonymous"
+	}
+	return user
+}
+
+// structType is the type of the data entry that holds agentry's code in
+// an A2A error, as the SDK writes an error's details.
+const structType = "type.googleapis.com/google.protobuf.Struct"
 
 // writeA2AError writes an error the server answers before the SDK reads
 // the request, in JSON-RPC's shape with the fitting HTTP status:
 // {"jsonrpc": "2.0", "id": null, "error": {"code", "message", "data":
-// {"code"}}}, the JSON-RPC code the one A2A gives the problem and
-// data.code agentry's.
+// [{"@type": structType, "code"}]}}, the JSON-RPC code the one A2A gives
+// the problem and data's code agentry's, as the SDK writes the details
+// of the errors agentry's request handler gives it.
 func writeA2AError(w http.ResponseWriter, status int, code, message string) {
 	rpc := -32600 // invalid request
 	switch status {
@@ -245,7 +254,7 @@ func writeA2AError(w http.ResponseWriter, status int, code, message string) {
 		rpc = -32700
 	}
 	writeJSON(w, status, map[string]any{"jsonrpc": "2.0", "id": nil,
-		"error": map[string]any{"code": rpc, "message": message, "data": map[string]string{"code": code}}})
+		"error": map[string]any{"code": rpc, "message": message, "data": []any{map[string]string{"@type": structType, "code": code}}}})
 }
 
 // writeA2ABodyError answers a body that could not be read, as

@@ -270,17 +270,17 @@ func errNoPush(ctx context.Context) error {
 }
 
 // GetTaskPushConfig implements a2asrv.RequestHandler: refused.
-func (h a2aHandler) GetTaskPushConfig(ctx context.Context, _ *a2a.GetTaskPushConfigRequest) (*a2a.TaskPushConfig, error) {
+func (h a2aHandler) GetTaskPushConfig(ctx context.Context, _ *a2a.GetTaskPushConfigRequest) (*a2a.PushConfig, error) {
 	return nil, errNoPush(ctx)
 }
 
 // ListTaskPushConfigs implements a2asrv.RequestHandler: refused.
-func (h a2aHandler) ListTaskPushConfigs(ctx context.Context, _ *a2a.ListTaskPushConfigRequest) ([]*a2a.TaskPushConfig, error) {
+func (h a2aHandler) ListTaskPushConfigs(ctx context.Context, _ *a2a.ListTaskPushConfigRequest) (*a2a.ListTaskPushConfigResponse, error) {
 	return nil, errNoPush(ctx)
 }
 
 // CreateTaskPushConfig implements a2asrv.RequestHandler: refused.
-func (h a2aHandler) CreateTaskPushConfig(ctx context.Context, _ *a2a.CreateTaskPushConfigRequest) (*a2a.TaskPushConfig, error) {
+func (h a2aHandler) CreateTaskPushConfig(ctx context.Context, _ *a2a.PushConfig) (*a2a.PushConfig, error) {
 	return nil, errNoPush(ctx)
 }
 
@@ -310,8 +310,34 @@ type a2aTasks struct {
 }
 
 func newA2ATasks() *a2aTasks {
-	return &a2aTasks{InMemory: taskstore.NewInMemory(&taskstore.InMemoryStoreConfig{Authenticator: a2asrv.NewTaskStoreAuthenticator()}),
+	return &a2aTasks{InMemory: taskstore.NewInMemory(&taskstore.InMemoryStoreConfig{Authenticator: storeUser}),
 		owners: map[a2a.TaskID]string{}}
+}
+
+// storeUser is the user the SDK's task store acts for: the caller's, or
+// the task's owner for a caller that reaches it (an admin, a key that
+// reaches every user's), whom the store, which masks another user's task
+// as missing, would not let through.
+func storeUser(ctx context.Context) (string, error) {
+	if owner, ok := ctx.Value(actAsKey{}).(string); ok {
+		return a2aName(owner), nil
+	}
+	return a2aName(callerOf(ctx).user), nil
+}
+
+type actAsKey struct{}
+
+// reach is ctx acting as the owner of task id, when the caller reaches
+// it; false when it does not.
+func (t *a2aTasks) reach(ctx context.Context, id a2a.TaskID) (context.Context, bool) {
+	owner, ok := t.owner(id)
+	if !ok {
+		return ctx, true // no such task: the store says so
+	}
+	if !callerOf(ctx).sees(owner) {
+		return ctx, false
+	}
+	return context.WithValue(ctx, actAsKey{}, owner), true
 }
 
 // Create implements taskstore.Store: the task is its creator's.
@@ -328,10 +354,24 @@ func (t *a2aTasks) Create(ctx context.Context, task *a2a.Task) (taskstore.TaskVe
 // Get implements taskstore.Store: a task the caller does not reach is
 // not found.
 func (t *a2aTasks) Get(ctx context.Context, id a2a.TaskID) (*taskstore.StoredTask, error) {
-	if owner, ok := t.owner(id); ok && !callerOf(ctx).sees(owner) {
+	ctx, ok := t.reach(ctx, id)
+	if !ok {
 		return nil, a2a.ErrTaskNotFound
 	}
 	return t.InMemory.Get(ctx, id)
+}
+
+// Update implements taskstore.Store: a task the caller reaches is
+// updated as its owner's.
+func (t *a2aTasks) Update(ctx context.Context, req *taskstore.UpdateRequest) (taskstore.TaskVersion, error) {
+	if req == nil || req.Task == nil {
+		return t.InMemory.Update(ctx, req) // refused there, as malformed
+	}
+	ctx, ok := t.reach(ctx, req.Task.ID)
+	if !ok {
+		return taskstore.TaskVersionMissing, a2a.ErrTaskNotFound
+	}
+	return t.InMemory.Update(ctx, req)
 }
 
 // owner is the user of the task's creator.
