@@ -13,6 +13,7 @@ import (
 
 	"github.com/agentry/agentry/event"
 	"github.com/agentry/agentry/internal/ids"
+	"github.com/agentry/agentry/internal/telemetry"
 	"github.com/agentry/agentry/llm"
 )
 
@@ -146,16 +147,14 @@ func (s *Session) setRunInfo() {
 	}
 }
 
-// traceIDOf is the trace id of a W3C traceparent, checked.
+// traceIDOf is the trace id of a W3C traceparent, checked as
+// OpenTelemetry's propagator reads it.
 func traceIDOf(tp string) (string, error) {
-	parts := strings.Split(tp, "-")
-	if len(parts) != 4 || len(parts[0]) != 2 || len(parts[2]) != 16 || len(parts[3]) != 2 || !isHex(parts[0]+parts[2]+parts[3]) {
-		return "", fmt.Errorf("traceparent %q: want 00-TRACEID-SPANID-FLAGS (W3C trace context)", tp)
+	sc, ok := telemetry.Parse(tp)
+	if !ok {
+		return "", fmt.Errorf("traceparent %q: want 00-TRACEID-SPANID-FLAGS (W3C trace context), its ids not all zero", tp)
 	}
-	if err := checkTraceID(parts[1]); err != nil {
-		return "", err
-	}
-	return parts[1], nil
+	return sc.TraceID().String(), nil
 }
 
 // checkTraceID refuses what is not a W3C trace id: 32 lowercase hex

@@ -751,13 +751,19 @@ func TestSlowClient(t *testing.T) {
 	}
 }
 
-// TestTraceParent: a run joins the trace of the request's traceparent;
-// a malformed one is ignored, as the W3C standard says, not refused.
+// TestTraceParent: a run joins the trace of the request's traceparent,
+// read as OpenTelemetry's propagator reads it (a later version by its
+// first four fields); a malformed one is ignored, as the W3C standard
+// says, not refused.
 func TestTraceParent(t *testing.T) {
 	f := newFixture(t, Config{})
 	for _, tc := range []struct{ tp, want string }{
 		{"00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01", "4bf92f3577b34da6a3ce929d0e0e4736"},
 		{"00-not-a-trace-01", ""},
+		// A later version is read as W3C says: its first four fields.
+		{"01-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01-what-comes-next", "4bf92f3577b34da6a3ce929d0e0e4736"},
+		{"ff-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01", ""},
+		{"00-00000000000000000000000000000000-00f067aa0ba902b7-01", ""},
 	} {
 		select {
 		case <-f.release:

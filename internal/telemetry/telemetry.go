@@ -8,6 +8,7 @@ import (
 	"strconv"
 
 	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/trace"
 )
 
@@ -66,19 +67,17 @@ func Join(ctx context.Context, traceparent string) context.Context {
 }
 
 // Parse is the remote span context of a W3C traceparent
-// ("00-TRACEID-SPANID-FLAGS").
+// ("00-TRACEID-SPANID-FLAGS"), read by OpenTelemetry's TraceContext
+// propagator: a later version's traceparent is read as the
+// recommendation says (its first four fields), version ff and a zero
+// trace or span id are refused.
 func Parse(tp string) (trace.SpanContext, bool) {
-	if len(tp) != 55 || tp[:3] != "00-" || tp[35] != '-' || tp[52] != '-' {
+	if tp == "" {
 		return trace.SpanContext{}, false
 	}
-	tid, err1 := trace.TraceIDFromHex(tp[3:35])
-	sid, err2 := trace.SpanIDFromHex(tp[36:52])
-	flags, err3 := strconv.ParseUint(tp[53:55], 16, 8)
-	if err1 != nil || err2 != nil || err3 != nil {
-		return trace.SpanContext{}, false
-	}
-	return trace.NewSpanContext(trace.SpanContextConfig{TraceID: tid, SpanID: sid,
-		TraceFlags: trace.TraceFlags(flags) & trace.FlagsSampled, Remote: true}), true
+	ctx := propagation.TraceContext{}.Extract(context.Background(), propagation.MapCarrier{"traceparent": tp})
+	sc := trace.SpanContextFromContext(ctx)
+	return sc, sc.IsValid()
 }
 
 // TraceParent is the W3C traceparent of sc.
