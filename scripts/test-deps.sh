@@ -92,32 +92,28 @@ install_temporal() {
   rm -rf "$tmp"
 }
 
-# The npm packages the protocol tests run against, pinned, installed once
-# into a cache outside the repository (AGENTRY_TEST_NPM: its node_modules).
-NPM_PACKAGES=(
-  openai@6.30.1                                  # the OpenAI-compatible endpoint's client
-  @ag-ui/client@1.0.0                            # the AG-UI endpoint's client
-  @modelcontextprotocol/server-everything@2026.8.31 # MCP reference servers
-  @modelcontextprotocol/server-filesystem@2026.8.31
-  @modelcontextprotocol/server-memory@2026.8.31
-  @modelcontextprotocol/conformance@0.2.0-alpha.12  # the MCP conformance suite (covers 2026-07-28)...
-  node@22.22.0                                   # ...which needs Node 22 (node_modules/.bin/node)
-)
-
+# The npm packages the protocol tests run against, pinned with their
+# dependencies in scripts/npm (package.json and package-lock.json: the
+# OpenAI-compatible endpoint's client, the AG-UI client, the MCP reference
+# servers, the MCP conformance suite and the Node 22 it needs), installed
+# with npm ci once into a cache outside the repository (AGENTRY_TEST_NPM:
+# its node_modules), again when the lockfile changes.
 npm_dir() {
   echo "${AGENTRY_NPM_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/agentry-test-deps/npm}"
 }
 
 install_npm() {
-  local dir want
+  local dir want src
   dir=$(npm_dir)
-  want="${NPM_PACKAGES[*]}"
+  src="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/npm"
+  want=$(cat "$src/package.json" "$src/package-lock.json" | sha256sum | cut -d' ' -f1)
   if [ -f "$dir/.installed" ] && [ "$(cat "$dir/.installed")" = "$want" ]; then
     return
   fi
-  log "npm install $want"
+  log "npm ci (scripts/npm/package-lock.json)"
   mkdir -p "$dir"
-  npm install --prefix "$dir" --no-audit --no-fund --no-save --loglevel=error "${NPM_PACKAGES[@]}" >&2
+  cp "$src/package.json" "$src/package-lock.json" "$dir/"
+  npm ci --prefix "$dir" --no-audit --no-fund --loglevel=error >&2
   echo "$want" >"$dir/.installed"
 }
 
