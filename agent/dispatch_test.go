@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentry/agentry/agent/drive"
 	"github.com/agentry/agentry/event"
 	"github.com/agentry/agentry/runlog"
 	"github.com/agentry/agentry/spec"
@@ -26,7 +27,7 @@ func driveDispatched(t *testing.T, st store.Store, reg *tool.Registry, driver, r
 	stops := 0
 	for {
 		res, err := sess.Run(ctx)
-		var de *DispatchError
+		var de *drive.DispatchError
 		if !errors.As(err, &de) {
 			return res, stops
 		}
@@ -50,7 +51,7 @@ func driveDispatched(t *testing.T, st store.Store, reg *tool.Registry, driver, r
 		exec.Close()
 		a := storedAgent(t, st, runID, WithTools(reg))
 		t.Cleanup(func() { a.Close() })
-		if sess, err = a.Resume(ctx, st, runID, Dispatch(), DrivenBy(driver), WithResults(results)); err != nil {
+		if sess, err = a.Resume(ctx, st, runID, Drive(drive.Plan{Dispatch: true, Driver: driver, Results: results})); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -73,7 +74,7 @@ func TestDispatch(t *testing.T) {
 			l := ledger{filepath.Join(t.TempDir(), "dispatched")}
 			reg := durableTools(t, l, false, nil)
 			const driver, runID = "test:wf-1", "run_dispatched_1"
-			sess, err := payerAgent(t, reg).NewSession(payerInput, WithStore(st), Dispatch(), DrivenBy(driver), WithRunID(runID))
+			sess, err := payerAgent(t, reg).NewSession(payerInput, WithStore(st), Drive(drive.Plan{Dispatch: true, Driver: driver, RunID: runID}))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -150,31 +151,31 @@ func TestDispatchDriver(t *testing.T) {
 	l := ledger{filepath.Join(t.TempDir(), "ledger")}
 	reg := durableTools(t, l, false, nil)
 	const driver, runID = "test:wf-2", "run_driven_2"
-	sess, err := payerAgent(t, reg).NewSession(payerInput, WithStore(st), Dispatch(), DrivenBy(driver), WithRunID(runID))
+	sess, err := payerAgent(t, reg).NewSession(payerInput, WithStore(st), Drive(drive.Plan{Dispatch: true, Driver: driver, RunID: runID}))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := sess.Run(ctx); !errors.Is(err, ErrDispatched) {
-		t.Fatalf("first turn: %v; want ErrDispatched", err)
+	if _, err := sess.Run(ctx); !errors.Is(err, drive.ErrDispatched) {
+		t.Fatalf("first turn: %v; want drive.ErrDispatched", err)
 	}
 	a := storedAgent(t, st, runID, WithTools(reg))
 	defer a.Close()
 	for name, opts := range map[string][]RunOption{
 		"no driver":      nil,
-		"another driver": {DrivenBy("test:wf-3")},
-		"a prefix of it": {DrivenBy("test:wf")},
+		"another driver": {Drive(drive.Plan{Driver: "test:wf-3"})},
+		"a prefix of it": {Drive(drive.Plan{Driver: "test:wf"})},
 	} {
 		if _, err := a.Resume(ctx, st, runID, opts...); !errors.Is(err, ErrNotResumable) {
 			t.Errorf("%s: resume = %v; want ErrNotResumable", name, err)
 		}
 	}
-	first, err := a.Resume(ctx, st, runID, Dispatch(), DrivenBy(driver))
+	first, err := a.Resume(ctx, st, runID, Drive(drive.Plan{Dispatch: true, Driver: driver}))
 	if err != nil {
 		t.Fatal(err)
 	}
 	// A second task of the driver takes the run over (the first one timed
 	// out, as far as the engine knows): the first may write no more.
-	second, err := a.Resume(ctx, st, runID, Dispatch(), DrivenBy(driver))
+	second, err := a.Resume(ctx, st, runID, Drive(drive.Plan{Dispatch: true, Driver: driver}))
 	if err != nil {
 		t.Fatalf("the driver's second holder: %v", err)
 	}
@@ -185,43 +186,43 @@ func TestDispatchDriver(t *testing.T) {
 	if sends := l.sends(t); len(sends) != 0 {
 		t.Errorf("tools ran in the dispatching session: %v", sends)
 	}
-	if _, err := payerAgent(t, reg).NewSession(payerInput, Dispatch()); !errors.Is(err, ErrConfig) {
+	if _, err := payerAgent(t, reg).NewSession(payerInput, Drive(drive.Plan{Dispatch: true})); !errors.Is(err, ErrConfig) {
 		t.Errorf("Dispatch without a store: %v; want ErrConfig", err)
 	}
-	for _, id := range []string{"", "a:b", "a/b", "a b", strings.Repeat("x", 129)} {
-		if _, err := payerAgent(t, reg).NewSession(payerInput, WithRunID(id)); !errors.Is(err, ErrConfig) {
-			t.Errorf("WithRunID(%q): %v; want ErrConfig", id, err)
+	for _, id := range []string{"a:b", "a/b", "a b", strings.Repeat("x", 129)} {
+		if _, err := payerAgent(t, reg).NewSession(payerInput, Drive(drive.Plan{RunID: id})); !errors.Is(err, ErrConfig) {
+			t.Errorf("Drive(drive.Plan{RunID: %q}): %v; want ErrConfig", id, err)
 		}
 	}
 }
 
-// WithDeadline bounds a run by a deadline a host counts across
+// A Plan's Deadline bounds a run by a deadline a host counts across
 // processes: passed, a new session ends at once and a resumed one goes
 // through its log first; its time left tightens the run's timeout.
-func TestWithDeadline(t *testing.T) {
+func TestDeadline(t *testing.T) {
 	ctx := context.Background()
 	st := openStore(t, backends[0].dsn(t))
 	l := ledger{filepath.Join(t.TempDir(), "ledger")}
 	reg := durableTools(t, l, false, nil)
-	res, err := payerAgent(t, reg).Run(ctx, payerInput, WithStore(st), WithDeadline(time.Now().Add(-time.Second)))
+	res, err := payerAgent(t, reg).Run(ctx, payerInput, WithStore(st), Drive(drive.Plan{Deadline: time.Now().Add(-time.Second)}))
 	if !errors.Is(err, ErrTimeout) || res.Iterations > 1 {
 		t.Errorf("a deadline passed: %v after %d turns; want ErrTimeout at once", err, res.Iterations)
 	}
-	if res, err := payerAgent(t, reg).Run(ctx, payerInput, WithDeadline(time.Now().Add(time.Hour))); err != nil || !res.Success {
+	if res, err := payerAgent(t, reg).Run(ctx, payerInput, Drive(drive.Plan{Deadline: time.Now().Add(time.Hour)})); err != nil || !res.Success {
 		t.Errorf("a deadline far off: %v", err)
 	}
 
 	const driver, runID = "test:wf-deadline", "run_deadline"
-	sess, err := payerAgent(t, reg).NewSession(payerInput, WithStore(st), Dispatch(), DrivenBy(driver), WithRunID(runID))
+	sess, err := payerAgent(t, reg).NewSession(payerInput, WithStore(st), Drive(drive.Plan{Dispatch: true, Driver: driver, RunID: runID}))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := sess.Run(ctx); !errors.Is(err, ErrDispatched) {
+	if _, err := sess.Run(ctx); !errors.Is(err, drive.ErrDispatched) {
 		t.Fatal(err)
 	}
 	a := storedAgent(t, st, runID, WithTools(reg))
 	defer a.Close()
-	sess, err = a.Resume(ctx, st, runID, DrivenBy(driver), WithDeadline(time.Now().Add(-time.Millisecond)))
+	sess, err = a.Resume(ctx, st, runID, Drive(drive.Plan{Driver: driver, Deadline: time.Now().Add(-time.Millisecond)}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -246,12 +247,12 @@ func TestDispatchRetriedAttempt(t *testing.T) {
 	l := ledger{filepath.Join(t.TempDir(), "ledger")}
 	reg := durableTools(t, l, false, nil)
 	const driver, runID = "test:wf-retried", "run_retried"
-	sess, err := payerAgent(t, reg).NewSession(payerInput, WithStore(st), Dispatch(), DrivenBy(driver), WithRunID(runID), RanThrough(0))
+	sess, err := payerAgent(t, reg).NewSession(payerInput, WithStore(st), Drive(drive.Plan{Dispatch: true, Driver: driver, RunID: runID, RanThrough: ranThrough(0)}))
 	if err != nil {
 		t.Fatal(err)
 	}
 	_, err = sess.Run(ctx)
-	var de *DispatchError
+	var de *drive.DispatchError
 	if !errors.As(err, &de) || len(de.Calls) != 1 {
 		t.Fatalf("turn 1: %v", err)
 	}
@@ -259,7 +260,7 @@ func TestDispatchRetriedAttempt(t *testing.T) {
 	defer a.Close()
 	results := map[string]runlog.ToolResult{de.Calls[0].Key: a.Exec(ctx, &tool.Run{RunID: runID}, de.Calls[0], nil)}
 	for attempt := 1; attempt <= 2; attempt++ { // the first attempt's hand-out is lost
-		s, err := a.Resume(ctx, st, runID, Dispatch(), DrivenBy(driver), WithResults(results), RanThrough(1))
+		s, err := a.Resume(ctx, st, runID, Drive(drive.Plan{Dispatch: true, Driver: driver, Results: results, RanThrough: ranThrough(1)}))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -269,8 +270,7 @@ func TestDispatchRetriedAttempt(t *testing.T) {
 		}
 	}
 	// The executor ran turn 2's calls, and lost pay's: it is not sent again.
-	s, err := a.Resume(ctx, st, runID, Dispatch(), DrivenBy(driver), RanThrough(2),
-		WithResults(map[string]runlog.ToolResult{de.Calls[1].Key: a.Exec(ctx, &tool.Run{RunID: runID}, de.Calls[1], nil)}))
+	s, err := a.Resume(ctx, st, runID, Drive(drive.Plan{Dispatch: true, Driver: driver, RanThrough: ranThrough(2), Results: map[string]runlog.ToolResult{de.Calls[1].Key: a.Exec(ctx, &tool.Run{RunID: runID}, de.Calls[1], nil)}}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -294,17 +294,17 @@ func TestDispatchMixedTurn(t *testing.T) {
 		{"tool_calls": [{"id": "c1", "name": "add", "arguments": {"a": 2, "b": 3}}, {"id": "c2", "name": "pay", "arguments": {"to": "bob", "amount": 5}}]},
 		{"content": "Paid."}`)
 	const driver, runID = "test:wf-mixed", "run_mixed"
-	sess, err := a.NewSession(payerInput, WithStore(st), Dispatch(), DrivenBy(driver), WithRunID(runID), RanThrough(0))
+	sess, err := a.NewSession(payerInput, WithStore(st), Drive(drive.Plan{Dispatch: true, Driver: driver, RunID: runID, RanThrough: ranThrough(0)}))
 	if err != nil {
 		t.Fatal(err)
 	}
 	_, err = sess.Run(ctx)
-	var de *DispatchError
+	var de *drive.DispatchError
 	if !errors.As(err, &de) || len(de.Calls) != 1 || de.Calls[0].Tool != "add" || len(de.Waiting) != 1 || de.Waiting[0].Tool != "pay" {
 		t.Fatalf("the mixed turn: %v", err)
 	}
 	results := map[string]runlog.ToolResult{de.Calls[0].Key: a.Exec(ctx, &tool.Run{RunID: runID}, de.Calls[0], nil)}
-	s, err := a.Resume(ctx, st, runID, Dispatch(), DrivenBy(driver), WithResults(results), RanThrough(1))
+	s, err := a.Resume(ctx, st, runID, Drive(drive.Plan{Dispatch: true, Driver: driver, Results: results, RanThrough: ranThrough(1)}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -315,7 +315,7 @@ func TestDispatchMixedTurn(t *testing.T) {
 	if run, _ := st.Get(ctx, runID); run.Status != store.AwaitingApproval {
 		t.Errorf("stored status %s", run.Status)
 	}
-	s, err = a.Resume(ctx, st, runID, Dispatch(), DrivenBy(driver), Approve(runID+":1:1"), RanThrough(1))
+	s, err = a.Resume(ctx, st, runID, Drive(drive.Plan{Dispatch: true, Driver: driver}), Approve(runID+":1:1"), Drive(drive.Plan{RanThrough: ranThrough(1)}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -324,7 +324,7 @@ func TestDispatchMixedTurn(t *testing.T) {
 		t.Fatalf("approved: %v; want pay handed out", err)
 	}
 	results = map[string]runlog.ToolResult{de.Calls[0].Key: a.Exec(ctx, &tool.Run{RunID: runID}, de.Calls[0], nil)}
-	s, err = a.Resume(ctx, st, runID, Dispatch(), DrivenBy(driver), WithResults(results), RanThrough(1))
+	s, err = a.Resume(ctx, st, runID, Drive(drive.Plan{Dispatch: true, Driver: driver, Results: results, RanThrough: ranThrough(1)}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -357,14 +357,14 @@ func TestDispatchHandoff(t *testing.T) {
 	}
 	defer a.Close()
 	const driver, runID = "test:wf-handoff", "run_handoff"
-	sess, err := a.NewSession(map[string]any{"question": "Is invoice 42 paid?"}, WithStore(st), Dispatch(), DrivenBy(driver), WithRunID(runID))
+	sess, err := a.NewSession(map[string]any{"question": "Is invoice 42 paid?"}, WithStore(st), Drive(drive.Plan{Dispatch: true, Driver: driver, RunID: runID}))
 	if err != nil {
 		t.Fatal(err)
 	}
 	var res *Result
 	for stops := 0; ; stops++ {
 		res, err = sess.Run(ctx)
-		var de *DispatchError
+		var de *drive.DispatchError
 		if !errors.As(err, &de) {
 			break
 		}
@@ -379,7 +379,7 @@ func TestDispatchHandoff(t *testing.T) {
 		exec.Close()
 		b := storedAgent(t, st, runID, WithTools(reg), WithAgents(dir))
 		defer b.Close()
-		if sess, err = b.Resume(ctx, st, runID, Dispatch(), DrivenBy(driver), WithResults(results)); err != nil {
+		if sess, err = b.Resume(ctx, st, runID, Drive(drive.Plan{Dispatch: true, Driver: driver, Results: results})); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -403,11 +403,11 @@ func TestDriverOfSealedRun(t *testing.T) {
 	l := ledger{filepath.Join(t.TempDir(), "ledger")}
 	a := payerAgent(t, durableTools(t, l, false, nil), WithEncryptionKey(key))
 	const driver, runID = "test:wf-sealed", "run_sealed"
-	sess, err := a.NewSession(payerInput, WithStore(st), Dispatch(), DrivenBy(driver), WithRunID(runID))
+	sess, err := a.NewSession(payerInput, WithStore(st), Drive(drive.Plan{Dispatch: true, Driver: driver, RunID: runID}))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := sess.Run(ctx); !errors.Is(err, ErrDispatched) {
+	if _, err := sess.Run(ctx); !errors.Is(err, drive.ErrDispatched) {
 		t.Fatal(err)
 	}
 	seal, err := runlog.NewSealer(key)
@@ -430,7 +430,7 @@ func TestDriverOfWaitingRun(t *testing.T) {
 	l := ledger{filepath.Join(t.TempDir(), "ledger")}
 	a := approvalAgent(t, l, `{"tool_calls": [{"id": "c1", "name": "pay", "arguments": {"to": "bob", "amount": 5}}]}, {"content": "Paid."}`)
 	const driver, runID = "test:wf-waiting", "run_driven_waiting"
-	sess, err := a.NewSession(payerInput, WithStore(st), Dispatch(), DrivenBy(driver), WithRunID(runID))
+	sess, err := a.NewSession(payerInput, WithStore(st), Drive(drive.Plan{Dispatch: true, Driver: driver, RunID: runID}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -442,7 +442,7 @@ func TestDriverOfWaitingRun(t *testing.T) {
 	}
 	for name, opts := range map[string][]RunOption{
 		"a person's resume": {Approve(runID + ":1:0")},
-		"another driver":    {DrivenBy("test:wf-other"), Approve(runID + ":1:0")},
+		"another driver":    {Drive(drive.Plan{Driver: "test:wf-other"}), Approve(runID + ":1:0")},
 	} {
 		if _, err := a.Resume(ctx, st, runID, opts...); !errors.Is(err, ErrNotResumable) {
 			t.Errorf("%s: %v; want ErrNotResumable", name, err)
@@ -451,7 +451,10 @@ func TestDriverOfWaitingRun(t *testing.T) {
 	if sends := l.sends(t); len(sends) != 0 {
 		t.Errorf("payments %v", sends)
 	}
-	if _, err := a.Resume(ctx, st, runID, Dispatch(), DrivenBy(driver), Approve(runID+":1:0")); err != nil {
+	if _, err := a.Resume(ctx, st, runID, Drive(drive.Plan{Dispatch: true, Driver: driver}), Approve(runID+":1:0")); err != nil {
 		t.Errorf("its driver's resume: %v", err)
 	}
 }
+
+// ranThrough is a Plan's RanThrough of turn.
+func ranThrough(turn int) *int { return &turn }

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"maps"
 
+	"github.com/agentry/agentry/agent/drive"
 	"github.com/agentry/agentry/llm"
 	"github.com/agentry/agentry/spec"
 	"github.com/agentry/agentry/tool"
@@ -87,7 +88,7 @@ var endings = []ending{
 	{ErrTimeout, ReasonTimeout, CodeTimeout, OutcomePartial, true},
 	{ErrAborted, ReasonAborted, CodeAborted, OutcomePartial, false},
 	{ErrInterrupted, ReasonAborted, CodeInterrupted, OutcomePartial, true},
-	{ErrDispatched, ReasonAborted, CodeInterrupted, OutcomePartial, true},
+	{drive.ErrDispatched, ReasonAborted, CodeInterrupted, OutcomePartial, true},
 	{ErrBudgetExceeded, ReasonBudgetExceeded, CodeBudgetExceeded, OutcomePartial, true},
 	{ErrValidation, ReasonCompleted, CodeValidation, OutcomePartial, true},
 	{ErrAwaitingApproval, ReasonAwaitingApproval, CodeAwaitingApproval, OutcomeConfirm, true},

@@ -35,13 +35,6 @@ var (
 	// confidence below the quality its input required.
 	ErrLowQuality = errors.New("confidence below the required quality")
 
-	// ErrDispatched is matched by the error of a session run with Dispatch
-	// that stopped to have its turn's tool calls run elsewhere. The run has
-	// not ended: its log holds everything so far, its status stays running
-	// (or awaiting approval, when calls of the same turn wait for a person),
-	// and its lease stays with its driver. A *DispatchError lists the calls.
-	ErrDispatched = errors.New("run dispatched its tool calls")
-
 	// ErrNotResumable is matched by the error of resuming a run that ended
 	// (completed, failed or aborted) or that another process drives. It is
 	// runlog.ErrNotResumable.

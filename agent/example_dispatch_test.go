@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 
 	"github.com/agentry/agentry/agent"
+	"github.com/agentry/agentry/agent/drive"
 	"github.com/agentry/agentry/llm/scripted"
 	"github.com/agentry/agentry/runlog"
 	"github.com/agentry/agentry/spec"
@@ -19,7 +20,7 @@ import (
 // A run driven a turn at a time by a host that runs its tool calls
 // itself, as a durable-execution engine does: each stop hands the turn's
 // calls out, and a resume given their results goes on.
-func ExampleDispatch() {
+func ExampleDrive() {
 	dir, _ := os.MkdirTemp("", "dispatch")
 	defer os.RemoveAll(dir)
 	ctx := context.Background()
@@ -44,16 +45,16 @@ func ExampleDispatch() {
 	}
 
 	const id, driver = "run_example", "example:run_example"
-	sess, _ := a.NewSession(nil, agent.WithStore(st), agent.WithRunID(id), agent.DrivenBy(driver), agent.Dispatch())
+	sess, _ := a.NewSession(nil, agent.WithStore(st), agent.Drive(drive.Plan{RunID: id, Driver: driver, Dispatch: true}))
 	res, err := sess.Run(ctx)
-	var de *agent.DispatchError
+	var de *drive.DispatchError
 	for errors.As(err, &de) {
 		results := map[string]runlog.ToolResult{}
 		for _, c := range de.Calls {
 			fmt.Println("handed out:", c.Key, c.Tool, string(c.Arguments))
 			results[c.Key] = a.Exec(ctx, &tool.Run{RunID: id}, c, nil) // anywhere, once
 		}
-		if sess, err = a.Resume(ctx, st, id, agent.DrivenBy(driver), agent.Dispatch(), agent.WithResults(results)); err != nil {
+		if sess, err = a.Resume(ctx, st, id, agent.Drive(drive.Plan{Driver: driver, Dispatch: true, Results: results})); err != nil {
 			break
 		}
 		res, err = sess.Run(ctx)

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/agentry/agentry/agent/drive"
 	"github.com/agentry/agentry/event"
 	"github.com/agentry/agentry/react"
 )
@@ -78,8 +79,8 @@ func (r *run) finish(final *Final, err error) (*Result, error) {
 	r.hidePrivate(res)
 	redactResult(res, a.redact)
 	res.Decision = decision(res) // of redacted parts: it needs no redaction of its own
-	paused := errors.Is(err, ErrInterrupted) || errors.Is(err, ErrDispatched)
-	if !errors.Is(err, ErrDispatched) { // a run that handed its calls out goes on elsewhere
+	paused := errors.Is(err, ErrInterrupted) || errors.Is(err, drive.ErrDispatched)
+	if !errors.Is(err, drive.ErrDispatched) { // a run that handed its calls out goes on elsewhere
 		a.metrics.record(res)
 		r.logger.runEnd(res)
 	}

@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/agentry/agentry/agent/drive"
 	"github.com/agentry/agentry/policy"
 	"github.com/agentry/agentry/runlog"
 	"github.com/agentry/agentry/spec"
@@ -197,18 +198,12 @@ func (j *journal) yield(ctx context.Context, err error) error {
 		return nil
 	}
 	status := store.Running
-	var de *DispatchError
+	var de *drive.DispatchError
 	if errors.As(err, &de) && len(de.Waiting) > 0 {
 		status = store.AwaitingApproval
 	}
-	return j.w.Hold(ctx, status, DispatchHold)
+	return j.w.Hold(ctx, status, drive.Hold)
 }
-
-// DispatchHold is how long a run that handed its calls out (Dispatch)
-// stays leased to its driver without hearing from it: long enough for
-// calls and approvals that take days. A driver that comes back takes
-// the lease over at once.
-const DispatchHold = 30 * 24 * time.Hour
 
 // interrupt writes what is queued and gives up the lease without ending
 // the run: the store reports it interrupted, for Resume.

@@ -14,6 +14,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/agentry/agentry/agent/drive"
 	"github.com/agentry/agentry/event"
 	"github.com/agentry/agentry/internal/lazyctx"
 	"github.com/agentry/agentry/llm"
@@ -140,12 +141,12 @@ func (s *Session) Run(ctx context.Context) (*Result, error) {
 		switch {
 		case errors.Is(err, ErrInterrupted):
 			jerr = j.interrupt(ctx, res)
-		case errors.Is(err, ErrDispatched):
+		case errors.Is(err, drive.ErrDispatched):
 			jerr = j.yield(ctx, err)
 		default:
 			jerr = j.end(ctx, res)
 		}
-		if jerr != nil && (err == nil || errors.Is(err, ErrDispatched)) {
+		if jerr != nil && (err == nil || errors.Is(err, drive.ErrDispatched)) {
 			err = redactErr(jerr, a.redact)
 		}
 	}
@@ -267,7 +268,7 @@ func (r *run) loop() (*Final, error) {
 			return d.Final, d.Final.Err
 		case len(d.Calls) > 0:
 			if err := r.act(&d); err != nil {
-				if !errors.Is(err, ErrDispatched) { // the turn ends once its calls have run
+				if !errors.Is(err, drive.ErrDispatched) { // the turn ends once its calls have run
 					r.endTurn()
 				}
 				return nil, err
@@ -348,7 +349,7 @@ func (r *run) stopFor(results []ToolResult) error {
 			first = err
 		}
 	}
-	calls := make([]WaitingCall, len(waiting))
+	calls := make([]drive.WaitingCall, len(waiting))
 	for i, w := range waiting {
 		calls[i].Key, _ = w["key"].(string)
 		calls[i].CallID, _ = w["call_id"].(string)

@@ -2,6 +2,7 @@ package agent
 
 import (
 	"context"
+
 	"github.com/agentry/agentry/internal/telemetry"
 
 	"go.opentelemetry.io/otel"

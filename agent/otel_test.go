@@ -5,11 +5,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/agentry/agentry/internal/telemetry"
 	"iter"
 	"log/slog"
 	"strings"
 	"testing"
+
+	"github.com/agentry/agentry/internal/telemetry"
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"

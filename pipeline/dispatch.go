@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/agentry/agentry/agent"
+	"github.com/agentry/agentry/agent/drive"
 	"github.com/agentry/agentry/internal/ids"
 	"github.com/agentry/agentry/llm"
 	"github.com/agentry/agentry/spec"
@@ -37,7 +38,7 @@ type StageRun struct {
 }
 
 // DispatchError is the error of a pipeline run that stopped to have a
-// stage's agent run elsewhere (Dispatch). It matches agent.ErrDispatched.
+// stage's agent run elsewhere (Dispatch). It matches drive.ErrDispatched.
 type DispatchError struct {
 	Stage StageRun
 	// State is the run so far, for Continue: opaque.
@@ -45,11 +46,11 @@ type DispatchError struct {
 }
 
 func (e *DispatchError) Error() string {
-	return fmt.Sprintf("%s: stage %s (run %s)", agent.ErrDispatched, e.Stage.Stage, e.Stage.RunID)
+	return fmt.Sprintf("%s: stage %s (run %s)", drive.ErrDispatched, e.Stage.Stage, e.Stage.RunID)
 }
 
-// Is makes errors.Is(err, agent.ErrDispatched) true.
-func (e *DispatchError) Is(target error) bool { return target == agent.ErrDispatched }
+// Is makes errors.Is(err, drive.ErrDispatched) true.
+func (e *DispatchError) Is(target error) bool { return target == drive.ErrDispatched }
 
 // Dispatch makes the run hand each agent stage's run out instead of
 // running it: the run stops before the stage with a *DispatchError, its
@@ -175,7 +176,7 @@ func (r *runState) yield(ctx context.Context, st *stage, rec StageRecord) error 
 		if r.unsub != nil {
 			r.unsub()
 		}
-		if err := w.Hold(context.WithoutCancel(ctx), store.Running, agent.DispatchHold); err != nil {
+		if err := w.Hold(context.WithoutCancel(ctx), store.Running, drive.Hold); err != nil {
 			return err
 		}
 	}

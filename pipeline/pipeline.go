@@ -5,13 +5,14 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	oteltrace "go.opentelemetry.io/otel/trace"
 	"log/slog"
 	"maps"
 	"path/filepath"
 	"reflect"
 	"slices"
 	"strings"
+
+	oteltrace "go.opentelemetry.io/otel/trace"
 
 	"github.com/agentry/agentry/agent"
 	"github.com/agentry/agentry/event"

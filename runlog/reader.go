@@ -280,7 +280,7 @@ func (l *Log) ToolCalls() []Call {
 }
 
 // Driver returns what drives the stored run runID when it is not one
-// process (its start record's Driver, agent.DrivenBy): "" for a local
+// process (its start record's Driver, drive.Plan.Driver): "" for a local
 // run, or a run whose log cannot be read (a resume then says why). A
 // sealed log is opened with opts' key (Sealed).
 func Driver(ctx context.Context, st store.Store, runID string, opts ...Option) string {

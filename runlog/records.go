@@ -51,7 +51,7 @@ type Start struct {
 	Memory string `json:"memory,omitempty"`
 	// Driver names what drives the run when it is not one process (a
 	// Temporal workflow, "temporal:NAMESPACE/WORKFLOW_ID"): only a
-	// session of the same driver may resume it (agent.DrivenBy).
+	// session of the same driver may resume it (drive.Plan.Driver).
 	Driver string `json:"driver,omitempty"`
 }
 
@@ -181,7 +181,7 @@ type Resume struct {
 	// Reason is why the calls were denied, when a person said.
 	Reason string `json:"reason,omitempty"`
 	// Dispatched says the run went on after its calls ran elsewhere
-	// (agent.Dispatch): the way it runs, not a resume.
+	// (drive.Plan.Dispatch): the way it runs, not a resume.
 	Dispatched bool `json:"dispatched,omitempty"`
 }
 

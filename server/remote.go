@@ -26,7 +26,7 @@ type Remote interface {
 	// Abort stops the run: it ends aborted, on record.
 	Abort(ctx context.Context, runID string) error
 	// Drives reports whether the Remote drives the runs of driver, a
-	// run's start record's (agent.DrivenBy).
+	// run's start record's (drive.Plan.Driver).
 	Drives(driver string) bool
 	// Wait returns once the run's workflow has ended (however it
 	// ended: refused before the run began, terminated) or ctx is done.

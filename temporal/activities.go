@@ -12,6 +12,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/agentry/agentry/agent"
+	"github.com/agentry/agentry/agent/drive"
 	"github.com/agentry/agentry/policy"
 	"github.com/agentry/agentry/runlog"
 	"github.com/agentry/agentry/spec"
@@ -136,25 +137,23 @@ func (x *activities) advance(ctx context.Context, in advanceIn) (*advanceOut, er
 
 // sessionOptions are those of the run's session in this activity.
 func (x *activities) sessionOptions(in advanceIn, req *Request, limits spec.Limits) []agent.RunOption {
-	opts := []agent.RunOption{agent.WithStore(x.cfg.Store), agent.Dispatch(), agent.DrivenBy(in.Driver)}
+	plan := drive.Plan{Dispatch: true, Driver: in.Driver, Results: in.Results, RanThrough: in.RanThrough}
 	if t := time.Duration(limits.TimeoutMS) * time.Millisecond; t > 0 && !in.Since.IsZero() {
 		// The run's timeout counts from when it last went on by itself,
 		// not from this activity's start.
-		opts = append(opts, agent.WithDeadline(in.Since.Add(t)))
+		plan.Deadline = in.Since.Add(t)
 	}
 	if req != nil {
-		opts = append(opts, agent.WithRunID(in.RunID), agent.WithSessionID(req.SessionID), agent.WithUser(req.UserID),
+		plan.RunID = in.RunID
+	}
+	opts := []agent.RunOption{agent.WithStore(x.cfg.Store), agent.Drive(plan)}
+	if req != nil {
+		opts = append(opts, agent.WithSessionID(req.SessionID), agent.WithUser(req.UserID),
 			agent.WithCorrelationID(req.CorrelationID), agent.WithTraceParent(req.TraceParent), agent.WithMetadata(req.Metadata),
 			agent.WithParentRunID(req.ParentRunID))
 		if req.Seed != nil {
 			opts = append(opts, agent.WithSeed(*req.Seed))
 		}
-	}
-	if len(in.Results) > 0 {
-		opts = append(opts, agent.WithResults(in.Results))
-	}
-	if in.RanThrough != nil {
-		opts = append(opts, agent.RanThrough(*in.RanThrough))
 	}
 	if d := in.Decision; d != nil {
 		if len(d.Approve) > 0 {
@@ -205,7 +204,7 @@ func (x *activities) drive(ctx context.Context, sess *agent.Session) (*agent.Res
 
 // stopped says where the run stopped.
 func (x *activities) stopped(sess *agent.Session, res *agent.Result, err error) (*advanceOut, error) {
-	var de *agent.DispatchError
+	var de *drive.DispatchError
 	switch {
 	case errors.As(err, &de):
 		out := &advanceOut{Status: string(store.Running), Calls: de.Calls, Waiting: de.Waiting, Run: runInfo(sess)}
@@ -296,14 +295,14 @@ func partial(res *agent.Result) json.RawMessage {
 }
 
 // waitingOf are the calls a Result paused on.
-func waitingOf(res *agent.Result) []agent.WaitingCall {
+func waitingOf(res *agent.Result) []drive.WaitingCall {
 	if res.Error == nil {
 		return nil
 	}
 	calls, _ := res.Error.Details["calls"].([]map[string]any)
-	out := make([]agent.WaitingCall, 0, len(calls))
+	out := make([]drive.WaitingCall, 0, len(calls))
 	for _, c := range calls {
-		var w agent.WaitingCall
+		var w drive.WaitingCall
 		w.Key, _ = c["key"].(string)
 		w.CallID, _ = c["call_id"].(string)
 		w.Tool, _ = c["tool"].(string)

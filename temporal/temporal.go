@@ -4,7 +4,7 @@
 // A run is one workflow, whose id is the run's id. The workflow is the
 // loop as Temporal sees it: a planning activity (Advance) goes on with
 // the run from its log, makes the turn's model call and hands the turn's
-// tool calls out (agent.Dispatch); each call is an activity of its own
+// tool calls out (drive.Plan.Dispatch); each call is an activity of its own
 // (Tool); the next Advance records their results and plans the next
 // turn. The run's log in agentry's store stays its only truth: trace,
 // runs, replay and the server see a Temporal run like a local one, live.
@@ -35,7 +35,7 @@ import (
 	"encoding/json"
 	"time"
 
-	"github.com/agentry/agentry/agent"
+	"github.com/agentry/agentry/agent/drive"
 	"github.com/agentry/agentry/runlog"
 	"github.com/agentry/agentry/tool"
 )
@@ -105,7 +105,7 @@ type Progress struct {
 	// Running are the keys of the calls running now; Waiting the calls
 	// that wait for a person.
 	Running []string            `json:"running,omitempty"`
-	Waiting []agent.WaitingCall `json:"waiting,omitempty"`
+	Waiting []drive.WaitingCall `json:"waiting,omitempty"`
 	// Pauses counts the times the run paused for a person's approval.
 	Pauses int `json:"pauses"`
 	// Result is the run's partial Result as of its last turn (whole
@@ -136,7 +136,7 @@ type advanceIn struct {
 	// there, as a local run's counts from its start or resume.
 	Since time.Time `json:"since,omitzero"`
 	// RanThrough is the last turn whose calls were handed to activities
-	// (agent.RanThrough); nil from a workflow of version 1.
+	// (drive.Plan.RanThrough); nil from a workflow of version 1.
 	RanThrough *int `json:"ran_through,omitempty"`
 	// Who runs the run (a continuing session's principal).
 	UserID string   `json:"user_id,omitempty"`
@@ -149,8 +149,8 @@ type advanceOut struct {
 	// awaiting_approval, or how it ended.
 	Status  string              `json:"status"`
 	Ended   bool                `json:"ended,omitempty"`
-	Calls   []agent.PendingCall `json:"calls,omitempty"`
-	Waiting []agent.WaitingCall `json:"waiting,omitempty"`
+	Calls   []drive.PendingCall `json:"calls,omitempty"`
+	Waiting []drive.WaitingCall `json:"waiting,omitempty"`
 	// Run is what the run's tools see of it.
 	Run    tool.Run        `json:"run"`
 	Result json.RawMessage `json:"result,omitempty"`
@@ -164,7 +164,7 @@ type advanceOut struct {
 // toolIn is one call's activity input.
 type toolIn struct {
 	Run  tool.Run          `json:"run"`
-	Call agent.PendingCall `json:"call"`
+	Call drive.PendingCall `json:"call"`
 }
 
 // Timeouts and retries of the activities. A worker that dies is found by

@@ -19,7 +19,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
-	"github.com/agentry/agentry/agent"
+	"github.com/agentry/agentry/agent/drive"
 	"github.com/agentry/agentry/runlog"
 	"github.com/agentry/agentry/store"
 	"github.com/agentry/agentry/tool"
@@ -53,7 +53,7 @@ type ProgressV1 struct {
 	CostUSD   *float64            `json:"cost_usd,omitempty"`
 	ToolCalls int                 `json:"tool_calls"`
 	Running   []string            `json:"running,omitempty"`
-	Waiting   []agent.WaitingCall `json:"waiting,omitempty"`
+	Waiting   []drive.WaitingCall `json:"waiting,omitempty"`
 	Pauses    int                 `json:"pauses"`
 	Result    json.RawMessage     `json:"result,omitempty"`
 }
@@ -76,8 +76,8 @@ type advanceInV1 struct {
 type advanceOutV1 struct {
 	Status    string              `json:"status"`
 	Ended     bool                `json:"ended,omitempty"`
-	Calls     []agent.PendingCall `json:"calls,omitempty"`
-	Waiting   []agent.WaitingCall `json:"waiting,omitempty"`
+	Calls     []drive.PendingCall `json:"calls,omitempty"`
+	Waiting   []drive.WaitingCall `json:"waiting,omitempty"`
 	Run       tool.Run            `json:"run"`
 	Result    json.RawMessage     `json:"result,omitempty"`
 	Turn      int                 `json:"turn"`
@@ -88,7 +88,7 @@ type advanceOutV1 struct {
 
 type toolInV1 struct {
 	Run  tool.Run          `json:"run"`
-	Call agent.PendingCall `json:"call"`
+	Call drive.PendingCall `json:"call"`
 }
 
 type CarriedV1 struct {
@@ -252,7 +252,7 @@ func causeV1(err error) string {
 // toolOptionsV1 are the options of a call's activity: one attempt for a
 // non-idempotent call whose tool does not deduplicate; a few for any
 // other (a worker that died), each bounded by the call's timeout.
-func toolOptionsV1(c agent.PendingCall) workflow.ActivityOptions {
+func toolOptionsV1(c drive.PendingCall) workflow.ActivityOptions {
 	limit := time.Hour
 	if c.Timeout > 0 {
 		limit = 4*c.Timeout + time.Minute // the tool's own retries, each with its timeout
@@ -308,7 +308,7 @@ func (w *runStateV1) decide(_ workflow.Context, d DecisionV1) error {
 	return nil
 }
 
-func describeV1(calls []agent.WaitingCall) string {
+func describeV1(calls []drive.WaitingCall) string {
 	out := make([]string, len(calls))
 	for i, c := range calls {
 		out[i] = c.CallID + " (" + c.Tool + ", key " + c.Key + ")"

@@ -10,7 +10,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
-	"github.com/agentry/agentry/agent"
+	"github.com/agentry/agentry/agent/drive"
 	"github.com/agentry/agentry/runlog"
 	"github.com/agentry/agentry/store"
 	"github.com/agentry/agentry/tool"
@@ -239,7 +239,7 @@ func cause(err error) string {
 // toolOptions are the options of a call's activity: one attempt for a
 // non-idempotent call whose tool does not deduplicate; a few for any
 // other (a worker that died), each bounded by the call's timeout.
-func toolOptions(c agent.PendingCall) workflow.ActivityOptions {
+func toolOptions(c drive.PendingCall) workflow.ActivityOptions {
 	limit := defaultToolLimit
 	if c.Timeout > 0 {
 		limit = 4*c.Timeout + time.Minute // the tool's own retries, each with its timeout
@@ -349,7 +349,7 @@ func (w *runState) decide(ctx workflow.Context, d Decision) error {
 	return nil
 }
 
-func describe(calls []agent.WaitingCall) string {
+func describe(calls []drive.WaitingCall) string {
 	out := make([]string, len(calls))
 	for i, c := range calls {
 		out[i] = c.CallID + " (" + c.Tool + ", key " + c.Key + ")"
