@@ -57,6 +57,8 @@ const (
 	CodePolicyViolation = "policy_violation"
 	CodeAborted         = "aborted"
 	CodeConfigError     = "config_error"
+	// CodeMemoryError is the code of a run its memory backend failed.
+	CodeMemoryError = "memory_error"
 	// CodeAwaitingApproval is the code of a run paused for approval.
 	CodeAwaitingApproval = "awaiting_approval"
 	// CodeInterrupted is the code of a run its host interrupted.

@@ -23,9 +23,6 @@ import (
 	"github.com/agentry/agentry/tool"
 )
 
-// CodeMemoryError is the code of a run its memory backend failed.
-const CodeMemoryError = "memory_error"
-
 // WithMemory gives the agent the backend its spec's memory uses when the
 // spec names none (the binary gives its run store's database). The agent
 // does not close it.
