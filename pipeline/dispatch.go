@@ -15,7 +15,7 @@ import (
 	"github.com/agentry/agentry/store"
 )
 
-// StageRun is a stage's agent run a pipeline hands out (Dispatch): the
+// StageRun is a stage's agent run a pipeline hands out (Drive): the
 // agent, its input and the run's place in the pipeline. The executor
 // runs it as a run of its own (parent ParentRunID, id RunID) and gives
 // its Result back with Continue.
@@ -38,7 +38,7 @@ type StageRun struct {
 }
 
 // DispatchError is the error of a pipeline run that stopped to have a
-// stage's agent run elsewhere (Dispatch). It matches drive.ErrDispatched.
+// stage's agent run elsewhere (Drive). It matches drive.ErrDispatched.
 type DispatchError struct {
 	Stage StageRun
 	// State is the run so far, for Continue: opaque.
@@ -52,25 +52,33 @@ func (e *DispatchError) Error() string {
 // Is makes errors.Is(err, drive.ErrDispatched) true.
 func (e *DispatchError) Is(target error) bool { return target == drive.ErrDispatched }
 
-// Dispatch makes the run hand each agent stage's run out instead of
-// running it: the run stops before the stage with a *DispatchError, its
-// store's lease kept for its driver (DrivenBy), and Continue goes on with
-// the stage's Result. A pipeline with hooks or mocks runs them in its
-// process and cannot be dispatched. It needs a store and a run id
-// (WithStore, WithRunID).
-func Dispatch() RunOption { return func(c *runConfig) { c.dispatch = true } }
+// Drive makes the run driven by an outside engine (package temporal), as
+// p says: with Dispatch, it hands each agent stage's run out instead of
+// running it (the run stops before the stage with a *DispatchError, and
+// Continue goes on with the stage's Result); Driver names the driver,
+// something that moves between processes (a workflow), under whose name
+// the run's lease is held between its steps; RunID is the run's id (as
+// WithRunID), created when it is not stored yet. A dispatched run needs
+// a store and a run id, and a pipeline with hooks or mocks (which run in
+// its process) cannot be dispatched. The plan's other fields are an
+// agent run's: each stage's run is driven on its own.
+func Drive(p drive.Plan) RunOption {
+	return func(c *runConfig) {
+		c.dispatch = c.dispatch || p.Dispatch
+		if p.Driver != "" {
+			c.driver = p.Driver
+		}
+		if p.RunID != "" {
+			c.runID = p.RunID
+		}
+	}
+}
 
-// Continue goes on with a dispatched run (Dispatch) from state, where it
+// Continue goes on with a dispatched run (Drive) from state, where it
 // stopped, stage being the Result of the stage's run it handed out.
 func Continue(state json.RawMessage, stage *agent.Result) RunOption {
 	return func(c *runConfig) { c.cont = &continuation{state: state, stage: stage} }
 }
-
-// DrivenBy makes the run driven by driver, something that moves between
-// processes (a workflow): its lease is held under the driver's name
-// between the steps of a dispatched run, and a run of that id is
-// created when it is not stored yet (WithRunID).
-func DrivenBy(driver string) RunOption { return func(c *runConfig) { c.driver = driver } }
 
 type continuation struct {
 	state json.RawMessage
@@ -94,7 +102,7 @@ func (p *Pipeline) checkDispatch(c *runConfig) error {
 		return nil
 	}
 	if c.store == nil || c.runID == "" || c.driver == "" {
-		return fmt.Errorf("%w: a dispatched pipeline run needs a store, a run id and a driver (WithStore, WithRunID, DrivenBy)", ErrInvalid)
+		return fmt.Errorf("%w: a dispatched pipeline run needs a store, a run id and a driver (WithStore, and Drive with a RunID and a Driver)", ErrInvalid)
 	}
 	if p.mock {
 		return fmt.Errorf("%w: a pipeline with mocks runs them in its process: it is not dispatched", ErrInvalid)

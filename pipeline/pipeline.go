@@ -234,7 +234,7 @@ type runConfig struct {
 	runID       string
 	oneStage    bool          // ProcessStage: stop after the first stage
 	dispatch    bool          // Dispatch
-	driver      string        // DrivenBy
+	driver      string        // Drive
 	cont        *continuation // Continue
 }
 

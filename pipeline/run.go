@@ -42,7 +42,7 @@ type runState struct {
 	// events and records follow: the trace id, the seed, the clock.
 	set  agent.Settings
 	span oteltrace.Span // the run's invoke_workflow span; nil when nobody traces
-	// dispatch: agent stages are handed out (Dispatch); given is the
+	// dispatch: agent stages are handed out (Drive); given is the
 	// Result of the one handed out last, when the run goes on (Continue).
 	dispatch bool
 	given    *agent.Result
@@ -318,7 +318,7 @@ func (r *runState) llm(ctx context.Context, st *stage, rec *StageRecord) (map[st
 	input := r.stageInput(st, true)
 	var res *agent.Result
 	var runErr error
-	if res = r.given; res != nil { // the stage's run, made elsewhere (Dispatch)
+	if res = r.given; res != nil { // the stage's run, made elsewhere (Drive)
 		r.given = nil
 		if !res.Success && res.Error != nil {
 			runErr = fmt.Errorf("%s: %s", res.Error.Code, res.Error.Message)

@@ -12,6 +12,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/agentry/agentry/agent"
+	"github.com/agentry/agentry/agent/drive"
 	"github.com/agentry/agentry/pipeline"
 	"github.com/agentry/agentry/policy"
 	"github.com/agentry/agentry/runlog"
@@ -184,7 +185,7 @@ func (x *activities) pipelineStep(ctx context.Context, in pipelineIn) (*pipeline
 		return x.pipelineOutcome(ctx, run)
 	}
 	ctx = policy.WithPrincipal(ctx, policy.Principal{UserID: req.UserID, Roles: req.Roles})
-	runOpts := []pipeline.RunOption{pipeline.WithStore(x.cfg.Store), pipeline.WithRunID(in.RunID), pipeline.DrivenBy(in.Driver), pipeline.Dispatch(),
+	runOpts := []pipeline.RunOption{pipeline.WithStore(x.cfg.Store), pipeline.Drive(drive.Plan{RunID: in.RunID, Driver: in.Driver, Dispatch: true}),
 		pipeline.WithSessionOptions(agent.WithUser(req.UserID), agent.WithCorrelationID(req.CorrelationID),
 			agent.WithTraceParent(req.TraceParent), agent.WithMetadata(req.Metadata))}
 	if in.State != nil {
