@@ -278,6 +278,35 @@ func TestViewerRoles(t *testing.T) {
 	}
 }
 
+// TestViewerOwner: a runner that reaches every user's runs sees another
+// user's paused run, but no approve or deny (it may not decide for that
+// user): the page says whose run it is and who may decide it.
+func TestViewerOwner(t *testing.T) {
+	keys := []Key{{Name: "rui", SHA256: HashKey("run-key"), Role: RoleRunner},
+		{Name: "dora", SHA256: HashKey("dora-key"), Role: RoleRunner, AllUsers: true}}
+	f, _ := newViewerFixture(t, keys)
+	code, res := f.do(t, "POST", "/v1/runs?wait=true", "run-key", `{"agent": "approve", "input": {"task": "2.0.0"}}`)
+	if code != 200 {
+		t.Fatalf("%d %v", code, res)
+	}
+	p := openPage(t, f.http.URL, 1280, 900)
+	p.open("#/runs/" + res["id"].(string))
+	p.waitJS("the key dialog", `document.querySelector('#key-dialog').open && document.activeElement.id === 'key-input'`)
+	p.do("dora's key", chromedp.SendKeys(chromedp.CSS("#key-input"), "dora-key\r"))
+	p.waitJS("the paused run", `document.querySelector('.approval')`)
+	if n := eval[int](p, `document.querySelectorAll('.approval button').length`); n != 0 || !strings.Contains(p.text(".approval"), "This run is rui's") {
+		t.Errorf("another user's runner sees %d buttons: %q", n, p.text(".approval"))
+	}
+	p.screenshot("viewer-owner-wide")
+	narrow := openPage(t, f.http.URL, 390, 844)
+	narrow.open("#/runs/" + res["id"].(string))
+	narrow.waitJS("the key dialog", `document.querySelector('#key-dialog').open && document.activeElement.id === 'key-input'`)
+	narrow.do("dora's key", chromedp.SendKeys(chromedp.CSS("#key-input"), "dora-key\r"))
+	narrow.waitJS("the paused run", `document.querySelector('.approval')`)
+	narrow.noOverflow("another user's paused run", 390)
+	narrow.screenshot("viewer-owner-narrow")
+}
+
 // TestViewerCanary: a secret in a run's input and in its tool call's
 // arguments is nowhere in the page, whichever view is open.
 func TestViewerCanary(t *testing.T) {
