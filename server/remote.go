@@ -109,20 +109,33 @@ func (s *Server) followRemote(id string, after int64) (ended <-chan struct{}) {
 }
 
 // remoteStopped says whether the run has stopped since its record after
-// (which it moves on to the last record read).
+// (which it moves on to the last record read): a Result written, or,
+// when nothing was, a status the store reports stopped.
 func (s *Server) remoteStopped(id string, after *int64) bool {
-	recs, err := s.cfg.Store.Records(s.base, id, *after)
-	if err != nil || len(recs) == 0 {
+	last := *after
+	found, err := s.resultSince(s.base, id, after)
+	if err != nil || *after == last {
 		run, gerr := s.cfg.Store.Get(s.base, id)
 		return gerr == nil && run.Status != store.Running && run.Status != store.AwaitingApproval
+	}
+	return found
+}
+
+// resultSince says whether the run's log has a Result after its record
+// *after, and moves *after on to the last record read: each record is
+// read once, however long the run.
+func (s *Server) resultSince(ctx context.Context, id string, after *int64) (bool, error) {
+	recs, err := s.cfg.Store.Records(ctx, id, *after)
+	if err != nil || len(recs) == 0 {
+		return false, err
 	}
 	*after = recs[len(recs)-1].Seq
 	for _, rec := range recs {
 		if rec.Kind == store.KindResult {
-			return true
+			return true, nil
 		}
 	}
-	return false
+	return false, nil
 }
 
 // remoteFollow is how often a run slot held for a run the Remote drives
@@ -190,19 +203,17 @@ func (s *Server) settled(ctx context.Context, id string, after int64) (json.RawM
 	t := time.NewTicker(remotePoll)
 	defer t.Stop()
 	for {
-		recs, err := s.cfg.Store.Records(ctx, id, after)
+		found, err := s.resultSince(ctx, id, &after)
 		if err != nil && !errors.Is(err, store.ErrNotFound) {
 			return nil, err
 		}
-		for i := len(recs) - 1; i >= 0; i-- {
-			if recs[i].Kind == store.KindResult {
-				l, err := runlog.Read(ctx, s.cfg.Store, id, s.logOptions()...)
-				if err != nil {
-					return nil, err
-				}
-				if l.Result != nil {
-					return l.Result, nil
-				}
+		if found {
+			l, err := runlog.Read(ctx, s.cfg.Store, id, s.logOptions()...)
+			if err != nil {
+				return nil, err
+			}
+			if l.Result != nil {
+				return l.Result, nil
 			}
 		}
 		select {
