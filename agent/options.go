@@ -3,6 +3,7 @@ package agent
 import (
 	"encoding/json"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/agentry/agentry/event"
@@ -109,8 +110,19 @@ func WithUser(id string) RunOption { return func(c *runConfig) { c.info.UserID =
 func WithCorrelationID(id string) RunOption { return func(c *runConfig) { c.info.CorrelationID = id } }
 
 // WithTraceParent sets the W3C trace context ("00-TRACEID-SPANID-FLAGS")
-// the run belongs to.
-func WithTraceParent(tp string) RunOption { return func(c *runConfig) { c.info.TraceParent = tp } }
+// the run belongs to. A caller that has a trace id but no parent span
+// gives the trace id alone (32 hex digits): the run's traceparent is made
+// from it. The trace id is on every event, in the Result and in log
+// records; model providers and http_request receive the traceparent.
+func WithTraceParent(tp string) RunOption {
+	return func(c *runConfig) {
+		if len(tp) == 32 && !strings.Contains(tp, "-") {
+			c.info.TraceID, c.info.TraceParent = tp, ""
+			return
+		}
+		c.info.TraceID, c.info.TraceParent = "", tp
+	}
+}
 
 // WithSeed makes the run's randomness (retry jitter), as a spec's seed
 // does, and its ids derive from seed instead of the runtime's generator.
@@ -133,12 +145,6 @@ func WithImages(images ...llm.Image) RunOption {
 // time the run reports is t and every duration 0 (the run's deadlines
 // still follow the wall clock). Tools see it as tool.Call.Time.
 func WithNow(t time.Time) RunOption { return func(c *runConfig) { c.more().now = t } }
-
-// WithTraceID sets the run's trace id (32 hex digits), for a caller that
-// has a trace id but no parent span: the run's traceparent is made from
-// it. On every event, in the Result and in log records; sent to model
-// providers and http_request as traceparent.
-func WithTraceID(id string) RunOption { return func(c *runConfig) { c.info.TraceID = id } }
 
 // WithMetadata gives tools the caller's metadata (tool.CallFrom).
 func WithMetadata(md map[string]string) RunOption { return func(c *runConfig) { c.info.Metadata = md } }
@@ -224,7 +230,7 @@ func idSeed(seed int64, a *Agent, parent string, input map[string]any) int64 {
 // runs reports for all of them: a pipeline's own events carry the trace
 // id its stages do, and follow their clock.
 type Settings struct {
-	// TraceID is the runs' trace id (WithTraceID, or WithTraceParent's),
+	// TraceID is the runs' trace id (WithTraceParent's),
 	// or "".
 	TraceID string
 	// TraceParent is the caller's W3C trace context (WithTraceParent), or "".

@@ -146,7 +146,7 @@ func fewShot(raw json.RawMessage) string {
 }
 
 // reactStop ends a ReAct reply before the model writes an observation.
-var reactStop = react.StopSequences
+var reactStop = []string{react.Stop}
 
 // reactPlanner is the text ReAct loop: each reply is parsed; a parse error
 // becomes an observation that tells the model what was wrong; an action

@@ -158,8 +158,8 @@ type Result struct {
 	// fixed clock too (WithNow), so that it runs the same again.
 	Seed          *int64 `json:"seed,omitempty"`
 	Deterministic bool   `json:"deterministic"`
-	// TraceID is the run's trace id, when it has one (WithTraceID,
-	// WithTraceParent).
+	// TraceID is the run's trace id, when it has one (WithTraceParent, or
+	// the OpenTelemetry span the run joined).
 	TraceID string `json:"trace_id,omitempty"`
 	// PromptTemplate names the versioned template of the system prompt.
 	PromptTemplate string  `json:"prompt_template,omitempty"`

@@ -187,7 +187,7 @@ func TestLogRecords(t *testing.T) {
 		t.Fatal(err)
 	}
 	res, err := a.Run(context.Background(), map[string]any{"who": "x"}, WithUser("u-1"), WithCorrelationID("c-1"),
-		WithTraceID("4bf92f3577b34da6a3ce929d0e0e4736"))
+		WithTraceParent("4bf92f3577b34da6a3ce929d0e0e4736"))
 	if err != nil {
 		t.Fatal(err)
 	}

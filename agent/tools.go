@@ -26,7 +26,7 @@ func (a *Agent) bindTools(o options) []string {
 	}
 	if a.mem == nil {
 		for i, name := range a.spec.Tools {
-			if slices.Contains(memtool.DBNames, name) || slices.Contains(memtool.MemoryNames, name) {
+			if memtool.Is(name) {
 				problems = append(problems, fmt.Sprintf("tools[%d] %q: a memory tool needs the spec's memory field", i, name))
 			}
 		}
@@ -64,7 +64,7 @@ func (a *Agent) bindTools(o options) []string {
 		}
 	}
 	if a.mem != nil && a.mem.spec.Tools {
-		for _, name := range memtool.MemoryNames {
+		for _, name := range memtool.MemoryNames() {
 			if _, bound := a.tools.byName[name]; !bound {
 				if err := a.addBinding(&binding{tool: mem[name]}); err != nil {
 					problems = append(problems, fmt.Sprintf("memory.tools: %v", err))

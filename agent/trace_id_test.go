@@ -30,7 +30,7 @@ func TestTraceIDs(t *testing.T) {
 		name string
 		opt  RunOption
 	}{
-		{"trace id", WithTraceID(id)},
+		{"trace id", WithTraceParent(id)},
 		{"traceparent", WithTraceParent("00-" + id + "-00f067aa0ba902b7-01")},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
@@ -55,7 +55,7 @@ func TestTraceIDs(t *testing.T) {
 		})
 	}
 	a := newTestAgent(t, `{"agent_name": "t", "version": "v1", "model_name": "m"}`, &traceSeer{})
-	for _, bad := range []RunOption{WithTraceID("xyz"), WithTraceID(strings.Repeat("0", 32)), WithTraceParent("00-abc-01")} {
+	for _, bad := range []RunOption{WithTraceParent("xyz"), WithTraceParent(strings.Repeat("0", 32)), WithTraceParent("00-abc-01")} {
 		if _, err := a.NewSession(nil, bad); !errors.Is(err, ErrConfig) {
 			t.Errorf("a malformed trace: %v", err)
 		}
@@ -90,7 +90,7 @@ func TestTracingSampling(t *testing.T) {
 			a := newTestAgent(t, `{"agent_name": "t", "version": "v1", "model_name": "m", "tracing": `+tt.tracing+`}`, &recorder{replies: replies})
 			for i := range 20 {
 				// Sampled by trace id: the same ids, the same choice, every time.
-				if _, err := a.Run(ctx, nil, WithStore(st), WithTraceID(fmt.Sprintf("%032x", i+1))); err != nil {
+				if _, err := a.Run(ctx, nil, WithStore(st), WithTraceParent(fmt.Sprintf("%032x", i+1))); err != nil {
 					t.Fatal(err)
 				}
 			}

@@ -72,9 +72,6 @@ func (e *Error) Error() string {
 	return fmt.Sprintf("dataset %s: %s", e.Source, strings.Join(e.Problems, "; "))
 }
 
-// ErrInvalid is what errors.Is finds in an *Error.
-var ErrInvalid = errors.New("invalid dataset")
-
 // Is makes errors.Is(err, ErrInvalid) true.
 func (e *Error) Is(target error) bool { return target == ErrInvalid }
 

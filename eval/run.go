@@ -48,9 +48,6 @@ type Options struct {
 	Baseline *Report
 }
 
-// ErrNoStore is returned by Run without Options.Store.
-var ErrNoStore = errors.New("eval: an evaluation needs a run store")
-
 // Run runs every case of d Options.Trials times for each target, each run
 // an ordinary stored run whose parent is the evaluation, checks their
 // assertions, and stores the evaluation with its report. The report is

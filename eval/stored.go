@@ -13,10 +13,6 @@ import (
 	"github.com/agentry/agentry/store"
 )
 
-// ErrNotEvaluation is returned for an id that names a run, not an
-// evaluation.
-var ErrNotEvaluation = errors.New("eval: not an evaluation")
-
 // Stored reads the report of the evaluation id from st (opts open sealed
 // logs).
 func Stored(ctx context.Context, st store.Store, id string, opts ...runlog.Option) (*Report, error) {

@@ -84,6 +84,11 @@ var (
 	ErrNotFound        = &kindError{KindNotFound}
 	ErrContextTooLong  = &kindError{KindContextTooLong}
 	ErrContentFiltered = &kindError{KindContentFiltered}
+	// ErrUnknownProvider is returned by Open for a provider that is not
+	// registered.
+	ErrUnknownProvider = errors.New("llm: unknown provider")
+	// ErrNoCandidate is wrapped by the error of a request no candidate can serve.
+	ErrNoCandidate = errors.New("llm: no model can serve the request")
 )
 
 type kindError struct{ k Kind }

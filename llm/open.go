@@ -1,7 +1,6 @@
 package llm
 
 import (
-	"errors"
 	"fmt"
 	"strings"
 
@@ -103,10 +102,6 @@ func Register(name string, d Driver) {
 
 // Providers returns the names of the registered providers, sorted.
 func Providers() []string { return drivers.Names() }
-
-// ErrUnknownProvider is returned by Open for a provider that is not
-// registered.
-var ErrUnknownProvider = errors.New("llm: unknown provider")
 
 // ParseModel splits a model name into provider and model id. A
 // "provider:model" prefix naming a registered provider wins; then a

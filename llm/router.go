@@ -2,7 +2,6 @@ package llm
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"iter"
 	"strings"
@@ -113,9 +112,6 @@ type Router struct {
 	cands []Candidate
 	opts  RouterOptions
 }
-
-// ErrNoCandidate is wrapped by the error of a request no candidate can serve.
-var ErrNoCandidate = errors.New("llm: no model can serve the request")
 
 // NewRouter returns a router over cands, in priority order.
 func NewRouter(cands []Candidate, opts RouterOptions) *Router {

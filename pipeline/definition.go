@@ -74,9 +74,6 @@ func (e *DefinitionError) Error() string {
 	return e.Source + ": " + strings.Join(e.Problems, "; ")
 }
 
-// ErrInvalid is matched by every *DefinitionError.
-var ErrInvalid = errors.New("invalid pipeline definition")
-
 // Is makes errors.Is(err, ErrInvalid) true.
 func (e *DefinitionError) Is(target error) bool { return target == ErrInvalid }
 

@@ -276,6 +276,8 @@ var (
 	ErrStageFailed   = errors.New("pipeline: stage failed")
 	ErrNotPaused     = errors.New("pipeline: the envelope is not waiting for input")
 	ErrWrongPipeline = errors.New("pipeline: the envelope belongs to another pipeline")
+	// ErrInvalid is matched by every *DefinitionError.
+	ErrInvalid = errors.New("invalid pipeline definition")
 )
 
 // Run runs the pipeline on input from its start stage.

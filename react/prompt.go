@@ -82,5 +82,6 @@ func ParseErrorObservation(problem string) string {
 		"or with\nThought: {your reasoning}\nFinal Answer: {result}"
 }
 
-// StopSequences keep a model from writing the observation itself.
-var StopSequences = []string{"\nObservation:"}
+// Stop is the stop sequence that keeps a model from writing the
+// observation itself.
+const Stop = "\nObservation:"

@@ -157,7 +157,7 @@ func (s *Spec) checkMode(c *checker) {
 		}
 	}
 	mode := s.mode()
-	if !slices.Contains(Modes, mode) {
+	if !slices.Contains(modes, mode) {
 		c.bad("mode %q is not one of tools, react, chooser, writer, extractor, plan, service", mode)
 	}
 	switch mode {

@@ -10,9 +10,6 @@ import (
 	"strings"
 )
 
-// ErrUnknownAgent is returned for a reference no spec file answers.
-var ErrUnknownAgent = errors.New("unknown agent")
-
 // ParseRef splits "NAME[@VERSION]".
 func ParseRef(ref string) (name, version string) {
 	name, version, _ = strings.Cut(ref, "@")

@@ -16,10 +16,6 @@ const LockFormat = "agentry.lock/v1"
 // LockFile is the name of the lock file in an agents directory.
 const LockFile = "agentry.lock"
 
-// ErrSchemaChanged is matched by the error of a version whose output
-// schema changed in place: a changed schema needs a new version.
-var ErrSchemaChanged = errors.New("output_schema changed in place")
-
 // Lock records the output-schema hash of each agent version, so that a
 // schema edited without a new version is caught (RAGstream 7.2).
 type Lock struct {

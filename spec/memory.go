@@ -37,8 +37,8 @@ type Memory struct {
 	Collections []string `json:"collections,omitempty"`
 }
 
-// MemoryWrites are what Memory.Write may name.
-var MemoryWrites = []string{"final_answer", "input", "tool_results"}
+// memoryWrites are what Memory.Write may name.
+var memoryWrites = []string{"final_answer", "input", "tool_results"}
 
 // ParseTTL reads a retention time: a Go duration ("36h", "90m") or a
 // number of days ("30d").
@@ -68,8 +68,8 @@ func (m *Memory) check(c *checker) {
 		c.bad("memory.load_last %d is outside 0..1000", m.LoadLast)
 	}
 	for i, w := range m.Write {
-		if !slices.Contains(MemoryWrites, w) {
-			c.bad("memory.write[%d] %q: want one of %s", i, w, strings.Join(MemoryWrites, ", "))
+		if !slices.Contains(memoryWrites, w) {
+			c.bad("memory.write[%d] %q: want one of %s", i, w, strings.Join(memoryWrites, ", "))
 		}
 	}
 	if m.MaxEntries < 0 {

@@ -33,8 +33,8 @@ const (
 	ModeService   Mode = "service"
 )
 
-// Modes lists the modes a spec may name, the default first.
-var Modes = []Mode{ModeTools, ModeReAct, ModeChooser, ModeWriter, ModeExtractor, ModePlan, ModeService}
+// modes lists the modes a spec may name, the default first.
+var modes = []Mode{ModeTools, ModeReAct, ModeChooser, ModeWriter, ModeExtractor, ModePlan, ModeService}
 
 // UnmarshalJSON accepts a mode in any letter case ("Chooser" = "chooser").
 func (m *Mode) UnmarshalJSON(b []byte) error {
@@ -56,7 +56,7 @@ type Spec struct {
 	AgentName   string `json:"agent_name"`
 	Version     string `json:"version"`
 	Description string `json:"description,omitempty"`
-	// Mode is one of Modes; empty means ModeTools.
+	// Mode is one of the Mode constants; empty means ModeTools.
 	Mode Mode `json:"mode,omitempty"`
 
 	// ModelName is "gpt-4.1-mini", "claude-…", "ft:…", or
@@ -158,8 +158,11 @@ type Limits struct {
 	MaxObservationBytes int `json:"max_observation_bytes,omitempty"`
 }
 
-// DefaultLimits are used for the fields a spec leaves at zero.
-var DefaultLimits = Limits{
+// DefaultLimits returns the limits used for the fields a spec leaves at
+// zero: a fresh value, so no caller changes another's defaults.
+func DefaultLimits() Limits { return defaultLimits }
+
+var defaultLimits = Limits{
 	MaxTurns:            10,
 	TimeoutMS:           300_000,
 	ModelTimeoutMS:      120_000,
@@ -170,7 +173,7 @@ var DefaultLimits = Limits{
 
 // WithDefaults returns l with DefaultLimits in the fields left at zero.
 func (l Limits) WithDefaults() Limits {
-	d := DefaultLimits
+	d := defaultLimits
 	setDefault(&l.MaxTurns, d.MaxTurns)
 	setDefault(&l.TimeoutMS, d.TimeoutMS)
 	setDefault(&l.ModelTimeoutMS, d.ModelTimeoutMS)
@@ -413,9 +416,6 @@ func (e *Error) Error() string {
 	}
 	return src + ": " + strings.Join(e.Problems, "; ")
 }
-
-// ErrInvalid is matched by every *Error: errors.Is(err, ErrInvalid).
-var ErrInvalid = errors.New("invalid agent spec")
 
 // Is makes errors.Is(err, ErrInvalid) true.
 func (e *Error) Is(target error) bool { return target == ErrInvalid }

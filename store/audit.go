@@ -5,7 +5,6 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"time"
 )
@@ -45,10 +44,6 @@ type Audit interface {
 	// is found too. The error names the first broken record.
 	VerifyAudit(ctx context.Context) error
 }
-
-// ErrAuditBroken is matched by the error of VerifyAudit and VerifyChain
-// on a chain that was edited, cut or reordered.
-var ErrAuditBroken = errors.New("store: the audit chain is broken")
 
 // HashAudit is the hash of r given the hash of the record before it: the
 // SHA-256 of prev and of r's fields (not Seq, Prev or Hash).

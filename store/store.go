@@ -272,6 +272,9 @@ var (
 	// ErrFormat is wrapped by the error of a record whose format this
 	// release cannot read.
 	ErrFormat = errors.New("store: unknown record format")
+	// ErrAuditBroken is matched by the error of VerifyAudit and VerifyChain
+	// on a chain that was edited, cut or reordered.
+	ErrAuditBroken = errors.New("store: the audit chain is broken")
 )
 
 // HeldError says who holds a run's lease, and until when.

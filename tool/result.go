@@ -92,11 +92,6 @@ func NotFound(entity, identifier string) *ErrorDetails {
 		Details: map[string]any{"entity": entity, "identifier": identifier}, Recoverable: true}
 }
 
-// ErrTransient marks a failure that may pass if the call is repeated.
-// Wrap it (or use Transient) so that Invoke retries safe and idempotent
-// tools.
-var ErrTransient = errors.New("transient failure")
-
 // Transient wraps err so that it counts as transient.
 func Transient(err error) error {
 	if err == nil {

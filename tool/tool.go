@@ -152,12 +152,6 @@ func NameFor(s string) string {
 	return name
 }
 
-// ErrDuplicate is returned when a registry already holds a tool of that name.
-var ErrDuplicate = errors.New("tool: duplicate name")
-
-// ErrInvalidName is returned for a tool name that models cannot call.
-var ErrInvalidName = errors.New("tool: invalid name")
-
 // Registry holds tools by name. Lookup is O(1); it is safe for concurrent use.
 type Registry struct {
 	mu    sync.RWMutex

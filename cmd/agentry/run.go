@@ -198,7 +198,10 @@ func (f runFlags) runOptions() ([]agent.RunOption, error) {
 		return nil, errors.New("--trace-id and --traceparent: give one (a traceparent carries its trace id)")
 	}
 	if f.traceID != "" {
-		opts = append(opts, agent.WithTraceID(f.traceID))
+		if len(f.traceID) != 32 || strings.Contains(f.traceID, "-") {
+			return nil, fmt.Errorf("--trace-id %q: want 32 hex digits (a W3C traceparent goes in --traceparent)", f.traceID)
+		}
+		opts = append(opts, agent.WithTraceParent(f.traceID))
 	}
 	if f.seedSet {
 		opts = append(opts, agent.WithSeed(f.seed))

@@ -56,11 +56,20 @@ func scopeOf(ctx context.Context) (*Scope, error) {
 	return nil, errors.New("the memory tools work inside an agent's run with memory")
 }
 
-// Names of the tools.
+// The tools' names: memoryNames are the ones memory.tools adds.
 var (
-	MemoryNames = []string{"memory_append", "memory_read", "memory_search"}
-	DBNames     = []string{"db_write", "db_read", "db_query", "db_search"}
+	memoryNames = []string{"memory_append", "memory_read", "memory_search"}
+	dbNames     = []string{"db_write", "db_read", "db_query", "db_search"}
 )
+
+// MemoryNames returns the names of the memory tools, the ones a spec's
+// memory.tools adds.
+func MemoryNames() []string { return slices.Clone(memoryNames) }
+
+// Is reports whether name is one of this package's tools.
+func Is(name string) bool {
+	return slices.Contains(memoryNames, name) || slices.Contains(dbNames, name)
+}
 
 // Tools returns the memory and database tools, by name.
 func Tools() map[string]tool.Tool {

@@ -21,7 +21,7 @@ import (
 var dialect = sqlstore.Dialect{Name: "postgres", Numbered: true, ForUpdate: " FOR UPDATE", Snapshot: sql.LevelRepeatableRead,
 	// One key for every agentry schema: migrations are rare and short.
 	MigrationLock: `SELECT pg_advisory_xact_lock(7461636)`, SeqKey: "BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY",
-	Text: sqlstore.PostgresText}
+	Text: sqlstore.PostgresText()}
 
 // Open connects to the Postgres database url names and brings its schema
 // up to date. The *sqlstore.DB it returns is the run store (a

@@ -27,7 +27,7 @@ import (
 )
 
 // SQLite's rowid is the sequence when declared exactly so.
-var dialect = sqlstore.Dialect{Name: "sqlite", SeqKey: "INTEGER PRIMARY KEY", Text: sqlstore.SQLiteText, SerialWrites: true}
+var dialect = sqlstore.Dialect{Name: "sqlite", SeqKey: "INTEGER PRIMARY KEY", Text: sqlstore.SQLiteText(), SerialWrites: true}
 
 // uriPath escapes what would end a path in a file: URI.
 var uriPath = strings.NewReplacer("%", "%25", "?", "%3F", "#", "%23")

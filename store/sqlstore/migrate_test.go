@@ -25,9 +25,9 @@ func TestPromptVersionsBecomeText(t *testing.T) {
 		d      Dialect
 	}{
 		{"sqlite", "sqlite", func(t testing.TB) string { return filepath.Join(t.TempDir(), "old.db") },
-			Dialect{Name: "sqlite", SeqKey: "INTEGER PRIMARY KEY", Text: SQLiteText}},
+			Dialect{Name: "sqlite", SeqKey: "INTEGER PRIMARY KEY", Text: SQLiteText()}},
 		{"postgres", "pgx", testdb.Postgres,
-			Dialect{Name: "postgres", Numbered: true, ForUpdate: " FOR UPDATE", SeqKey: "BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY", Text: PostgresText}},
+			Dialect{Name: "postgres", Numbered: true, ForUpdate: " FOR UPDATE", SeqKey: "BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY", Text: PostgresText()}},
 	} {
 		t.Run(b.name, func(t *testing.T) {
 			db, err := sql.Open(b.driver, b.dsn(t))

@@ -37,14 +37,14 @@ func desc(d bool) string {
 	return ""
 }
 
-// SQLiteText is SQLite's text dialect: JSON as text, FTS5 tables kept
+// SQLiteText returns SQLite's text dialect: JSON as text, FTS5 tables kept
 // by triggers, ranked by bm25.
-var SQLiteText = sqliteText
+func SQLiteText() TextDialect { return sqliteText }
 
-// PostgresText is Postgres's text dialect: JSONB, tsvector columns with
+// PostgresText returns Postgres's text dialect: JSONB, tsvector columns with
 // GIN indexes, ranked by ts_rank; strings compare byte by byte
 // (COLLATE "C"), as Go compares them.
-var PostgresText = postgresText
+func PostgresText() TextDialect { return postgresText }
 
 var sqliteText = TextDialect{
 	jsonType: "TEXT",

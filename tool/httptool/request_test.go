@@ -4,13 +4,14 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	oteltrace "go.opentelemetry.io/otel/trace"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"sync"
 	"testing"
+
+	oteltrace "go.opentelemetry.io/otel/trace"
 
 	"github.com/agentry/agentry/policy"
 	"github.com/agentry/agentry/tool"

@@ -45,7 +45,9 @@ func namespace(a *syscall.SysProcAttr) {
 // sandbox that forbids them), descendants are tracked through /proc, and
 // one that leaves its process group and drops its environment before
 // the tracker sees it escapes.
-var Contained = sync.OnceValue(func() bool {
+func Contained() bool { return inNamespace() }
+
+var inNamespace = sync.OnceValue(func() bool {
 	bin, err := lookPath("true")
 	if err != nil {
 		return false
