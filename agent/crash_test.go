@@ -12,7 +12,7 @@ import (
 	"syscall"
 	"testing"
 
-	"github.com/agentry/agentry/runlog"
+	"github.com/agentry/agentry/internal/journal"
 	"github.com/agentry/agentry/store"
 )
 
@@ -105,7 +105,7 @@ func TestKillAtEveryPoint(t *testing.T) {
 					st := openStore(t, b.dsn(t))
 					l := ledger{filepath.Join(t.TempDir(), "ledger")}
 					id := killedRun(t, st, point, true, l)
-					interrupted, err := runlog.Interrupted(ctx, st)
+					interrupted, err := journal.Interrupted(ctx, st)
 					if err != nil || len(interrupted) != 1 || interrupted[0].ID != id {
 						t.Fatalf("Interrupted = %v, %v; want the killed run %s", interrupted, err, id)
 					}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/agentry/agentry/agent/drive"
+	"github.com/agentry/agentry/internal/journal"
 	"github.com/agentry/agentry/runlog"
 	"github.com/agentry/agentry/tool"
 )
@@ -125,13 +126,13 @@ func (a *Agent) Exec(ctx context.Context, run *tool.Run, p drive.PendingCall, pr
 		Reporter: progress}
 	if b == nil {
 		d := &tool.ErrorDetails{Type: "unknown_tool", Message: fmt.Sprintf("the agent has no tool %q", p.Tool), Recoverable: false}
-		return runlog.NewToolResult(call, tool.Output{}, d, start)
+		return journal.NewToolResult(call, tool.Output{}, d, start)
 	}
 	call.Tool, call.Info = b.tool, b.info
 	if got := call.Key(); got != p.Key {
 		d := &tool.ErrorDetails{Type: "invalid_call", Message: fmt.Sprintf("the call's key is %s, not %s: run %q, turn %d, index %d",
 			got, p.Key, run.RunID, p.Turn, p.Index), Recoverable: false}
-		return runlog.NewToolResult(call, tool.Output{}, d, start)
+		return journal.NewToolResult(call, tool.Output{}, d, start)
 	}
 	var out tool.Output
 	var err error
@@ -140,5 +141,5 @@ func (a *Agent) Exec(ctx context.Context, run *tool.Run, p drive.PendingCall, pr
 	} else {
 		out, err = b.inner(ctx, call)
 	}
-	return runlog.NewToolResult(call, out, err, start)
+	return journal.NewToolResult(call, out, err, start)
 }

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/agentry/agentry/event"
+	"github.com/agentry/agentry/internal/journal"
 	"github.com/agentry/agentry/llm"
 	"github.com/agentry/agentry/runlog"
 	"github.com/agentry/agentry/spec"
@@ -79,7 +80,7 @@ func (c *runConfig) decide(ids []string, approve bool) {
 // creates the run (or takes over the resumed one), and subscribes the
 // writer of its events. A replay writes nothing: its journal only
 // serves the log.
-func (s *Session) openJournal(ctx context.Context, r *run) (*journal, error) {
+func (s *Session) openJournal(ctx context.Context, r *run) (*runJournal, error) {
 	c := &s.cfg
 	if c.store == nil {
 		return nil, nil
@@ -93,7 +94,7 @@ func (s *Session) openJournal(ctx context.Context, r *run) (*journal, error) {
 		// version is still pinned and its policy decisions still audited.
 		return nil, s.agent.pin(ctx, c.store)
 	}
-	j := &journal{r: r}
+	j := &runJournal{r: r}
 	if e.dispatch {
 		j.out = &dispatched{}
 	}
@@ -230,7 +231,7 @@ func (a *Agent) Resume(ctx context.Context, st store.Store, runID string, opts .
 		// An earlier holder of the same driver (a task that timed out, or
 		// is still running somewhere) is fenced off before the log is
 		// read: it can write nothing this session would not see.
-		if run, err := st.Get(ctx, runID); err == nil && runlog.OwnedBy(run.Holder, driver) {
+		if run, err := st.Get(ctx, runID); err == nil && journal.OwnedBy(run.Holder, driver) {
 			if err := st.Break(ctx, runID, run.Holder); err != nil && !errors.Is(err, store.ErrLeaseLost) {
 				return nil, err
 			}
@@ -246,11 +247,11 @@ func (a *Agent) Resume(ctx context.Context, st store.Store, runID string, opts .
 		}
 		return nil, fmt.Errorf("%w: run %s is driven by %s: resume, approve or deny it there", ErrNotResumable, runID, l.Start.Driver)
 	}
-	var as []runlog.Option
+	var as []journal.Option
 	if driver != "" {
-		as = append(as, runlog.HeldAs(runlog.DriverHolder(driver)))
+		as = append(as, journal.HeldAs(journal.DriverHolder(driver)))
 	}
-	holder, err := runlog.TakeOver(ctx, st, &l.Run, as...)
+	holder, err := journal.TakeOver(ctx, st, &l.Run, as...)
 	if err != nil {
 		return nil, err
 	}
@@ -258,7 +259,7 @@ func (a *Agent) Resume(ctx context.Context, st store.Store, runID string, opts .
 	if err != nil {
 		// Refused: the run is free for another process at once, not when
 		// the lease runs out.
-		runlog.Release(ctx, st, runID, holder)
+		journal.Release(ctx, st, runID, holder)
 		return nil, err
 	}
 	return s, nil
@@ -400,10 +401,18 @@ func logSealer(key []byte) (*runlog.Sealer, error) {
 	return s, nil
 }
 
-// logOptions are the run log options of the agent's writers and readers.
-func (a *Agent) logOptions(more ...runlog.Option) []runlog.Option {
+// readOptions are the options of the agent's run log readers.
+func (a *Agent) readOptions() []runlog.Option {
 	if a.logSeal == nil {
 		return nil
 	}
-	return append([]runlog.Option{runlog.Sealed(a.logSeal)}, more...)
+	return []runlog.Option{runlog.Sealed(a.logSeal)}
+}
+
+// logOptions are the options of the agent's run log writers.
+func (a *Agent) logOptions(more ...journal.Option) []journal.Option {
+	if a.logSeal == nil {
+		return more
+	}
+	return append([]journal.Option{journal.Sealed(a.logSeal)}, more...)
 }

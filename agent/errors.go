@@ -3,7 +3,7 @@ package agent
 import (
 	"errors"
 
-	"github.com/agentry/agentry/runlog"
+	"github.com/agentry/agentry/internal/journal"
 )
 
 // The errors a run can end with, matched with errors.Is on the error Run
@@ -37,8 +37,8 @@ var (
 
 	// ErrNotResumable is matched by the error of resuming a run that ended
 	// (completed, failed or aborted) or that another process drives. It is
-	// runlog.ErrNotResumable.
-	ErrNotResumable = runlog.ErrNotResumable
+	// journal.ErrNotResumable.
+	ErrNotResumable = journal.ErrNotResumable
 
 	// ErrNoSuchCall is matched by the error of approving or denying a call
 	// that does not wait for a decision, or a call id that names more than
@@ -47,8 +47,8 @@ var (
 
 	// ErrStore is matched by the error of a run that could not be kept
 	// durable: its store failed, or another process took the run over. It is
-	// runlog.ErrStore.
-	ErrStore = runlog.ErrStore
+	// journal.ErrStore.
+	ErrStore = journal.ErrStore
 
 	// ErrDiverged is matched by the error of a resumed run whose replay
 	// asked something its log does not hold: the spec, the tools or the

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/agentry/agentry/agent/drive"
+	"github.com/agentry/agentry/internal/journal"
 	"github.com/agentry/agentry/policy"
 	"github.com/agentry/agentry/runlog"
 	"github.com/agentry/agentry/spec"
@@ -19,7 +20,7 @@ import (
 
 // commitEvery is how long records of safe work may wait for a commit:
 // before a model call, what is queued is committed when the last commit
-// is older than this (a queue of runlog.MaxQueued records commits
+// is older than this (a queue of journal.MaxQueued records commits
 // itself). A real model's call takes longer, so each of its turns
 // commits; a run of fast turns commits a few together instead of paying
 // a commit per turn. Intents of non-idempotent calls never wait.
@@ -31,8 +32,8 @@ const commitEvery = 50 * time.Millisecond
 // again. Records of safe and idempotent calls and events are batched and
 // committed before each model call; a non-idempotent call's intent is
 // committed before it runs, its result when it returns.
-type journal struct {
-	w     *runlog.Writer // nil in a replay: nothing is written
+type runJournal struct {
+	w     *journal.Writer // nil in a replay: nothing is written
 	r     *run
 	unsub func() // the writer's subscription to the run's events
 
@@ -70,7 +71,7 @@ type servedCall struct {
 }
 
 // restore gives the calls served from the log their recorded timings.
-func (j *journal) restore(res *Result) {
+func (j *runJournal) restore(res *Result) {
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	for _, sc := range j.servedCalls {
@@ -97,7 +98,7 @@ func (j *journal) restore(res *Result) {
 }
 
 // served notes a tool result served from the log.
-func (j *journal) served(turn int, rec *runlog.ToolResult) {
+func (j *runJournal) served(turn int, rec *runlog.ToolResult) {
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	if j.servedTools == nil {
@@ -107,14 +108,14 @@ func (j *journal) served(turn int, rec *runlog.ToolResult) {
 }
 
 // add queues a record for the next commit (none in a replay).
-func (j *journal) add(kind store.Kind, turn int, key string, v any) {
+func (j *runJournal) add(kind store.Kind, turn int, key string, v any) {
 	if j.w != nil {
-		j.w.Add(runlog.Record(kind, turn, key, v))
+		j.w.Add(journal.Record(kind, turn, key, v))
 	}
 }
 
 // commit writes what is queued, with recs after it, in one transaction.
-func (j *journal) commit(ctx context.Context, recs ...store.Record) error {
+func (j *runJournal) commit(ctx context.Context, recs ...store.Record) error {
 	if j.w == nil {
 		return nil
 	}
@@ -124,18 +125,18 @@ func (j *journal) commit(ctx context.Context, recs ...store.Record) error {
 // begin creates the run (or takes over a resumed one) and keeps its
 // lease: a lease lost to another process stops the run, which may no
 // longer write.
-func (j *journal) begin(ctx context.Context, s *Session) error {
+func (j *runJournal) begin(ctx context.Context, s *Session) error {
 	r := j.r
 	red := s.agent.redact
 	var err error
 	if j.log == nil {
 		a := s.agent
-		ctx = context.WithoutCancel(ctx) // an aborted run's start is on record too (runlog.Create)
+		ctx = context.WithoutCancel(ctx) // an aborted run's start is on record too (journal.Create)
 		if err := a.pin(ctx, s.cfg.store); err != nil {
 			return err
 		}
 		start := &runlog.Start{Kind: "agent", RunID: r.st.RunID, SessionID: r.st.SessionID, ParentRunID: r.st.ParentRunID,
-			Spec: runlog.JSON(a.spec), BaseDir: runlog.AbsDir(a.o.baseDir), Model: a.o.model, Input: r.st.Input, UserID: s.cfg.info.UserID,
+			Spec: journal.JSON(a.spec), BaseDir: journal.AbsDir(a.o.baseDir), Model: a.o.model, Input: r.st.Input, UserID: s.cfg.info.UserID,
 			CorrelationID: s.cfg.info.CorrelationID, TraceParent: s.cfg.info.TraceParent, Metadata: s.cfg.info.Metadata, StartedAt: r.st.StartedAt.Time}
 		if p := policy.PrincipalFrom(ctx); p != nil {
 			start.Roles = p.Roles
@@ -148,26 +149,26 @@ func (j *journal) begin(ctx context.Context, s *Session) error {
 			start.Seed = &seed
 		}
 		start.FixedClock = r.fixed
-		var opts []runlog.Option
+		var opts []journal.Option
 		if e := s.cfg.extra; e != nil {
 			start.Images = e.images
 			if e.driver != "" {
 				start.Driver = e.driver
-				opts = append(opts, runlog.HeldAs(runlog.DriverHolder(e.driver)))
+				opts = append(opts, journal.HeldAs(journal.DriverHolder(e.driver)))
 			}
 		}
 		if a.o.agents != nil {
-			start.AgentsDir = runlog.AbsDir(a.o.agents.Path)
+			start.AgentsDir = journal.AbsDir(a.o.agents.Path)
 		}
-		j.w, err = runlog.Create(ctx, s.cfg.store, store.Run{ID: r.st.RunID, Kind: "agent", Name: a.spec.AgentName,
+		j.w, err = journal.Create(ctx, s.cfg.store, store.Run{ID: r.st.RunID, Kind: "agent", Name: a.spec.AgentName,
 			Version: a.spec.Version, ParentID: r.st.ParentRunID, SessionID: r.st.SessionID, CreatedAt: r.st.StartedAt.Time}, start, red,
 			append(a.logOptions(), opts...)...)
 	} else {
 		rc := s.cfg.resume
 		rec := runlog.Resume{Turn: j.quiet, Holder: rc.holder, Model: s.agent.o.model, Approved: keys(j.approve), Denied: keys(j.deny),
 			Reason: s.cfg.denyReason(), Dispatched: j.tailTurn > 0}
-		j.w, err = runlog.Take(ctx, s.cfg.store, r.st.RunID, rc.holder, red, runlog.Record(store.KindResume, j.quiet, "", rec),
-			s.agent.logOptions(runlog.Continuing(rc.log))...)
+		j.w, err = journal.Take(ctx, s.cfg.store, r.st.RunID, rc.holder, red, journal.Record(store.KindResume, j.quiet, "", rec),
+			s.agent.logOptions(journal.Continuing(rc.log))...)
 	}
 	if err != nil {
 		return err
@@ -178,7 +179,7 @@ func (j *journal) begin(ctx context.Context, s *Session) error {
 
 // end writes the run's Result and its final status, and gives up the
 // lease.
-func (j *journal) end(ctx context.Context, res *Result) error {
+func (j *runJournal) end(ctx context.Context, res *Result) error {
 	if j.log != nil {
 		j.restore(res)
 	}
@@ -193,7 +194,7 @@ func (j *journal) end(ctx context.Context, res *Result) error {
 // which goes on with it once the calls handed out have run: the run
 // stays running, or awaits approval when calls of the turn wait for a
 // person.
-func (j *journal) yield(ctx context.Context, err error) error {
+func (j *runJournal) yield(ctx context.Context, err error) error {
 	if j.w == nil {
 		return nil
 	}
@@ -207,7 +208,7 @@ func (j *journal) yield(ctx context.Context, err error) error {
 
 // interrupt writes what is queued and gives up the lease without ending
 // the run: the store reports it interrupted, for Resume.
-func (j *journal) interrupt(ctx context.Context, _ *Result) error {
+func (j *runJournal) interrupt(ctx context.Context, _ *Result) error {
 	if j.w == nil {
 		return nil
 	}
@@ -256,7 +257,7 @@ func (d Difference) String() string {
 
 // diverged notes a difference and returns it as an error matching
 // ErrDiverged.
-func (j *journal) diverged(d Difference) error {
+func (j *runJournal) diverged(d Difference) error {
 	j.mu.Lock()
 	j.diffs = append(j.diffs, d)
 	j.mu.Unlock()

@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/agentry/agentry/internal/journal"
 	"github.com/agentry/agentry/llm"
 	"github.com/agentry/agentry/policy"
 	"github.com/agentry/agentry/runlog"
@@ -20,7 +21,7 @@ import (
 
 // journalOf returns the journal of the run whose context ctx is, or nil.
 // A sub-agent's run has its own link, so its calls are not its parent's.
-func journalOf(ctx context.Context) *journal {
+func journalOf(ctx context.Context) *runJournal {
 	if l := linkFrom(ctx); l != nil {
 		return l.journal
 	}
@@ -116,7 +117,7 @@ func chunksOf(r *llm.Response) []llm.Chunk {
 // model call loses no turn before it (unless those turns were all faster
 // than commitEvery), and a watcher sees the turn's events while the
 // model works.
-func (j *journal) beforeModel(ctx context.Context, req *llm.Request) (n int, digest string, resp *llm.Response, err error, served bool) {
+func (j *runJournal) beforeModel(ctx context.Context, req *llm.Request) (n int, digest string, resp *llm.Response, err error, served bool) {
 	n, digest = j.n, j.digest(req)
 	j.n++
 	if j.log != nil && !j.live {
@@ -149,12 +150,12 @@ func (j *journal) beforeModel(ctx context.Context, req *llm.Request) (n int, dig
 	return n, digest, nil, nil, false
 }
 
-func (j *journal) afterModel(n int, digest string, resp *llm.Response, err error, start time.Time) {
+func (j *runJournal) afterModel(n int, digest string, resp *llm.Response, err error, start time.Time) {
 	r := j.r
 	if err != nil && interrupted(r.ctx) {
 		return // cut short: a resume makes the call again
 	}
-	rec := runlog.ModelCall{N: n, Digest: digest, Response: runlog.NewResponse(resp), Attempts: r.attempts, DurationMS: ms(time.Since(start))}
+	rec := runlog.ModelCall{N: n, Digest: digest, Response: journal.NewResponse(resp), Attempts: r.attempts, DurationMS: ms(time.Since(start))}
 	if rec.Response != nil {
 		for i, c := range rec.Response.ToolCalls {
 			if r.s.agent.private(c.Name) { // the model's input to a private tool stays out of the log
@@ -191,7 +192,7 @@ func replayModel(m *runlog.ModelCall) (*llm.Response, error) {
 // digest identifies what a model call asks: the transcript, the tools
 // and the output schema. The transcript is hashed as it grows,
 // so a turn hashes only its new messages.
-func (j *journal) digest(req *llm.Request) string {
+func (j *runJournal) digest(req *llm.Request) string {
 	if j.h == nil || len(req.Messages) < j.hashed || (len(req.Messages) > 0 && req.Messages[0].Content != j.first) {
 		j.h, j.hashed = sha256.New(), 0 // a handoff rewrote the system prompt
 		if len(req.Messages) > 0 {
@@ -265,7 +266,7 @@ func journalTools(next tool.Handler) tool.Handler {
 }
 
 // tool runs one call the durable way (DESIGN.md 3.8).
-func (j *journal) tool(ctx context.Context, call *tool.Call, next tool.Handler) (tool.Output, error) {
+func (j *runJournal) tool(ctx context.Context, call *tool.Call, next tool.Handler) (tool.Output, error) {
 	key, class := call.Key(), call.Class()
 	intent := false
 	if l := j.log; l != nil {
@@ -315,7 +316,7 @@ func (j *journal) tool(ctx context.Context, call *tool.Call, next tool.Handler) 
 	}
 	if class == tool.NonIdempotent && !intent && j.w != nil {
 		in := runlog.Intent{CallID: call.ID, Tool: call.Name, Arguments: string(j.r.hideArgs(call.Name, call.Arguments)), Idempotency: class, Deduplicates: call.Deduplicates(ctx)}
-		if err := j.commit(ctx, runlog.Record(store.KindToolIntent, call.Turn, key, in)); err != nil {
+		if err := j.commit(ctx, journal.Record(store.KindToolIntent, call.Turn, key, in)); err != nil {
 			return tool.Output{}, err // not run: it could not be made safe to run
 		}
 	}
@@ -324,7 +325,7 @@ func (j *journal) tool(ctx context.Context, call *tool.Call, next tool.Handler) 
 	}
 	start := time.Now()
 	out, err := next(ctx, call)
-	rec := runlog.NewToolResult(call, out, err, start)
+	rec := journal.NewToolResult(call, out, err, start)
 	if j.r.s.agent.private(call.Name) {
 		hideResult(&rec)
 	}
@@ -334,7 +335,7 @@ func (j *journal) tool(ctx context.Context, call *tool.Call, next tool.Handler) 
 		return out, err
 	}
 	if class == tool.NonIdempotent {
-		if cerr := j.commit(ctx, runlog.Record(store.KindToolResult, call.Turn, key, rec)); cerr != nil {
+		if cerr := j.commit(ctx, journal.Record(store.KindToolResult, call.Turn, key, rec)); cerr != nil {
 			return out, errors.Join(err, cerr)
 		}
 	} else {
@@ -360,7 +361,7 @@ func hideResult(rec *runlog.ToolResult) {
 // sub-agent's call (the sub-agent runs here, as a run of its own), nor a
 // call of an agent the run was handed to (the executor builds the run's
 // first agent, whose tools they are not): those run here.
-func (j *journal) handsOut(call *tool.Call) bool {
+func (j *runJournal) handsOut(call *tool.Call) bool {
 	_, sub := call.Tool.(subTool)
 	return !sub && j.r.a == j.r.s.agent
 }
@@ -369,17 +370,17 @@ func (j *journal) handsOut(call *tool.Call) bool {
 // executor of a dispatching run (RanThrough): their intents were
 // committed by a planning attempt whose hand-out never reached it, so
 // their outcome is not unknown, and they are handed out again.
-func (j *journal) neverRan(turn int) bool {
+func (j *runJournal) neverRan(turn int) bool {
 	e := j.r.s.cfg.extra
 	return j.out != nil && e != nil && e.ranSet && turn > e.ranThrough
 }
 
 // record writes the result of a call the run handed out, which its
 // executor ran (WithResults), and answers the call with it.
-func (j *journal) record(ctx context.Context, call *tool.Call, class tool.Idempotency, res runlog.ToolResult) (tool.Output, error) {
+func (j *runJournal) record(ctx context.Context, call *tool.Call, class tool.Idempotency, res runlog.ToolResult) (tool.Output, error) {
 	res.CallID, res.Tool, res.Arguments = call.ID, call.Name, string(call.Arguments)
 	if class == tool.NonIdempotent {
-		if err := j.commit(ctx, runlog.Record(store.KindToolResult, call.Turn, call.Key(), res)); err != nil {
+		if err := j.commit(ctx, journal.Record(store.KindToolResult, call.Turn, call.Key(), res)); err != nil {
 			return tool.Output{}, err
 		}
 	} else {
@@ -391,22 +392,22 @@ func (j *journal) record(ctx context.Context, call *tool.Call, class tool.Idempo
 
 // audit records a person's decision on a call of unknown outcome, as
 // theirs.
-func (j *journal) audit(ctx context.Context, call *tool.Call, decision, reason string) error {
+func (j *runJournal) audit(ctx context.Context, call *tool.Call, decision, reason string) error {
 	by, _ := j.r.decider(call.Key())
 	return j.r.reportAs(ctx, "tool:"+call.Name, call.ID, by, "unknown_outcome", decision, reason)
 }
 
 // unknownOutcome answers a denied call: it may or may not have taken
 // effect, and it is not sent again. The answer is recorded as its result.
-func (j *journal) unknownOutcome(call *tool.Call, start time.Time) (tool.Output, error) {
+func (j *runJournal) unknownOutcome(call *tool.Call, start time.Time) (tool.Output, error) {
 	d := &tool.ErrorDetails{Type: "unknown_outcome", Recoverable: false,
 		Message: fmt.Sprintf("the call %s (%s) was sent before the run stopped, and whether it took effect is unknown; "+
 			"it was not sent again", call.ID, call.Name)}
 	if reason := j.r.s.cfg.denyReason(); reason != "" {
 		d.Message += " (" + reason + ")"
 	}
-	rec := runlog.NewToolResult(call, tool.Output{}, d, start)
-	if err := j.commit(context.Background(), runlog.Record(store.KindToolResult, call.Turn, call.Key(), rec)); err != nil {
+	rec := journal.NewToolResult(call, tool.Output{}, d, start)
+	if err := j.commit(context.Background(), journal.Record(store.KindToolResult, call.Turn, call.Key(), rec)); err != nil {
 		return tool.Output{}, err
 	}
 	return tool.Output{}, d
@@ -414,7 +415,7 @@ func (j *journal) unknownOutcome(call *tool.Call, start time.Time) (tool.Output,
 
 // compareLive runs a recorded safe or idempotent call again (replay
 // --tools live) and reports an output that differs.
-func (j *journal) compareLive(ctx context.Context, call *tool.Call, rec *runlog.ToolResult, next tool.Handler) (tool.Output, error) {
+func (j *runJournal) compareLive(ctx context.Context, call *tool.Call, rec *runlog.ToolResult, next tool.Handler) (tool.Output, error) {
 	out, err := next(ctx, call)
 	was, wasErr := rec.Result()
 	now, was2 := string(out.JSON), string(was.JSON)

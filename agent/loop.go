@@ -16,11 +16,11 @@ import (
 
 	"github.com/agentry/agentry/agent/drive"
 	"github.com/agentry/agentry/event"
+	"github.com/agentry/agentry/internal/journal"
 	"github.com/agentry/agentry/internal/lazyctx"
 	"github.com/agentry/agentry/llm"
 	"github.com/agentry/agentry/policy"
 	"github.com/agentry/agentry/retry"
-	"github.com/agentry/agentry/runlog"
 	"github.com/agentry/agentry/tool"
 )
 
@@ -180,7 +180,7 @@ func (r *run) bound(cancel context.CancelCauseFunc) {
 // begin admits the run: the caller's access, its memory, the filters on
 // its input, and its log, opened. refused is why the run may not go on
 // (audited once the log is open); err why it cannot start at all.
-func (r *run) begin(ctx context.Context) (_ context.Context, j *journal, refused, err error) {
+func (r *run) begin(ctx context.Context) (_ context.Context, j *runJournal, refused, err error) {
 	if r.admit(ctx) { // a caller who may not run the agent reads none of its memory
 		if err := r.recall(ctx); err != nil {
 			return ctx, nil, nil, err
@@ -541,7 +541,7 @@ func (r *run) quiet() int {
 	return 0
 }
 
-func ms(d time.Duration) float64 { return runlog.Millis(d) }
+func ms(d time.Duration) float64 { return journal.Millis(d) }
 
 // jsonValue converts Go values to the form JSON decoding produces, which
 // is what schema validation expects.

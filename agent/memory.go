@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/agentry/agentry/internal/journal"
 	"github.com/agentry/agentry/llm"
 	"github.com/agentry/agentry/memory"
 	"github.com/agentry/agentry/memory/memtool"
@@ -296,7 +297,7 @@ func (r *run) rememberOnce(ctx context.Context, key, kind, text string) error {
 		}
 		if found {
 			rm.note(d)
-			return j.commit(ctx, runlog.Record(store.KindToolResult, r.st.Turn, key, memoryStep(key, d)))
+			return j.commit(ctx, journal.Record(store.KindToolResult, r.st.Turn, key, memoryStep(key, d)))
 		}
 	}
 	e, err := rm.scope.AppendFiltered(ctx, kind, text)
@@ -304,12 +305,12 @@ func (r *run) rememberOnce(ctx context.Context, key, kind, text string) error {
 		return err
 	}
 	d := MemoryDelta{Stream: e.Stream, ID: e.ID, Kind: kind, Text: text}
-	return j.commit(ctx, runlog.Record(store.KindToolResult, r.st.Turn, key, memoryStep(key, d)))
+	return j.commit(ctx, journal.Record(store.KindToolResult, r.st.Turn, key, memoryStep(key, d)))
 }
 
 // memoryStep is the run log's record of an end-of-run memory write.
 func memoryStep(key string, d MemoryDelta) runlog.ToolResult {
-	out := string(runlog.JSON(d))
+	out := string(journal.JSON(d))
 	return runlog.ToolResult{CallID: key, Tool: "memory.write", Arguments: "{}", Output: &out, StartedAt: time.Now()}
 }
 
@@ -358,11 +359,11 @@ func (r *run) memorize(final *Final) error {
 		var texts []string
 		switch w {
 		case "input":
-			texts = append(texts, string(runlog.JSON(r.st.Input)))
+			texts = append(texts, string(journal.JSON(r.st.Input)))
 		case "final_answer":
 			text := final.Text
 			if final.Output != nil {
-				text = string(runlog.JSON(final.Output))
+				text = string(journal.JSON(final.Output))
 			}
 			texts = append(texts, text)
 		case "tool_results":

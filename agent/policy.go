@@ -7,6 +7,7 @@ import (
 	"slices"
 
 	"github.com/agentry/agentry/event"
+	"github.com/agentry/agentry/internal/journal"
 	"github.com/agentry/agentry/llm"
 	"github.com/agentry/agentry/policy"
 	"github.com/agentry/agentry/runlog"
@@ -112,7 +113,7 @@ func (r *run) reportAs(ctx context.Context, target, callID, user, rule, decision
 	case j == nil && r.s.cfg.store != nil:
 		// A run tracing did not sample keeps no log, but the audit log
 		// holds every decision of the policy.
-		return runlog.Audit(ctx, r.s.cfg.store, r.a.redact, r.st.RunID, rec)
+		return journal.Audit(ctx, r.s.cfg.store, r.a.redact, r.st.RunID, rec)
 	}
 	return nil // a replay decides again what its log has on record
 }

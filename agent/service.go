@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/agentry/agentry/event"
-	"github.com/agentry/agentry/runlog"
+	"github.com/agentry/agentry/internal/journal"
 	"github.com/agentry/agentry/store"
 )
 
@@ -75,7 +75,7 @@ func (s *Service) Interrupted(ctx context.Context) ([]store.Run, error) {
 	if s.store == nil {
 		return nil, ErrNoStore
 	}
-	return runlog.Interrupted(ctx, s.store)
+	return journal.Interrupted(ctx, s.store)
 }
 
 // Events returns the bus that carries the events of every session.

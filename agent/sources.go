@@ -6,8 +6,8 @@ import (
 	"sync/atomic"
 
 	"github.com/agentry/agentry/event"
+	"github.com/agentry/agentry/internal/journal"
 	"github.com/agentry/agentry/llm"
-	"github.com/agentry/agentry/runlog"
 	"github.com/agentry/agentry/tool"
 )
 
@@ -49,7 +49,7 @@ func (a *Agent) openSources(o options) (map[string][]*toolSet, []string) {
 		}
 		r := reqs[scheme]
 		if r == nil {
-			r = &tool.SourceRequest{Spec: runlog.JSON(a.spec), BaseDir: o.baseDir, Logger: a.logger}
+			r = &tool.SourceRequest{Spec: journal.JSON(a.spec), BaseDir: o.baseDir, Logger: a.logger}
 			reqs[scheme] = r
 			schemes = append(schemes, scheme)
 		}

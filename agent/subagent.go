@@ -24,9 +24,9 @@ import (
 type link struct {
 	pending atomic.Bool
 	mu      sync.Mutex
-	sub     *rollup  // what sub-runs reported since the last merge
-	journal *journal // set when the run is durable (or replayed)
-	run     *run     // the run this is the link of
+	sub     *rollup     // what sub-runs reported since the last merge
+	journal *runJournal // set when the run is durable (or replayed)
+	run     *run        // the run this is the link of
 }
 
 // rollup is what finished sub-runs add to their parent run.
@@ -188,7 +188,7 @@ func (t subTool) session(ctx context.Context, input map[string]any, opts []RunOp
 		s, err := t.a.Resume(ctx, st, id, opts...)
 		return s, nil, err
 	}
-	sub, err := runlog.Read(ctx, st, id, t.a.logOptions()...)
+	sub, err := runlog.Read(ctx, st, id, t.a.readOptions()...)
 	if err != nil || sub.Result == nil {
 		return nil, nil, fmt.Errorf("%w: sub-run %s is %s without a Result: %v", ErrStore, id, run.Status, err)
 	}

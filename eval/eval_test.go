@@ -13,6 +13,7 @@ import (
 	"github.com/agentry/agentry/agent"
 	"github.com/agentry/agentry/eval"
 	"github.com/agentry/agentry/internal/testdb"
+	"github.com/agentry/agentry/internal/teststore"
 	"github.com/agentry/agentry/llm"
 	"github.com/agentry/agentry/spec"
 	"github.com/agentry/agentry/store"
@@ -72,16 +73,6 @@ func triageAgent(t *testing.T, version string, m llm.Provider) *agent.Agent {
 	}
 	t.Cleanup(func() { a.Close() })
 	return a
-}
-
-func openStore(t *testing.T) store.Store {
-	t.Helper()
-	st, err := store.Open(context.Background(), testdb.SQLite(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
-	return st
 }
 
 // Two versions of an agent on one dataset, on SQLite and Postgres: the
@@ -176,7 +167,7 @@ func TestTrials(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer a.Close()
-	rep, err := eval.Run(context.Background(), ds, []eval.Target{{Label: "flaky@v1", Agent: a}}, eval.Options{Store: openStore(t), Trials: 2})
+	rep, err := eval.Run(context.Background(), ds, []eval.Target{{Label: "flaky@v1", Agent: a}}, eval.Options{Store: teststore.Open(t), Trials: 2})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -190,7 +181,7 @@ func TestTrials(t *testing.T) {
 // evaluation naming the old one.
 func TestRescore(t *testing.T) {
 	ds, _ := eval.Load("testdata/triage.json")
-	st := openStore(t)
+	st := teststore.Open(t)
 	m := &triager{}
 	rep, err := eval.Run(context.Background(), ds, []eval.Target{{Label: "triage@v1", Agent: triageAgent(t, "v1", m)}}, eval.Options{Store: st})
 	if err != nil || rep.Agents[0].Passed != 2 {
@@ -246,7 +237,7 @@ func TestFailedRuns(t *testing.T) {
 		judged++
 		return 1, "", "", nil
 	}
-	st := openStore(t)
+	st := teststore.Open(t)
 	rep, err := eval.Run(context.Background(), ds, []eval.Target{{Label: "broken@v1", Agent: a}}, eval.Options{Store: st, Judge: judge})
 	if err != nil {
 		t.Fatal(err)

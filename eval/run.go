@@ -11,6 +11,7 @@ import (
 
 	"github.com/agentry/agentry/agent"
 	"github.com/agentry/agentry/internal/ids"
+	"github.com/agentry/agentry/internal/journal"
 	"github.com/agentry/agentry/policy"
 	"github.com/agentry/agentry/runlog"
 	"github.com/agentry/agentry/store"
@@ -162,7 +163,7 @@ func notRun(c *Case, trial int, err error) trialResult {
 }
 
 // begin stores the evaluation, running: its dataset and agents first.
-func begin(ctx context.Context, st store.Store, id string, d *Dataset, targets []Target) (*runlog.Writer, error) {
+func begin(ctx context.Context, st store.Store, id string, d *Dataset, targets []Target) (*journal.Writer, error) {
 	labels := make([]string, len(targets))
 	for i, t := range targets {
 		labels[i] = t.Label
@@ -171,7 +172,7 @@ func begin(ctx context.Context, st store.Store, id string, d *Dataset, targets [
 	if p := policy.PrincipalFrom(ctx); p != nil {
 		start.UserID = p.UserID // the evaluation's owner: the user its case runs act for
 	}
-	w, err := runlog.Create(ctx, st, store.Run{ID: id, Kind: Kind, Name: d.Name, CreatedAt: start.StartedAt}, start, nil)
+	w, err := journal.Create(ctx, st, store.Run{ID: id, Kind: Kind, Name: d.Name, CreatedAt: start.StartedAt}, start, nil)
 	if err != nil {
 		return nil, fmt.Errorf("eval: storing the evaluation: %w", err)
 	}
@@ -179,7 +180,7 @@ func begin(ctx context.Context, st store.Store, id string, d *Dataset, targets [
 }
 
 // end stores the report as the evaluation's result.
-func end(ctx context.Context, w *runlog.Writer, rep *Report) error {
+func end(ctx context.Context, w *journal.Writer, rep *Report) error {
 	status := store.Completed
 	if ctx.Err() != nil {
 		status = store.Aborted

@@ -8,6 +8,7 @@ import (
 
 	"github.com/agentry/agentry/agent"
 	"github.com/agentry/agentry/event"
+	"github.com/agentry/agentry/internal/journal"
 	"github.com/agentry/agentry/policy"
 	"github.com/agentry/agentry/runlog"
 	"github.com/agentry/agentry/store"
@@ -36,7 +37,7 @@ type Confirmation struct {
 // openStore creates the pipeline's run in its store, or takes over the
 // stored run WithRunID names, which must be a pipeline's that waits for
 // the user or was interrupted. Everything the run writes goes through
-// one runlog.Writer, which redacts it.
+// one journal.Writer, which redacts it.
 func (r *runState) openStore(ctx context.Context, c *runConfig) error {
 	if c.store == nil {
 		if c.runID != "" {
@@ -45,7 +46,7 @@ func (r *runState) openStore(ctx context.Context, c *runConfig) error {
 		return nil
 	}
 	def := r.p.def
-	var w *runlog.Writer
+	var w *journal.Writer
 	var err error
 	fresh := c.runID == ""
 	if c.driver != "" && c.cont == nil {
@@ -55,17 +56,17 @@ func (r *runState) openStore(ctx context.Context, c *runConfig) error {
 		}
 	}
 	if fresh {
-		start := &runlog.Start{Kind: "pipeline", RunID: r.runID, Definition: runlog.JSON(def), BaseDir: runlog.AbsDir(r.p.baseDir),
-			AgentsDir: runlog.AbsDir(r.p.agentsDir), Input: r.env.RawInput, StartedAt: r.start}
+		start := &runlog.Start{Kind: "pipeline", RunID: r.runID, Definition: journal.JSON(def), BaseDir: journal.AbsDir(r.p.baseDir),
+			AgentsDir: journal.AbsDir(r.p.agentsDir), Input: r.env.RawInput, StartedAt: r.start}
 		if p := policy.PrincipalFrom(ctx); p != nil {
 			start.UserID = p.UserID // the run's owner: the user its stages act for
 		}
 		opts := r.p.logOptions()
 		if c.driver != "" {
-			opts = append(opts, runlog.HeldAs(runlog.DriverHolder(c.driver)))
+			opts = append(opts, journal.HeldAs(journal.DriverHolder(c.driver)))
 			start.Driver = c.driver // aborted through its driver; a pause for the user is answered here
 		}
-		w, err = runlog.Create(ctx, c.store, store.Run{ID: r.runID, Kind: "pipeline", Name: def.PipelineName, Version: def.Version,
+		w, err = journal.Create(ctx, c.store, store.Run{ID: r.runID, Kind: "pipeline", Name: def.PipelineName, Version: def.Version,
 			SessionID: r.env.ID, CreatedAt: r.start}, start, r.p.red, opts...)
 	} else {
 		w, err = r.takeOver(ctx, c.store, c.driver, c.cont != nil)
@@ -87,7 +88,7 @@ func (r *runState) openStore(ctx context.Context, c *runConfig) error {
 
 // takeOver continues the stored run r.runID: a pipeline's, waiting for
 // the user or interrupted, and not held by a live process.
-func (r *runState) takeOver(ctx context.Context, st store.Store, driver string, dispatched bool) (*runlog.Writer, error) {
+func (r *runState) takeOver(ctx context.Context, st store.Store, driver string, dispatched bool) (*journal.Writer, error) {
 	ctx = context.WithoutCancel(ctx) // a run aborted as it is taken over ends on record too
 	run, err := st.Get(ctx, r.runID)
 	if err != nil {
@@ -96,10 +97,10 @@ func (r *runState) takeOver(ctx context.Context, st store.Store, driver string, 
 	if run.Kind != "pipeline" {
 		return nil, fmt.Errorf("%w: run %s is a %s's, not a pipeline's", agent.ErrNotResumable, run.ID, run.Kind)
 	}
-	var as []runlog.Option
+	var as []journal.Option
 	if driver != "" {
-		as = append(as, runlog.HeldAs(runlog.DriverHolder(driver)))
-		if runlog.OwnedBy(run.Holder, driver) { // the driver's earlier step: fenced off
+		as = append(as, journal.HeldAs(journal.DriverHolder(driver)))
+		if journal.OwnedBy(run.Holder, driver) { // the driver's earlier step: fenced off
 			if err := st.Break(ctx, run.ID, run.Holder); err != nil && !errors.Is(err, store.ErrLeaseLost) {
 				return nil, err
 			}
@@ -108,23 +109,23 @@ func (r *runState) takeOver(ctx context.Context, st store.Store, driver string, 
 			}
 		}
 	}
-	holder, err := runlog.TakeOver(ctx, st, &run, as...)
+	holder, err := journal.TakeOver(ctx, st, &run, as...)
 	if err != nil {
 		return nil, err
 	}
-	var more []runlog.Option
+	var more []journal.Option
 	if r.p.seal != nil { // the next sealed record follows the log's last
-		l, err := runlog.Read(ctx, st, r.runID, r.p.logOptions()...)
+		l, err := runlog.Read(ctx, st, r.runID, runlog.Sealed(r.p.seal))
 		if err != nil {
-			runlog.Release(ctx, st, r.runID, holder)
+			journal.Release(ctx, st, r.runID, holder)
 			return nil, err
 		}
-		more = r.p.logOptions(runlog.Continuing(l))
+		more = r.p.logOptions(journal.Continuing(l))
 	}
-	w, err := runlog.Take(ctx, st, r.runID, holder, r.p.red,
-		runlog.Record(store.KindResume, r.env.HopCount+1, "", runlog.Resume{Turn: r.env.HopCount, Holder: holder, Dispatched: dispatched}), more...)
+	w, err := journal.Take(ctx, st, r.runID, holder, r.p.red,
+		journal.Record(store.KindResume, r.env.HopCount+1, "", runlog.Resume{Turn: r.env.HopCount, Holder: holder, Dispatched: dispatched}), more...)
 	if err != nil {
-		runlog.Release(ctx, st, r.runID, holder)
+		journal.Release(ctx, st, r.runID, holder)
 		return nil, err
 	}
 	if dec, ok := r.env.Metadata["user_response"].(Confirmation); ok {

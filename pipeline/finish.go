@@ -7,7 +7,7 @@ import (
 
 	"github.com/agentry/agentry/agent"
 	"github.com/agentry/agentry/event"
-	"github.com/agentry/agentry/runlog"
+	"github.com/agentry/agentry/internal/journal"
 )
 
 // finish completes the result of every ending and emits run_end.
@@ -15,7 +15,7 @@ func (r *runState) finish(outcome agent.Outcome, reason agent.TerminateReason, c
 	t := &r.res.Result
 	now := r.now()
 	t.FinishedAt = agent.Timestamp{Time: now}
-	t.Metrics.DurationMS = runlog.Millis(now.Sub(r.start))
+	t.Metrics.DurationMS = journal.Millis(now.Sub(r.start))
 	t.Iterations = r.env.HopCount
 	t.Outcome, t.TerminateReason = outcome, reason
 	if r.log != nil {

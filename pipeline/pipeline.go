@@ -17,6 +17,7 @@ import (
 	"github.com/agentry/agentry/agent"
 	"github.com/agentry/agentry/event"
 	"github.com/agentry/agentry/internal/ids"
+	"github.com/agentry/agentry/internal/journal"
 	"github.com/agentry/agentry/policy"
 	"github.com/agentry/agentry/runlog"
 	"github.com/agentry/agentry/spec"
@@ -421,11 +422,10 @@ func lookup(out map[string]any, path string) (any, bool) {
 	return cur, true
 }
 
-// logOptions are the run log options of the pipeline's writers and
-// readers.
-func (p *Pipeline) logOptions(more ...runlog.Option) []runlog.Option {
+// logOptions are the options of the pipeline's run log writers.
+func (p *Pipeline) logOptions(more ...journal.Option) []journal.Option {
 	if p.seal == nil {
-		return nil
+		return more
 	}
-	return append([]runlog.Option{runlog.Sealed(p.seal)}, more...)
+	return append([]journal.Option{journal.Sealed(p.seal)}, more...)
 }

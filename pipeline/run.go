@@ -14,8 +14,8 @@ import (
 	"github.com/agentry/agentry/agent"
 	"github.com/agentry/agentry/event"
 	"github.com/agentry/agentry/internal/ids"
+	"github.com/agentry/agentry/internal/journal"
 	"github.com/agentry/agentry/llm"
-	"github.com/agentry/agentry/runlog"
 	"github.com/agentry/agentry/spec"
 )
 
@@ -34,7 +34,7 @@ type runState struct {
 	confs    []float64 // the stage agents' confidences
 	// sessionOpts go to every stage agent's session (WithSessionOptions).
 	sessionOpts []agent.RunOption
-	store       *runlog.Writer // set with WithStore
+	store       *journal.Writer // set with WithStore
 	unsub       func()
 	log         *slog.Logger    // the pipeline's, bound to the run; nil: none
 	ctx         context.Context // the caller's, for log records
@@ -59,7 +59,7 @@ func (r *runState) now() time.Time {
 
 // since is how long since start by the run's clock.
 func (r *runState) since(start time.Time) float64 {
-	return runlog.Millis(r.now().Sub(start))
+	return journal.Millis(r.now().Sub(start))
 }
 
 func (p *Pipeline) run(ctx context.Context, env *Envelope, opts []RunOption) (*Result, error) {

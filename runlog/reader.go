@@ -303,3 +303,13 @@ func Driver(ctx context.Context, st store.Store, runID string, opts ...Option) s
 	json.Unmarshal(recs[0].Data, &start)
 	return start.Driver
 }
+
+// Option configures Read.
+type Option func(*config)
+
+type config struct{ seal *Sealer }
+
+// Sealed makes Read open a sealed log's records with s (see Sealer). A
+// log read with a key holds only sealed records; one read without a key
+// must hold none.
+func Sealed(s *Sealer) Option { return func(c *config) { c.seal = s } }

@@ -9,7 +9,6 @@ package runlog
 
 import (
 	"encoding/json"
-	"path/filepath"
 	"time"
 
 	"github.com/agentry/agentry/llm"
@@ -87,18 +86,6 @@ type ToolCall struct {
 	Signature []byte `json:"signature,omitempty"`
 }
 
-// NewResponse is r as the log keeps it; nil for nil.
-func NewResponse(r *llm.Response) *Response {
-	if r == nil {
-		return nil
-	}
-	out := &Response{Content: r.Content, Usage: r.Usage, Model: r.Model, Provider: r.Provider, FinishReason: r.FinishReason}
-	for _, c := range r.ToolCalls {
-		out.ToolCalls = append(out.ToolCalls, ToolCall{ID: c.ID, Name: c.Name, Arguments: string(c.Arguments), Signature: c.Signature})
-	}
-	return out
-}
-
 // LLM is the recorded response as the provider gave it, decoded anew
 // for each caller, which may keep it.
 func (r *Response) LLM() *llm.Response {
@@ -141,21 +128,6 @@ type ToolResult struct {
 	StartedAt   time.Time          `json:"started_at"`
 }
 
-// NewToolResult is the record of call, which returned out or err after
-// starting at start.
-func NewToolResult(call *tool.Call, out tool.Output, err error, start time.Time) ToolResult {
-	rec := ToolResult{CallID: call.ID, Tool: call.Name, Arguments: string(call.Arguments), Observation: out.Observation,
-		Attempts: call.Attempt, DurationMS: Millis(time.Since(start)), StartedAt: start}
-	if err != nil {
-		rec.Observation = ""
-		rec.Error = tool.DetailsFrom(err, true)
-	} else if out.JSON != nil {
-		o := string(out.JSON)
-		rec.Output = &o
-	}
-	return rec
-}
-
 // Result is the recorded result as the handler returned it.
 func (res *ToolResult) Result() (tool.Output, error) {
 	if res.Error != nil {
@@ -191,30 +163,4 @@ type Approval struct {
 	Tool      string `json:"tool"`
 	Arguments string `json:"arguments"`
 	Rule      string `json:"rule"`
-}
-
-// Millis is d in milliseconds to the microsecond, as records and Results
-// give durations.
-func Millis(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
-
-// AbsDir makes a directory a start record keeps absolute, so that a
-// resume from elsewhere finds it; "" stays "".
-func AbsDir(dir string) string {
-	if dir == "" {
-		return ""
-	}
-	if a, err := filepath.Abs(dir); err == nil {
-		return a
-	}
-	return dir
-}
-
-// JSON encodes a record. Every record type encodes; a value inside one
-// that does not is reported in its place, not lost.
-func JSON(v any) json.RawMessage {
-	b, err := json.Marshal(v)
-	if err != nil {
-		b, _ = json.Marshal(map[string]string{"unencodable": err.Error()})
-	}
-	return b
 }

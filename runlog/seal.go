@@ -57,9 +57,10 @@ func bind(runID string, rec *store.Record, n uint64) []byte {
 	return []byte(runID + "\x00" + string(rec.Kind) + "\x00" + rec.Key + "\x00" + strconv.Itoa(rec.Turn) + "\x00" + strconv.FormatUint(n, 10))
 }
 
-// seal replaces rec's data with its sealed form, the n-th sealed record
-// of the run.
-func (s *Sealer) seal(runID string, rec *store.Record, n uint64) {
+// Seal replaces rec's data with its sealed form, the n-th sealed record
+// of runID's log (counting from 1), as a writer of a sealed log does;
+// Read and an Opener undo it, in order.
+func (s *Sealer) Seal(runID string, rec *store.Record, n uint64) {
 	nonce := make([]byte, s.aead.NonceSize())
 	rand.Read(nonce)
 	var place [8]byte
@@ -141,3 +142,7 @@ func (o *opener) open(rec *store.Record) error {
 	rec.Data = data
 	return nil
 }
+
+// SealedError stands in a sealed run's summary for its error message,
+// which is in its sealed result record.
+const SealedError = "the error is sealed in the run's log"

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/agentry/agentry/internal/journal"
+	"github.com/agentry/agentry/internal/teststore"
 	"github.com/agentry/agentry/runlog"
 	"github.com/agentry/agentry/store"
 )
@@ -15,13 +17,13 @@ import (
 func sealedRun(t *testing.T, st store.Store, s *runlog.Sealer, id string) {
 	t.Helper()
 	ctx := context.Background()
-	w, err := runlog.Create(ctx, st, store.Run{ID: id, Kind: "agent", Name: "a"},
-		&runlog.Start{Kind: "agent", RunID: id, Input: map[string]any{"task": "PLAIN-INPUT"}}, nil, runlog.Sealed(s))
+	w, err := journal.Create(ctx, st, store.Run{ID: id, Kind: "agent", Name: "a"},
+		&runlog.Start{Kind: "agent", RunID: id, Input: map[string]any{"task": "PLAIN-INPUT"}}, nil, journal.Sealed(s))
 	if err != nil {
 		t.Fatal(err)
 	}
 	for i, out := range []string{"first", "second", "third"} {
-		w.Add(runlog.Record(store.KindToolResult, 1, id+":1:"+string(rune('0'+i)), runlog.ToolResult{Tool: "t", Arguments: "{}", Observation: out}))
+		w.Add(journal.Record(store.KindToolResult, 1, id+":1:"+string(rune('0'+i)), runlog.ToolResult{Tool: "t", Arguments: "{}", Observation: out}))
 	}
 	if err := w.End(ctx, store.Failed, store.Summary{Error: "tool lookup: PLAIN-ERROR customer 42 not found"}, 1, map[string]string{"answer": "PLAIN-ANSWER"}); err != nil {
 		t.Fatal(err)
@@ -38,7 +40,7 @@ func TestSealedLog(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	db := openStore(t)
+	db := teststore.Open(t)
 	sealedRun(t, db, s, "run_s")
 	recs, _ := db.Records(ctx, "run_s", 0)
 	for _, r := range recs {
@@ -83,7 +85,7 @@ func TestSealedLogTampering(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			db := openStore(t)
+			db := teststore.Open(t)
 			sealedRun(t, db, s, "run_t")
 			sealedRun(t, db, s, "run_o")
 			if _, err := runlog.Read(ctx, db, "run_t", runlog.Sealed(s)); err != nil {

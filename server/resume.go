@@ -7,6 +7,7 @@ import (
 	"net/http"
 
 	"github.com/agentry/agentry/agent"
+	"github.com/agentry/agentry/internal/journal"
 	"github.com/agentry/agentry/policy"
 	"github.com/agentry/agentry/runlog"
 	"github.com/agentry/agentry/store"
@@ -166,7 +167,7 @@ func (s *Server) startedFor(ctx context.Context, runID string) (policy.Principal
 // Close, or one that crashed), and returns their ids. Each counts
 // against MaxRuns; those past it stay interrupted, for a later call.
 func (s *Server) ResumeInterrupted(ctx context.Context) ([]string, error) {
-	runs, err := runlog.Interrupted(ctx, s.cfg.Store)
+	runs, err := journal.Interrupted(ctx, s.cfg.Store)
 	if err != nil {
 		return nil, err
 	}

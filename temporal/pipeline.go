@@ -13,9 +13,9 @@ import (
 
 	"github.com/agentry/agentry/agent"
 	"github.com/agentry/agentry/agent/drive"
+	"github.com/agentry/agentry/internal/journal"
 	"github.com/agentry/agentry/pipeline"
 	"github.com/agentry/agentry/policy"
-	"github.com/agentry/agentry/runlog"
 	"github.com/agentry/agentry/store"
 )
 
@@ -212,7 +212,7 @@ func (x *activities) pipelineStep(ctx context.Context, in pipelineIn) (*pipeline
 		return &pipelineOut{Stage: &de.Stage, State: de.State}, nil
 	case res == nil && errors.Is(err, pipeline.ErrInvalid):
 		return nil, temporal.NewNonRetryableApplicationError(fmt.Sprintf("pipeline run %s: %v", in.RunID, err), "config_error", err)
-	case res == nil || errors.Is(err, runlog.ErrStore):
+	case res == nil || errors.Is(err, journal.ErrStore):
 		return nil, err // the store failed, or a later attempt took the run over: retried, or superseded
 	}
 	status, _ := res.StoreStatus()

@@ -29,6 +29,7 @@ import (
 	"github.com/agentry/agentry/agent"
 	"github.com/agentry/agentry/event"
 	"github.com/agentry/agentry/internal/testdb"
+	"github.com/agentry/agentry/internal/teststore"
 	"github.com/agentry/agentry/runlog"
 	"github.com/agentry/agentry/store"
 )
@@ -53,7 +54,7 @@ func startWorker(t *testing.T, c client.Client, queue string, st store.Store, l 
 // replay tests play (go test -run TestOnServer -update records them).
 func TestOnServer(t *testing.T) {
 	_, c := testdb.Temporal(t)
-	st := openStore(t)
+	st := teststore.Open(t)
 	l := &ledger{path: filepath.Join(t.TempDir(), "ledger")}
 	const queue = "agentry-test"
 	startWorker(t, c, queue, st, l)
@@ -261,7 +262,7 @@ func TestReplay(t *testing.T) {
 // this release takes them over, and they finish, each effect once.
 func TestUpgrade(t *testing.T) {
 	_, c := testdb.Temporal(t)
-	st := openStore(t)
+	st := teststore.Open(t)
 	l := &ledger{path: filepath.Join(t.TempDir(), "ledger")}
 	const queue = "agentry-upgrade"
 	opts := Config{Store: st, Options: []agent.Option{agent.WithTools(payTools(l))}}
@@ -323,7 +324,7 @@ func TestUpgrade(t *testing.T) {
 // converter keeps them in the run store.
 func TestOnServerLargePayloads(t *testing.T) {
 	_, plain := testdb.Temporal(t)
-	st := openStore(t)
+	st := teststore.Open(t)
 	c, err := client.NewClientFromExisting(plain, client.Options{DataConverter: blobsOnly(t, st),
 		Logger: log.NewStructuredLogger(slog.New(slog.DiscardHandler))})
 	if err != nil {
@@ -373,7 +374,7 @@ func TestOnServerTracing(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	st := openStore(t)
+	st := teststore.Open(t)
 	l := &ledger{path: filepath.Join(t.TempDir(), "ledger")}
 	const queue = "agentry-traced"
 	w := worker.New(c, queue, WorkerOptions())
@@ -443,7 +444,7 @@ func TestOnServerContinueAsNew(t *testing.T) {
 	t.Cleanup(func() { continueAfter = was }) // after the worker stops (cleanups run last first)
 	continueAfter = 12                        // a few activities a workflow
 	_, c := testdb.Temporal(t)
-	st := openStore(t)
+	st := teststore.Open(t)
 	l := &ledger{path: filepath.Join(t.TempDir(), "ledger")}
 	const queue = "agentry-continued"
 	startWorker(t, c, queue, st, l)
@@ -487,7 +488,7 @@ func TestOnServerContinueAsNew(t *testing.T) {
 // once a worker takes it.
 func TestOnServerEarlyAbort(t *testing.T) {
 	_, c := testdb.Temporal(t)
-	st := openStore(t)
+	st := teststore.Open(t)
 	const queue = "agentry-early"
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
@@ -516,7 +517,7 @@ func TestOnServerEarlyAbort(t *testing.T) {
 // person ends the pipeline's run aborted, on record, and the stage's too.
 func TestOnServerPipelineAbort(t *testing.T) {
 	_, c := testdb.Temporal(t)
-	st := openStore(t)
+	st := teststore.Open(t)
 	l := &ledger{path: filepath.Join(t.TempDir(), "ledger")}
 	const queue = "agentry-pipeline-abort"
 	startWorker(t, c, queue, st, l)

@@ -23,7 +23,7 @@ import (
 	"go.temporal.io/sdk/testsuite"
 
 	"github.com/agentry/agentry/agent"
-	"github.com/agentry/agentry/internal/testdb"
+	"github.com/agentry/agentry/internal/teststore"
 	_ "github.com/agentry/agentry/llm/scripted"
 	"github.com/agentry/agentry/pipeline"
 	"github.com/agentry/agentry/runlog"
@@ -109,16 +109,6 @@ func payTools(l *ledger) *tool.Registry {
 	return r
 }
 
-func openStore(t testing.TB) store.Store {
-	t.Helper()
-	st, err := store.Open(context.Background(), testdb.SQLite(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
-	return st
-}
-
 // request is a Request of the spec in testdata.
 func request(t testing.TB, name string) Request {
 	t.Helper()
@@ -167,7 +157,7 @@ func outcomeOf(t *testing.T, e *testsuite.TestWorkflowEnvironment) (*Outcome, *a
 // steps and usage, its log complete, the payment made once under the
 // key the workflow id and the call's place give it.
 func TestWorkflowRun(t *testing.T) {
-	st := openStore(t)
+	st := teststore.Open(t)
 	l := &ledger{path: filepath.Join(t.TempDir(), "ledger")}
 	e := env(t, st, l)
 	const runID = "run_wf_1"
@@ -202,7 +192,7 @@ func TestWorkflowRun(t *testing.T) {
 // A call the policy holds back waits for the approve update; an update
 // that names no waiting call is refused, naming those that wait.
 func TestWorkflowApproval(t *testing.T) {
-	st := openStore(t)
+	st := teststore.Open(t)
 	l := &ledger{path: filepath.Join(t.TempDir(), "ledger")}
 	e := env(t, st, l)
 	const runID = "run_wf_2"
@@ -243,7 +233,7 @@ func TestWorkflowApproval(t *testing.T) {
 // sent again blindly: the run waits for a person; denied, the model is
 // told the outcome is unknown.
 func TestWorkflowUnknownOutcome(t *testing.T) {
-	st := openStore(t)
+	st := teststore.Open(t)
 	l := &ledger{path: filepath.Join(t.TempDir(), "ledger")}
 	e := env(t, st, l)
 	const runID = "run_wf_3"
@@ -279,7 +269,7 @@ func TestWorkflowUnknownOutcome(t *testing.T) {
 
 // A cancelled workflow ends its run aborted, on record.
 func TestWorkflowAbort(t *testing.T) {
-	st := openStore(t)
+	st := teststore.Open(t)
 	l := &ledger{path: filepath.Join(t.TempDir(), "ledger")}
 	e := env(t, st, l)
 	const runID = "run_wf_4"
@@ -312,7 +302,7 @@ func TestWorkflowRefusals(t *testing.T) {
 		"bad input":     {func(t *testing.T) Request { r := request(t, "payer.json"); r.Input = nil; return r }, "task"},
 	} {
 		t.Run(name, func(t *testing.T) {
-			st := openStore(t)
+			st := teststore.Open(t)
 			e := env(t, st, &ledger{path: filepath.Join(t.TempDir(), "ledger")})
 			e.SetStartWorkflowOptions(client.StartWorkflowOptions{ID: "run_refused"})
 			e.ExecuteWorkflow(WorkflowName, tc.req(t), (*Carried)(nil))
@@ -331,7 +321,7 @@ func TestWorkflowRefusals(t *testing.T) {
 // are kept in the run store, with references in the history: the run
 // ends as it would locally, its result whole in its log.
 func TestWorkflowLargePayloads(t *testing.T) {
-	st := openStore(t)
+	st := teststore.Open(t)
 	e := env(t, st, &ledger{path: filepath.Join(t.TempDir(), "ledger")})
 	e.SetDataConverter(blobsOnly(t, st))
 	const runID = "run_wf_big"
@@ -383,7 +373,7 @@ func blobsOnly(t *testing.T, st store.Store) converter.DataConverter {
 // history, not in the store's blobs; another key opens none of them, and
 // a changed one is refused.
 func TestSealedPayloads(t *testing.T) {
-	st := openStore(t)
+	st := teststore.Open(t)
 	key := bytes.Repeat([]byte{7}, 32)
 	dc, err := DataConverter(st, key)
 	if err != nil {
@@ -430,7 +420,7 @@ func TestSealedPayloads(t *testing.T) {
 // time its calls took included, as a local run's does: each planning
 // activity is given what is left, not a timeout of its own.
 func TestWorkflowTimeout(t *testing.T) {
-	st := openStore(t)
+	st := teststore.Open(t)
 	e := env(t, st, &ledger{path: filepath.Join(t.TempDir(), "ledger")})
 	e.SetStartWorkflowOptions(client.StartWorkflowOptions{ID: "run_wf_slow"})
 	e.ExecuteWorkflow(WorkflowName, request(t, "slow.json"), (*Carried)(nil))
@@ -445,7 +435,7 @@ func TestWorkflowTimeout(t *testing.T) {
 // run made locally: its stages' outputs in the envelope, their usage
 // summed, the payment made once.
 func TestWorkflowPipeline(t *testing.T) {
-	st := openStore(t)
+	st := teststore.Open(t)
 	l := &ledger{path: filepath.Join(t.TempDir(), "ledger")}
 	e := env(t, st, l)
 	const runID = "run_wf_pipe"

@@ -12,7 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/agentry/agentry/eval"
-	"github.com/agentry/agentry/runlog"
+	"github.com/agentry/agentry/internal/journal"
 	"github.com/agentry/agentry/store"
 )
 
@@ -42,7 +42,7 @@ interrupted (agentry resume RUN_ID continues it).`,
 			defer st.Close()
 			// Runs whose holder died on this host are interrupted now, not
 			// when their lease runs out.
-			if _, err := runlog.Interrupted(cmd.Context(), st); err != nil {
+			if _, err := journal.Interrupted(cmd.Context(), st); err != nil {
 				return runFailed(err)
 			}
 			runs, err := st.List(cmd.Context(), store.Filter{Name: name, ParentID: parent, NotKind: eval.Kind, Status: store.Status(status), Limit: limit})

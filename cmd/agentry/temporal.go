@@ -20,8 +20,8 @@ import (
 	"go.temporal.io/sdk/worker"
 
 	"github.com/agentry/agentry/agent"
+	"github.com/agentry/agentry/internal/journal"
 	"github.com/agentry/agentry/pipeline"
-	"github.com/agentry/agentry/runlog"
 	"github.com/agentry/agentry/server"
 	"github.com/agentry/agentry/spec"
 	"github.com/agentry/agentry/store"
@@ -392,7 +392,7 @@ func runPipelineOnTemporal(ctx context.Context, path string, f runFlags, t tempo
 	}
 	req := temporal.PipelineRequest{Definition: b, BaseDir: dir, Input: input, UserID: f.user, CorrelationID: f.correlation, TraceParent: f.traceParent}
 	if f.agentsSet {
-		req.AgentsDir = runlog.AbsDir(f.agents)
+		req.AgentsDir = journal.AbsDir(f.agents)
 	}
 	c, runID, done, err := submit(ctx, f, t, stderr, func(c client.Client) (string, error) {
 		return temporal.StartPipeline(ctx, c, t.taskQueue, req)

@@ -1,40 +1,31 @@
-package runlog_test
+package journal_test
 
 import (
 	"context"
 	"errors"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/agentry/agentry/internal/journal"
+	"github.com/agentry/agentry/internal/teststore"
 	"github.com/agentry/agentry/runlog"
 	"github.com/agentry/agentry/store"
 	_ "github.com/agentry/agentry/store/sqlite"
 )
 
-func openStore(t *testing.T) store.Store {
-	t.Helper()
-	st, err := store.Open(context.Background(), filepath.Join(t.TempDir(), "runs.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
-	return st
-}
-
 // Whatever a writer is given, the store holds it redacted: records,
 // committed or queued, and audit records.
 func TestWriterRedacts(t *testing.T) {
 	ctx := context.Background()
-	st := openStore(t)
+	st := teststore.Open(t)
 	const secret = "sk-proj-CANARYwriter0000000000000001"
-	w, err := runlog.Create(ctx, st, store.Run{ID: "run_w", Kind: "agent", Name: "a"},
+	w, err := journal.Create(ctx, st, store.Run{ID: "run_w", Kind: "agent", Name: "a"},
 		&runlog.Start{Kind: "agent", RunID: "run_w", Input: map[string]any{"key": secret}}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	w.Add(runlog.Record(store.KindToolResult, 1, "run_w:1:0", runlog.ToolResult{Tool: "t", Arguments: `{"k": "` + secret + `"}`}))
+	w.Add(journal.Record(store.KindToolResult, 1, "run_w:1:0", runlog.ToolResult{Tool: "t", Arguments: `{"k": "` + secret + `"}`}))
 	if err := w.Audit(ctx, store.AuditRecord{Rule: "r", Decision: "block", Target: "tool:t", Reason: "found " + secret}); err != nil {
 		t.Fatal(err)
 	}
@@ -60,17 +51,17 @@ func TestWriterRedacts(t *testing.T) {
 // agent) does not queue without bound.
 func TestWriterQueueIsBounded(t *testing.T) {
 	ctx := context.Background()
-	st := openStore(t)
-	w, err := runlog.Create(ctx, st, store.Run{ID: "run_q", Kind: "agent", Name: "a"}, &runlog.Start{Kind: "agent", RunID: "run_q"}, nil)
+	st := teststore.Open(t)
+	w, err := journal.Create(ctx, st, store.Run{ID: "run_q", Kind: "agent", Name: "a"}, &runlog.Start{Kind: "agent", RunID: "run_q"}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	for i := range runlog.MaxQueued + 10 {
-		w.Add(runlog.Record(store.KindEvent, i, "", map[string]int{"n": i}))
+	for i := range journal.MaxQueued + 10 {
+		w.Add(journal.Record(store.KindEvent, i, "", map[string]int{"n": i}))
 	}
 	recs, _ := st.Records(ctx, "run_q", 0)
-	if len(recs) < runlog.MaxQueued {
-		t.Errorf("%d records in the store after %d were added; want the first %d committed", len(recs), runlog.MaxQueued+10, runlog.MaxQueued)
+	if len(recs) < journal.MaxQueued {
+		t.Errorf("%d records in the store after %d were added; want the first %d committed", len(recs), journal.MaxQueued+10, journal.MaxQueued)
 	}
 	w.Release(ctx)
 }
@@ -81,12 +72,12 @@ func TestWriterQueueIsBounded(t *testing.T) {
 // released, the timer writes nothing.
 func TestCommitWithin(t *testing.T) {
 	ctx := context.Background()
-	st := openStore(t)
-	w, err := runlog.Create(ctx, st, store.Run{ID: "run_c", Kind: "agent", Name: "a"}, &runlog.Start{Kind: "agent", RunID: "run_c"}, nil)
+	st := teststore.Open(t)
+	w, err := journal.Create(ctx, st, store.Run{ID: "run_c", Kind: "agent", Name: "a"}, &runlog.Start{Kind: "agent", RunID: "run_c"}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	w.Add(runlog.Record(store.KindEvent, 1, "", map[string]string{"type": "turn_start"}))
+	w.Add(journal.Record(store.KindEvent, 1, "", map[string]string{"type": "turn_start"}))
 	// The start was committed just now: the event is not due yet.
 	if err := w.CommitWithin(ctx, 20*time.Millisecond); err != nil {
 		t.Fatal(err)
@@ -100,7 +91,7 @@ func TestCommitWithin(t *testing.T) {
 			t.Fatalf("the queued event never reached the store: %d records", len(recs))
 		}
 	}
-	w.Add(runlog.Record(store.KindEvent, 1, "", map[string]string{"type": "late"}))
+	w.Add(journal.Record(store.KindEvent, 1, "", map[string]string{"type": "late"}))
 	if err := w.CommitWithin(ctx, time.Hour); err != nil {
 		t.Fatal(err)
 	}
@@ -114,15 +105,15 @@ func TestCommitWithin(t *testing.T) {
 // write with ErrStore, and ends nothing.
 func TestWriterAfterTheLeaseIsLost(t *testing.T) {
 	ctx := context.Background()
-	st := openStore(t)
-	w, err := runlog.Create(ctx, st, store.Run{ID: "run_l", Kind: "agent", Name: "a"}, &runlog.Start{Kind: "agent", RunID: "run_l"}, nil)
+	st := teststore.Open(t)
+	w, err := journal.Create(ctx, st, store.Run{ID: "run_l", Kind: "agent", Name: "a"}, &runlog.Start{Kind: "agent", RunID: "run_l"}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if err := st.Break(ctx, "run_l", w.Holder()); err != nil {
 		t.Fatal(err)
 	}
-	if err := w.Commit(ctx, runlog.Record(store.KindEvent, 1, "", 1)); !errors.Is(err, runlog.ErrStore) || !errors.Is(err, store.ErrLeaseLost) {
+	if err := w.Commit(ctx, journal.Record(store.KindEvent, 1, "", 1)); !errors.Is(err, journal.ErrStore) || !errors.Is(err, store.ErrLeaseLost) {
 		t.Errorf("a write after the lease was lost: %v", err)
 	}
 	if err := w.End(ctx, store.Completed, store.Summary{}, 1, nil); !errors.Is(err, store.ErrLeaseLost) {

@@ -1,21 +1,36 @@
-package runlog
+// Package journal writes runs' logs: the records of a run as it
+// happens, under the run's lease, redacted and, given a key, sealed. The
+// logs it writes are read with runlog.
+package journal
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"path/filepath"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/agentry/agentry/event"
+	"github.com/agentry/agentry/llm"
 	"github.com/agentry/agentry/policy"
+	"github.com/agentry/agentry/runlog"
 	"github.com/agentry/agentry/store"
+	"github.com/agentry/agentry/tool"
 )
 
-// ErrStore is matched by the error of a run that could not be kept
-// durable: its store failed, or another process took the run over.
-var ErrStore = errors.New("run store failed")
+// Errors of the package, matched with errors.Is.
+var (
+	// ErrStore is matched by the error of a run that could not be kept
+	// durable: its store failed, or another process took the run over.
+	ErrStore = errors.New("run store failed")
+	// ErrNotResumable is matched by the error of taking over a run that
+	// ended (completed, failed or aborted) or that another live process
+	// drives.
+	ErrNotResumable = errors.New("run cannot be resumed")
+)
 
 // MaxQueued is how many records may wait for a commit: the one that
 // makes the queue this long commits it.
@@ -36,8 +51,8 @@ type Writer struct {
 	holder string
 	red    *policy.Redactor
 
-	seal     *Sealer // nil: records are not encrypted
-	asHolder string  // HeldAs
+	seal     *runlog.Sealer // nil: records are not encrypted
+	asHolder string         // HeldAs
 
 	mu      sync.Mutex
 	sealed  uint64 // the run's sealed records so far
@@ -52,7 +67,7 @@ type Writer struct {
 // Create creates run in st (its status running, its lease the Writer's)
 // and writes start as its first record. red redacts every record; nil
 // redacts secrets (policy.Secrets).
-func Create(ctx context.Context, st store.Store, run store.Run, start *Start, red *policy.Redactor, opts ...Option) (*Writer, error) {
+func Create(ctx context.Context, st store.Store, run store.Run, start *runlog.Start, red *policy.Redactor, opts ...Option) (*Writer, error) {
 	w := newWriter(st, run.ID, store.NewHolder(), red, opts)
 	if h := w.asHolder; h != "" {
 		w.holder = h
@@ -98,11 +113,11 @@ func newWriter(st store.Store, runID, holder string, red *policy.Redactor, opts 
 	return &Writer{st: st, runID: runID, holder: holder, red: red, last: time.Now(), seal: c.seal, sealed: c.after, asHolder: c.holder}
 }
 
-// Option configures a Writer, or Read.
+// Option configures a Writer, or TakeOver.
 type Option func(*config)
 
 type config struct {
-	seal   *Sealer
+	seal   *runlog.Sealer
 	after  uint64
 	holder string
 }
@@ -121,27 +136,21 @@ func OwnedBy(holder, driver string) bool {
 // workflow) names its own.
 func HeldAs(holder string) Option { return func(c *config) { c.holder = holder } }
 
-// Sealed makes a Writer encrypt every record it writes with s, and Read
-// open them (see Sealer). A log read with a key holds only sealed
-// records; one read without a key must hold none.
-func Sealed(s *Sealer) Option { return func(c *config) { c.seal = s } }
+// Sealed makes a Writer encrypt every record it writes with s (see
+// runlog.Sealer): a log read with a key holds only sealed records.
+func Sealed(s *runlog.Sealer) Option { return func(c *config) { c.seal = s } }
 
 // Continuing makes a Writer that goes on with the run l was read from
 // (Take) seal its records after the ones l holds.
-func Continuing(l *Log) Option { return func(c *config) { c.after = l.SealedRecords } }
+func Continuing(l *runlog.Log) Option { return func(c *config) { c.after = l.SealedRecords } }
 
 // sealLocked encrypts rec as the run's next sealed record; w.mu is held.
 func (w *Writer) sealLocked(rec *store.Record) {
 	if w.seal != nil {
 		w.sealed++
-		w.seal.seal(w.runID, rec, w.sealed)
+		w.seal.Seal(w.runID, rec, w.sealed)
 	}
 }
-
-// ErrNotResumable is matched by the error of taking over a run that
-// ended (completed, failed or aborted) or that another live process
-// drives.
-var ErrNotResumable = errors.New("run cannot be resumed")
 
 // TakeOver leases the stored run to a new holder of this process, which
 // it returns (for Take, or to give up with Release). The run must be
@@ -300,10 +309,6 @@ func (w *Writer) KeepLease(lost func(error)) {
 	})
 }
 
-// SealedError stands in a sealed run's summary for its error message,
-// which is in its sealed result record.
-const SealedError = "the error is sealed in the run's log"
-
 // End writes what is queued and the run's result (of kind
 // store.KindResult at turn), sets its status and summary, and gives up
 // its lease. A write that failed before is tried again: the result must
@@ -319,7 +324,7 @@ func (w *Writer) End(ctx context.Context, status store.Status, sum store.Summary
 	if w.seal != nil && sum.Error != "" {
 		// The error's text may quote the run's data (a tool's message, the
 		// input): the listing says only that there is one.
-		sum.Error = SealedError
+		sum.Error = runlog.SealedError
 	}
 	return w.commitLocked(ctx, store.Write{Status: status, Summary: &sum, Release: true},
 		Record(store.KindResult, turn, "", result))
@@ -383,4 +388,57 @@ func Interrupted(ctx context.Context, st store.Store) ([]store.Run, error) {
 		}
 	}
 	return st.List(ctx, store.Filter{Status: store.Interrupted, Limit: 1000})
+}
+
+// Millis is d in milliseconds to the microsecond, as records and Results
+// give durations.
+func Millis(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+
+// AbsDir makes a directory a start record keeps absolute, so that a
+// resume from elsewhere finds it; "" stays "".
+func AbsDir(dir string) string {
+	if dir == "" {
+		return ""
+	}
+	if a, err := filepath.Abs(dir); err == nil {
+		return a
+	}
+	return dir
+}
+
+// JSON encodes a record. Every record type encodes; a value inside one
+// that does not is reported in its place, not lost.
+func JSON(v any) json.RawMessage {
+	b, err := json.Marshal(v)
+	if err != nil {
+		b, _ = json.Marshal(map[string]string{"unencodable": err.Error()})
+	}
+	return b
+}
+
+// NewResponse is r as the log keeps it; nil for nil.
+func NewResponse(r *llm.Response) *runlog.Response {
+	if r == nil {
+		return nil
+	}
+	out := &runlog.Response{Content: r.Content, Usage: r.Usage, Model: r.Model, Provider: r.Provider, FinishReason: r.FinishReason}
+	for _, c := range r.ToolCalls {
+		out.ToolCalls = append(out.ToolCalls, runlog.ToolCall{ID: c.ID, Name: c.Name, Arguments: string(c.Arguments), Signature: c.Signature})
+	}
+	return out
+}
+
+// NewToolResult is the record of call, which returned out or err after
+// starting at start.
+func NewToolResult(call *tool.Call, out tool.Output, err error, start time.Time) runlog.ToolResult {
+	rec := runlog.ToolResult{CallID: call.ID, Tool: call.Name, Arguments: string(call.Arguments), Observation: out.Observation,
+		Attempts: call.Attempt, DurationMS: Millis(time.Since(start)), StartedAt: start}
+	if err != nil {
+		rec.Observation = ""
+		rec.Error = tool.DetailsFrom(err, true)
+	} else if out.JSON != nil {
+		o := string(out.JSON)
+		rec.Output = &o
+	}
+	return rec
 }
