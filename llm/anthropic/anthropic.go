@@ -1,5 +1,5 @@
 // Package anthropic is the provider for Anthropic's Messages API, built on
-// the official SDK github.com/anthropics/anthropic-sdk-go.
+// the official SDK github.com/anthropics/anthropic-sdk-go/v2.
 //
 // Importing the package registers the provider "anthropic"
 // (ANTHROPIC_API_KEY, ANTHROPIC_BASE_URL) with llm.Open; model names
@@ -18,9 +18,9 @@ import (
 	"strconv"
 	"strings"
 
-	sdk "github.com/anthropics/anthropic-sdk-go"
-	"github.com/anthropics/anthropic-sdk-go/option"
-	"github.com/anthropics/anthropic-sdk-go/packages/param"
+	sdk "github.com/anthropics/anthropic-sdk-go/v2"
+	"github.com/anthropics/anthropic-sdk-go/v2/option"
+	"github.com/anthropics/anthropic-sdk-go/v2/packages/param"
 
 	"github.com/agentry/agentry/llm"
 )
@@ -46,16 +46,25 @@ type Provider struct {
 	hasKey bool
 }
 
+// apiVersion is the Messages API version requests ask for. SDK v2
+// defaults to 2026-10-21, which rejects temperature and top_p; agentry
+// keeps the version whose requests and replies it was built on.
+const apiVersion = "2023-06-01"
+
 // New returns a provider; the SDK's own retries are off (llm.Retry
 // does them).
 func New(o Options) *Provider {
-	opts := []option.RequestOption{option.WithMaxRetries(0), option.WithMiddleware(traceParent)}
+	opts := []option.RequestOption{option.WithMaxRetries(0), option.WithMiddleware(traceParent),
+		option.WithHeader("anthropic-version", apiVersion)}
 	key := o.APIKey
 	if key == "" {
 		key = os.Getenv("ANTHROPIC_API_KEY")
 	}
 	if key != "" {
-		opts = append(opts, option.WithAPIKey(key))
+		// WithAPIKey makes the key the client's only credential (none is
+		// read from the environment or a profile). SDK v2 sends it as a
+		// bearer token; it goes as x-api-key, as before.
+		opts = append(opts, option.WithAPIKey(key), option.WithHeaderDel("Authorization"), option.WithHeader("X-Api-Key", key))
 	}
 	if o.BaseURL != "" {
 		opts = append(opts, option.WithBaseURL(o.BaseURL))
@@ -276,11 +285,17 @@ func (p *Provider) params(req *llm.Request) (sdk.MessageNewParams, bool, error) 
 	if req.MaxOutputTokens > 0 {
 		out.MaxTokens = int64(req.MaxOutputTokens)
 	}
+	// SDK v2 has no temperature or top_p (API version 2026-10-21 dropped
+	// them); apiVersion still takes them, so they go as extra fields.
+	sampling := map[string]any{}
 	if req.Temperature != nil {
-		out.Temperature = param.NewOpt(min(*req.Temperature, 1)) // the API's range is 0..1
+		sampling["temperature"] = min(*req.Temperature, 1) // the API's range is 0..1
 	}
 	if req.TopP != nil {
-		out.TopP = param.NewOpt(*req.TopP)
+		sampling["top_p"] = *req.TopP
+	}
+	if len(sampling) > 0 {
+		out.SetExtraFields(sampling)
 	}
 	out.StopSequences = req.Stop
 	msgs, system, err := messages(req.Messages)
@@ -366,12 +381,24 @@ func toolParam(name, desc string, raw json.RawMessage) (*sdk.ToolParam, error) {
 func messages(ms []llm.Message) ([]sdk.MessageParam, []sdk.TextBlockParam, error) {
 	var out []sdk.MessageParam
 	var system []sdk.TextBlockParam
-	add := func(role sdk.MessageParamRole, blocks ...sdk.ContentBlockParamUnion) {
-		if n := len(out); n > 0 && out[n-1].Role == role {
-			out[n-1].Content = append(out[n-1].Content, blocks...)
-			return
+	// add appends to the last message if it has the same role (a
+	// MessageParam is a union of one message type per role).
+	add := func(user bool, blocks ...sdk.ContentBlockParamUnion) {
+		if n := len(out); n > 0 {
+			switch last := out[n-1]; {
+			case user && last.OfUser != nil:
+				last.OfUser.Content = append(last.OfUser.Content, blocks...)
+				return
+			case !user && last.OfAssistant != nil:
+				last.OfAssistant.Content = append(last.OfAssistant.Content, blocks...)
+				return
+			}
 		}
-		out = append(out, sdk.MessageParam{Role: role, Content: blocks})
+		if user {
+			out = append(out, sdk.NewUserMessage(blocks...))
+		} else {
+			out = append(out, sdk.NewAssistantMessage(blocks...))
+		}
 	}
 	for i, m := range ms {
 		switch m.Role {
@@ -389,7 +416,7 @@ func messages(ms []llm.Message) ([]sdk.MessageParam, []sdk.TextBlockParam, error
 			if m.Content != "" || len(blocks) == 0 {
 				blocks = append(blocks, sdk.NewTextBlock(m.Content))
 			}
-			add(sdk.MessageParamRoleUser, blocks...)
+			add(true, blocks...)
 		case llm.RoleAssistant:
 			var blocks []sdk.ContentBlockParamUnion
 			if m.Content != "" {
@@ -405,13 +432,13 @@ func messages(ms []llm.Message) ([]sdk.MessageParam, []sdk.TextBlockParam, error
 			if len(blocks) == 0 {
 				continue // an empty assistant turn is not allowed
 			}
-			add(sdk.MessageParamRoleAssistant, blocks...)
+			add(false, blocks...)
 		case llm.RoleTool:
 			if m.ToolCallID == "" {
 				return nil, nil, fmt.Errorf("message %d: tool message without tool_call_id", i)
 			}
 			isErr := strings.HasPrefix(m.Content, `{"status":"error"`)
-			add(sdk.MessageParamRoleUser, sdk.NewToolResultBlock(m.ToolCallID, m.Content, isErr))
+			add(true, sdk.NewToolResultBlock(m.ToolCallID, m.Content, isErr))
 		default:
 			return nil, nil, fmt.Errorf("message %d: unknown role %q", i, m.Role)
 		}
