@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/agentry/agentry/internal/testdb"
-	"github.com/agentry/agentry/memory"
+	"github.com/agentry/agentry/memory/inmem"
 	"github.com/agentry/agentry/policy"
 	"github.com/agentry/agentry/tool"
 )
@@ -50,7 +50,7 @@ func TestAccessControl(t *testing.T) {
 			m := &recorder{replies: []reply{calls(call("1", "pay", `{"text": "5"}`)), answer("done")}}
 			opts := []Option{WithProvider(m, "test"), WithTools(testTools(t, pay))}
 			if tt.memory != "" {
-				opts = append(opts, WithMemory(memory.NewInMemory()))
+				opts = append(opts, WithMemory(inmem.New()))
 			}
 			a, err := New(mustSpec(t, `{"agent_name": "acct", "version": "v1", "model_name": "m", "tools": ["pay"], `+access+tt.memory+`}`), opts...)
 			if err != nil {

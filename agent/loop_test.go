@@ -16,7 +16,7 @@ import (
 	"github.com/agentry/agentry/event"
 	"github.com/agentry/agentry/internal/testdb"
 	"github.com/agentry/agentry/llm"
-	"github.com/agentry/agentry/memory"
+	"github.com/agentry/agentry/memory/inmem"
 	"github.com/agentry/agentry/spec"
 	"github.com/agentry/agentry/store"
 	"github.com/agentry/agentry/tool"
@@ -627,7 +627,7 @@ func TestErrorCodesOutsideTheModel(t *testing.T) {
 		code string
 		is   error
 	}{
-		{"a missing stream variable", mem, []Option{WithMemory(memory.NewInMemory())}, CodeValidation, ErrInvalidInput},
+		{"a missing stream variable", mem, []Option{WithMemory(inmem.New())}, CodeValidation, ErrInvalidInput},
 		{"a planner's own error", plain, []Option{WithPlanner(PlannerFunc(func(context.Context, *Turn) (Decision, error) {
 			return Decision{}, errors.New("the host's index is offline")
 		}))}, CodeInternal, nil},

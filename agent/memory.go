@@ -12,7 +12,10 @@ import (
 	"sync"
 	"time"
 
+	_ "github.com/agentry/agentry/memory/inmem" // a spec's "mem:" always opens
+
 	"github.com/agentry/agentry/internal/journal"
+	"github.com/agentry/agentry/internal/memseal"
 	"github.com/agentry/agentry/llm"
 	"github.com/agentry/agentry/memory"
 	"github.com/agentry/agentry/memory/memtool"
@@ -52,7 +55,7 @@ type MemoryDelta struct {
 // AGENTRY_ENCRYPTION_KEY is set), the spec's field and the policy's
 // filters on writes.
 type agentMemory struct {
-	b       *memory.SealedBackend
+	b       *memseal.Backend
 	spec    *spec.Memory
 	keep    memory.Retention
 	filters *policy.Filters
@@ -86,7 +89,7 @@ func (a *Agent) openMemory(o options) []string {
 	default:
 		return []string{"memory.backend: none given, and the host gives none (agent.WithMemory; the binary gives its run store unless --no-store)"}
 	}
-	sealed, err := memory.Sealed(b, o.memoryKey)
+	sealed, err := memseal.New(b, o.memoryKey)
 	if err != nil {
 		return []string{fmt.Sprintf("WithEncryptionKey: %v", err)}
 	}

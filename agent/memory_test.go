@@ -9,6 +9,7 @@ import (
 	"github.com/agentry/agentry/internal/testdb"
 	"github.com/agentry/agentry/llm/scripted"
 	"github.com/agentry/agentry/memory"
+	"github.com/agentry/agentry/memory/inmem"
 	"github.com/agentry/agentry/policy"
 	"github.com/agentry/agentry/runlog"
 	"github.com/agentry/agentry/spec"
@@ -55,7 +56,7 @@ func memoryRun(t *testing.T, b memory.Backend, user, script string, edit func(*s
 // its system prompt and through memory_search; a run for another user
 // sees none of it.
 func TestMemoryAcrossRuns(t *testing.T) {
-	b := memory.NewInMemory()
+	b := inmem.New()
 	first := memoryRun(t, b, "ada", "remember.json", nil)
 	if len(first.MemoryDeltas) != 2 || first.MemoryDeltas[0].Kind != "preference" || first.MemoryDeltas[1].Kind != "final_answer" ||
 		first.MemoryDeltas[1].Text != "Noted: window seats." || first.MemoryDeltas[0].Stream != "user:ada" {
@@ -102,7 +103,7 @@ func TestMemoryWriteFilters(t *testing.T) {
 			nil, "policy_violation"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			b := memory.NewInMemory()
+			b := inmem.New()
 			res := memoryRun(t, b, "ada", "remember.json", func(sp *spec.Spec) {
 				if tc.filters != "" {
 					sp.Policy, _ = policy.Parse([]byte(`{"content_filters": [` + tc.filters + `]}`))
@@ -130,7 +131,7 @@ func TestMemoryWriteFilters(t *testing.T) {
 // input, which memory.write names, holds one.
 func TestMemoryRedactsSecrets(t *testing.T) {
 	t.Setenv("CONCIERGE_API_KEY", "canary-memory-secret-4711")
-	b := memory.NewInMemory()
+	b := inmem.New()
 	sp, _ := spec.Load(memorySpec)
 	sp.Memory.Write = []string{"input", "final_answer"}
 	s, _ := scripted.Load("testdata/memory/remember.json")
@@ -187,10 +188,10 @@ func TestMemoryBuildErrors(t *testing.T) {
 	t.Setenv(memory.KeyEnv, "not a key")
 	sp, _ := spec.Load(memorySpec)
 	s, _ := scripted.Load("testdata/memory/remember.json")
-	if _, err := New(sp, WithProvider(s.Model(), "scripted"), WithMemory(memory.NewInMemory())); err != nil {
+	if _, err := New(sp, WithProvider(s.Model(), "scripted"), WithMemory(inmem.New())); err != nil {
 		t.Errorf("the environment's key reached the library: %v", err)
 	}
-	if _, err := New(sp, WithProvider(s.Model(), "scripted"), WithMemory(memory.NewInMemory()), WithEncryptionKey([]byte("short"))); err == nil ||
+	if _, err := New(sp, WithProvider(s.Model(), "scripted"), WithMemory(inmem.New()), WithEncryptionKey([]byte("short"))); err == nil ||
 		!strings.Contains(err.Error(), "WithEncryptionKey") {
 		t.Errorf("a bad key: %v", err)
 	}
@@ -201,7 +202,7 @@ func TestMemoryBuildErrors(t *testing.T) {
 // memory_deltas, a collection outside the list is a policy_violation, a
 // missing key is not_found.
 func TestDBTools(t *testing.T) {
-	b := memory.NewInMemory()
+	b := inmem.New()
 	res := memoryRun(t, b, "ada", "db.json", func(sp *spec.Spec) {
 		sp.Tools = []string{"db_write", "db_read", "db_query", "db_search"}
 		sp.Memory.Tools, sp.Memory.Write = false, nil
@@ -231,7 +232,7 @@ func TestDBTools(t *testing.T) {
 func TestMemoryReplay(t *testing.T) {
 	ctx := context.Background()
 	st := openStore(t, testdb.SQLite(t))
-	b := memory.NewInMemory()
+	b := inmem.New()
 	memoryRun(t, b, "ada", "remember.json", nil)
 	a := memoryAgent(t, b, "recall.json", nil)
 	res, err := a.Run(ctx, map[string]any{"task": "help", "user_id": "ada"}, WithStore(st), WithUser("ada"))
@@ -254,7 +255,7 @@ func TestMemoryReplay(t *testing.T) {
 // memory_read gives the newest entries first, or the oldest with
 // "oldest", each with its time and kind.
 func TestMemoryRead(t *testing.T) {
-	b := memory.NewInMemory()
+	b := inmem.New()
 	memoryRun(t, b, "ada", "remember.json", nil)
 	res := memoryRun(t, b, "ada", "read.json", func(sp *spec.Spec) { sp.Memory.Write = nil })
 	newest, all := res.Steps[0].Observation, res.Steps[1].Observation
@@ -270,7 +271,7 @@ func TestMemoryRead(t *testing.T) {
 // number written as a JSON number becomes a string, and the document
 // stays a document.
 func TestDBWriteRedactsAsJSON(t *testing.T) {
-	b := memory.NewInMemory()
+	b := inmem.New()
 	res := memoryRun(t, b, "ada", "db_card.json", func(sp *spec.Spec) {
 		sp.Tools = []string{"db_write"}
 		sp.Memory.Tools, sp.Memory.Write, sp.Memory.Collections = false, nil, []string{"cards"}
@@ -290,7 +291,7 @@ func TestDBWriteRedactsAsJSON(t *testing.T) {
 // user, and the database tools reach no collection the spec does not
 // name.
 func TestMemoryIsolation(t *testing.T) {
-	b := memory.NewInMemory()
+	b := inmem.New()
 	memoryRun(t, b, "ada", "remember.json", nil)
 	a := memoryAgent(t, b, "recall.json", nil)
 	for _, tc := range []struct {
@@ -331,7 +332,7 @@ func TestMemorySealedStartRecord(t *testing.T) {
 	ctx := context.Background()
 	st := openStore(t, testdb.SQLite(t))
 	key := []byte("0123456789abcdef0123456789abcdef")
-	b := memory.NewInMemory()
+	b := inmem.New()
 	if _, err := memoryAgent(t, b, "remember.json", nil, WithEncryptionKey(key)).Run(ctx, map[string]any{"task": "help"}, WithUser("ada")); err != nil {
 		t.Fatal(err)
 	}
@@ -370,7 +371,7 @@ func TestMemoryRedactsBeforeCutting(t *testing.T) {
 	leak := tool.Must(tool.Func("leak", "Leak.", func(context.Context, echoArgs) (string, error) {
 		return pad + " " + secret + " and more", nil
 	}, tool.WithIdempotency(tool.Safe)))
-	b := memory.NewInMemory()
+	b := inmem.New()
 	m := &recorder{replies: []reply{calls(call("1", "leak", `{"text": "x"}`)), answer("done")}}
 	a, err := New(mustSpec(t, `{"agent_name": "m", "version": "v1", "model_name": "m", "tools": ["leak"],
 		"memory": {"stream": "user:${user_id}", "write": ["tool_results"]}}`), WithProvider(m, "test"), WithTools(testTools(t, leak)), WithMemory(b))

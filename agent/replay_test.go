@@ -14,7 +14,7 @@ import (
 
 	"github.com/agentry/agentry/event"
 	"github.com/agentry/agentry/internal/testdb"
-	"github.com/agentry/agentry/memory"
+	"github.com/agentry/agentry/memory/inmem"
 	"github.com/agentry/agentry/spec"
 	"github.com/agentry/agentry/store"
 	"github.com/agentry/agentry/tool"
@@ -230,7 +230,7 @@ func (f writerFunc) Write(p []byte) (int, error) { return f(p) }
 func TestReplayEndedBeforeItsLogOpened(t *testing.T) {
 	ctx := context.Background()
 	st := openStore(t, testdb.SQLite(t))
-	b := memory.NewInMemory()
+	b := inmem.New()
 	res, err := memoryAgent(t, b, "recall.json", nil).Run(ctx, map[string]any{"task": "help", "user_id": "ada"}, WithStore(st), WithUser("ada"))
 	if err != nil {
 		t.Fatal(err)

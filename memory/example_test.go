@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/agentry/agentry/memory"
+	_ "github.com/agentry/agentry/memory/inmem" // registers "mem:"
 )
 
 // A stream remembers entries in order and finds them by their words; a

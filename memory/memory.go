@@ -4,7 +4,7 @@
 // Backend serves both; backends register with Register and are opened by
 // data source name with Open, in the manner of database/sql drivers:
 //
-//	mem:                    in the process (the tests' default)
+//	mem:                    in the process (memory/inmem; an agent links it)
 //	path/to/agentry.db      SQLite, in the run store's file (store/sqlite)
 //	postgres://…            Postgres (store/postgres)
 //	redis://…               Redis (memory/redis)
@@ -45,11 +45,6 @@ type Entry struct {
 	// set, when it is forgotten.
 	Time    time.Time `json:"time"`
 	Expires time.Time `json:"expires,omitzero"`
-
-	// seal, set by Sealed, gives the text to store once the backend
-	// knows the entry's id (see Stamp and TextFor): a sealed text is
-	// bound to its id.
-	seal func(id int64) string
 }
 
 // Retention is how much a stream keeps, stated by each writer:
@@ -212,6 +207,7 @@ func Backends() []string { return backends.Names() }
 // backendPackages names the package that registers each backend Open
 // knows by its data source name.
 var backendPackages = map[string]string{
+	"mem":      "memory/inmem",
 	"sqlite":   "store/sqlite",
 	"postgres": "store/postgres",
 	"redis":    "memory/redis",
@@ -237,8 +233,4 @@ func Open(ctx context.Context, dsn string) (Backend, error) {
 			name, backendPackages[name], strings.Join(Backends(), ", "))
 	}
 	return o(ctx, dsn)
-}
-
-func init() {
-	Register("mem", func(context.Context, string) (Backend, error) { return NewInMemory(), nil })
 }

@@ -8,18 +8,9 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/agentry/agentry/memory"
-	"github.com/agentry/agentry/memory/memorytest"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
-
-func TestInMemory(t *testing.T) {
-	memorytest.Run(t, func(*testing.T) memory.Backend { return memory.NewInMemory() })
-}
-
-func BenchmarkInMemory(b *testing.B) {
-	memorytest.Bench(b, func(*testing.B) memory.Backend { return memory.NewInMemory() })
-}
 
 // Open names the package to import for a backend that is not registered
 // (here redis and postgres: the package's tests import only store/sqlite).

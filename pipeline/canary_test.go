@@ -11,6 +11,7 @@ import (
 	"github.com/agentry/agentry/event"
 	"github.com/agentry/agentry/llm/scripted"
 	"github.com/agentry/agentry/memory"
+	"github.com/agentry/agentry/memory/inmem"
 	"github.com/agentry/agentry/store"
 	"github.com/agentry/agentry/tool"
 )
@@ -46,7 +47,7 @@ func TestCanarySecretsInPipelines(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	mem := memory.NewInMemory()
+	mem := inmem.New()
 	d, err := Parse("canary", []byte(`{"pipeline_name": "canary", "version": "v1", "start": "look",
 		"stages": [{"name": "look", "output_key": "look", "default_next": "end", "agent": {
 			"agent_name": "looker", "version": "v1", "model_name": "x", "mode": "tools", "system_text": "Look.", "purpose_text": "${task}",

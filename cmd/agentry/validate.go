@@ -14,7 +14,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/agentry/agentry/agent"
-	"github.com/agentry/agentry/memory"
+	"github.com/agentry/agentry/memory/inmem"
 	"github.com/agentry/agentry/pipeline"
 	"github.com/agentry/agentry/prompt"
 	"github.com/agentry/agentry/spec"
@@ -66,7 +66,7 @@ file and the field. Exit code 0 when all are valid, 2 otherwise.`,
 // spec has a prompt_ref), and an in-process memory standing in for the
 // run store's.
 func checkOptions(ps *lazyPrompts) []agent.Option {
-	return []agent.Option{agent.WithTools(builtinTools(false)), agent.WithPrompts(ps), agent.WithMemory(memory.NewInMemory())}
+	return []agent.Option{agent.WithTools(builtinTools(false)), agent.WithPrompts(ps), agent.WithMemory(inmem.New())}
 }
 
 // lazyPrompts is the prompt store of validate: the run store is opened

@@ -50,7 +50,7 @@ func list(t *testing.T, patterns ...string) map[string]pkg {
 var layers = [][]string{
 	{"event", "schema", "retry", "internal/ids", "internal/registry", "internal/strictjson", "internal/httphdr",
 		"internal/lazyctx", "internal/syncbuf", "internal/telemetry", "internal/testdb", "internal/wiretest"},
-	{"spec", "llm", "tool", "prompt", "react", "policy", "memory", "store", "runlog", "internal/journal", "internal/livetest",
+	{"spec", "llm", "tool", "prompt", "react", "policy", "memory", "store", "runlog", "internal/journal", "internal/memseal", "internal/livetest",
 		"internal/teststore"},
 	{"agent"},
 	{"pipeline", "eval"},

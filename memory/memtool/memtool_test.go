@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/agentry/agentry/memory"
+	"github.com/agentry/agentry/memory/inmem"
 	"github.com/agentry/agentry/memory/memtool"
 	"github.com/agentry/agentry/tool"
 )
@@ -38,7 +39,7 @@ func errType(err error) string {
 // write the scope's filter refuses is not written; what is written is
 // told to the scope, with its author.
 func TestScope(t *testing.T) {
-	b := memory.NewInMemory()
+	b := inmem.New()
 	var appended []memory.Entry
 	var wrote []memory.Doc
 	s := &memtool.Scope{Backend: b, Stream: "user:ada", Collections: []string{"trips:ada"}, RunID: "run_1", Agent: "a", UserID: "ada",

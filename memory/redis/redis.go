@@ -25,6 +25,7 @@ import (
 	goredis "github.com/redis/go-redis/v9"
 
 	"github.com/agentry/agentry/memory"
+	"github.com/agentry/agentry/memory/memdriver"
 )
 
 // Backend is the Redis memory backend.
@@ -90,7 +91,7 @@ if max > 0 then redis.call('ZREMRANGEBYRANK', KEYS[1], 0, -(max + 1)) end
 return 1`)
 
 func (m *streams) Append(ctx context.Context, e memory.Entry, keep memory.Retention) (memory.Entry, error) {
-	if err := memory.CheckEntry(e, keep); err != nil {
+	if err := memdriver.CheckEntry(e, keep); err != nil {
 		return memory.Entry{}, err
 	}
 	b := (*Backend)(m)
@@ -98,7 +99,7 @@ func (m *streams) Append(ctx context.Context, e memory.Entry, keep memory.Retent
 	if err != nil {
 		return memory.Entry{}, fail("append", err)
 	}
-	e = memory.Stamp(e, keep, id, time.Now())
+	e = memdriver.Stamp(ctx, e, keep, id, time.Now())
 	data, _ := json.Marshal(e) // strings and times
 	var expires int64
 	if !e.Expires.IsZero() {
@@ -129,29 +130,29 @@ func (m *streams) all(ctx context.Context, stream string) ([]memory.Entry, error
 }
 
 func (m *streams) Read(ctx context.Context, stream string, o memory.ReadOptions) ([]memory.Entry, error) {
-	if err := memory.CheckRead(stream, o); err != nil {
+	if err := memdriver.CheckRead(stream, o); err != nil {
 		return nil, err
 	}
 	all, err := m.all(ctx, stream)
 	if err != nil {
 		return nil, err
 	}
-	return memory.ReadEntries(all, o, time.Now()), nil
+	return memdriver.ReadEntries(all, o, time.Now()), nil
 }
 
 func (m *streams) Search(ctx context.Context, query string, o memory.SearchOptions) ([]memory.Hit, error) {
-	if err := memory.CheckName("stream", o.Stream); err != nil {
+	if err := memdriver.CheckName("stream", o.Stream); err != nil {
 		return nil, err
 	}
 	all, err := m.all(ctx, o.Stream)
 	if err != nil {
 		return nil, err
 	}
-	return memory.SearchEntries(memory.ReadEntries(all, memory.ReadOptions{}, time.Now()), query, o.Limit), nil
+	return memdriver.SearchEntries(memdriver.ReadEntries(all, memory.ReadOptions{}, time.Now()), query, o.Limit), nil
 }
 
 func (m *streams) Clear(ctx context.Context, stream string) error {
-	if err := memory.CheckName("stream", stream); err != nil {
+	if err := memdriver.CheckName("stream", stream); err != nil {
 		return err
 	}
 	b := (*Backend)(m)
@@ -164,7 +165,7 @@ func (m *streams) Clear(ctx context.Context, stream string) error {
 type docs Backend
 
 func (m *docs) Write(ctx context.Context, d memory.Doc) (memory.Doc, error) {
-	d, err := memory.CheckDoc(d)
+	d, err := memdriver.CheckDoc(d)
 	if err != nil {
 		return memory.Doc{}, err
 	}
@@ -178,7 +179,7 @@ func (m *docs) Write(ctx context.Context, d memory.Doc) (memory.Doc, error) {
 }
 
 func (m *docs) Read(ctx context.Context, collection, key string) (memory.Doc, error) {
-	if err := errors.Join(memory.CheckName("collection", collection), memory.CheckName("key", key)); err != nil {
+	if err := errors.Join(memdriver.CheckName("collection", collection), memdriver.CheckName("key", key)); err != nil {
 		return memory.Doc{}, err
 	}
 	b := (*Backend)(m)
@@ -215,23 +216,23 @@ func (m *docs) all(ctx context.Context, collection string) ([]memory.Doc, error)
 }
 
 func (m *docs) Query(ctx context.Context, collection string, q memory.Query) ([]memory.Doc, error) {
-	if err := errors.Join(memory.CheckName("collection", collection), memory.CheckQuery(q)); err != nil {
+	if err := errors.Join(memdriver.CheckName("collection", collection), memdriver.CheckQuery(q)); err != nil {
 		return nil, err
 	}
 	all, err := m.all(ctx, collection)
 	if err != nil {
 		return nil, err
 	}
-	return memory.Select(all, q)
+	return memdriver.Select(all, q)
 }
 
 func (m *docs) Search(ctx context.Context, collection, text string, topK int) ([]memory.DocHit, error) {
-	if err := memory.CheckName("collection", collection); err != nil {
+	if err := memdriver.CheckName("collection", collection); err != nil {
 		return nil, err
 	}
 	all, err := m.all(ctx, collection)
 	if err != nil {
 		return nil, err
 	}
-	return memory.SearchDocs(all, text, topK), nil
+	return memdriver.SearchDocs(all, text, topK), nil
 }

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/agentry/agentry/memory"
+	"github.com/agentry/agentry/memory/memdriver"
 )
 
 // Memory returns the store's memory streams (migration 3's tables).
@@ -22,7 +23,7 @@ type streams DB
 const entryColumns = `id, stream, kind, text, run_id, agent, user_id, at, expires`
 
 func (m *streams) Append(ctx context.Context, e memory.Entry, keep memory.Retention) (memory.Entry, error) {
-	if err := memory.CheckEntry(e, keep); err != nil {
+	if err := memdriver.CheckEntry(e, keep); err != nil {
 		return memory.Entry{}, err
 	}
 	s := (*DB)(m)
@@ -37,7 +38,7 @@ func (m *streams) Append(ctx context.Context, e memory.Entry, keep memory.Retent
 			return memory.Entry{}, s.memErr("append", err)
 		}
 	}
-	e = memory.Stamp(e, keep, 0, s.now())
+	e = memdriver.Stamp(ctx, e, keep, 0, s.now())
 	at := micros(e.Time)
 	if _, err := tx.ExecContext(ctx, s.q(`DELETE FROM agentry_memory WHERE stream = ? AND expires > 0 AND expires <= ?`), e.Stream, at); err != nil {
 		return memory.Entry{}, s.memErr("append", err)
@@ -48,7 +49,7 @@ func (m *streams) Append(ctx context.Context, e memory.Entry, keep memory.Retent
 	if err != nil {
 		return memory.Entry{}, s.memErr("append", err)
 	}
-	if text, ok := memory.TextFor(e, e.ID); ok {
+	if text, ok := memdriver.TextFor(ctx, e, e.ID); ok {
 		// A sealed text is bound to the id the insert gave.
 		if _, err := tx.ExecContext(ctx, s.q(`UPDATE agentry_memory SET text = ? WHERE id = ?`), text, e.ID); err != nil {
 			return memory.Entry{}, s.memErr("append", err)
@@ -77,7 +78,7 @@ func scanEntry(row interface{ Scan(...any) error }, extra ...any) (memory.Entry,
 }
 
 func (m *streams) Read(ctx context.Context, stream string, o memory.ReadOptions) ([]memory.Entry, error) {
-	if err := memory.CheckRead(stream, o); err != nil {
+	if err := memdriver.CheckRead(stream, o); err != nil {
 		return nil, err
 	}
 	s := (*DB)(m)
@@ -110,11 +111,11 @@ func (m *streams) Read(ctx context.Context, stream string, o memory.ReadOptions)
 }
 
 func (m *streams) Search(ctx context.Context, query string, o memory.SearchOptions) ([]memory.Hit, error) {
-	if err := memory.CheckName("stream", o.Stream); err != nil {
+	if err := memdriver.CheckName("stream", o.Stream); err != nil {
 		return nil, err
 	}
 	s := (*DB)(m)
-	terms := memory.Terms(query)
+	terms := memdriver.Terms(query)
 	if len(terms) == 0 {
 		return nil, nil
 	}
@@ -135,7 +136,7 @@ func (m *streams) Search(ctx context.Context, query string, o memory.SearchOptio
 }
 
 func (m *streams) Clear(ctx context.Context, stream string) error {
-	if err := memory.CheckName("stream", stream); err != nil {
+	if err := memdriver.CheckName("stream", stream); err != nil {
 		return err
 	}
 	s := (*DB)(m)
@@ -162,7 +163,7 @@ type docs DB
 const docColumns = `collection, doc_key, value, run_id, agent, user_id, at`
 
 func (m *docs) Write(ctx context.Context, d memory.Doc) (memory.Doc, error) {
-	d, err := memory.CheckDoc(d)
+	d, err := memdriver.CheckDoc(d)
 	if err != nil {
 		return memory.Doc{}, err
 	}
@@ -173,7 +174,7 @@ func (m *docs) Write(ctx context.Context, d memory.Doc) (memory.Doc, error) {
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?)
 		ON CONFLICT (collection, doc_key) DO UPDATE SET value = excluded.value, text = excluded.text,
 			run_id = excluded.run_id, agent = excluded.agent, user_id = excluded.user_id, at = excluded.at`),
-		d.Collection, d.Key, s.d.Text.jsonParam(data), memory.DocText(d.Value), d.RunID, d.Agent, d.UserID, micros(d.Time))
+		d.Collection, d.Key, s.d.Text.jsonParam(data), memdriver.DocText(d.Value), d.RunID, d.Agent, d.UserID, micros(d.Time))
 	if err != nil {
 		return memory.Doc{}, s.memErr("write "+d.Collection+"/"+d.Key, err)
 	}
@@ -195,7 +196,7 @@ func scanDoc(row interface{ Scan(...any) error }, extra ...any) (memory.Doc, err
 }
 
 func (m *docs) Read(ctx context.Context, collection, key string) (memory.Doc, error) {
-	if err := errors.Join(memory.CheckName("collection", collection), memory.CheckName("key", key)); err != nil {
+	if err := errors.Join(memdriver.CheckName("collection", collection), memdriver.CheckName("key", key)); err != nil {
 		return memory.Doc{}, err
 	}
 	s := (*DB)(m)
@@ -210,29 +211,29 @@ func (m *docs) Read(ctx context.Context, collection, key string) (memory.Doc, er
 }
 
 func (m *docs) Query(ctx context.Context, collection string, q memory.Query) ([]memory.Doc, error) {
-	if err := errors.Join(memory.CheckName("collection", collection), memory.CheckQuery(q)); err != nil {
+	if err := errors.Join(memdriver.CheckName("collection", collection), memdriver.CheckQuery(q)); err != nil {
 		return nil, err
 	}
 	s := (*DB)(m)
 	where, args := []string{"collection = ?"}, []any{collection}
 	for _, f := range q.Where {
-		w, a := s.d.Text.filter(memory.Path(f.Field), f)
+		w, a := s.d.Text.filter(memdriver.Path(f.Field), f)
 		where, args = append(where, w), append(args, a...)
 	}
 	order := "doc_key" + desc(q.Desc)
 	if q.OrderBy != "" {
-		order = s.d.Text.order(memory.Path(q.OrderBy), q.Desc)
+		order = s.d.Text.order(memdriver.Path(q.OrderBy), q.Desc)
 	}
 	query := `SELECT ` + docColumns + ` FROM agentry_docs WHERE ` + strings.Join(where, " AND ") + ` ORDER BY ` + order + ` LIMIT ?`
 	return s.docs(ctx, "query "+collection, query, append(args, limitOr(q.Limit, 100))...)
 }
 
 func (m *docs) Search(ctx context.Context, collection, text string, topK int) ([]memory.DocHit, error) {
-	if err := memory.CheckName("collection", collection); err != nil {
+	if err := memdriver.CheckName("collection", collection); err != nil {
 		return nil, err
 	}
 	s := (*DB)(m)
-	terms := memory.Terms(text)
+	terms := memdriver.Terms(text)
 	if len(terms) == 0 {
 		return nil, nil
 	}

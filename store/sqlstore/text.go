@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/agentry/agentry/memory"
+	"github.com/agentry/agentry/memory/memdriver"
 )
 
 // TextDialect is what differs between the backends for memory and
@@ -89,7 +90,7 @@ var sqliteText = TextDialect{
 			want := b == (f.Op == memory.Eq)
 			return "json_type(value, ?) = ?", []any{p, fmt.Sprint(want)}
 		}
-		if n, ok := memory.Number(f.Value); ok {
+		if n, ok := memdriver.Number(f.Value); ok {
 			return "(json_type(value, ?) IN ('integer', 'real') AND json_extract(value, ?) " + ops[f.Op] + " ?)", []any{p, p, n}
 		}
 		return "(json_type(value, ?) = 'text' AND json_extract(value, ?) " + ops[f.Op] + " ?)", []any{p, p, f.Value}
@@ -123,7 +124,7 @@ var postgresText = TextDialect{
 		if b, ok := f.Value.(bool); ok {
 			return x + " = to_jsonb(?::boolean)", []any{b == (f.Op == memory.Eq)}
 		}
-		if n, ok := memory.Number(f.Value); ok {
+		if n, ok := memdriver.Number(f.Value); ok {
 			return "(jsonb_typeof(" + x + ") = 'number' AND " + x + " " + ops[f.Op] + " to_jsonb(?::numeric))", []any{n}
 		}
 		return "(jsonb_typeof(" + x + ") = 'string' AND (" + x + ` #>> '{}') COLLATE "C" ` + ops[f.Op] + " ?::text)", []any{f.Value}

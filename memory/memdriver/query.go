@@ -1,4 +1,4 @@
-package memory
+package memdriver
 
 import (
 	"cmp"
@@ -6,6 +6,8 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+
+	"github.com/agentry/agentry/memory"
 )
 
 var fieldPath = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$`)
@@ -16,9 +18,9 @@ var fieldPath = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-
 func CheckName(kind, name string) error {
 	switch {
 	case name == "":
-		return fmt.Errorf("%w: the %s is empty", ErrInvalid, kind)
+		return fmt.Errorf("%w: the %s is empty", memory.ErrInvalid, kind)
 	case len(name) > 200:
-		return fmt.Errorf("%w: the %s %.40q… is longer than 200 bytes", ErrInvalid, kind, name)
+		return fmt.Errorf("%w: the %s %.40q… is longer than 200 bytes", memory.ErrInvalid, kind, name)
 	}
 	return nil
 }
@@ -27,31 +29,31 @@ func CheckName(kind, name string) error {
 // others: a field that is not a name or dotted path, an unknown
 // operator, a value that is not a string, number or bool, a range on a
 // bool, a negative limit.
-func CheckQuery(q Query) error {
+func CheckQuery(q memory.Query) error {
 	for i, f := range q.Where {
 		if !fieldPath.MatchString(f.Field) {
-			return fmt.Errorf("%w: where[%d].field %q: want a field name or a dotted path (address.city)", ErrInvalid, i, f.Field)
+			return fmt.Errorf("%w: where[%d].field %q: want a field name or a dotted path (address.city)", memory.ErrInvalid, i, f.Field)
 		}
 		switch f.Op {
-		case Eq, Ne, Lt, Lte, Gt, Gte:
+		case memory.Eq, memory.Ne, memory.Lt, memory.Lte, memory.Gt, memory.Gte:
 		default:
-			return fmt.Errorf("%w: where[%d].op %q: want one of = != < <= > >=", ErrInvalid, i, f.Op)
+			return fmt.Errorf("%w: where[%d].op %q: want one of = != < <= > >=", memory.ErrInvalid, i, f.Op)
 		}
 		switch v := f.Value.(type) {
 		case string, float64, int, int64:
 		case bool:
-			if f.Op != Eq && f.Op != Ne {
-				return fmt.Errorf("%w: where[%d]: %s compares numbers or strings, not %v", ErrInvalid, i, f.Op, v)
+			if f.Op != memory.Eq && f.Op != memory.Ne {
+				return fmt.Errorf("%w: where[%d]: %s compares numbers or strings, not %v", memory.ErrInvalid, i, f.Op, v)
 			}
 		default:
-			return fmt.Errorf("%w: where[%d].value: want a string, number or bool, got %T", ErrInvalid, i, f.Value)
+			return fmt.Errorf("%w: where[%d].value: want a string, number or bool, got %T", memory.ErrInvalid, i, f.Value)
 		}
 	}
 	if q.OrderBy != "" && !fieldPath.MatchString(q.OrderBy) {
-		return fmt.Errorf("%w: order_by %q: want a field name or a dotted path", ErrInvalid, q.OrderBy)
+		return fmt.Errorf("%w: order_by %q: want a field name or a dotted path", memory.ErrInvalid, q.OrderBy)
 	}
 	if q.Limit < 0 {
-		return fmt.Errorf("%w: limit %d is negative", ErrInvalid, q.Limit)
+		return fmt.Errorf("%w: limit %d is negative", memory.ErrInvalid, q.Limit)
 	}
 	return nil
 }
@@ -114,7 +116,7 @@ func compare(a, b any) (c int, ok bool) {
 
 // Matches reports whether the document value v passes the filter f: the
 // field exists, is of the filter value's type, and compares as f says.
-func Matches(v map[string]any, f Filter) bool {
+func Matches(v map[string]any, f memory.Filter) bool {
 	got, ok := Lookup(v, f.Field)
 	if !ok {
 		return false
@@ -124,17 +126,17 @@ func Matches(v map[string]any, f Filter) bool {
 		return false
 	}
 	switch f.Op {
-	case Eq:
+	case memory.Eq:
 		return c == 0
-	case Ne:
+	case memory.Ne:
 		return c != 0
-	case Lt:
+	case memory.Lt:
 		return c < 0
-	case Lte:
+	case memory.Lte:
 		return c <= 0
-	case Gt:
+	case memory.Gt:
 		return c > 0
-	case Gte:
+	case memory.Gte:
 		return c >= 0
 	}
 	return false
@@ -143,17 +145,17 @@ func Matches(v map[string]any, f Filter) bool {
 // Select runs q over docs in the process, as the backends without a
 // query engine do: the documents every filter matches, ordered and cut.
 // Documents without the OrderBy field come last, by key.
-func Select(docs []Doc, q Query) ([]Doc, error) {
+func Select(docs []memory.Doc, q memory.Query) ([]memory.Doc, error) {
 	if err := CheckQuery(q); err != nil {
 		return nil, err
 	}
-	var out []Doc
+	var out []memory.Doc
 	for _, d := range docs {
-		if !slices.ContainsFunc(q.Where, func(f Filter) bool { return !Matches(d.Value, f) }) {
+		if !slices.ContainsFunc(q.Where, func(f memory.Filter) bool { return !Matches(d.Value, f) }) {
 			out = append(out, d)
 		}
 	}
-	slices.SortStableFunc(out, func(a, b Doc) int {
+	slices.SortStableFunc(out, func(a, b memory.Doc) int {
 		c := 0
 		if q.OrderBy != "" {
 			x, okx := Lookup(a.Value, q.OrderBy)

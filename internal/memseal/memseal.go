@@ -1,4 +1,6 @@
-package memory
+// Package memseal encrypts what an agent keeps in memory: a backend
+// wrapped so that entries' texts and documents' values reach it sealed.
+package memseal
 
 import (
 	"context"
@@ -6,12 +8,14 @@ import (
 	"crypto/cipher"
 	"crypto/rand"
 	"encoding/base64"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"strconv"
 	"strings"
+
+	"github.com/agentry/agentry/memory"
+	"github.com/agentry/agentry/memory/memdriver"
 )
 
 // sealedPrefix marks a sealed text: the format, then the nonce and the
@@ -21,26 +25,7 @@ const sealedPrefix = "agentry-sealed:v1:"
 // sealedField is the only field of a sealed document's value as stored.
 const sealedField = "agentry_sealed"
 
-// KeyEnv is the environment variable that holds the encryption key of
-// the binary's memory.
-const KeyEnv = "AGENTRY_ENCRYPTION_KEY"
-
-// ParseKey reads an AES-256 key: 32 bytes, written as 64 hex digits or
-// in base64.
-func ParseKey(s string) ([]byte, error) {
-	s = strings.TrimSpace(s)
-	if k, err := hex.DecodeString(s); err == nil && len(k) == 32 {
-		return k, nil
-	}
-	for _, enc := range []*base64.Encoding{base64.StdEncoding, base64.RawStdEncoding, base64.URLEncoding, base64.RawURLEncoding} {
-		if k, err := enc.DecodeString(s); err == nil && len(k) == 32 {
-			return k, nil
-		}
-	}
-	return nil, fmt.Errorf("the key must be 32 bytes, written as 64 hex digits or in base64 (openssl rand -hex 32); got %d characters", len(s))
-}
-
-// Sealed wraps b so that what reaches it is encrypted with AES-256-GCM
+// New wraps b so that what reaches it is encrypted with AES-256-GCM
 // under key, and authenticated: an entry's text is bound to its stream,
 // its id and its kind, and a document's value to its collection and key,
 // so that one moved elsewhere, replayed as a new entry or swapped with
@@ -54,8 +39,8 @@ func ParseKey(s string) ([]byte, error) {
 // database) is an ErrSealed, never memory. With a nil key nothing is
 // encrypted, and reading something sealed is an ErrSealed that says the
 // key is missing.
-func Sealed(b Backend, key []byte) (*SealedBackend, error) {
-	s := &SealedBackend{b: b}
+func New(b memory.Backend, key []byte) (*Backend, error) {
+	s := &Backend{b: b}
 	if key != nil {
 		block, err := aes.NewCipher(key)
 		if err != nil {
@@ -71,27 +56,27 @@ func Sealed(b Backend, key []byte) (*SealedBackend, error) {
 	return s, nil
 }
 
-// SealedBackend is a Backend whose values are sealed (see Sealed). Its
+// Backend is a Backend whose values are sealed (see Sealed). Its
 // SealText and OpenText seal other texts under the same key.
-type SealedBackend struct {
-	b    Backend
+type Backend struct {
+	b    memory.Backend
 	aead cipher.AEAD // nil: no key
 }
 
-type sealed = SealedBackend
+type sealed = Backend
 
 // Memory returns the sealed streams.
-func (s *SealedBackend) Memory() Memory { return (*sealedStreams)(s) }
+func (s *Backend) Memory() memory.Memory { return (*sealedStreams)(s) }
 
 // DB returns the sealed collections.
-func (s *SealedBackend) DB() DB { return (*sealedDocs)(s) }
+func (s *Backend) DB() memory.DB { return (*sealedDocs)(s) }
 
 // Close closes the backend it wraps.
-func (s *SealedBackend) Close() error { return s.b.Close() }
+func (s *Backend) Close() error { return s.b.Close() }
 
 // SealText seals text bound to bind (what names it: a text opens only
 // with the same bind). Without a key, or empty, it returns text as it is.
-func (s *SealedBackend) SealText(text, bind string) string {
+func (s *Backend) SealText(text, bind string) string {
 	if s.aead == nil || text == "" {
 		return text
 	}
@@ -101,7 +86,7 @@ func (s *SealedBackend) SealText(text, bind string) string {
 // OpenText opens what SealText sealed with the same bind; what names the
 // text in errors. With a key, a text that is not sealed is refused; an
 // empty text, which SealText leaves empty, is empty.
-func (s *SealedBackend) OpenText(text, bind, what string) (string, error) {
+func (s *Backend) OpenText(text, bind, what string) (string, error) {
 	if text == "" {
 		return "", nil
 	}
@@ -119,20 +104,20 @@ func (s *sealed) open(text, bind, what string) (string, error) {
 	body, ok := strings.CutPrefix(text, sealedPrefix)
 	switch {
 	case !ok && s.aead != nil:
-		return "", fmt.Errorf("%w: %s is not sealed, and with a key only sealed values are read (written without the key, or not by agentry)", ErrSealed, what)
+		return "", fmt.Errorf("%w: %s is not sealed, and with a key only sealed values are read (written without the key, or not by agentry)", memory.ErrSealed, what)
 	case !ok:
 		return text, nil
 	case s.aead == nil:
-		return "", fmt.Errorf("%w: %s is encrypted and no key was given (set %s)", ErrSealed, what, KeyEnv)
+		return "", fmt.Errorf("%w: %s is encrypted and no key was given (set %s)", memory.ErrSealed, what, memory.KeyEnv)
 	}
 	raw, err := base64.RawStdEncoding.DecodeString(body)
 	n := s.aead.NonceSize()
 	if err != nil || len(raw) < n {
-		return "", fmt.Errorf("%w: %s is not a sealed text agentry wrote", ErrSealed, what)
+		return "", fmt.Errorf("%w: %s is not a sealed text agentry wrote", memory.ErrSealed, what)
 	}
 	plain, err := s.aead.Open(nil, raw[:n], raw[n:], []byte(bind))
 	if err != nil {
-		return "", fmt.Errorf("%w: %s does not open with this key (a wrong key, or it was changed or moved)", ErrSealed, what)
+		return "", fmt.Errorf("%w: %s does not open with this key (a wrong key, or it was changed or moved)", memory.ErrSealed, what)
 	}
 	return string(plain), nil
 }
@@ -144,26 +129,26 @@ func bindEntry(stream, kind string, id int64) string {
 	return stream + "\x00" + kind + "\x00" + strconv.FormatInt(id, 10)
 }
 
-func (m *sealedStreams) Append(ctx context.Context, e Entry, keep Retention) (Entry, error) {
+func (m *sealedStreams) Append(ctx context.Context, e memory.Entry, keep memory.Retention) (memory.Entry, error) {
 	s := (*sealed)(m)
 	if s.aead == nil {
 		return s.b.Memory().Append(ctx, e, keep)
 	}
-	if err := CheckEntry(e, keep); err != nil {
-		return Entry{}, err // checked on the plain text: a sealed one is never empty
+	if err := memdriver.CheckEntry(e, keep); err != nil {
+		return memory.Entry{}, err // checked on the plain text: a sealed one is never empty
 	}
 	plain, stream, kind := e.Text, e.Stream, e.Kind
-	e.seal = func(id int64) string { return s.seal(plain, bindEntry(stream, kind, id)) }
+	seal := func(id int64) string { return s.seal(plain, bindEntry(stream, kind, id)) }
 	// Until the backend knows the id, the text is sealed to none: a
 	// backend that never calls Stamp or TextFor stores what opens nowhere,
 	// never the plain text.
-	e.Text = e.seal(0)
-	out, err := s.b.Memory().Append(ctx, e, keep)
-	out.Text, out.seal = plain, nil
+	e.Text = seal(0)
+	out, err := s.b.Memory().Append(memdriver.WithSeal(ctx, seal), e, keep)
+	out.Text = plain
 	return out, err
 }
 
-func (m *sealedStreams) openAll(entries []Entry) ([]Entry, error) {
+func (m *sealedStreams) openAll(entries []memory.Entry) ([]memory.Entry, error) {
 	s := (*sealed)(m)
 	for i := range entries {
 		e := &entries[i]
@@ -175,7 +160,7 @@ func (m *sealedStreams) openAll(entries []Entry) ([]Entry, error) {
 	return entries, nil
 }
 
-func (m *sealedStreams) Read(ctx context.Context, stream string, o ReadOptions) ([]Entry, error) {
+func (m *sealedStreams) Read(ctx context.Context, stream string, o memory.ReadOptions) ([]memory.Entry, error) {
 	entries, err := (*sealed)(m).b.Memory().Read(ctx, stream, o)
 	if err != nil {
 		return nil, err
@@ -183,24 +168,24 @@ func (m *sealedStreams) Read(ctx context.Context, stream string, o ReadOptions) 
 	return m.openAll(entries)
 }
 
-func (m *sealedStreams) Search(ctx context.Context, query string, o SearchOptions) ([]Hit, error) {
+func (m *sealedStreams) Search(ctx context.Context, query string, o memory.SearchOptions) ([]memory.Hit, error) {
 	s := (*sealed)(m)
 	if s.aead == nil {
 		// The backend's index sees sealed text as noise: a stream whose
 		// newest entry is sealed is refused rather than searched in vain.
-		if _, err := m.Read(ctx, o.Stream, ReadOptions{Limit: 1, Order: Newest}); err != nil {
+		if _, err := m.Read(ctx, o.Stream, memory.ReadOptions{Limit: 1, Order: memory.Newest}); err != nil {
 			return nil, err
 		}
 		return s.b.Memory().Search(ctx, query, o)
 	}
-	if err := CheckName("stream", o.Stream); err != nil {
+	if err := memdriver.CheckName("stream", o.Stream); err != nil {
 		return nil, err
 	}
-	entries, err := m.Read(ctx, o.Stream, ReadOptions{})
+	entries, err := m.Read(ctx, o.Stream, memory.ReadOptions{})
 	if err != nil {
 		return nil, err
 	}
-	return SearchEntries(entries, query, o.Limit), nil
+	return memdriver.SearchEntries(entries, query, o.Limit), nil
 }
 
 func (m *sealedStreams) Clear(ctx context.Context, stream string) error {
@@ -211,44 +196,44 @@ type sealedDocs sealed
 
 func bindDoc(collection, key string) string { return collection + "\x00" + key }
 
-func (m *sealedDocs) Write(ctx context.Context, d Doc) (Doc, error) {
+func (m *sealedDocs) Write(ctx context.Context, d memory.Doc) (memory.Doc, error) {
 	s := (*sealed)(m)
 	if s.aead == nil {
 		return s.b.DB().Write(ctx, d)
 	}
-	d, err := CheckDoc(d)
+	d, err := memdriver.CheckDoc(d)
 	if err != nil {
-		return Doc{}, err
+		return memory.Doc{}, err
 	}
 	plain := d.Value
-	data := mustJSON(plain)
+	data, _ := json.Marshal(plain) // CheckDoc took a value that encodes
 	d.Value = map[string]any{sealedField: s.seal(string(data), bindDoc(d.Collection, d.Key))}
 	out, err := s.b.DB().Write(ctx, d)
 	out.Value = plain
 	return out, err
 }
 
-func (m *sealedDocs) openDoc(d Doc) (Doc, error) {
+func (m *sealedDocs) openDoc(d memory.Doc) (memory.Doc, error) {
 	s := (*sealed)(m)
 	text, ok := d.Value[sealedField].(string)
 	if !ok || len(d.Value) != 1 {
 		if s.aead != nil {
-			return Doc{}, fmt.Errorf("%w: document %s/%s is not sealed, and with a key only sealed values are read", ErrSealed, d.Collection, d.Key)
+			return memory.Doc{}, fmt.Errorf("%w: document %s/%s is not sealed, and with a key only sealed values are read", memory.ErrSealed, d.Collection, d.Key)
 		}
 		return d, nil
 	}
 	plain, err := s.open(text, bindDoc(d.Collection, d.Key), "document "+d.Collection+"/"+d.Key)
 	if err != nil {
-		return Doc{}, err
+		return memory.Doc{}, err
 	}
 	d.Value = nil
 	if err := json.Unmarshal([]byte(plain), &d.Value); err != nil {
-		return Doc{}, fmt.Errorf("%w: document %s/%s opened to something that is not JSON", ErrSealed, d.Collection, d.Key)
+		return memory.Doc{}, fmt.Errorf("%w: document %s/%s opened to something that is not JSON", memory.ErrSealed, d.Collection, d.Key)
 	}
 	return d, nil
 }
 
-func (m *sealedDocs) Read(ctx context.Context, collection, key string) (Doc, error) {
+func (m *sealedDocs) Read(ctx context.Context, collection, key string) (memory.Doc, error) {
 	d, err := (*sealed)(m).b.DB().Read(ctx, collection, key)
 	if err != nil {
 		return d, err
@@ -257,8 +242,8 @@ func (m *sealedDocs) Read(ctx context.Context, collection, key string) (Doc, err
 }
 
 // all returns a collection's documents, opened.
-func (m *sealedDocs) all(ctx context.Context, collection string) ([]Doc, error) {
-	docs, err := (*sealed)(m).b.DB().Query(ctx, collection, Query{Limit: 1 << 30})
+func (m *sealedDocs) all(ctx context.Context, collection string) ([]memory.Doc, error) {
+	docs, err := (*sealed)(m).b.DB().Query(ctx, collection, memory.Query{Limit: 1 << 30})
 	if err != nil {
 		return nil, err
 	}
@@ -270,8 +255,8 @@ func (m *sealedDocs) all(ctx context.Context, collection string) ([]Doc, error) 
 	return docs, nil
 }
 
-func (m *sealedDocs) Query(ctx context.Context, collection string, q Query) ([]Doc, error) {
-	if err := errors.Join(CheckName("collection", collection), CheckQuery(q)); err != nil {
+func (m *sealedDocs) Query(ctx context.Context, collection string, q memory.Query) ([]memory.Doc, error) {
+	if err := errors.Join(memdriver.CheckName("collection", collection), memdriver.CheckQuery(q)); err != nil {
 		return nil, err
 	}
 	if (*sealed)(m).aead == nil {
@@ -285,11 +270,11 @@ func (m *sealedDocs) Query(ctx context.Context, collection string, q Query) ([]D
 	if err != nil {
 		return nil, err
 	}
-	return Select(docs, q)
+	return memdriver.Select(docs, q)
 }
 
-func (m *sealedDocs) Search(ctx context.Context, collection, text string, topK int) ([]DocHit, error) {
-	if err := CheckName("collection", collection); err != nil {
+func (m *sealedDocs) Search(ctx context.Context, collection, text string, topK int) ([]memory.DocHit, error) {
+	if err := memdriver.CheckName("collection", collection); err != nil {
 		return nil, err
 	}
 	if (*sealed)(m).aead == nil {
@@ -303,5 +288,5 @@ func (m *sealedDocs) Search(ctx context.Context, collection, text string, topK i
 	if err != nil {
 		return nil, err
 	}
-	return SearchDocs(docs, text, topK), nil
+	return memdriver.SearchDocs(docs, text, topK), nil
 }

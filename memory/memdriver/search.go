@@ -1,4 +1,4 @@
-package memory
+package memdriver
 
 import (
 	"cmp"
@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strings"
 	"unicode"
+
+	"github.com/agentry/agentry/memory"
 )
 
 // stopWords are left out of searches: they match nearly everything. The
@@ -124,15 +126,15 @@ func (r *ranker) index(w string) int {
 // SearchEntries ranks entries against query in the process, as the
 // backends without a text index do: the best limit entries that have
 // any of its terms, best first (newer first among equals).
-func SearchEntries(entries []Entry, query string, limit int) []Hit {
+func SearchEntries(entries []memory.Entry, query string, limit int) []memory.Hit {
 	texts := make([]string, len(entries))
 	for i := range entries {
 		texts[i] = entries[i].Text
 	}
 	best := top(newRanker(query).scores(texts), limit, func(a, b int) int { return cmp.Compare(entries[b].ID, entries[a].ID) })
-	hits := make([]Hit, len(best))
+	hits := make([]memory.Hit, len(best))
 	for i, b := range best {
-		hits[i] = Hit{Entry: entries[b.i], Score: b.score}
+		hits[i] = memory.Hit{Entry: entries[b.i], Score: b.score}
 	}
 	return hits
 }
@@ -157,15 +159,15 @@ func top(scores []float64, limit int, tie func(a, b int) int) []scored {
 
 // SearchDocs ranks documents against text by their string values, as
 // SearchEntries does entries.
-func SearchDocs(docs []Doc, text string, topK int) []DocHit {
+func SearchDocs(docs []memory.Doc, text string, topK int) []memory.DocHit {
 	texts := make([]string, len(docs))
 	for i := range docs {
 		texts[i] = DocText(docs[i].Value)
 	}
 	best := top(newRanker(text).scores(texts), topK, func(a, b int) int { return strings.Compare(docs[a].Key, docs[b].Key) })
-	hits := make([]DocHit, len(best))
+	hits := make([]memory.DocHit, len(best))
 	for i, b := range best {
-		hits[i] = DocHit{Doc: docs[b.i], Score: b.score}
+		hits[i] = memory.DocHit{Doc: docs[b.i], Score: b.score}
 	}
 	return hits
 }

@@ -1,4 +1,4 @@
-package memory_test
+package memseal_test
 
 import (
 	"context"
@@ -8,7 +8,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/agentry/agentry/internal/memseal"
 	"github.com/agentry/agentry/memory"
+	"github.com/agentry/agentry/memory/inmem"
 	"github.com/agentry/agentry/memory/memorytest"
 	_ "github.com/agentry/agentry/store/sqlite"
 )
@@ -22,7 +24,7 @@ func TestSealedConformance(t *testing.T) {
 		name string
 		open func(t *testing.T) memory.Backend
 	}{
-		{"in memory", func(*testing.T) memory.Backend { return memory.NewInMemory() }},
+		{"in memory", func(*testing.T) memory.Backend { return inmem.New() }},
 		{"sqlite", func(t *testing.T) memory.Backend {
 			b, err := memory.Open(context.Background(), filepath.Join(t.TempDir(), "agentry.db"))
 			if err != nil {
@@ -33,7 +35,7 @@ func TestSealedConformance(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			memorytest.Run(t, func(t *testing.T) memory.Backend {
-				s, err := memory.Sealed(tc.open(t), key)
+				s, err := memseal.New(tc.open(t), key)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -48,8 +50,8 @@ func TestSealedConformance(t *testing.T) {
 // never garbage.
 func TestSealed(t *testing.T) {
 	ctx := context.Background()
-	raw := memory.NewInMemory()
-	s, err := memory.Sealed(raw, key)
+	raw := inmem.New()
+	s, err := memseal.New(raw, key)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -73,8 +75,8 @@ func TestSealed(t *testing.T) {
 		t.Errorf("Search through the key: %+v, %v", hits, err)
 	}
 
-	other, _ := memory.Sealed(raw, []byte("fedcba9876543210fedcba9876543210"))
-	none, _ := memory.Sealed(raw, nil)
+	other, _ := memseal.New(raw, []byte("fedcba9876543210fedcba9876543210"))
+	none, _ := memseal.New(raw, nil)
 	for _, tc := range []struct {
 		name string
 		b    memory.Backend
@@ -140,7 +142,7 @@ func TestSealedRefusesTampering(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer raw.Close()
-			s, _ := memory.Sealed(raw, key)
+			s, _ := memseal.New(raw, key)
 			for _, text := range []string{"prefers the aisle", "allergic to nuts"} {
 				if _, err := s.Memory().Append(ctx, memory.Entry{Stream: "u", Kind: "note", Text: text}, memory.Retention{}); err != nil {
 					t.Fatal(err)
@@ -153,8 +155,8 @@ func TestSealedRefusesTampering(t *testing.T) {
 			}
 		})
 	}
-	raw := memory.NewInMemory()
-	s, _ := memory.Sealed(raw, key)
+	raw := inmem.New()
+	s, _ := memseal.New(raw, key)
 	if _, err := raw.DB().Write(ctx, memory.Doc{Collection: "c", Key: "k", Value: map[string]any{"limit": 1e9}}); err != nil {
 		t.Fatal(err)
 	}
@@ -225,7 +227,7 @@ func TestParseKey(t *testing.T) {
 // Without a key, a sealed backend is the backend: the suite passes.
 func TestSealedWithoutKeyConformance(t *testing.T) {
 	memorytest.Run(t, func(*testing.T) memory.Backend {
-		s, err := memory.Sealed(memory.NewInMemory(), nil)
+		s, err := memseal.New(inmem.New(), nil)
 		if err != nil {
 			t.Fatal(err)
 		}
