@@ -173,7 +173,7 @@ func TestDeterministicRefusal(t *testing.T) {
 	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 	a := newTestAgent(t, `{"agent_name": "d", "version": "v1", "model_name": "m", "input_keys": ["who"]}`, &recorder{})
 	run := func() []byte {
-		res, err := a.Run(context.Background(), map[string]any{}, WithSeed(4), WithNow(now), WithTraceParent(trace))
+		res, err := a.Run(context.Background(), map[string]any{}, WithSeed(4), WithNow(now), WithTraceContext(trace, ""))
 		if !errors.Is(err, ErrInvalidInput) || res == nil {
 			t.Fatalf("%v, %v", res, err)
 		}

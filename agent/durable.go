@@ -300,7 +300,7 @@ func (a *Agent) resumeSession(db store.Store, l *runlog.Log, holder string, opts
 func startedAs(db store.Store, l *runlog.Log) []RunOption {
 	st := &l.Start
 	opts := []RunOption{WithSessionID(st.SessionID), WithStore(db), WithUser(st.UserID),
-		WithCorrelationID(st.CorrelationID), WithTraceParent(st.TraceParent), WithMetadata(st.Metadata),
+		WithCorrelationID(st.CorrelationID), WithTraceContext(st.TraceParent, st.TraceState), WithMetadata(st.Metadata),
 		WithParentRunID(st.ParentRunID)}
 	if st.Seed != nil {
 		opts = append(opts, WithSeed(*st.Seed))

@@ -137,7 +137,7 @@ func (j *runJournal) begin(ctx context.Context, s *Session) error {
 		}
 		start := &runlog.Start{Kind: "agent", RunID: r.st.RunID, SessionID: r.st.SessionID, ParentRunID: r.st.ParentRunID,
 			Spec: journal.JSON(a.spec), BaseDir: journal.AbsDir(a.o.baseDir), Model: a.o.model, Input: r.st.Input, UserID: s.cfg.info.UserID,
-			CorrelationID: s.cfg.info.CorrelationID, TraceParent: s.cfg.info.TraceParent, Metadata: s.cfg.info.Metadata, StartedAt: r.st.StartedAt.Time}
+			CorrelationID: s.cfg.info.CorrelationID, TraceParent: s.cfg.info.TraceParent, TraceState: s.cfg.info.TraceState, Metadata: s.cfg.info.Metadata, StartedAt: r.st.StartedAt.Time}
 		if p := policy.PrincipalFrom(ctx); p != nil {
 			start.Roles = p.Roles
 		}

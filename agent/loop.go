@@ -213,7 +213,7 @@ func (r *run) prepare(ctx context.Context) context.Context {
 	ctx = withRun(ctx, r)
 	ctx = llm.WithTrace(ctx, r) // a run is its model calls' Trace: retries and fall-overs become events
 	if tp := r.info.TraceParent; tp != "" {
-		ctx = llm.WithTraceParent(ctx, tp) // model calls join the caller's trace
+		ctx = llm.WithTraceContext(ctx, tp, r.info.TraceState) // model calls join the caller's trace
 	}
 	if e := s.cfg.extra; e != nil && e.seeded {
 		// Retry jitter from the seed: a deterministic run waits alike.

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"time"
 
+	oteltrace "go.opentelemetry.io/otel/trace"
+
 	"github.com/agentry/agentry/event"
 	"github.com/agentry/agentry/internal/ids"
 	"github.com/agentry/agentry/llm"
@@ -109,18 +111,21 @@ func WithUser(id string) RunOption { return func(c *runConfig) { c.info.UserID =
 // WithCorrelationID sets the id that ties the run to the caller's request.
 func WithCorrelationID(id string) RunOption { return func(c *runConfig) { c.info.CorrelationID = id } }
 
-// WithTraceParent sets the W3C trace context ("00-TRACEID-SPANID-FLAGS")
-// the run belongs to. A caller that has a trace id but no parent span
-// gives the trace id alone (32 hex digits): the run's traceparent is made
-// from it. The trace id is on every event, in the Result and in log
-// records; model providers and http_request receive the traceparent.
-func WithTraceParent(tp string) RunOption {
+// WithTraceContext sets the W3C trace context the run belongs to: its
+// traceparent ("00-TRACEID-SPANID-FLAGS") and its tracestate (the
+// vendors' entries, passed on as given; "" for none). A caller that has
+// a trace id but no parent span gives the trace id alone as traceparent
+// (32 hex digits): the run's traceparent is made from it. The trace id
+// is on every event, in the Result and in log records; model providers
+// and http_request receive traceparent and tracestate.
+func WithTraceContext(traceparent, tracestate string) RunOption {
 	return func(c *runConfig) {
-		if len(tp) == 32 && !strings.Contains(tp, "-") {
-			c.info.TraceID, c.info.TraceParent = tp, ""
+		c.info.TraceState = tracestate
+		if len(traceparent) == 32 && !strings.Contains(traceparent, "-") {
+			c.info.TraceID, c.info.TraceParent = traceparent, ""
 			return
 		}
-		c.info.TraceID, c.info.TraceParent = "", tp
+		c.info.TraceID, c.info.TraceParent = "", traceparent
 	}
 }
 
@@ -173,6 +178,14 @@ func (c *runConfig) check() error {
 	} else if id := c.info.TraceID; id != "" {
 		if err := checkTraceID(id); err != nil {
 			return fmt.Errorf("%w: %v", ErrConfig, err)
+		}
+	}
+	if ts := c.info.TraceState; ts != "" {
+		if c.info.TraceParent == "" && c.info.TraceID == "" {
+			return fmt.Errorf("%w: tracestate %q without a traceparent: W3C trace context reads it only beside one", ErrConfig, ts)
+		}
+		if _, err := oteltrace.ParseTraceState(ts); err != nil {
+			return fmt.Errorf("%w: tracestate %q: %v", ErrConfig, ts, err)
 		}
 	}
 	if e := c.extra; e != nil {
@@ -230,11 +243,12 @@ func idSeed(seed int64, a *Agent, parent string, input map[string]any) int64 {
 // runs reports for all of them: a pipeline's own events carry the trace
 // id its stages do, and follow their clock.
 type Settings struct {
-	// TraceID is the runs' trace id (WithTraceParent's),
+	// TraceID is the runs' trace id (WithTraceContext's),
 	// or "".
 	TraceID string
-	// TraceParent is the caller's W3C trace context (WithTraceParent), or "".
-	TraceParent string
+	// TraceParent and TraceState are the caller's W3C trace context
+	// (WithTraceContext), or "".
+	TraceParent, TraceState string
 	// Seed is the caller's seed (WithSeed), or nil.
 	Seed *int64
 	// Now is the runs' fixed clock (WithNow), or the zero time.
@@ -255,7 +269,7 @@ func SettingsOf(opts ...RunOption) Settings {
 // settings is what c sets, as SettingsOf reports it.
 func (c *runConfig) settings() Settings {
 	var s Settings
-	s.TraceID, s.TraceParent = c.info.TraceID, c.info.TraceParent
+	s.TraceID, s.TraceParent, s.TraceState = c.info.TraceID, c.info.TraceParent, c.info.TraceState
 	if tp := c.info.TraceParent; tp != "" {
 		s.TraceID, _ = traceIDOf(tp)
 	}

@@ -49,7 +49,7 @@ func (r *run) startSpan(ctx context.Context) context.Context {
 		return ctx
 	}
 	info, st, a := r.info, r.st, r.a
-	ctx = telemetry.Join(ctx, info.TraceParent)
+	ctx = telemetry.Join(ctx, info.TraceParent, info.TraceState)
 	o := &runSpan{tracer: tracer, content: telemetry.CaptureContent()}
 	o.agent = [3]attribute.KeyValue{semconv.GenAIAgentName(st.AgentName), semconv.GenAIAgentVersion(st.AgentVersion),
 		semconv.GenAIConversationID(st.SessionID)}
@@ -64,7 +64,7 @@ func (r *run) startSpan(ctx context.Context) context.Context {
 	ctx, o.span = tracer.Start(ctx, string(genaiconv.OperationNameInvokeAgent)+" "+st.AgentName,
 		oteltrace.WithSpanKind(oteltrace.SpanKindInternal), oteltrace.WithAttributes(attrs...))
 	if sc := o.span.SpanContext(); sc.IsValid() && info.TraceID == "" {
-		info.TraceID, info.TraceParent = sc.TraceID().String(), telemetry.TraceParent(sc)
+		info.TraceID, info.TraceParent, info.TraceState = sc.TraceID().String(), telemetry.TraceParent(sc), sc.TraceState().String()
 	}
 	r.otel = o
 	return ctx

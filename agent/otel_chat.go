@@ -95,7 +95,8 @@ func (o *observed) begin(ctx context.Context, req *llm.Request) (*modelCall, boo
 		c.ctx, c.span = t.tracer.Start(ctx, string(genaiconv.OperationNameChat)+" "+o.model,
 			oteltrace.WithSpanKind(oteltrace.SpanKindClient), oteltrace.WithAttributes(attrs...))
 		// The provider's HTTP request carries this span as its parent.
-		c.ctx = llm.WithTraceParent(c.ctx, telemetry.TraceParent(c.span.SpanContext()))
+		sc := c.span.SpanContext()
+		c.ctx = llm.WithTraceContext(c.ctx, telemetry.TraceParent(sc), sc.TraceState().String())
 	}
 	return c, true
 }

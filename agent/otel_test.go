@@ -176,7 +176,7 @@ func TestSpansContent(t *testing.T) {
 // from a traceparent.
 func TestSpanParent(t *testing.T) {
 	const tp = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
-	res, spans := tracedRun(t, WithTraceParent(tp))
+	res, spans := tracedRun(t, WithTraceContext(tp, ""))
 	for _, s := range spans {
 		if s.SpanContext().TraceID().String() != "4bf92f3577b34da6a3ce929d0e0e4736" {
 			t.Errorf("span %s is in trace %s", s.Name(), s.SpanContext().TraceID())
@@ -210,10 +210,10 @@ func chatAndRun(t *testing.T, rec *tracetest.SpanRecorder) (chat, run sdktrace.R
 
 // tpModel answers once and keeps the traceparent its call carried, as
 // a provider's HTTP request would send it.
-type tpModel struct{ tp string }
+type tpModel struct{ tp, ts string }
 
 func (m *tpModel) Generate(ctx context.Context, req *llm.Request) (*llm.Response, error) {
-	m.tp = llm.TraceParent(ctx)
+	m.tp, m.ts = llm.TraceContext(ctx)
 	return &llm.Response{Content: "ok", Usage: llm.Usage{PromptTokens: 1, CompletionTokens: 1}}, nil
 }
 
@@ -339,5 +339,30 @@ func TestStreamedSpan(t *testing.T) {
 	}
 	if first != 1 {
 		t.Errorf("time to first chunk recorded %d times, want once", first)
+	}
+}
+
+// TestTraceStateThroughSpans: a traced run joins the caller's trace
+// context, and its model call carries the caller's tracestate beside
+// its chat span's traceparent.
+func TestTraceStateThroughSpans(t *testing.T) {
+	rec := tracetest.NewSpanRecorder()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
+	defer tp.Shutdown(context.Background())
+	m := &tpModel{}
+	a, err := New(mustSpec(t, `{`+base+`}`), WithProvider(m, "test"), WithTracerProvider(tp))
+	if err != nil {
+		t.Fatal(err)
+	}
+	const caller = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+	if _, err := a.Run(context.Background(), map[string]any{"who": "x"}, WithTraceContext(caller, "vendor=a,other=b")); err != nil {
+		t.Fatal(err)
+	}
+	chat, run := chatAndRun(t, rec)
+	if got := run.Parent().SpanID().String(); got != "00f067aa0ba902b7" || run.SpanContext().TraceID().String() != "4bf92f3577b34da6a3ce929d0e0e4736" {
+		t.Errorf("the run's span is not the caller's child: parent %s, trace %s", got, run.SpanContext().TraceID())
+	}
+	if !strings.Contains(m.tp, chat.SpanContext().SpanID().String()) || m.ts != "vendor=a,other=b" {
+		t.Errorf("the model call carried %q, %q; want its chat span and the caller's tracestate", m.tp, m.ts)
 	}
 }

@@ -137,7 +137,7 @@ func TestToolMiddlewareAndRunContext(t *testing.T) {
 		t.Fatal(err)
 	}
 	res, err := a.Run(context.Background(), map[string]any{"who": "x"}, WithUser("u-7"), WithCorrelationID("corr-1"),
-		WithTraceParent("00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"), WithMetadata(map[string]string{"tenant": "t1"}),
+		WithTraceContext("00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01", ""), WithMetadata(map[string]string{"tenant": "t1"}),
 		WithLimits(spec.Limits{MaxToolCalls: 3}))
 	if err != nil {
 		t.Fatal(err)
@@ -187,7 +187,7 @@ func TestLogRecords(t *testing.T) {
 		t.Fatal(err)
 	}
 	res, err := a.Run(context.Background(), map[string]any{"who": "x"}, WithUser("u-1"), WithCorrelationID("c-1"),
-		WithTraceParent("4bf92f3577b34da6a3ce929d0e0e4736"))
+		WithTraceContext("4bf92f3577b34da6a3ce929d0e0e4736", ""))
 	if err != nil {
 		t.Fatal(err)
 	}

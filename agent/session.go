@@ -150,7 +150,7 @@ func (s *Session) setRunInfo() {
 // traceIDOf is the trace id of a W3C traceparent, checked as
 // OpenTelemetry's propagator reads it.
 func traceIDOf(tp string) (string, error) {
-	sc, ok := telemetry.Parse(tp)
+	sc, ok := telemetry.Parse(tp, "")
 	if !ok {
 		return "", fmt.Errorf("traceparent %q: want 00-TRACEID-SPANID-FLAGS (W3C trace context), its ids not all zero", tp)
 	}

@@ -133,7 +133,7 @@ func (t subTool) Call(ctx context.Context, args json.RawMessage) (json.RawMessag
 		opts = append(opts, func(rc *runConfig) { rc.parentBudget = &b })
 		if c.Run != nil {
 			opts = append(opts, WithUser(c.Run.UserID), WithCorrelationID(c.Run.CorrelationID),
-				WithTraceParent(c.Run.TraceParent), WithMetadata(c.Run.Metadata))
+				WithTraceContext(c.Run.TraceParent, c.Run.TraceState), WithMetadata(c.Run.Metadata))
 		}
 	}
 	s, res, err := t.session(ctx, input, opts)

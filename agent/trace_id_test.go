@@ -14,24 +14,29 @@ import (
 )
 
 // traceSeer records the trace context its calls were made in.
-type traceSeer struct{ seen []string }
+type traceSeer struct{ seen, states []string }
 
 func (s *traceSeer) Generate(ctx context.Context, _ *llm.Request) (*llm.Response, error) {
-	s.seen = append(s.seen, llm.TraceParent(ctx))
+	tp, ts := llm.TraceContext(ctx)
+	s.seen, s.states = append(s.seen, tp), append(s.states, ts)
 	return &llm.Response{Content: "ok"}, nil
 }
 
 // TestTraceIDs: a caller's trace id is on every event and in the Result,
-// and the model call carries it as a traceparent; a traceparent gives its
-// trace id; a malformed one is refused.
+// and the model call carries it as a traceparent, with the caller's
+// tracestate; a traceparent gives its trace id; a malformed one, a
+// malformed tracestate or one without a traceparent is refused.
 func TestTraceIDs(t *testing.T) {
 	const id = "4bf92f3577b34da6a3ce929d0e0e4736"
 	for _, tt := range []struct {
-		name string
-		opt  RunOption
+		name  string
+		opt   RunOption
+		state string
 	}{
-		{"trace id", WithTraceParent(id)},
-		{"traceparent", WithTraceParent("00-" + id + "-00f067aa0ba902b7-01")},
+		{"trace id", WithTraceContext(id, ""), ""},
+		{"traceparent", WithTraceContext("00-"+id+"-00f067aa0ba902b7-01", ""), ""},
+		{"trace id and tracestate", WithTraceContext(id, "vendor=a"), "vendor=a"},
+		{"traceparent and tracestate", WithTraceContext("00-"+id+"-00f067aa0ba902b7-01", "vendor=a,other=b"), "vendor=a,other=b"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			m := &traceSeer{}
@@ -52,10 +57,14 @@ func TestTraceIDs(t *testing.T) {
 			if len(m.seen) != 1 || !strings.HasPrefix(m.seen[0], "00-"+id+"-") || len(m.seen[0]) != 55 {
 				t.Errorf("the model call's traceparent %q", m.seen)
 			}
+			if m.states[0] != tt.state {
+				t.Errorf("the model call's tracestate %q, want %q", m.states[0], tt.state)
+			}
 		})
 	}
 	a := newTestAgent(t, `{"agent_name": "t", "version": "v1", "model_name": "m"}`, &traceSeer{})
-	for _, bad := range []RunOption{WithTraceParent("xyz"), WithTraceParent(strings.Repeat("0", 32)), WithTraceParent("00-abc-01")} {
+	for _, bad := range []RunOption{WithTraceContext("xyz", ""), WithTraceContext(strings.Repeat("0", 32), ""), WithTraceContext("00-abc-01", ""),
+		WithTraceContext(id, "not a list entry"), WithTraceContext("", "vendor=a")} {
 		if _, err := a.NewSession(nil, bad); !errors.Is(err, ErrConfig) {
 			t.Errorf("a malformed trace: %v", err)
 		}
@@ -90,7 +99,7 @@ func TestTracingSampling(t *testing.T) {
 			a := newTestAgent(t, `{"agent_name": "t", "version": "v1", "model_name": "m", "tracing": `+tt.tracing+`}`, &recorder{replies: replies})
 			for i := range 20 {
 				// Sampled by trace id: the same ids, the same choice, every time.
-				if _, err := a.Run(ctx, nil, WithStore(st), WithTraceParent(fmt.Sprintf("%032x", i+1))); err != nil {
+				if _, err := a.Run(ctx, nil, WithStore(st), WithTraceContext(fmt.Sprintf("%032x", i+1), "")); err != nil {
 					t.Fatal(err)
 				}
 			}

@@ -32,7 +32,7 @@ func (r *runState) startSpan(ctx context.Context, env *Envelope) context.Context
 		return ctx
 	}
 	d := r.p.def
-	ctx = telemetry.Join(ctx, r.set.TraceParent)
+	ctx = telemetry.Join(ctx, r.set.TraceParent, r.set.TraceState)
 	ctx, r.span = tr.Start(ctx, string(genaiconv.OperationNameInvokeWorkflow)+" "+d.PipelineName,
 		oteltrace.WithSpanKind(oteltrace.SpanKindInternal), oteltrace.WithAttributes(
 			semconv.GenAIOperationNameKey.String(string(genaiconv.OperationNameInvokeWorkflow)),

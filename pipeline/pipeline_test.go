@@ -674,7 +674,7 @@ func TestDeterministicPipeline(t *testing.T) {
 		defer st.Close()
 		var events bytes.Buffer
 		res, err := p.Run(context.Background(), map[string]any{"task": "store the release"}, WithStore(st),
-			WithSessionOptions(agent.WithSeed(9), agent.WithNow(now), agent.WithTraceParent(trace)),
+			WithSessionOptions(agent.WithSeed(9), agent.WithNow(now), agent.WithTraceContext(trace, "")),
 			WithEvents(func(e event.Event) {
 				if e.TraceID != trace {
 					t.Errorf("event %s of %s has trace id %q", e.Type, e.AgentName, e.TraceID)

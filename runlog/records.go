@@ -37,6 +37,7 @@ type Start struct {
 	Roles         []string          `json:"roles,omitempty"`
 	CorrelationID string            `json:"correlation_id,omitempty"`
 	TraceParent   string            `json:"trace_parent,omitempty"`
+	TraceState    string            `json:"trace_state,omitempty"`
 	Metadata      map[string]string `json:"metadata,omitempty"`
 	StartedAt     time.Time         `json:"started_at"`
 	// Seed and FixedClock are a deterministic run's (agent.WithSeed,

@@ -133,7 +133,7 @@ func (s *Server) a2aPost(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	reply := &a2aReply{}
-	ctx := context.WithValue(r.Context(), a2aTargetKey{}, &a2aTarget{agent: a, name: name, traceParent: traceParent(r)})
+	ctx := context.WithValue(r.Context(), a2aTargetKey{}, &a2aTarget{agent: a, name: name, trace: traceOf(r)})
 	r = r.WithContext(context.WithValue(ctx, a2aReplyKey{}, reply))
 	r.Body = io.NopCloser(bytes.NewReader(data))
 	aw := &a2aWriter{ResponseWriter: w, reply: reply}
@@ -182,9 +182,9 @@ func a2aLegacy(version, method string) (bool, error) {
 // a2aTarget is what a request's context tells the executor: the agent
 // the path names, and the caller's trace.
 type a2aTarget struct {
-	agent       *agent.Agent
-	name        string
-	traceParent string
+	agent *agent.Agent
+	name  string
+	trace traceContext
 }
 
 type a2aTargetKey struct{}

@@ -97,7 +97,7 @@ func (x *a2aExecutor) start(ctx context.Context, t *a2aTarget, ec *a2asrv.Execut
 		return
 	}
 	f := newA2AFollower(ec, &sp)
-	_, done, rf := x.s.start(ctx, &launch{agent: t.agent, input: input, session: ec.ContextID, trace: t.traceParent, listen: f.listener(),
+	_, done, rf := x.s.start(ctx, &launch{agent: t.agent, input: input, session: ec.ContextID, trace: t.trace, listen: f.listener(),
 		metadata: map[string]string{"a2a_task_id": string(ec.TaskID), "a2a_context_id": ec.ContextID}, begun: f.run},
 		func() *refusal { return x.s.claimSlot(ctx) }, func(sess *agent.Session) bool { return x.track(ec.TaskID, sess) })
 	if rf != nil {

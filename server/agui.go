@@ -140,7 +140,7 @@ func (s *Server) aguiStart(w http.ResponseWriter, r *http.Request, a *agent.Agen
 		writeError(w, http.StatusBadRequest, "invalid_request", err.Error())
 		return nil
 	}
-	_, done, rf := s.start(r.Context(), &launch{agent: a, input: input, session: in.ThreadID, trace: traceParent(r),
+	_, done, rf := s.start(r.Context(), &launch{agent: a, input: input, session: in.ThreadID, trace: traceOf(r),
 		metadata: map[string]string{"ag_ui_thread_id": in.ThreadID, "ag_ui_run_id": in.RunID}, listen: st.listener(),
 		begun: func(id string) { st.agentRun = id }}, // before the run starts: its sub-runs' events are not its own
 		s.admitted, nil)

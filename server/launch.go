@@ -20,7 +20,7 @@ type launch struct {
 	user     string
 	session  string            // the protocol's session (an AG-UI thread, an A2A context)
 	metadata map[string]string // kept with the run
-	trace    string            // the caller's W3C traceparent
+	trace    traceContext      // the caller's W3C trace context
 	listen   agent.RunOption   // the protocol's listener to the run's events; nil: none
 	// begun is told the run's id before the run starts (a listener that
 	// keeps only the run's own events needs it first).
@@ -73,8 +73,8 @@ func (s *Server) runOptions(ctx context.Context, l *launch) []agent.RunOption {
 	if len(l.metadata) > 0 {
 		opts = append(opts, agent.WithMetadata(l.metadata))
 	}
-	if l.trace != "" {
-		opts = append(opts, agent.WithTraceParent(l.trace))
+	if l.trace.parent != "" {
+		opts = append(opts, agent.WithTraceContext(l.trace.parent, l.trace.state))
 	}
 	if l.listen != nil {
 		opts = append(opts, l.listen)

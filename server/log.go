@@ -33,7 +33,7 @@ func (s *Server) logged(pattern string, h http.HandlerFunc) http.HandlerFunc {
 		if id := r.PathValue("id"); id != "" {
 			attrs = append(attrs, slog.String("run_id", id))
 		}
-		if sc, ok := telemetry.Parse(r.Header.Get("Traceparent")); ok {
+		if sc, ok := telemetry.Parse(r.Header.Get("Traceparent"), ""); ok {
 			attrs = append(attrs, slog.String("trace_id", sc.TraceID().String()), slog.String("span_id", sc.SpanID().String()))
 		}
 		level := slog.LevelInfo

@@ -115,7 +115,7 @@ func (s *Server) chatCompletions(w http.ResponseWriter, r *http.Request) {
 		writeOpenAIError(w, http.StatusBadRequest, "invalid_messages", err.Error())
 		return
 	}
-	l := &launch{agent: a, input: input, user: req.User, trace: traceParent(r)}
+	l := &launch{agent: a, input: input, user: req.User, trace: traceOf(r)}
 	var text *chunks
 	if req.Stream {
 		text = &chunks{ready: make(chan struct{}, 1), live: len(sp.Tools) == 0}

@@ -71,8 +71,8 @@ func (s *Server) createPipelineRun(w http.ResponseWriter, r *http.Request, req *
 		return
 	}
 	sessOpts := []agent.RunOption{agent.WithMetadata(req.Metadata)}
-	if tp := traceParent(r); tp != "" {
-		sessOpts = append(sessOpts, agent.WithTraceParent(tp))
+	if tc := traceOf(r); tc.parent != "" {
+		sessOpts = append(sessOpts, agent.WithTraceContext(tc.parent, tc.state))
 	}
 	s.drivePipeline(w, r, p, http.StatusCreated, func(ctx context.Context, opts ...pipeline.RunOption) (*pipeline.Result, error) {
 		return pl.Run(ctx, req.Input, append(opts, pipeline.WithSessionOptions(sessOpts...))...)

@@ -36,14 +36,15 @@ type Remote interface {
 // RemoteRun is a run a Remote starts: a served agent by name (the
 // workers find it in their agents directory) or an inline spec.
 type RemoteRun struct {
-	Agent       string
-	Spec        json.RawMessage
-	Model       string
-	Input       map[string]any
-	UserID      string
-	Roles       []string // the caller's: the policy's access rules read them
-	TraceParent string
-	Metadata    map[string]string
+	Agent  string
+	Spec   json.RawMessage
+	Model  string
+	Input  map[string]any
+	UserID string
+	Roles  []string // the caller's: the policy's access rules read them
+	// TraceParent and TraceState are the caller's W3C trace context.
+	TraceParent, TraceState string
+	Metadata                map[string]string
 }
 
 // createRemote starts a run of req's agent on the Remote: checked here
@@ -58,7 +59,10 @@ func (s *Server) createRemote(w http.ResponseWriter, r *http.Request, req *runRe
 		writeError(w, http.StatusBadRequest, "invalid_input", err.Error())
 		return
 	}
-	rr := RemoteRun{Model: req.Model, Input: req.Input, UserID: p.UserID, Roles: p.Roles, TraceParent: traceParent(r), Metadata: req.Metadata}
+	rr := RemoteRun{Model: req.Model, Input: req.Input, UserID: p.UserID, Roles: p.Roles, Metadata: req.Metadata}
+	if tc := traceOf(r); tc.parent != "" {
+		rr.TraceParent, rr.TraceState = tc.parent, tc.state
+	}
 	if len(req.Spec) > 0 {
 		rr.Spec = req.Spec
 	} else {

@@ -9,8 +9,11 @@ import (
 	"net/http"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
+
+	oteltrace "go.opentelemetry.io/otel/trace"
 
 	"github.com/agentry/agentry/agent"
 	evaluation "github.com/agentry/agentry/eval"
@@ -79,7 +82,7 @@ func (s *Server) createRun(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	sess, done, rf := s.start(r.Context(), &launch{agent: a, owned: owned, input: req.Input, user: req.User, metadata: req.Metadata,
-		trace: traceParent(r)}, s.admitted, nil)
+		trace: traceOf(r)}, s.admitted, nil)
 	if rf != nil {
 		rf.write(w, writeError)
 		return
@@ -101,15 +104,24 @@ func waits(r *http.Request) (bool, error) {
 	return b, nil
 }
 
-// traceParent is the request's W3C traceparent, or "" when it has none
-// or a malformed one: as the standard says, the run then starts a trace
-// of its own rather than fail.
-func traceParent(r *http.Request) string {
+// traceContext is a caller's W3C trace context: its traceparent and
+// tracestate headers.
+type traceContext struct{ parent, state string }
+
+// traceOf is the request's W3C trace context; none when its traceparent
+// is missing or malformed (as the standard says, the run then starts a
+// trace of its own rather than fail). A malformed tracestate is dropped,
+// the traceparent kept.
+func traceOf(r *http.Request) traceContext {
 	tp := r.Header.Get("Traceparent")
-	if _, ok := telemetry.Parse(tp); !ok {
-		return ""
+	if _, ok := telemetry.Parse(tp, ""); !ok {
+		return traceContext{}
 	}
-	return tp
+	ts := strings.Join(r.Header.Values("Tracestate"), ",") // W3C: several headers are one list
+	if _, err := oteltrace.ParseTraceState(ts); err != nil {
+		ts = ""
+	}
+	return traceContext{tp, ts}
 }
 
 // answer answers status with the id of the run going on, or 200 with its

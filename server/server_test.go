@@ -22,6 +22,7 @@ import (
 	"github.com/agentry/agentry/llm"
 	"github.com/agentry/agentry/llm/scripted"
 	"github.com/agentry/agentry/policy"
+	"github.com/agentry/agentry/runlog"
 	"github.com/agentry/agentry/spec"
 	"github.com/agentry/agentry/store"
 	_ "github.com/agentry/agentry/store/sqlite"
@@ -753,26 +754,38 @@ func TestSlowClient(t *testing.T) {
 
 // TestTraceParent: a run joins the trace of the request's traceparent,
 // read as OpenTelemetry's propagator reads it (a later version by its
-// first four fields); a malformed one is ignored, as the W3C standard
-// says, not refused.
+// first four fields), and keeps its tracestate; a malformed traceparent
+// is ignored, as the W3C standard says, not refused, and a malformed
+// tracestate dropped.
 func TestTraceParent(t *testing.T) {
 	f := newFixture(t, Config{})
-	for _, tc := range []struct{ tp, want string }{
-		{"00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01", "4bf92f3577b34da6a3ce929d0e0e4736"},
-		{"00-not-a-trace-01", ""},
+	const tp = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+	for _, tc := range []struct{ tp, ts, want, wantTS string }{
+		{tp, "", "4bf92f3577b34da6a3ce929d0e0e4736", ""},
+		{tp, "vendor=a,other=b", "4bf92f3577b34da6a3ce929d0e0e4736", "vendor=a,other=b"},
+		{tp, "not a list", "4bf92f3577b34da6a3ce929d0e0e4736", ""},
+		{"00-not-a-trace-01", "vendor=a", "", ""},
 		// A later version is read as W3C says: its first four fields.
-		{"01-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01-what-comes-next", "4bf92f3577b34da6a3ce929d0e0e4736"},
-		{"ff-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01", ""},
-		{"00-00000000000000000000000000000000-00f067aa0ba902b7-01", ""},
+		{"01-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01-what-comes-next", "", "4bf92f3577b34da6a3ce929d0e0e4736", ""},
+		{"ff-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01", "", "", ""},
+		{"00-00000000000000000000000000000000-00f067aa0ba902b7-01", "", "", ""},
 	} {
 		select {
 		case <-f.release:
 		default:
 			close(f.release)
 		}
-		code, res := post(t, f.http.URL+"/v1/runs?wait=true", `{"agent": "waiter"}`, map[string]string{"Traceparent": tc.tp})
+		code, res := post(t, f.http.URL+"/v1/runs?wait=true", `{"agent": "waiter"}`, map[string]string{"Traceparent": tc.tp, "Tracestate": tc.ts})
 		if got, _ := res["trace_id"].(string); code != 200 || got != tc.want {
 			t.Errorf("traceparent %q: %d, trace_id %q, want %q", tc.tp, code, got, tc.want)
+		}
+		id, _ := res["id"].(string)
+		l, err := runlog.Read(context.Background(), f.st, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if l.Start.TraceState != tc.wantTS {
+			t.Errorf("traceparent %q, tracestate %q: the run keeps tracestate %q, want %q", tc.tp, tc.ts, l.Start.TraceState, tc.wantTS)
 		}
 	}
 }

@@ -149,7 +149,7 @@ func (x *activities) sessionOptions(in advanceIn, req *Request, limits spec.Limi
 	opts := []agent.RunOption{agent.WithStore(x.cfg.Store), agent.Drive(plan)}
 	if req != nil {
 		opts = append(opts, agent.WithSessionID(req.SessionID), agent.WithUser(req.UserID),
-			agent.WithCorrelationID(req.CorrelationID), agent.WithTraceParent(req.TraceParent), agent.WithMetadata(req.Metadata),
+			agent.WithCorrelationID(req.CorrelationID), agent.WithTraceContext(req.TraceParent, req.TraceState), agent.WithMetadata(req.Metadata),
 			agent.WithParentRunID(req.ParentRunID))
 		if req.Seed != nil {
 			opts = append(opts, agent.WithSeed(*req.Seed))

@@ -41,6 +41,7 @@ type PipelineRequest struct {
 	Roles         []string          `json:"roles,omitempty"`
 	CorrelationID string            `json:"correlation_id,omitempty"`
 	TraceParent   string            `json:"trace_parent,omitempty"`
+	TraceState    string            `json:"trace_state,omitempty"`
 	Metadata      map[string]string `json:"metadata,omitempty"`
 }
 
@@ -145,7 +146,7 @@ func stageRun(ctx workflow.Context, req PipelineRequest, st *pipeline.StageRun, 
 	cctx := workflow.WithChildOptions(ctx, workflow.ChildWorkflowOptions{WorkflowID: st.RunID, TaskQueue: queue})
 	r := Request{Agent: st.Agent, AgentsDir: st.AgentsDir, Spec: st.Spec, BaseDir: st.BaseDir, Input: st.Input,
 		ParentRunID: st.ParentRunID, UserID: req.UserID, Roles: req.Roles, CorrelationID: req.CorrelationID,
-		TraceParent: req.TraceParent, Metadata: req.Metadata, Seed: st.Seed}
+		TraceParent: req.TraceParent, TraceState: req.TraceState, Metadata: req.Metadata, Seed: st.Seed}
 	var out Outcome
 	err := workflow.ExecuteChildWorkflow(cctx, WorkflowName, r, (*Carried)(nil)).Get(ctx, &out)
 	if err == nil {
@@ -187,7 +188,7 @@ func (x *activities) pipelineStep(ctx context.Context, in pipelineIn) (*pipeline
 	ctx = policy.WithPrincipal(ctx, policy.Principal{UserID: req.UserID, Roles: req.Roles})
 	runOpts := []pipeline.RunOption{pipeline.WithStore(x.cfg.Store), pipeline.Drive(drive.Plan{RunID: in.RunID, Driver: in.Driver, Dispatch: true}),
 		pipeline.WithSessionOptions(agent.WithUser(req.UserID), agent.WithCorrelationID(req.CorrelationID),
-			agent.WithTraceParent(req.TraceParent), agent.WithMetadata(req.Metadata))}
+			agent.WithTraceContext(req.TraceParent, req.TraceState), agent.WithMetadata(req.Metadata))}
 	if in.State != nil {
 		res := agent.Result{Outcome: agent.OutcomePartial, TerminateReason: agent.ReasonAborted, Steps: []agent.Step{},
 			Error: &agent.ErrorInfo{Code: agent.CodeAborted, Message: agent.ErrAborted.Error()}}

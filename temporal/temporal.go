@@ -73,6 +73,7 @@ type Request struct {
 	Roles         []string          `json:"roles,omitempty"`
 	CorrelationID string            `json:"correlation_id,omitempty"`
 	TraceParent   string            `json:"trace_parent,omitempty"`
+	TraceState    string            `json:"trace_state,omitempty"`
 	Metadata      map[string]string `json:"metadata,omitempty"`
 	// ParentRunID is the run this one is part of (a pipeline's, for a
 	// stage's run); Seed the run's seed, for a deterministic one.

@@ -193,7 +193,8 @@ func abortCtx(ctx workflow.Context) workflow.Context {
 // model sees.
 func (w *runState) runTools(ctx workflow.Context, out *advanceOut) map[string]runlog.ToolResult {
 	run := out.Run
-	run.UserID, run.CorrelationID, run.TraceParent, run.Metadata = w.req.UserID, w.req.CorrelationID, w.req.TraceParent, w.req.Metadata
+	run.UserID, run.CorrelationID, run.Metadata = w.req.UserID, w.req.CorrelationID, w.req.Metadata
+	run.TraceParent, run.TraceState = w.req.TraceParent, w.req.TraceState
 	if tp := strings.Split(run.TraceParent, "-"); len(tp) == 4 {
 		run.TraceID = tp[1]
 	}

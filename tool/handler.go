@@ -143,9 +143,9 @@ type Run struct {
 	// UserID and CorrelationID come from the caller (agentry run --user,
 	// --correlation-id; agent.WithUser, agent.WithCorrelationID).
 	UserID, CorrelationID string
-	// TraceParent is the W3C trace context of the run, when it has one;
-	// TraceID is its trace id.
-	TraceParent, TraceID string
+	// TraceParent and TraceState are the W3C trace context of the run,
+	// when it has one; TraceID is its trace id.
+	TraceParent, TraceState, TraceID string
 	// Metadata is the caller's, as given.
 	Metadata map[string]string
 }

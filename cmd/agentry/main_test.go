@@ -438,6 +438,29 @@ func TestValidateWarnsOfUnknownModels(t *testing.T) {
 	}
 }
 
+// TestTraceFlagsRefused: trace flags that cannot be read, or that do not
+// go together, stop the run before it starts, naming the flag.
+func TestTraceFlagsRefused(t *testing.T) {
+	const trace = "4bf92f3577b34da6a3ce929d0e0e4736"
+	for _, tc := range []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"tracestate alone", []string{"--tracestate", "vendor=a"}, "--tracestate: give --traceparent or --trace-id too"},
+		{"both ids", []string{"--trace-id", trace, "--traceparent", "00-" + trace + "-00f067aa0ba902b7-01"}, "--trace-id and --traceparent: give one"},
+		{"a traceparent as trace id", []string{"--trace-id", "00-" + trace + "-00f067aa0ba902b7-01"}, "--trace-id"},
+		{"a malformed tracestate", []string{"--trace-id", trace, "--tracestate", "not a list"}, "tracestate"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			code, _, errs := run(t, append([]string{"run", quickstart, "--input", "city=Lisbon", "--input", "days=3", "--no-store"}, tc.args...)...)
+			if code == 0 || !strings.Contains(errs, tc.want) {
+				t.Errorf("exit %d, %q; want an error naming %q", code, errs, tc.want)
+			}
+		})
+	}
+}
+
 // TestDeterministicThroughTheBinary: --seed and --now make two runs of
 // an agent, and of a pipeline, print byte-identical JSON and events; a
 // run store keeps the seeded pipeline's every stage; --trace-id and

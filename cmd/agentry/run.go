@@ -42,6 +42,7 @@ type runFlags struct {
 	correlation  string
 	traceID      string
 	traceParent  string
+	traceState   string
 	seed         int64
 	seedSet      bool
 	now          string
@@ -106,6 +107,7 @@ spec or input.`,
 	fl.Int64Var(&f.seed, "seed", 0, "make the run's ids and randomness derive from this seed (with --now: a deterministic run)")
 	fl.StringVar(&f.now, "now", "", "the run's clock, RFC 3339: every time it reports is this one and every duration 0 (with --seed: a deterministic run)")
 	fl.StringVar(&f.traceParent, "traceparent", "", "the caller's W3C trace context (00-TRACEID-SPANID-FLAGS), instead of --trace-id")
+	fl.StringVar(&f.traceState, "tracestate", "", "the caller's W3C tracestate (vendor=value,…), passed on beside --traceparent or --trace-id")
 	dbFlag(cmd, &f.db)
 	fl.BoolVar(&f.noStore, "no-store", false, "do not store the run (it cannot be traced, replayed or resumed)")
 	t.flags(cmd, false)
@@ -194,6 +196,9 @@ func (f runFlags) runOptions() ([]agent.RunOption, error) {
 	if f.user != "" {
 		opts = append(opts, agent.WithUser(f.user))
 	}
+	if f.traceState != "" && f.traceID == "" && f.traceParent == "" {
+		return nil, errors.New("--tracestate: give --traceparent or --trace-id too (a tracestate is read only beside one)")
+	}
 	if f.traceID != "" && f.traceParent != "" {
 		return nil, errors.New("--trace-id and --traceparent: give one (a traceparent carries its trace id)")
 	}
@@ -201,7 +206,7 @@ func (f runFlags) runOptions() ([]agent.RunOption, error) {
 		if len(f.traceID) != 32 || strings.Contains(f.traceID, "-") {
 			return nil, fmt.Errorf("--trace-id %q: want 32 hex digits (a W3C traceparent goes in --traceparent)", f.traceID)
 		}
-		opts = append(opts, agent.WithTraceParent(f.traceID))
+		opts = append(opts, agent.WithTraceContext(f.traceID, f.traceState))
 	}
 	if f.seedSet {
 		opts = append(opts, agent.WithSeed(f.seed))
@@ -214,7 +219,7 @@ func (f runFlags) runOptions() ([]agent.RunOption, error) {
 		opts = append(opts, agent.WithNow(t))
 	}
 	if f.traceParent != "" {
-		opts = append(opts, agent.WithTraceParent(f.traceParent))
+		opts = append(opts, agent.WithTraceContext(f.traceParent, f.traceState))
 	}
 	if f.correlation != "" {
 		opts = append(opts, agent.WithCorrelationID(f.correlation))

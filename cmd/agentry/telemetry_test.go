@@ -186,6 +186,7 @@ func TestOTLPServe(t *testing.T) {
 	req, _ := http.NewRequest("POST", s.base+"/v1/runs?wait=true", strings.NewReader(`{"agent": "hello"}`))
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Traceparent", "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01")
+	req.Header.Set("Tracestate", "vendor=a")
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
@@ -208,5 +209,8 @@ func TestOTLPServe(t *testing.T) {
 	}
 	if hex.EncodeToString(run.TraceId) != "4bf92f3577b34da6a3ce929d0e0e4736" || hex.EncodeToString(run.ParentSpanId) != "00f067aa0ba902b7" {
 		t.Errorf("the run's span is in trace %x under %x, not the caller's", run.TraceId, run.ParentSpanId)
+	}
+	if run.TraceState != "vendor=a" {
+		t.Errorf("the run's span has tracestate %q, want the caller's", run.TraceState)
 	}
 }

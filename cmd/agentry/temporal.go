@@ -293,7 +293,8 @@ func temporalRequest(target string, f runFlags) (temporal.Request, error) {
 	if err != nil {
 		return temporal.Request{}, err
 	}
-	req := temporal.Request{Spec: b, BaseDir: dir, Input: input, UserID: f.user, CorrelationID: f.correlation, TraceParent: f.traceParent}
+	req := temporal.Request{Spec: b, BaseDir: dir, Input: input, UserID: f.user, CorrelationID: f.correlation,
+		TraceParent: f.traceParent, TraceState: f.traceState}
 	if f.model != "" {
 		req.Model = modelName(f.model)
 	}
@@ -347,7 +348,7 @@ type temporalRemote struct {
 
 func (r temporalRemote) Start(ctx context.Context, rr server.RemoteRun) (string, error) {
 	return temporal.Start(ctx, r.c, r.t.taskQueue, temporal.Request{Agent: rr.Agent, Spec: rr.Spec, Model: rr.Model, Input: rr.Input,
-		UserID: rr.UserID, Roles: rr.Roles, TraceParent: rr.TraceParent, Metadata: rr.Metadata})
+		UserID: rr.UserID, Roles: rr.Roles, TraceParent: rr.TraceParent, TraceState: rr.TraceState, Metadata: rr.Metadata})
 }
 
 func (r temporalRemote) Decide(ctx context.Context, runID string, approve, deny []string, reason, by string) error {
@@ -390,7 +391,8 @@ func runPipelineOnTemporal(ctx context.Context, path string, f runFlags, t tempo
 	if err != nil {
 		return usageErr(err)
 	}
-	req := temporal.PipelineRequest{Definition: b, BaseDir: dir, Input: input, UserID: f.user, CorrelationID: f.correlation, TraceParent: f.traceParent}
+	req := temporal.PipelineRequest{Definition: b, BaseDir: dir, Input: input, UserID: f.user, CorrelationID: f.correlation,
+		TraceParent: f.traceParent, TraceState: f.traceState}
 	if f.agentsSet {
 		req.AgentsDir = journal.AbsDir(f.agents)
 	}

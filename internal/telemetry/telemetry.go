@@ -54,28 +54,33 @@ func CaptureContent() bool {
 	return on
 }
 
-// Join puts the caller's trace context, a W3C traceparent, in ctx as the
-// remote parent of the spans started from it, unless ctx has a span.
-func Join(ctx context.Context, traceparent string) context.Context {
+// Join puts the caller's trace context, a W3C traceparent and
+// tracestate, in ctx as the remote parent of the spans started from it,
+// unless ctx has a span.
+func Join(ctx context.Context, traceparent, tracestate string) context.Context {
 	if traceparent == "" || trace.SpanContextFromContext(ctx).IsValid() {
 		return ctx
 	}
-	if sc, ok := Parse(traceparent); ok {
+	if sc, ok := Parse(traceparent, tracestate); ok {
 		return trace.ContextWithRemoteSpanContext(ctx, sc)
 	}
 	return ctx
 }
 
 // Parse is the remote span context of a W3C traceparent
-// ("00-TRACEID-SPANID-FLAGS"), read by OpenTelemetry's TraceContext
-// propagator: a later version's traceparent is read as the
+// ("00-TRACEID-SPANID-FLAGS") and tracestate, read by OpenTelemetry's
+// TraceContext propagator: a later version's traceparent is read as the
 // recommendation says (its first four fields), version ff and a zero
-// trace or span id are refused.
-func Parse(tp string) (trace.SpanContext, bool) {
+// trace or span id are refused, and a malformed tracestate is dropped.
+func Parse(tp, ts string) (trace.SpanContext, bool) {
 	if tp == "" {
 		return trace.SpanContext{}, false
 	}
-	ctx := propagation.TraceContext{}.Extract(context.Background(), propagation.MapCarrier{"traceparent": tp})
+	carrier := propagation.MapCarrier{"traceparent": tp}
+	if ts != "" {
+		carrier["tracestate"] = ts
+	}
+	ctx := propagation.TraceContext{}.Extract(context.Background(), carrier)
 	sc := trace.SpanContextFromContext(ctx)
 	return sc, sc.IsValid()
 }

@@ -54,7 +54,7 @@ const apiVersion = "2023-06-01"
 // New returns a provider; the SDK's own retries are off (llm.Retry
 // does them).
 func New(o Options) *Provider {
-	opts := []option.RequestOption{option.WithMaxRetries(0), option.WithMiddleware(traceParent),
+	opts := []option.RequestOption{option.WithMaxRetries(0), option.WithMiddleware(traceContext),
 		option.WithHeader("anthropic-version", apiVersion)}
 	key := o.APIKey
 	if key == "" {
@@ -75,11 +75,9 @@ func New(o Options) *Provider {
 	return &Provider{client: sdk.NewClient(opts...), hasKey: key != ""}
 }
 
-// traceParent sends the run's trace context (llm.WithTraceParent).
-func traceParent(r *http.Request, next option.MiddlewareNext) (*http.Response, error) {
-	if tp := llm.TraceParent(r.Context()); tp != "" && r.Header.Get("traceparent") == "" {
-		r.Header.Set("traceparent", tp)
-	}
+// traceContext sends the run's trace context (llm.WithTraceContext).
+func traceContext(r *http.Request, next option.MiddlewareNext) (*http.Response, error) {
+	llm.SetTraceHeaders(r.Context(), r.Header)
 	return next(r)
 }
 

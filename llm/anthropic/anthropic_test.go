@@ -301,11 +301,14 @@ func TestTraceParent(t *testing.T) {
 	const tp = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
 	s := wiretest.New(t, wiretest.Reply{Body: toolReply})
 	p := New(Options{APIKey: "sk-ant", BaseURL: s.URL})
-	if _, err := p.Generate(llm.WithTraceParent(context.Background(), tp), &llm.Request{Model: "claude-sonnet-4-5", Messages: transcript(), MaxOutputTokens: 10}); err != nil {
+	if _, err := p.Generate(llm.WithTraceContext(context.Background(), tp, "vendor=opaque,other=1"), &llm.Request{Model: "claude-sonnet-4-5", Messages: transcript(), MaxOutputTokens: 10}); err != nil {
 		t.Fatal(err)
 	}
 	if got := s.Requests()[0].Header.Get("traceparent"); got != tp {
 		t.Errorf("traceparent %q, want %q", got, tp)
+	}
+	if got := s.Requests()[0].Header.Get("tracestate"); got != "vendor=opaque,other=1" {
+		t.Errorf("tracestate %q, want the caller's", got)
 	}
 }
 

@@ -58,7 +58,7 @@ func New(o Options) *Provider {
 		c := *o.HTTPClient
 		hc = &c
 	}
-	hc.Transport = llm.TraceTransport(hc.Transport) // the run's trace context as traceparent
+	hc.Transport = llm.TraceTransport(hc.Transport) // the run's trace context as traceparent and tracestate
 	cfg := &genai.ClientConfig{APIKey: key, Backend: genai.BackendGeminiAPI, HTTPClient: hc}
 	if o.BaseURL != "" {
 		cfg.HTTPOptions.BaseURL = o.BaseURL

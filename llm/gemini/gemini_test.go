@@ -229,11 +229,14 @@ func TestTraceParent(t *testing.T) {
 	const tp = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
 	s := wiretest.New(t, wiretest.Reply{Body: `{"candidates": [{"content": {"role": "model", "parts": [{"text": "ok"}]}, "finishReason": "STOP", "index": 0}],
 		"usageMetadata": {"promptTokenCount": 1, "candidatesTokenCount": 1, "totalTokenCount": 2}, "modelVersion": "gemini-2.5-flash"}`})
-	if _, err := New(Options{APIKey: "AIza", BaseURL: s.URL}).Generate(llm.WithTraceParent(context.Background(), tp), request()); err != nil {
+	if _, err := New(Options{APIKey: "AIza", BaseURL: s.URL}).Generate(llm.WithTraceContext(context.Background(), tp, "vendor=opaque,other=1"), request()); err != nil {
 		t.Fatal(err)
 	}
 	if got := s.Requests()[0].Header.Get("traceparent"); got != tp {
 		t.Errorf("traceparent %q, want %q", got, tp)
+	}
+	if got := s.Requests()[0].Header.Get("tracestate"); got != "vendor=opaque,other=1" {
+		t.Errorf("tracestate %q, want the caller's", got)
 	}
 }
 

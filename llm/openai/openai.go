@@ -68,7 +68,7 @@ func New(o Options) *Provider {
 	if name == "" {
 		name = "openai"
 	}
-	opts := []option.RequestOption{option.WithMaxRetries(0), option.WithMiddleware(traceParent)}
+	opts := []option.RequestOption{option.WithMaxRetries(0), option.WithMiddleware(traceContext)}
 	key := o.APIKey
 	if key == "" && o.AzureAPIVersion == "" {
 		key = os.Getenv("OPENAI_API_KEY")
@@ -100,11 +100,9 @@ func New(o Options) *Provider {
 	return &Provider{client: sdk.NewClient(opts...), name: name, hasKey: key != "", compat: o.Compatible, azure: azureEndpoint}
 }
 
-// traceParent sends the run's trace context (llm.WithTraceParent).
-func traceParent(r *http.Request, next option.MiddlewareNext) (*http.Response, error) {
-	if tp := llm.TraceParent(r.Context()); tp != "" && r.Header.Get("traceparent") == "" {
-		r.Header.Set("traceparent", tp)
-	}
+// traceContext sends the run's trace context (llm.WithTraceContext).
+func traceContext(r *http.Request, next option.MiddlewareNext) (*http.Response, error) {
+	llm.SetTraceHeaders(r.Context(), r.Header)
 	return next(r)
 }
 

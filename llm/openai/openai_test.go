@@ -389,7 +389,7 @@ func TestTraceParent(t *testing.T) {
 	const tp = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
 	f := newServer(t, wiretest.Reply{Body: toolReply}, wiretest.Reply{Body: toolReply})
 	p := New(Options{APIKey: "sk-test", BaseURL: f.URL})
-	if _, err := p.Generate(llm.WithTraceParent(context.Background(), tp), toolRequest("gpt-4.1-mini")); err != nil {
+	if _, err := p.Generate(llm.WithTraceContext(context.Background(), tp, "vendor=opaque,other=1"), toolRequest("gpt-4.1-mini")); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := p.Generate(context.Background(), toolRequest("gpt-4.1-mini")); err != nil {
@@ -397,6 +397,9 @@ func TestTraceParent(t *testing.T) {
 	}
 	if got := f.Requests()[0].Header.Get("traceparent"); got != tp {
 		t.Errorf("traceparent %q, want %q", got, tp)
+	}
+	if got := f.Requests()[0].Header.Get("tracestate"); got != "vendor=opaque,other=1" {
+		t.Errorf("tracestate %q, want the caller's", got)
 	}
 	if got := f.Requests()[1].Header.Get("traceparent"); got != "" {
 		t.Errorf("a call without a trace sent traceparent %q", got)

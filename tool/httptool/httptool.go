@@ -152,10 +152,16 @@ func (c *client) do(ctx context.Context, method, rawURL string, headers map[stri
 	if req.Header.Get("traceparent") == "" {
 		// The request joins the run's trace: as a child of the tool call's
 		// span when the run is traced, else of the run's trace context.
+		// Its tracestate is the trace's, never one the model wrote.
 		if oteltrace.SpanContextFromContext(ctx).IsValid() {
+			req.Header.Del("tracestate")
 			propagation.TraceContext{}.Inject(ctx, propagation.HeaderCarrier(req.Header))
 		} else if call := tool.CallFrom(ctx); call != nil && call.Run != nil && call.Run.TraceParent != "" {
+			req.Header.Del("tracestate")
 			req.Header.Set("traceparent", call.Run.TraceParent)
+			if ts := call.Run.TraceState; ts != "" {
+				req.Header.Set("tracestate", ts)
+			}
 		}
 	}
 	if method != http.MethodGet && method != http.MethodHead {

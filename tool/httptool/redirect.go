@@ -56,8 +56,10 @@ func (c *client) redirect(req *http.Request, via []*http.Request) error {
 		return http.ErrUseLastResponse
 	}
 	h := http.Header{"User-Agent": {c.o.UserAgent}}
-	if tp := via[0].Header.Get("traceparent"); tp != "" {
-		h.Set("traceparent", tp) // the trace context is no secret: it follows the request
+	for _, k := range []string{"traceparent", "tracestate"} {
+		if v := via[0].Header.Get(k); v != "" {
+			h.Set(k, v) // the trace context is no secret: it follows the request
+		}
 	}
 	req.Header = h
 	return nil

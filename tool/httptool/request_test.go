@@ -157,38 +157,55 @@ func TestRequestRefuses(t *testing.T) {
 	}
 }
 
-// TestTraceParentHeader: a run's trace context goes with its requests, a
-// model-written traceparent is kept, and none is sent without a trace.
-func TestTraceParentHeader(t *testing.T) {
+// TestTraceContextHeaders: a run's trace context (traceparent and
+// tracestate) goes with its requests; a traced call's span wins over it;
+// a model-written traceparent is kept with its tracestate, and a
+// tracestate the model wrote beside the run's traceparent is not sent;
+// nothing is sent without a trace.
+func TestTraceContextHeaders(t *testing.T) {
 	const tp = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
-	var mu sync.Mutex
-	var got []string
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		mu.Lock()
-		got = append(got, r.Header.Get("traceparent"))
-		mu.Unlock()
-	}))
-	t.Cleanup(srv.Close)
-	tl := NewRequest(Options{AllowPrivate: true})
-	// A traced call's span is the parent: it wins over the run's context.
 	tid, _ := oteltrace.TraceIDFromHex("0af7651916cd43dd8448eb211c80319c")
 	sid, _ := oteltrace.SpanIDFromHex("b7ad6b7169203331")
+	state, _ := oteltrace.ParseTraceState("span=1")
 	spanCtx := oteltrace.ContextWithSpanContext(context.Background(),
-		oteltrace.NewSpanContext(oteltrace.SpanContextConfig{TraceID: tid, SpanID: sid, TraceFlags: oteltrace.FlagsSampled}))
-	for i, run := range []*tool.Run{{RunID: "run_t", TraceParent: tp}, {RunID: "run_u"}, {RunID: "run_s", TraceParent: tp}} {
-		c := &tool.Call{ID: "c", Name: "http_request", Arguments: json.RawMessage(`{"method": "GET", "url": "` + srv.URL + `"}`),
-			Tool: tl, Info: tl.Info(), Run: run}
-		ctx := context.Background()
-		if i == 2 {
-			ctx = spanCtx
-		}
-		if _, err := tool.Handle(ctx, c); err != nil {
-			t.Fatal(err)
-		}
+		oteltrace.NewSpanContext(oteltrace.SpanContextConfig{TraceID: tid, SpanID: sid, TraceFlags: oteltrace.FlagsSampled, TraceState: state}))
+	cases := []struct {
+		name           string
+		ctx            context.Context
+		run            *tool.Run
+		headers        string // the model's, as JSON
+		wantTP, wantTS string
+	}{
+		{"the run's", context.Background(), &tool.Run{TraceParent: tp, TraceState: "vendor=a"}, `{}`, tp, "vendor=a"},
+		{"no trace", context.Background(), &tool.Run{}, `{}`, "", ""},
+		{"the span's", spanCtx, &tool.Run{TraceParent: tp, TraceState: "vendor=a"}, `{}`,
+			"00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01", "span=1"},
+		{"a model's tracestate beside the run's", context.Background(), &tool.Run{TraceParent: tp, TraceState: "vendor=a"},
+			`{"tracestate": "evil=1"}`, tp, "vendor=a"},
+		{"a model's tracestate, the run has none", context.Background(), &tool.Run{TraceParent: tp}, `{"tracestate": "evil=1"}`, tp, ""},
+		{"a model's tracestate beside the span's", spanCtx, &tool.Run{}, `{"tracestate": "evil=1"}`,
+			"00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01", "span=1"},
+		{"the model's own trace", context.Background(), &tool.Run{TraceParent: tp, TraceState: "vendor=a"},
+			`{"traceparent": "00-11111111111111111111111111111111-2222222222222222-01", "tracestate": "mine=1"}`,
+			"00-11111111111111111111111111111111-2222222222222222-01", "mine=1"},
 	}
-	mu.Lock()
-	defer mu.Unlock()
-	if len(got) != 3 || got[0] != tp || got[1] != "" || got[2] != "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01" {
-		t.Errorf("traceparent headers %q", got)
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			var gotTP, gotTS string
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				gotTP, gotTS = r.Header.Get("traceparent"), r.Header.Get("tracestate")
+			}))
+			defer srv.Close()
+			tl := NewRequest(Options{AllowPrivate: true})
+			tc.run.RunID = "run_t"
+			c := &tool.Call{ID: "c", Name: "http_request", Tool: tl, Info: tl.Info(), Run: tc.run,
+				Arguments: json.RawMessage(`{"method": "GET", "url": "` + srv.URL + `", "headers": ` + tc.headers + `}`)}
+			if _, err := tool.Handle(tc.ctx, c); err != nil {
+				t.Fatal(err)
+			}
+			if gotTP != tc.wantTP || gotTS != tc.wantTS {
+				t.Errorf("traceparent %q, tracestate %q; want %q, %q", gotTP, gotTS, tc.wantTP, tc.wantTS)
+			}
+		})
 	}
 }

@@ -63,7 +63,7 @@ func run(out io.Writer) error {
 		"question": "What do mitochondria do?",
 		// Noema's constraints tighten the run's budgets for this request.
 		"constraints": map[string]any{"maxTime": 10_000, "maxCost": 0.05, "requiredQuality": 0.6},
-	}, agent.WithUser("ada"), agent.WithTraceParent("4bf92f3577b34da6a3ce929d0e0e4736"))
+	}, agent.WithUser("ada"), agent.WithTraceContext("4bf92f3577b34da6a3ce929d0e0e4736", ""))
 	if err != nil {
 		return err
 	}
