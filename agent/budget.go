@@ -43,8 +43,8 @@ func (c *runConfig) tighten(l spec.Limits) budget {
 	b := limitsOf(l)
 	// The caller's limits: zero fields add nothing.
 	var u spec.Limits
-	if c.limits != nil {
-		u = *c.limits
+	if e := c.extra; e != nil && e.limits != nil {
+		u = *e.limits
 	}
 	capPositive(&b.maxTurns, int32(min(u.MaxTurns, math.MaxInt32)))
 	capPositive(&b.maxTokens, u.MaxTotalTokens)
@@ -55,7 +55,8 @@ func (c *runConfig) tighten(l spec.Limits) budget {
 	}
 	// A sub-agent may spend at most what its parent has left: here a
 	// remaining 0 is a limit of 0, not "none".
-	if p := c.parentBudget; p != nil {
+	if e := c.extra; e != nil && e.parentBudget != nil {
+		p := e.parentBudget
 		capAt(&b.maxTokens, p.Tokens)
 		capAt(&b.maxToolCalls, p.ToolCalls)
 		capAt(&b.maxCost, p.CostUSD)

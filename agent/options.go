@@ -21,15 +21,13 @@ import (
 type RunOption func(*runConfig)
 
 type runConfig struct {
-	onEvent      []listener
-	bus          *event.Bus
-	provider     llm.Provider
-	parent       *link
-	parentBudget *tool.Budget
-	limits       *spec.Limits // WithLimits; a pointer keeps the session small
-	store        store.Store
-	resume       *resumeConfig
-	decisions    map[string]bool // Approve (true) and Deny (false), by key once Resume bound them
+	onEvent   []listener
+	bus       *event.Bus
+	provider  llm.Provider
+	parent    *link
+	store     store.Store
+	resume    *resumeConfig
+	decisions map[string]bool // Approve (true) and Deny (false), by key once Resume bound them
 	// info is what tools see of the run: the options set who runs it,
 	// Run the rest (setRunInfo).
 	info tool.Run
@@ -40,22 +38,24 @@ type runConfig struct {
 
 // runExtra is the rarely given part of a session's options.
 type runExtra struct {
-	denyReason string    // why the denied calls were denied (WithDenyReason)
-	decidedBy  string    // who approved or denied them (DecidedBy)
-	liveTools  bool      // a replay runs safe and idempotent tools again
-	seeded     bool      // WithSeed, or the spec's seed
-	seedIDs    bool      // WithSeed: the run's ids derive from the seed too
-	seed       int64     // what ids and randomness derive from
-	now        time.Time // WithNow: the run's clock, which does not move
-	images     []llm.Image
-	runID      string // WithRunID
-	runIDSet   bool
-	driver     string                       // DrivenBy
-	dispatch   bool                         // Dispatch
-	results    map[string]runlog.ToolResult // WithResults
-	deadline   time.Time                    // WithDeadline
-	ranThrough int                          // RanThrough
-	ranSet     bool
+	denyReason   string    // why the denied calls were denied (WithDenyReason)
+	decidedBy    string    // who approved or denied them (DecidedBy)
+	liveTools    bool      // a replay runs safe and idempotent tools again
+	seeded       bool      // WithSeed, or the spec's seed
+	seedIDs      bool      // WithSeed: the run's ids derive from the seed too
+	seed         int64     // what ids and randomness derive from
+	now          time.Time // WithNow: the run's clock, which does not move
+	images       []llm.Image
+	runID        string // WithRunID
+	runIDSet     bool
+	driver       string                       // DrivenBy
+	dispatch     bool                         // Dispatch
+	results      map[string]runlog.ToolResult // WithResults
+	deadline     time.Time                    // WithDeadline
+	ranThrough   int                          // RanThrough
+	ranSet       bool
+	limits       *spec.Limits // WithLimits
+	parentBudget *tool.Budget // what a sub-agent's parent has left
 }
 
 // more is c's extra options, made when an option first sets one.
@@ -166,7 +166,7 @@ func WithStore(st store.Store) RunOption { return func(c *runConfig) { c.store =
 // MaxToolCalls each replace the spec's when lower; zero fields add
 // nothing. The other limits (per-call timeouts, parallelism,
 // observation size) are the agent's, set by its spec.
-func WithLimits(l spec.Limits) RunOption { return func(c *runConfig) { c.limits = &l } }
+func WithLimits(l spec.Limits) RunOption { return func(c *runConfig) { c.more().limits = &l } }
 
 // check refuses run options that do not go together, or a trace or run
 // id that is malformed.

@@ -130,7 +130,7 @@ func (t subTool) Call(ctx context.Context, args json.RawMessage) (json.RawMessag
 	}
 	if c := call; c != nil {
 		b := c.Budget
-		opts = append(opts, func(rc *runConfig) { rc.parentBudget = &b })
+		opts = append(opts, func(rc *runConfig) { rc.more().parentBudget = &b })
 		if c.Run != nil {
 			opts = append(opts, WithUser(c.Run.UserID), WithCorrelationID(c.Run.CorrelationID),
 				WithTraceContext(c.Run.TraceParent, c.Run.TraceState), WithMetadata(c.Run.Metadata))

@@ -149,21 +149,7 @@ func (c *client) do(ctx context.Context, method, rawURL string, headers map[stri
 	for k, v := range headers {
 		req.Header.Set(k, v)
 	}
-	if req.Header.Get("traceparent") == "" {
-		// The request joins the run's trace: as a child of the tool call's
-		// span when the run is traced, else of the run's trace context.
-		// Its tracestate is the trace's, never one the model wrote.
-		if oteltrace.SpanContextFromContext(ctx).IsValid() {
-			req.Header.Del("tracestate")
-			propagation.TraceContext{}.Inject(ctx, propagation.HeaderCarrier(req.Header))
-		} else if call := tool.CallFrom(ctx); call != nil && call.Run != nil && call.Run.TraceParent != "" {
-			req.Header.Del("tracestate")
-			req.Header.Set("traceparent", call.Run.TraceParent)
-			if ts := call.Run.TraceState; ts != "" {
-				req.Header.Set("tracestate", ts)
-			}
-		}
-	}
+	setTraceContext(ctx, req.Header)
 	if method != http.MethodGet && method != http.MethodHead {
 		// The call's key, stable across retries and resumes, lets the
 		// server keep the effect of a request sent twice once. It is set
@@ -221,4 +207,24 @@ func isJSON(mt string) bool {
 func isText(mt string) bool {
 	return strings.HasPrefix(mt, "text/") || mt == "application/xml" || strings.HasSuffix(mt, "+xml") ||
 		mt == "application/javascript" || mt == "application/x-www-form-urlencoded"
+}
+
+// setTraceContext makes a request join the run's trace, unless the model
+// gave it a traceparent of its own: as a child of the tool call's span
+// when the run is traced, else of the run's trace context. Its
+// tracestate is the trace's, never one the model wrote beside it.
+func setTraceContext(ctx context.Context, h http.Header) {
+	if h.Get("traceparent") != "" {
+		return
+	}
+	if oteltrace.SpanContextFromContext(ctx).IsValid() {
+		h.Del("tracestate")
+		propagation.TraceContext{}.Inject(ctx, propagation.HeaderCarrier(h))
+	} else if call := tool.CallFrom(ctx); call != nil && call.Run != nil && call.Run.TraceParent != "" {
+		h.Del("tracestate")
+		h.Set("traceparent", call.Run.TraceParent)
+		if ts := call.Run.TraceState; ts != "" {
+			h.Set("tracestate", ts)
+		}
+	}
 }
