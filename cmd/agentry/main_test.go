@@ -303,15 +303,6 @@ func TestBinary(t *testing.T) {
 	}
 }
 
-func TestVersion(t *testing.T) {
-	for _, args := range [][]string{{"version"}, {"--version"}} {
-		code, out, errs := run(t, args...)
-		if code != 0 || !strings.HasPrefix(out, "agentry ") || !strings.Contains(out, " go1.") || errs != "" {
-			t.Errorf("%v: exit %d, stdout %q, stderr %q", args, code, out, errs)
-		}
-	}
-}
-
 // TestRunLogs reads the JSON log records of a run: each carries the agent,
 // its version, the run, user and correlation ids and the turn; without the
 // flags nothing but the progress reaches stderr.

@@ -5,22 +5,19 @@ import (
 	"io"
 	"runtime/debug"
 
+	"github.com/agentry/agentry"
 	"github.com/spf13/cobra"
 )
 
-// version describes the binary from its build information: the module
-// version (a tag when built with go install, "(devel)" from a work tree),
-// the VCS revision when known, and the Go release that built it.
+// version describes the binary: agentry's version (agentry.Version),
+// then from its build information the VCS revision when known and the Go
+// release that built it.
 func version() string {
+	s := "agentry " + agentry.Version
 	bi, ok := debug.ReadBuildInfo()
 	if !ok {
-		return "agentry (unknown version)"
+		return s
 	}
-	v := bi.Main.Version
-	if v == "" {
-		v = "(devel)"
-	}
-	s := "agentry " + v
 	var rev, dirty string
 	for _, kv := range bi.Settings {
 		switch kv.Key {

@@ -61,6 +61,9 @@ var layers = [][]string{
 // layerOf is the layer of an agentry package, -1 for one the layers do
 // not name.
 func layerOf(path string) int {
+	if path == mod {
+		return 0 // the module's root: its version, importing nothing
+	}
 	rel, ok := strings.CutPrefix(path, mod+"/")
 	if !ok {
 		return -1
