@@ -53,7 +53,7 @@ const (
 	CodeParseError     = "parse_error"
 	CodeBudgetExceeded = "budget_exceeded"
 	// CodePolicyViolation is the code of a call the policy layer blocks;
-	// the policy engine produces it (DESIGN.md 3.9).
+	// the policy engine produces it.
 	CodePolicyViolation = "policy_violation"
 	CodeAborted         = "aborted"
 	CodeConfigError     = "config_error"

@@ -266,7 +266,7 @@ func (j *runJournal) diverged(d Difference) error {
 
 // pin checks, on a store that pins versions (store.Pins), that the agent's
 // output schema is the one the first stored run of its NAME@VERSION had:
-// a changed schema needs a new version (DESIGN.md 3.1).
+// a changed schema needs a new version.
 func (a *Agent) pin(ctx context.Context, st store.Store) error {
 	p, ok := st.(store.Pins)
 	if !ok {

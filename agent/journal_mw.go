@@ -265,7 +265,7 @@ func journalTools(next tool.Handler) tool.Handler {
 	}
 }
 
-// tool runs one call the durable way (DESIGN.md 3.8).
+// tool runs one call the durable way.
 func (j *runJournal) tool(ctx context.Context, call *tool.Call, next tool.Handler) (tool.Output, error) {
 	key, class := call.Key(), call.Class()
 	intent := false

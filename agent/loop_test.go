@@ -406,7 +406,7 @@ func TestInputErrors(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "who:") {
 		t.Errorf("schema: %v", err)
 	}
-	// Run returns a Result for bad input too (DESIGN.md 3.2).
+	// Run returns a Result for bad input too.
 	res, err := a.Run(context.Background(), map[string]any{"x": 1})
 	if !errors.Is(err, ErrInvalidInput) || res == nil {
 		t.Fatalf("Run of bad input: %v, %v", res, err)

@@ -33,8 +33,8 @@ import (
 func WithMemory(b memory.Backend) Option { return func(o *options) { o.memory = b } }
 
 // WithEncryptionKey seals the agent's memory and the logs of its stored
-// runs with key (32 bytes, AES-256-GCM; see memory.Sealed, runlog.Sealer
-// and memory.ParseKey): what they write is encrypted and authenticated,
+// runs with key (32 bytes, AES-256-GCM; see runlog.Sealer and
+// memory.ParseKey): what they write is encrypted and authenticated,
 // only sealed values and records are read back, and reading a sealed log
 // (Stored, Resume, Replay) needs the key. The binary gives the key
 // AGENTRY_ENCRYPTION_KEY holds.

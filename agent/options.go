@@ -46,13 +46,13 @@ type runExtra struct {
 	seed         int64     // what ids and randomness derive from
 	now          time.Time // WithNow: the run's clock, which does not move
 	images       []llm.Image
-	runID        string // WithRunID
+	runID        string // drive.Plan.RunID
 	runIDSet     bool
-	driver       string                       // DrivenBy
-	dispatch     bool                         // Dispatch
-	results      map[string]runlog.ToolResult // WithResults
-	deadline     time.Time                    // WithDeadline
-	ranThrough   int                          // RanThrough
+	driver       string                       // drive.Plan.Driver
+	dispatch     bool                         // drive.Plan.Dispatch
+	results      map[string]runlog.ToolResult // drive.Plan.Results
+	deadline     time.Time                    // drive.Plan.Deadline
+	ranThrough   int                          // drive.Plan.RanThrough
 	ranSet       bool
 	limits       *spec.Limits // WithLimits
 	parentBudget *tool.Budget // what a sub-agent's parent has left
@@ -154,9 +154,8 @@ func WithNow(t time.Time) RunOption { return func(c *runConfig) { c.more().now =
 // WithMetadata gives tools the caller's metadata (tool.CallFrom).
 func WithMetadata(md map[string]string) RunOption { return func(c *runConfig) { c.info.Metadata = md } }
 
-// WithStore writes the session's run to st as it happens (DESIGN.md
-// 3.7): the spec and input, every model call and tool call, every event
-// and the Result. A non-idempotent tool call's intent is committed
+// WithStore writes the session's run to st as it happens: the spec and
+// input, every model call and tool call, every event and the Result. A non-idempotent tool call's intent is committed
 // before the call runs, so that a resume never repeats it blindly. A
 // store that fails mid-run stops the run (ErrStore).
 func WithStore(st store.Store) RunOption { return func(c *runConfig) { c.store = st } }
@@ -208,7 +207,7 @@ func (c *runConfig) check() error {
 }
 
 // ids are the session's and the run's ids: seeded (a deterministic
-// run), given (WithRunID, WithSessionID), or new.
+// run), given (drive.Plan.RunID, WithSessionID), or new.
 func (c *runConfig) ids(a *Agent, parent string, input map[string]any) (id, runID string) {
 	switch {
 	case c.extra != nil && c.extra.seedIDs:

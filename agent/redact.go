@@ -10,7 +10,7 @@ import (
 	"github.com/agentry/agentry/tool"
 )
 
-// Secrets never leave a run in the clear (DESIGN.md 3.9): its events,
+// Secrets never leave a run in the clear: its events,
 // logs, Result and log in the store go through the agent's redactor
 // (policy.Secrets). Tools get the real values.
 

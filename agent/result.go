@@ -99,7 +99,7 @@ type Metrics struct {
 	ParseErrors    int                `json:"parse_errors,omitempty"`
 }
 
-// Result is the complete record of a run, whatever its ending (DESIGN.md 3.2).
+// Result is the complete record of a run, whatever its ending.
 type Result struct {
 	ID              string          `json:"id"`
 	SessionID       string          `json:"session_id"`

@@ -198,7 +198,7 @@ func (a *Agent) Run(ctx context.Context, input map[string]any, opts ...RunOption
 }
 
 // refused is the Result of a run its input kept from starting: every
-// run returns a Result (DESIGN.md 3.2), a complete one with empty lists.
+// run returns a Result, a complete one with empty lists.
 // It follows the run's options: a seeded run's ids, a fixed clock, the
 // trace id.
 func (a *Agent) refused(ie *InputError, input map[string]any, opts []RunOption) *Result {

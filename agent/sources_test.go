@@ -13,14 +13,19 @@ import (
 // TestSourceNotLinked: a spec naming tools of a source no linked package
 // registered (this test links neither tool/mcp nor tool/a2a) is refused
 // with an error naming the import, for each entry, as sql.Open names a
-// driver it does not have.
+// driver it does not have; a scheme agentry has no source for is called
+// a forgotten import, with no package of agentry's named.
 func TestSourceNotLinked(t *testing.T) {
 	_, err := New(mustSpec(t, `{"agent_name": "a", "version": "v1", "model_name": "m", "system_text": "Hi.",
 		"mcp_servers": [{"name": "fs", "command": "mcp-server-filesystem"}],
-		"tools": ["mcp:fs/read_text_file", "a2a:https://agents.example.com"]}`), WithProvider(&recorder{}, "test"))
+		"tools": ["mcp:fs/read_text_file", "a2a:https://agents.example.com", "crm:contacts"]}`), WithProvider(&recorder{}, "test"))
+	if err != nil && strings.Contains(err.Error(), "agentry/tool/crm") {
+		t.Errorf("New named a package agentry does not have: %v", err)
+	}
 	for _, want := range []string{
 		`tools[0] "mcp:fs/read_text_file": no tool source "mcp" is linked: import _ "github.com/agentry/agentry/tool/mcp"`,
 		`tools[1] "a2a:https://agents.example.com": no tool source "a2a" is linked: import _ "github.com/agentry/agentry/tool/a2a"`,
+		`tools[2] "crm:contacts": no tool source "crm" is registered (a forgotten import?`,
 	} {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("New: %v\nwant it to say %s", err, want)

@@ -1,4 +1,4 @@
-// Package eval evaluates agents on datasets of cases (DESIGN.md 3.14):
+// Package eval evaluates agents on datasets of cases:
 // each case runs as an ordinary stored run linked to its evaluation, its
 // assertions are checked on the run's Result, and the report gives the
 // pass rate, steps, tool errors and latencies, tokens, cost and time per
@@ -41,7 +41,7 @@ type Case struct {
 	Assert   []Assertion     `json:"assert,omitempty"`
 }
 
-// Assertion is one check of a run (DESIGN.md 3.14 lists the types).
+// Assertion is one check of a run (docs/evals.md lists the types).
 type Assertion struct {
 	Type string `json:"type"`
 	// Value is the text, pattern, schema, allowed values, outcome or limit

@@ -11,8 +11,8 @@
 //
 // Every entry and document carries who wrote it (run, agent, user) and
 // when. Retention (a stream's maximum number of entries, an entry's time
-// to live) is stated by the writer and enforced by every backend. Sealed
-// encrypts what reaches a backend.
+// to live) is stated by the writer and enforced by every backend. An agent
+// given a key (agent.WithEncryptionKey) encrypts what reaches a backend.
 package memory
 
 import (

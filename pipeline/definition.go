@@ -20,7 +20,7 @@ import (
 // End is the target that finishes a pipeline.
 const End = "end"
 
-// Definition is a pipeline as JSON (DESIGN.md 3.5).
+// Definition is a pipeline as JSON.
 type Definition struct {
 	PipelineName string `json:"pipeline_name"`
 	Version      string `json:"version"`

@@ -60,10 +60,14 @@ func (e *DispatchError) Is(target error) bool { return target == drive.ErrDispat
 // the run's lease is held between its steps; RunID is the run's id (as
 // WithRunID), created when it is not stored yet. A dispatched run needs
 // a store and a run id, and a pipeline with hooks or mocks (which run in
-// its process) cannot be dispatched. The plan's other fields are an
-// agent run's: each stage's run is driven on its own.
+// its process) cannot be dispatched. The plan's other fields (Results,
+// RanThrough, Deadline) are an agent run's, each stage's run being driven
+// on its own: a pipeline given one refuses to run, rather than drop it.
 func Drive(p drive.Plan) RunOption {
 	return func(c *runConfig) {
+		if p.Results != nil || p.RanThrough != nil || !p.Deadline.IsZero() {
+			c.badPlan = true
+		}
 		c.dispatch = c.dispatch || p.Dispatch
 		if p.Driver != "" {
 			c.driver = p.Driver
@@ -98,6 +102,9 @@ type runSnapshot struct {
 
 // checkDispatch refuses what a dispatched run cannot do.
 func (p *Pipeline) checkDispatch(c *runConfig) error {
+	if c.badPlan {
+		return fmt.Errorf("%w: Drive: Results, RanThrough and Deadline drive an agent's run, not a pipeline's (give them to the stage's session)", ErrInvalid)
+	}
 	if !c.dispatch && c.cont == nil {
 		return nil
 	}

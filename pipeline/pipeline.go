@@ -237,6 +237,7 @@ type runConfig struct {
 	dispatch    bool          // Dispatch
 	driver      string        // Drive
 	cont        *continuation // Continue
+	badPlan     bool          // Drive was given an agent run's fields
 }
 
 type listener struct {
@@ -261,7 +262,7 @@ func WithSessionOptions(opts ...agent.RunOption) RunOption {
 	return func(c *runConfig) { c.sessionOpts = append(c.sessionOpts, opts...) }
 }
 
-// Result is the Result of an agent run (DESIGN.md 3.2), summed over the
+// Result is the Result of an agent run, summed over the
 // stages, plus the envelope.
 type Result struct {
 	agent.Result

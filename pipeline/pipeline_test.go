@@ -15,7 +15,10 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/agentry/agentry/agent"
+	"github.com/agentry/agentry/agent/drive"
 	"github.com/agentry/agentry/event"
+	"github.com/agentry/agentry/internal/teststore"
+	"github.com/agentry/agentry/runlog"
 	"github.com/agentry/agentry/tool"
 	"github.com/agentry/agentry/tool/kv"
 
@@ -695,5 +698,36 @@ func TestDeterministicPipeline(t *testing.T) {
 	}
 	if !bytes.Equal(e1, e2) {
 		t.Errorf("two deterministic event streams differ:\n%s\n%s", e1, e2)
+	}
+}
+
+// TestDriveRefusals: a pipeline run that cannot be driven as asked is
+// refused before it starts, naming why, never run another way.
+func TestDriveRefusals(t *testing.T) {
+	d, _ := Parse("test", []byte(abcDef()))
+	turn := 1
+	st := teststore.Open(t)
+	for _, tc := range []struct {
+		name string
+		plan drive.Plan
+		opts []RunOption
+		want string
+	}{
+		{"an agent run's results", drive.Plan{Dispatch: true, RunID: "run_p1", Driver: "test", Results: map[string]runlog.ToolResult{}}, []RunOption{WithStore(st)}, "drive an agent's run, not a pipeline's"},
+		{"an agent run's turns", drive.Plan{RanThrough: &turn}, nil, "drive an agent's run, not a pipeline's"},
+		{"an agent run's deadline", drive.Plan{Deadline: time.Now().Add(time.Hour)}, nil, "drive an agent's run, not a pipeline's"},
+		{"no store", drive.Plan{Dispatch: true, RunID: "run_p2", Driver: "test"}, nil, "needs a store, a run id and a driver"},
+		{"no driver", drive.Plan{Dispatch: true, RunID: "run_p3"}, []RunOption{WithStore(st)}, "needs a store, a run id and a driver"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p, err := New(d, ".")
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, err = p.Run(context.Background(), nil, append(tc.opts, Drive(tc.plan))...)
+			if !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("Run: %v, want ErrInvalid saying %q", err, tc.want)
+			}
+		})
 	}
 }

@@ -367,8 +367,8 @@ func outcomeOf(out map[string]any) agent.Outcome {
 
 // route picks the next stage: replan and loop_back go back; otherwise the
 // first routing rule whose output field equals its value, else
-// default_next. A rule on a field the output lacks does not match
-// (DESIGN.md 3.5): the next rule is tried.
+// default_next. A rule on a field the output lacks does not match: the
+// next rule is tried.
 func (r *runState) route(st *stage, out map[string]any, outcome agent.Outcome) (next, why string, err error) {
 	switch outcome {
 	case agent.OutcomeReplan:

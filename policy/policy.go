@@ -1,5 +1,5 @@
 // Package policy is the safety layer of agentry, as data and as checks
-// that know nothing of agents: the spec field "policy" (DESIGN.md 3.9)
+// that know nothing of agents: the spec field "policy"
 // parsed and checked strictly, the rules it compiles to (which tools may
 // run, which need a person's approval, how often, what content is
 // blocked or redacted, which hosts the HTTP tools may reach), and the

@@ -14,8 +14,7 @@ import (
 	"github.com/agentry/agentry/internal/strictjson"
 )
 
-// Template is a versioned, immutable prompt of the prompt store
-// (DESIGN.md 3.10). A new text is a new version; a version never changes.
+// Template is a versioned, immutable prompt of the prompt store. A new text is a new version; a version never changes.
 type Template struct {
 	ID string `json:"id"`
 	// Name is what people call the template ("Support triage"); the id is

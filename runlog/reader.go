@@ -16,8 +16,8 @@ import (
 type Log struct {
 	Run   store.Run
 	Start Start
-	// SealedRecords counts the log's sealed records (Sealed), which a
-	// Writer that goes on with the run follows (Continuing).
+	// SealedRecords counts the log's sealed records (Sealed): a writer
+	// that goes on with the run numbers its own after them.
 	SealedRecords uint64
 	// ModelCalls are the model calls in order, and CallTurns the turn of each.
 	ModelCalls []ModelCall

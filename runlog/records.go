@@ -1,10 +1,9 @@
-// Package runlog is a run's log: the records a run appends to its store
-// (their shapes, store.Format names the version), the one Writer that
-// every run writes them with (batched, redacted, under the run's lease),
-// and Read, which decodes a stored log for trace, resume and replay.
-//
-// An agent's run and a pipeline's run write through the same Writer, so
-// nothing reaches a store unredacted.
+// Package runlog reads a run's log: the records a run appends to its
+// store (their shapes; store.Format names the version) and Read, which
+// decodes a stored log for trace, resume and replay, opening a sealed one
+// with its key (Sealer). agentry writes every log through one writer of
+// its own, batched, redacted and under the run's lease, so nothing
+// reaches a store unredacted.
 package runlog
 
 import (

@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/agentry/agentry/memory"
 	"github.com/agentry/agentry/store"
 )
 
@@ -19,10 +20,6 @@ import (
 // its key (or with another), and of reading, with a key, a record that is
 // not sealed or was moved, dropped or reordered.
 var ErrSealed = errors.New("run log is sealed")
-
-// KeyEnv is the environment variable the binary reads the encryption key
-// from (the library takes it as an option).
-const KeyEnv = "AGENTRY_ENCRYPTION_KEY"
 
 // Sealer seals a run log's records with AES-256-GCM: each record's data
 // (the transcript, model calls, tool inputs and outputs, events, the
@@ -124,7 +121,7 @@ func (o *opener) open(rec *store.Record) error {
 	case !sealed:
 		return fmt.Errorf("%w: record %d (%s) is not sealed, and with a key only sealed records are read (written without the key, or not by agentry)", ErrSealed, rec.Seq, rec.Kind)
 	case o.s == nil:
-		return fmt.Errorf("%w: run %s's log is encrypted and no key was given (set %s, or agent.WithEncryptionKey)", ErrSealed, o.runID, KeyEnv)
+		return fmt.Errorf("%w: run %s's log is encrypted and no key was given (agent.WithEncryptionKey; the binary reads %s)", ErrSealed, o.runID, memory.KeyEnv)
 	}
 	ns := o.s.aead.NonceSize()
 	if len(raw) < 8+ns {

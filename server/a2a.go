@@ -1,4 +1,4 @@
-// The A2A endpoint (DESIGN.md 3.12): each served agent is an A2A agent,
+// The A2A endpoint: each served agent is an A2A agent,
 // its card at GET /a2a/{agent}/.well-known/agent-card.json and its
 // JSON-RPC endpoint at POST /a2a/{agent}; GET /.well-known/agent-card.json
 // and POST /a2a are the default agent's. Each endpoint speaks A2A 1.0 and

@@ -1,4 +1,4 @@
-// The AG-UI endpoint (DESIGN.md 3.12): POST /ag-ui/{agent} runs a served
+// The AG-UI endpoint: POST /ag-ui/{agent} runs a served
 // agent for an agent front-end (CopilotKit, or any @ag-ui/client) and
 // answers with the run as a stream of AG-UI events. The run is an
 // ordinary stored run. An AG-UI thread is an agentry session; a run

@@ -10,7 +10,7 @@ import (
 	"github.com/agentry/agentry/store"
 )
 
-// The evaluations (DESIGN.md 3.14) as the API serves them: stored in the
+// The evaluations as the API serves them: stored in the
 // run store as runs of kind "eval", each case a child run, the report
 // the evaluation's Result. They are listed here, not in GET /v1/runs;
 // their case runs are ordinary runs, listed there.

@@ -60,10 +60,20 @@ func (s *Server) start(ctx context.Context, l *launch, slot func() *refusal, tra
 	return sess, s.background(sess, l.agent, l.owned, callerOf(ctx).principal()), nil
 }
 
-// runOptions are the options of l's run: stored, for its user, in its
-// session, with its metadata, trace and listener.
+// runOptions are the options of l's run: stored, with its listener, and
+// its session's (sessionOptions).
 func (s *Server) runOptions(ctx context.Context, l *launch) []agent.RunOption {
-	opts := []agent.RunOption{agent.WithStore(s.cfg.Store)}
+	opts := append(sessionOptions(ctx, l), agent.WithStore(s.cfg.Store))
+	if l.listen != nil {
+		opts = append(opts, l.listen)
+	}
+	return opts
+}
+
+// sessionOptions are what every run a request starts is given, an
+// agent's or a pipeline's stages': its user, session, metadata and trace.
+func sessionOptions(ctx context.Context, l *launch) []agent.RunOption {
+	var opts []agent.RunOption
 	if l.user != "" && callerOf(ctx).user == "" {
 		opts = append(opts, agent.WithUser(l.user)) // a key acts for its own name
 	}
@@ -75,9 +85,6 @@ func (s *Server) runOptions(ctx context.Context, l *launch) []agent.RunOption {
 	}
 	if l.trace.parent != "" {
 		opts = append(opts, agent.WithTraceContext(l.trace.parent, l.trace.state))
-	}
-	if l.listen != nil {
-		opts = append(opts, l.listen)
 	}
 	return opts
 }

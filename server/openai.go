@@ -1,4 +1,4 @@
-// The OpenAI-compatible endpoint (DESIGN.md 3.12): POST
+// The OpenAI-compatible endpoint: POST
 // /v1/chat/completions where "model" names a served agent, and GET
 // /v1/models, so that the OpenAI SDKs and any OpenAI-compatible client
 // call an agent. Each call is an ordinary stored run.

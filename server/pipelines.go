@@ -70,10 +70,7 @@ func (s *Server) createPipelineRun(w http.ResponseWriter, r *http.Request, req *
 	if !s.takeSlot(w) {
 		return
 	}
-	sessOpts := []agent.RunOption{agent.WithMetadata(req.Metadata)}
-	if tc := traceOf(r); tc.parent != "" {
-		sessOpts = append(sessOpts, agent.WithTraceContext(tc.parent, tc.state))
-	}
+	sessOpts := sessionOptions(r.Context(), &launch{user: req.User, metadata: req.Metadata, trace: traceOf(r)})
 	s.drivePipeline(w, r, p, http.StatusCreated, func(ctx context.Context, opts ...pipeline.RunOption) (*pipeline.Result, error) {
 		return pl.Run(ctx, req.Input, append(opts, pipeline.WithSessionOptions(sessOpts...))...)
 	})

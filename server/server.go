@@ -1,4 +1,4 @@
-// Package server serves agents over HTTP (DESIGN.md 3.11): runs created
+// Package server serves agents over HTTP: runs created
 // by agent name or inline spec, read and listed from the run store, their
 // events streamed live as server-sent events cut from the store (so a
 // client resumes exactly, with Last-Event-ID, after a restart too), and

@@ -15,7 +15,7 @@ const (
 	MCPSSE            = "sse" // the legacy HTTP+SSE transport of protocol 2024-11-05
 )
 
-// MCPServer is how an agent reaches one MCP server (DESIGN.md 3.12): a
+// MCPServer is how an agent reaches one MCP server: a
 // command it starts and speaks to over stdio, or a URL. Its tools are
 // named in the spec's tools as "mcp:NAME/TOOL" or "mcp:NAME/*".
 type MCPServer struct {

@@ -8,7 +8,7 @@ import (
 	"time"
 )
 
-// Memory is the spec field "memory" (DESIGN.md 3.10): the stream an agent
+// Memory is the spec field "memory": the stream an agent
 // remembers in, what it loads at kickoff and writes at the end, and
 // whether it gets the memory tools.
 type Memory struct {

@@ -1,5 +1,5 @@
-// Package spec is agents as data: the versioned JSON spec of an agent
-// (DESIGN.md 3.1), its strict loading and checks, the agents directory
+// Package spec is agents as data: the versioned JSON spec of an agent,
+// its strict loading and checks, the agents directory
 // laid out as {agent_name}/{version}.json, and the lock of output-schema
 // hashes. It knows nothing of running agents.
 package spec
@@ -50,7 +50,7 @@ func (m *Mode) UnmarshalJSON(b []byte) error {
 // service agents do their work with tools and Go code.
 func (m Mode) NeedsModel() bool { return m != ModePlan && m != ModeService }
 
-// Spec is an agent as data: the JSON of DESIGN.md 3.1. A RAGstream
+// Spec is an agent as data: the JSON docs/agents.md describes. A RAGstream
 // AgentConfig is a valid Spec.
 type Spec struct {
 	AgentName   string `json:"agent_name"`
@@ -113,9 +113,9 @@ type Spec struct {
 	Pricing map[string]llm.Price `json:"pricing,omitempty"`
 	Limits  Limits               `json:"limits,omitzero"`
 	Retry   Retry                `json:"retry,omitzero"`
-	// Policy is what the agent may do (DESIGN.md 3.9; package policy).
+	// Policy is what the agent may do (package policy).
 	Policy *policy.Policy `json:"policy,omitempty"`
-	// Memory is what the agent remembers across runs (DESIGN.md 3.10).
+	// Memory is what the agent remembers across runs.
 	Memory *Memory `json:"memory,omitempty"`
 	// Seed makes runs' randomness (retry jitter) derive from it. Run ids
 	// stay unique; a caller's seed (agentry run --seed, agent.WithSeed)

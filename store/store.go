@@ -34,7 +34,7 @@ const Format = "agentry.log/v1"
 // Status is where a run stands.
 type Status string
 
-// The statuses of a run (DESIGN.md 3.7).
+// The statuses of a run.
 const (
 	Running          Status = "running"
 	Completed        Status = "completed"

@@ -66,14 +66,22 @@ func RegisterSource(scheme string, s Source) {
 	}
 }
 
+// sourcePackages are the packages of the sources agentry has, by
+// scheme: what a program imports to link one.
+var sourcePackages = map[string]string{"mcp": "tool/mcp", "a2a": "tool/a2a"}
+
 // SourceOf is the source registered under scheme, or an error naming
-// the package to import.
+// the package to import (for a scheme agentry has none of, a forgotten
+// import of the program's own).
 func SourceOf(scheme string) (Source, error) {
 	if s, ok := sources.Get(scheme); ok {
 		return s, nil
 	}
-	return nil, fmt.Errorf("no tool source %q is linked: import _ \"github.com/agentry/agentry/tool/%s\" (linked: %s)",
-		scheme, scheme, strings.Join(append([]string{"agent"}, sources.Names()...), ", "))
+	linked := strings.Join(append([]string{"agent"}, sources.Names()...), ", ")
+	if pkg, ok := sourcePackages[scheme]; ok {
+		return nil, fmt.Errorf("no tool source %q is linked: import _ \"github.com/agentry/agentry/%s\" (linked: %s)", scheme, pkg, linked)
+	}
+	return nil, fmt.Errorf("no tool source %q is registered (a forgotten import? tool.RegisterSource registers one; linked: %s)", scheme, linked)
 }
 
 // SchemeOf is the scheme of a tools entry that names a source

@@ -97,6 +97,40 @@ func TestArrowsPointDown(t *testing.T) {
 	}
 }
 
+// apart are pairs of packages of one layer (or below) that must not
+// know each other, beyond what the layers say: a package that defines a
+// concept knows none of its implementations, and the hosts of runs know
+// nothing of each other. A path names the package alone.
+var apart = []struct{ from, to string }{
+	{"memory", "memory/"},          // memory knows none of its backends or memdriver
+	{"runlog", "internal/journal"}, // reading knows nothing of writing
+	{"tool", "tool/"},              // tools register themselves
+	{"llm", "llm/"},                // providers register themselves
+	{"store", "store/"},            // backends register themselves
+	{"server", "temporal"},         // the binary gives the server its Remote
+	{"temporal", "server"},
+	{"eval", "server"},
+}
+
+// TestApart: the pairs of apart import neither each other's package nor,
+// for a prefix ending in "/", any package below it.
+func TestApart(t *testing.T) {
+	pkgs := list(t, "./...")
+	for _, a := range apart {
+		p, ok := pkgs[mod+"/"+a.from]
+		if !ok {
+			t.Errorf("%s: no such package", a.from)
+			continue
+		}
+		for _, imp := range p.Imports {
+			rel, _ := strings.CutPrefix(imp, mod+"/")
+			if rel == a.to || (strings.HasSuffix(a.to, "/") && strings.HasPrefix(rel, a.to)) {
+				t.Errorf("%s imports %s", a.from, imp)
+			}
+		}
+	}
+}
+
 // wire are the modules that speak a wire protocol or an engine's: a
 // program links one only when it names what needs it.
 var wire = []string{

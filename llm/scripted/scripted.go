@@ -2,7 +2,7 @@
 // model turns, one per call, so runs are deterministic and cost nothing.
 // It is the model of the quickstart and of agentry's own tests.
 //
-// The script file format (DESIGN.md 3.4):
+// The script file format:
 //
 //	{"model": "gpt-4.1-mini",
 //	 "turns": [

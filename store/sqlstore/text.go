@@ -116,7 +116,7 @@ var postgresText = TextDialect{
 		FROM agentry_docs, to_tsquery('english', ?) q
 		WHERE tsv @@ q AND collection = ?
 		ORDER BY score DESC, doc_key LIMIT ?`,
-	// Terms are letters and digits only (memory.Terms): any of them.
+	// Terms are letters and digits only (memdriver.Terms): any of them.
 	match:     func(terms []string) string { return strings.Join(terms, " | ") },
 	jsonParam: func(data []byte) any { return data },
 	filter: func(path []string, f memory.Filter) (string, []any) {

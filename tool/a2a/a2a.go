@@ -1,4 +1,4 @@
-// Package a2a makes a remote A2A agent a tool (DESIGN.md 3.12): a spec's
+// Package a2a makes a remote A2A agent a tool: a spec's
 // tools entry "a2a:URL" names the agent by its base URL (its card at
 // URL/.well-known/agent-card.json) or by its card's URL. The card is read
 // when the agent is built, through the A2A project's Go SDK, which then
