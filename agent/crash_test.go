@@ -154,9 +154,10 @@ func TestUnknownOutcomeAwaitsApproval(t *testing.T) {
 					if !errors.Is(err, ErrAwaitingApproval) || res.TerminateReason != ReasonAwaitingApproval || res.Outcome != OutcomeConfirm {
 						t.Fatalf("resume = %v (%s, %s); want it to await approval", err, res.TerminateReason, res.Outcome)
 					}
-					calls, _ := res.Error.Details["calls"].([]map[string]any)
-					if len(calls) != 1 || calls[0]["call_id"] != "call_2_1" || calls[0]["tool"] != "pay" {
-						t.Errorf("the paused run names %v; want call_2_1 (pay)", res.Error.Details)
+					var ae *ApprovalError
+					if w := res.Waiting; len(w) != 1 || w[0].CallID != "call_2_1" || w[0].Tool != "pay" || w[0].Rule != "" ||
+						!strings.Contains(w[0].Reason, "may have taken effect") || !errors.As(err, &ae) || ae.Key != w[0].Key {
+						t.Errorf("the paused run names %+v (%v); want call_2_1 (pay), of unknown outcome", res.Waiting, err)
 					}
 					if run, _ := st.Get(ctx, id); run.Status != store.AwaitingApproval || run.Holder != "" {
 						t.Errorf("stored status %s holder %q; want awaiting_approval and free", run.Status, run.Holder)

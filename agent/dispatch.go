@@ -76,7 +76,7 @@ var errCallDispatched = &drive.DispatchError{}
 
 // dispatchEnd is the error a turn that handed calls out ends the run
 // with, nil when it handed none out.
-func (r *run) dispatchEnd(waiting []drive.WaitingCall) error {
+func (r *run) dispatchEnd(paused error) error {
 	j := r.link.journal
 	if j == nil || j.out == nil {
 		return nil
@@ -89,7 +89,7 @@ func (r *run) dispatchEnd(waiting []drive.WaitingCall) error {
 	calls := append([]drive.PendingCall(nil), j.out.calls...)
 	j.out.calls = j.out.calls[:0]
 	slices.SortFunc(calls, func(a, b drive.PendingCall) int { return a.Index - b.Index }) // parallel calls hand out in any order
-	return &drive.DispatchError{Calls: calls, Waiting: waiting}
+	return &drive.DispatchError{Calls: calls, Paused: paused}
 }
 
 // suppliedTurn is the last turn of the results WithResults gives, 0

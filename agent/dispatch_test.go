@@ -265,7 +265,7 @@ func TestDispatchRetriedAttempt(t *testing.T) {
 			t.Fatal(err)
 		}
 		_, err = s.Run(ctx)
-		if !errors.As(err, &de) || len(de.Calls) != 2 || de.Calls[0].Tool != "pay" || len(de.Waiting) != 0 {
+		if !errors.As(err, &de) || len(de.Calls) != 2 || de.Calls[0].Tool != "pay" || de.Paused != nil {
 			t.Fatalf("attempt %d of turn 2: %v; want pay and add handed out", attempt, err)
 		}
 	}
@@ -298,17 +298,21 @@ func TestDispatchMixedTurn(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = sess.Run(ctx)
+	res, err := sess.Run(ctx)
 	var de *drive.DispatchError
-	if !errors.As(err, &de) || len(de.Calls) != 1 || de.Calls[0].Tool != "add" || len(de.Waiting) != 1 || de.Waiting[0].Tool != "pay" {
+	var ae *ApprovalError
+	if !errors.As(err, &de) || len(de.Calls) != 1 || de.Calls[0].Tool != "add" || !errors.As(err, &ae) || ae.Tool != "pay" {
 		t.Fatalf("the mixed turn: %v", err)
+	}
+	if len(res.Waiting) != 1 || res.Waiting[0].Tool != "pay" || res.Waiting[0].Rule == "" || !strings.Contains(string(res.Waiting[0].Arguments), `"bob"`) {
+		t.Fatalf("the mixed turn's Result waits on %+v", res.Waiting)
 	}
 	results := map[string]runlog.ToolResult{de.Calls[0].Key: a.Exec(ctx, &tool.Run{RunID: runID}, de.Calls[0], nil)}
 	s, err := a.Resume(ctx, st, runID, Drive(drive.Plan{Dispatch: true, Driver: driver, Results: results, RanThrough: ranThrough(1)}))
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, err := s.Run(ctx)
+	res, err = s.Run(ctx)
 	if !errors.Is(err, ErrAwaitingApproval) || res.TerminateReason != ReasonAwaitingApproval || res.Error == nil || res.Error.Code != CodeAwaitingApproval {
 		t.Fatalf("after the handed-out call: %v, %s; want a pause for approval", err, res.TerminateReason)
 	}

@@ -358,27 +358,35 @@ func describeWaiting(w map[string]string) string {
 	return strings.Join(out, ", ")
 }
 
-// skipper is a model that can start later in its script: the scripted
-// provider.
-type skipper interface{ Skip(n int) }
+// playsFrom is a model that plays a script and can start later in it:
+// the scripted provider.
+type playsFrom interface{ From(n int) llm.Provider }
 
-// playOn opens the run's own model again, positioned after the turns
-// the log holds, when it is a model that plays a script. Any other model
-// just answers the next call.
+// playOn is the run's own model positioned after the turns the log
+// holds, when it is a model that plays a script: the one given in Go
+// (WithProvider), or the one the spec names, opened again. Any other
+// model just answers the next call.
 func (a *Agent) playOn(l *runlog.Log) llm.Provider {
-	if l.Attempts == 0 || a.o.provider != nil || a.o.model != l.Start.Model || a.modelName == "" {
+	if l.Attempts == 0 || a.o.model != l.Start.Model {
 		return nil
 	}
-	m, err := llm.Open(a.modelName, a.modelAt)
-	if err != nil {
-		return nil
+	var p llm.Provider
+	if a.o.provider != nil {
+		p = a.o.provider.p
+	} else {
+		if a.modelName == "" {
+			return nil
+		}
+		m, err := llm.Open(a.modelName, a.modelAt)
+		if err != nil {
+			return nil
+		}
+		p = m.Provider
 	}
-	sk, ok := m.Provider.(skipper)
-	if !ok {
-		return nil
+	if f, ok := p.(playsFrom); ok {
+		return f.From(l.Attempts)
 	}
-	sk.Skip(l.Attempts)
-	return m.Provider
+	return nil
 }
 
 // traceKey is what a run is sampled by: its trace id, else its run id.

@@ -70,6 +70,9 @@ func (r *run) finish(final *Final, err error) (*Result, error) {
 	}
 	if err != nil {
 		res.Error = &ErrorInfo{Code: end.code, Message: err.Error(), Details: detailsOf(err), Recoverable: end.recoverable}
+		if ae := (*awaitingError)(nil); errors.As(err, &ae) {
+			res.Waiting = ae.waitingCalls()
+		}
 	}
 	r.describe(res)
 	if _, ok := st.Input["constraints"]; ok && err == nil {

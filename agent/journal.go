@@ -199,8 +199,7 @@ func (j *runJournal) yield(ctx context.Context, err error) error {
 		return nil
 	}
 	status := store.Running
-	var de *drive.DispatchError
-	if errors.As(err, &de) && len(de.Waiting) > 0 {
+	if errors.Is(err, ErrAwaitingApproval) { // calls of the turn wait for a person too
 		status = store.AwaitingApproval
 	}
 	return j.w.Hold(ctx, status, drive.Hold)

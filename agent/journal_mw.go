@@ -432,34 +432,6 @@ func (j *runJournal) compareLive(ctx context.Context, call *tool.Call, rec *runl
 	return out, err
 }
 
-// ApprovalError is the error of a non-idempotent call a resumed run
-// cannot know the outcome of: it was sent, the run stopped before its
-// result was written, and its tool does not deduplicate. The run pauses
-// (ErrAwaitingApproval) until a resume approves the call (it is sent
-// again with the same key) or denies it (the model is told its outcome
-// is unknown).
-//
-// A call the policy's approval rule holds back is one too, with Rule set:
-// it has not run, and runs once approved.
-type ApprovalError struct {
-	CallID, Tool, Key string
-	Arguments         []byte
-	// Rule is the policy rule that asks for approval ("approval.tools"),
-	// empty for a call of unknown outcome.
-	Rule string
-}
-
-func (e *ApprovalError) Error() string {
-	if e.Rule != "" {
-		return fmt.Sprintf("call %s (%s) waits for a person's approval (policy.%s); approve or deny it", e.CallID, e.Tool, e.Rule)
-	}
-	return fmt.Sprintf("call %s (%s, key %s) may have taken effect before the run stopped; approve it to send it again, or deny it",
-		e.CallID, e.Tool, e.Key)
-}
-
-// Is makes errors.Is(err, ErrAwaitingApproval) true.
-func (e *ApprovalError) Is(target error) bool { return target == ErrAwaitingApproval }
-
 // How a resumed session ends after its log (Session.afterLog).
 const (
 	afterAbort = iota + 1

@@ -317,8 +317,7 @@ func (r *run) act(d *Decision) error {
 // call awaiting approval, a store that failed), once the turn's calls
 // are all answered. Calls awaiting approval are named together.
 func (r *run) stopFor(results []ToolResult) error {
-	var waiting []map[string]any
-	var why []string
+	var waiting []*ApprovalError
 	var first error
 	for i := range results {
 		err := results[i].Err
@@ -334,38 +333,26 @@ func (r *run) stopFor(results []ToolResult) error {
 		if err == nil || !ends(err) {
 			continue
 		}
-		var ae *ApprovalError
-		if errors.As(err, &ae) {
-			w := map[string]any{"call_id": ae.CallID, "tool": ae.Tool, "key": ae.Key}
-			if ae.Rule != "" {
-				w["rule"] = ae.Rule
-				why = append(why, fmt.Sprintf("%s (%s, key %s) waits for a person's approval (policy.%s)", ae.CallID, ae.Tool, ae.Key, ae.Rule))
-			} else {
-				why = append(why, fmt.Sprintf("%s (%s, key %s) may have taken effect before the run stopped", ae.CallID, ae.Tool, ae.Key))
-			}
-			waiting = append(waiting, w)
+		if ae := (*ApprovalError)(nil); errors.As(err, &ae) {
+			waiting = append(waiting, ae)
 		}
 		if first == nil {
 			first = err
 		}
 	}
-	calls := make([]drive.WaitingCall, len(waiting))
-	for i, w := range waiting {
-		calls[i].Key, _ = w["key"].(string)
-		calls[i].CallID, _ = w["call_id"].(string)
-		calls[i].Tool, _ = w["tool"].(string)
-		calls[i].Rule, _ = w["rule"].(string)
+	var paused error
+	if len(waiting) > 0 {
+		paused = &awaitingError{calls: waiting}
 	}
 	if first != nil && !errors.Is(first, ErrAwaitingApproval) {
 		r.dispatchEnd(nil) // an abort, a store's failure or a fatal call ends the run: nothing is handed out
 		return first
 	}
-	if err := r.dispatchEnd(calls); err != nil {
+	if err := r.dispatchEnd(paused); err != nil {
 		return err
 	}
-	if len(waiting) > 0 {
-		return withDetails(fmt.Errorf("%w: %s; resume with --approve or --deny",
-			ErrAwaitingApproval, strings.Join(why, "; ")), map[string]any{"calls": waiting})
+	if paused != nil {
+		return paused
 	}
 	return first
 }

@@ -59,6 +59,11 @@ func (r *run) hidePrivate(res *Result) {
 		}
 	}
 	res.Messages = msgs
+	for i := range res.Waiting {
+		if w := &res.Waiting[i]; a.private(w.Tool) {
+			w.Arguments = policy.PrivateJSON(w.Arguments)
+		}
+	}
 }
 
 // hideCall is a call as events and logs show it: its arguments a digest

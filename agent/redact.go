@@ -49,6 +49,10 @@ func redactResult(res *Result, red *policy.Redactor) {
 		res.Error.Message = red.String(res.Error.Message)
 		res.Error.Details = redactDetails(res.Error.Details, red)
 	}
+	for i := range res.Waiting {
+		w := &res.Waiting[i]
+		w.Arguments, w.Reason = red.Bytes(w.Arguments), red.String(w.Reason)
+	}
 	if d := res.Diagnostics; d != nil {
 		d.Warnings = redactAll(red, d.Warnings)
 	}

@@ -112,13 +112,16 @@ type Result struct {
 	Validated       *bool           `json:"validated,omitempty"`
 	TerminateReason TerminateReason `json:"terminate_reason"`
 	Error           *ErrorInfo      `json:"error,omitempty"`
-	StartedAt       Timestamp       `json:"started_at"`
-	FinishedAt      Timestamp       `json:"finished_at"`
-	Iterations      int             `json:"iterations"`
-	Steps           []Step          `json:"steps"`
-	Messages        []llm.Message   `json:"messages"`
-	ToolsUsed       []string        `json:"tools_used"`
-	TokenUsage      llm.Usage       `json:"token_usage"`
+	// Waiting are the calls a run paused on (ErrAwaitingApproval), in the
+	// turn's order: approve or deny each by its Key when resuming.
+	Waiting    []ApprovalError `json:"waiting,omitempty"`
+	StartedAt  Timestamp       `json:"started_at"`
+	FinishedAt Timestamp       `json:"finished_at"`
+	Iterations int             `json:"iterations"`
+	Steps      []Step          `json:"steps"`
+	Messages   []llm.Message   `json:"messages"`
+	ToolsUsed  []string        `json:"tools_used"`
+	TokenUsage llm.Usage       `json:"token_usage"`
 	// EstimatedCost is the cost from the pricing table; nil (JSON null)
 	// when a model of the run has no price.
 	EstimatedCost *float64    `json:"estimated_cost_usd"`

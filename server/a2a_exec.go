@@ -354,9 +354,9 @@ func (f *a2aFollower) final(res *agent.Result) []a2a.Event {
 // waits for, and how to answer (why the last answer was not one, when
 // it was not).
 func (f *a2aFollower) approvalAsk(res *agent.Result, why string) *a2a.Message {
-	var calls any
-	if res != nil && res.Error != nil {
-		calls = res.Error.Details["calls"]
+	var calls []agent.ApprovalError
+	if res != nil {
+		calls = res.Waiting
 	}
 	text := fmt.Sprintf("Run %s waits for a person's approval of tool calls (the data part lists them). "+
 		`Answer on this task with a data part {"approved": true} to approve them all, {"approved": false, "reason": "…"} to deny them, `+

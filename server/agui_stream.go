@@ -323,18 +323,8 @@ var approvalSchema = map[string]any{"type": "object", "required": []string{"appr
 // on: each one's id is the call's idempotency key, which a resume
 // answers.
 func interruptsOf(res *agent.Result) []map[string]any {
-	var calls []struct {
-		CallID string `json:"call_id"`
-		Tool   string `json:"tool"`
-		Key    string `json:"key"`
-		Rule   string `json:"rule"`
-	}
-	if res.Error != nil {
-		b, _ := json.Marshal(res.Error.Details["calls"])
-		json.Unmarshal(b, &calls)
-	}
-	out := make([]map[string]any, 0, len(calls))
-	for _, c := range calls {
+	out := make([]map[string]any, 0, len(res.Waiting))
+	for _, c := range res.Waiting {
 		msg := fmt.Sprintf("%s (call %s) waits for a person's approval (policy.%s): approve or deny it", c.Tool, c.CallID, c.Rule)
 		if c.Rule == "" {
 			msg = fmt.Sprintf("%s (call %s) may have taken effect before the run stopped: approve to send it again, or deny it", c.Tool, c.CallID)

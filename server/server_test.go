@@ -495,8 +495,7 @@ func TestResume(t *testing.T) {
 	if run["status"] != "awaiting_approval" {
 		t.Fatalf("status %v", run["status"])
 	}
-	details := res["error"].(map[string]any)["details"].(map[string]any)
-	waiting := details["calls"].([]any)[0].(map[string]any)["call_id"].(string)
+	waiting := res["waiting"].([]any)[0].(map[string]any)["call_id"].(string)
 	for _, tc := range []struct {
 		name, body string
 		status     int

@@ -207,9 +207,10 @@ func (x *activities) stopped(sess *agent.Session, res *agent.Result, err error) 
 	var de *drive.DispatchError
 	switch {
 	case errors.As(err, &de):
-		out := &advanceOut{Status: string(store.Running), Calls: de.Calls, Waiting: de.Waiting, Run: runInfo(sess)}
+		out := &advanceOut{Status: string(store.Running), Calls: de.Calls, Run: runInfo(sess)}
 		out.Result = partial(res)
-		if len(de.Waiting) > 0 {
+		if res != nil && len(res.Waiting) > 0 {
+			out.Waiting = res.Waiting
 			out.Status = string(store.AwaitingApproval)
 			out.Result, _ = json.Marshal(res) // what a person decides on, whole
 		}
@@ -230,7 +231,7 @@ func (x *activities) stopped(sess *agent.Session, res *agent.Result, err error) 
 	out := &advanceOut{Status: string(status), Run: runInfo(sess)}
 	out.used(res)
 	if status == store.AwaitingApproval {
-		out.Waiting, out.Result = waitingOf(res), b
+		out.Waiting, out.Result = res.Waiting, b
 		return out, nil
 	}
 	out.Ended, out.Result = true, b
@@ -292,24 +293,6 @@ func partial(res *agent.Result) json.RawMessage {
 		return nil
 	}
 	return b
-}
-
-// waitingOf are the calls a Result paused on.
-func waitingOf(res *agent.Result) []drive.WaitingCall {
-	if res.Error == nil {
-		return nil
-	}
-	calls, _ := res.Error.Details["calls"].([]map[string]any)
-	out := make([]drive.WaitingCall, 0, len(calls))
-	for _, c := range calls {
-		var w drive.WaitingCall
-		w.Key, _ = c["key"].(string)
-		w.CallID, _ = c["call_id"].(string)
-		w.Tool, _ = c["tool"].(string)
-		w.Rule, _ = c["rule"].(string)
-		out = append(out, w)
-	}
-	return out
 }
 
 // tool runs one call the run handed out.

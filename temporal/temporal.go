@@ -35,6 +35,7 @@ import (
 	"encoding/json"
 	"time"
 
+	"github.com/agentry/agentry/agent"
 	"github.com/agentry/agentry/agent/drive"
 	"github.com/agentry/agentry/runlog"
 	"github.com/agentry/agentry/tool"
@@ -105,8 +106,8 @@ type Progress struct {
 	ToolCalls int      `json:"tool_calls"`
 	// Running are the keys of the calls running now; Waiting the calls
 	// that wait for a person.
-	Running []string            `json:"running,omitempty"`
-	Waiting []drive.WaitingCall `json:"waiting,omitempty"`
+	Running []string              `json:"running,omitempty"`
+	Waiting []agent.ApprovalError `json:"waiting,omitempty"`
 	// Pauses counts the times the run paused for a person's approval.
 	Pauses int `json:"pauses"`
 	// Result is the run's partial Result as of its last turn (whole
@@ -148,10 +149,10 @@ type advanceIn struct {
 type advanceOut struct {
 	// Status is the run's store status: running (calls handed out),
 	// awaiting_approval, or how it ended.
-	Status  string              `json:"status"`
-	Ended   bool                `json:"ended,omitempty"`
-	Calls   []drive.PendingCall `json:"calls,omitempty"`
-	Waiting []drive.WaitingCall `json:"waiting,omitempty"`
+	Status  string                `json:"status"`
+	Ended   bool                  `json:"ended,omitempty"`
+	Calls   []drive.PendingCall   `json:"calls,omitempty"`
+	Waiting []agent.ApprovalError `json:"waiting,omitempty"`
 	// Run is what the run's tools see of it.
 	Run    tool.Run        `json:"run"`
 	Result json.RawMessage `json:"result,omitempty"`

@@ -19,6 +19,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
+	"github.com/agentry/agentry/agent"
 	"github.com/agentry/agentry/agent/drive"
 	"github.com/agentry/agentry/runlog"
 	"github.com/agentry/agentry/store"
@@ -46,16 +47,16 @@ type DecisionV1 struct {
 }
 
 type ProgressV1 struct {
-	RunID     string              `json:"run_id"`
-	Status    string              `json:"status"`
-	Turn      int                 `json:"turn"`
-	Tokens    int                 `json:"tokens"`
-	CostUSD   *float64            `json:"cost_usd,omitempty"`
-	ToolCalls int                 `json:"tool_calls"`
-	Running   []string            `json:"running,omitempty"`
-	Waiting   []drive.WaitingCall `json:"waiting,omitempty"`
-	Pauses    int                 `json:"pauses"`
-	Result    json.RawMessage     `json:"result,omitempty"`
+	RunID     string                `json:"run_id"`
+	Status    string                `json:"status"`
+	Turn      int                   `json:"turn"`
+	Tokens    int                   `json:"tokens"`
+	CostUSD   *float64              `json:"cost_usd,omitempty"`
+	ToolCalls int                   `json:"tool_calls"`
+	Running   []string              `json:"running,omitempty"`
+	Waiting   []agent.ApprovalError `json:"waiting,omitempty"`
+	Pauses    int                   `json:"pauses"`
+	Result    json.RawMessage       `json:"result,omitempty"`
 }
 
 type OutcomeV1 struct {
@@ -74,16 +75,16 @@ type advanceInV1 struct {
 }
 
 type advanceOutV1 struct {
-	Status    string              `json:"status"`
-	Ended     bool                `json:"ended,omitempty"`
-	Calls     []drive.PendingCall `json:"calls,omitempty"`
-	Waiting   []drive.WaitingCall `json:"waiting,omitempty"`
-	Run       tool.Run            `json:"run"`
-	Result    json.RawMessage     `json:"result,omitempty"`
-	Turn      int                 `json:"turn"`
-	Tokens    int                 `json:"tokens"`
-	CostUSD   *float64            `json:"cost_usd,omitempty"`
-	ToolCalls int                 `json:"tool_calls"`
+	Status    string                `json:"status"`
+	Ended     bool                  `json:"ended,omitempty"`
+	Calls     []drive.PendingCall   `json:"calls,omitempty"`
+	Waiting   []agent.ApprovalError `json:"waiting,omitempty"`
+	Run       tool.Run              `json:"run"`
+	Result    json.RawMessage       `json:"result,omitempty"`
+	Turn      int                   `json:"turn"`
+	Tokens    int                   `json:"tokens"`
+	CostUSD   *float64              `json:"cost_usd,omitempty"`
+	ToolCalls int                   `json:"tool_calls"`
 }
 
 type toolInV1 struct {
@@ -308,7 +309,7 @@ func (w *runStateV1) decide(_ workflow.Context, d DecisionV1) error {
 	return nil
 }
 
-func describeV1(calls []drive.WaitingCall) string {
+func describeV1(calls []agent.ApprovalError) string {
 	out := make([]string, len(calls))
 	for i, c := range calls {
 		out[i] = c.CallID + " (" + c.Tool + ", key " + c.Key + ")"

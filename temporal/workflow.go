@@ -10,6 +10,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
+	"github.com/agentry/agentry/agent"
 	"github.com/agentry/agentry/agent/drive"
 	"github.com/agentry/agentry/runlog"
 	"github.com/agentry/agentry/store"
@@ -350,7 +351,7 @@ func (w *runState) decide(ctx workflow.Context, d Decision) error {
 	return nil
 }
 
-func describe(calls []drive.WaitingCall) string {
+func describe(calls []agent.ApprovalError) string {
 	out := make([]string, len(calls))
 	for i, c := range calls {
 		out[i] = c.CallID + " (" + c.Tool + ", key " + c.Key + ")"

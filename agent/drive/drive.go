@@ -94,24 +94,16 @@ type PendingCall struct {
 	Timeout time.Duration `json:"timeout,omitempty"`
 }
 
-// WaitingCall is a call that waits for a person's approval.
-type WaitingCall struct {
-	Key    string `json:"key"`
-	CallID string `json:"call_id"`
-	Tool   string `json:"tool"`
-	// Rule is the policy rule that holds it back, empty for a call of
-	// unknown outcome (it may have taken effect before the run stopped).
-	Rule string `json:"rule,omitempty"`
-}
-
 // DispatchError is the error of a run that stopped with calls handed
 // out (ErrDispatched).
 type DispatchError struct {
 	// Calls are the calls to run, in the turn's order.
 	Calls []PendingCall
-	// Waiting are calls of the same turn that wait for a person's
-	// approval: decide them (agent.Approve, agent.Deny) when resuming.
-	Waiting []WaitingCall
+	// Paused, when calls of the same turn wait for a person, is the
+	// error they paused the run with (it matches
+	// agent.ErrAwaitingApproval; the run's Result lists them in Waiting):
+	// decide them (agent.Approve, agent.Deny) when resuming.
+	Paused error
 }
 
 func (e *DispatchError) Error() string {
@@ -124,3 +116,6 @@ func (e *DispatchError) Error() string {
 
 // Is makes errors.Is(err, ErrDispatched) true.
 func (e *DispatchError) Is(target error) bool { return target == ErrDispatched }
+
+// Unwrap is Paused: errors.Is and errors.As reach the calls that wait.
+func (e *DispatchError) Unwrap() error { return e.Paused }

@@ -201,7 +201,7 @@ func TestRunLogEncryptedThroughTheBinary(t *testing.T) {
 			t.Errorf("the store holds %q in the clear", clear)
 		}
 	}
-	if code, _, errs := runEnv(t, []string{"AGENTRY_ENCRYPTION_KEY="}, "trace", res.ID, "--db", db); code != 1 && code != 2 || !strings.Contains(errs, "no key was given (set AGENTRY_ENCRYPTION_KEY") {
+	if code, _, errs := runEnv(t, []string{"AGENTRY_ENCRYPTION_KEY="}, "trace", res.ID, "--db", db); code != 1 && code != 2 || !strings.Contains(errs, "no key was given (agent.WithEncryptionKey; the binary reads AGENTRY_ENCRYPTION_KEY") {
 		t.Errorf("trace without the key: exit %d\n%s", code, errs)
 	}
 	if code, out, errs := runEnv(t, []string{key}, "trace", res.ID, "--db", db); code != 0 || !strings.Contains(out, "window seats") {

@@ -144,11 +144,8 @@ func TestServeKilled(t *testing.T) {
 	run := s.waitStatus(t, id, "awaiting_approval")
 	var waiting string
 	if res, ok := run["result"].(map[string]any); ok {
-		if e, ok := res["error"].(map[string]any); ok {
-			calls, _ := e["details"].(map[string]any)["calls"].([]any)
-			if len(calls) == 1 {
-				waiting, _ = calls[0].(map[string]any)["call_id"].(string)
-			}
+		if calls, _ := res["waiting"].([]any); len(calls) == 1 {
+			waiting, _ = calls[0].(map[string]any)["call_id"].(string)
 		}
 	}
 	if waiting == "" {

@@ -314,13 +314,11 @@ func (m *Model) Calls() int {
 	return m.next
 }
 
-// Skip moves the model n turns on: a resumed run's model plays on from
-// the turn after those its log holds.
-func (m *Model) Skip(n int) {
-	m.mu.Lock()
-	m.next += max(n, 0)
-	m.mu.Unlock()
-}
+// From returns a model that plays the same script from its turn n
+// (counting from 0), leaving m where it is: a resumed run plays on with
+// it from the turn after the n its log holds, whether the script was
+// loaded from a file or built in Go.
+func (m *Model) From(n int) llm.Provider { return &Model{script: m.script, next: max(n, 0)} }
 
 func (m *Model) take() (step, int, error) {
 	m.mu.Lock()

@@ -205,7 +205,7 @@ function renderAnswer(run, res, slot) {
 function renderApproval(st, slot, decide) {
   const run = st.run;
   const res = run.result;
-  const calls = run.status === 'awaiting_approval' && res && res.error && res.error.details ? res.error.details.calls || [] : [];
+  const calls = run.status === 'awaiting_approval' && res ? res.waiting || [] : [];
   // Drawn anew only when what it shows changes: a person may be typing
   // the reason.
   const me = st.me;
