@@ -38,9 +38,10 @@ import (
 // Agent is a compiled spec with its model, tools and planner: immutable
 // and safe for concurrent use. Each run happens in its own Session.
 type Agent struct {
-	spec         *spec.Spec   // a private copy, its mode set
-	planner      Planner      // from the mode table or WithPlanner
-	provider     llm.Provider // the whole model chain
+	spec         *spec.Spec     // a private copy, its mode set
+	planner      Planner        // from the mode table or WithPlanner
+	provider     llm.Provider   // the whole model chain
+	models       []llm.Provider // the models in it, as opened: what Ready asks
 	providerName string
 	model        string                    // the id the provider is called with
 	priceModel   string                    // the model prices are looked up for
@@ -215,7 +216,7 @@ func New(s *spec.Spec, opts ...Option) (*Agent, error) {
 func FromFile(path string, opts ...Option) (*Agent, error) {
 	s, err := spec.Load(path)
 	if err != nil {
-		return nil, err
+		return nil, withToolProblems(err, s, opts)
 	}
 	return New(s, append([]Option{WithBaseDir(filepath.Dir(path))}, opts...)...)
 }
@@ -245,7 +246,7 @@ func build(in *spec.Spec, o options) (*Agent, error) {
 	}
 	schemas, err := sp.Compile() // before the mode's default: mode is required with some fields
 	if err != nil {
-		return nil, err
+		return nil, toolProblems(err, sp, o)
 	}
 	if sp.Mode == "" {
 		sp.Mode = spec.ModeTools

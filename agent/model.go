@@ -55,6 +55,9 @@ func (a *Agent) openModel(o options) error {
 		} else {
 			o.baseDir = ""
 		}
+		if p := a.spec.Unlisted(model, baseURL); p != "" {
+			return fmt.Errorf("model %s", p)
+		}
 	}
 	a.modelName, a.modelAt = model, llm.Config{BaseURL: baseURL, Dir: o.baseDir}
 	if o.provider != nil {
@@ -65,6 +68,7 @@ func (a *Agent) openModel(o options) error {
 		_, a.model = llm.ParseModel(model)
 		a.priceModel = pricedAs(o.provider.p, a.model)
 		a.closeProvider(o.provider.p)
+		a.models = append(a.models, o.provider.p)
 		a.provider = a.modelChain(o, a.candidateChain(o.provider.p, a.providerName, a.model))
 		return nil
 	}
@@ -118,6 +122,7 @@ func (a *Agent) candidate(o options, name, baseURL string) (llm.Candidate, strin
 		return llm.Candidate{}, "", err
 	}
 	a.closeProvider(m.Provider)
+	a.models = append(a.models, m.Provider)
 	priced := pricedAs(m.Provider, m.ID)
 	price, _ := a.pricing.Lookup(priced)
 	return llm.Candidate{Provider: a.candidateChain(m.Provider, m.ProviderName, m.ID), Name: m.ProviderName, Model: m.ID, Caps: m.Capabilities, Price: price}, priced, nil
@@ -180,4 +185,31 @@ func (a *Agent) sessionChain(p llm.Provider, durable bool) llm.Provider {
 		p = journalModel(p)
 	}
 	return p
+}
+
+// readier is a provider that can tell before any call that calls would
+// fail for want of configuration (no API key): the built-in providers.
+type readier interface{ Ready() error }
+
+// Ready reports what keeps the agent's models, or its sub-agents', from
+// being called: a provider without its API key. NewSession refuses to
+// start a run then (ErrConfig), before anything is stored; a host calls
+// it when it starts, to fail before its first request. New does not, so
+// that a spec can be checked where no key is.
+func (a *Agent) Ready() error {
+	for _, p := range a.models {
+		if r, ok := p.(readier); ok {
+			if err := r.Ready(); err != nil {
+				return fmt.Errorf("%w: agent %s: %w", ErrConfig, a.spec.AgentName, err)
+			}
+		}
+	}
+	for _, b := range a.tools.byName {
+		if b.sub != nil {
+			if err := b.sub.Ready(); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }

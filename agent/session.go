@@ -99,6 +99,11 @@ func (a *Agent) NewSession(input map[string]any, opts ...RunOption) (*Session, e
 	if err := c.check(); err != nil {
 		return nil, err
 	}
+	if c.provider == nil {
+		if err := a.Ready(); err != nil {
+			return nil, err
+		}
+	}
 	if input == nil {
 		input = map[string]any{}
 	}

@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -10,6 +11,7 @@ import (
 	"github.com/agentry/agentry/llm"
 	"github.com/agentry/agentry/memory/memtool"
 	"github.com/agentry/agentry/policy"
+	"github.com/agentry/agentry/spec"
 	"github.com/agentry/agentry/tool"
 )
 
@@ -54,7 +56,7 @@ func (a *Agent) bindTools(o options) []string {
 		} else {
 			t := namedTool(o, name, conn, mem)
 			if t == nil {
-				problems = append(problems, fmt.Sprintf("tools[%d]: unknown tool %q%s", i, name, knownTools(o.registry)))
+				problems = append(problems, fmt.Sprintf("tools[%d]: unknown tool %q%s%s", i, name, knownTools(o, conn, mem), a.connectorHint(name)))
 				continue
 			}
 			b = &binding{tool: t}
@@ -184,11 +186,52 @@ func (a *Agent) toolChain(info tool.Info) (handler, inner tool.Handler) {
 	return tool.Chain(inner, mws...), inner
 }
 
-func knownTools(r *tool.Registry) string {
-	if r == nil || r.Len() == 0 {
+func knownTools(o options, conn, mem map[string]tool.Tool) string {
+	var names []string
+	if o.registry != nil {
+		names = o.registry.Names()
+	}
+	for _, u := range o.used {
+		names = append(names, u.Info().Name)
+	}
+	names = slices.AppendSeq(slices.AppendSeq(names, maps.Keys(conn)), maps.Keys(mem))
+	if len(names) == 0 {
 		return " (no tools are registered)"
 	}
-	return " (known: " + strings.Join(r.Names(), ", ") + ")"
+	slices.Sort(names)
+	return " (known: " + strings.Join(slices.Compact(names), ", ") + ")"
+}
+
+// withToolProblems adds to the problems of a spec that does not check
+// those of its tools, so that all are reported at once: a spec read
+// (s) with opts' tools.
+func withToolProblems(err error, s *spec.Spec, opts []Option) error {
+	if s == nil {
+		return err
+	}
+	o := options{}
+	for _, opt := range opts {
+		opt(&o)
+	}
+	return toolProblems(err, s, o)
+}
+
+// toolProblems adds to a spec error the plain tool names that name no
+// tool o knows: what binding the tools would find, found without
+// opening anything. Names a configured connector may offer are not
+// judged: only opening it tells.
+func toolProblems(err error, sp *spec.Spec, o options) error {
+	var se *spec.Error
+	if !errors.As(err, &se) || len(sp.Connectors) > 0 {
+		return err
+	}
+	for i, name := range sp.Tools {
+		if strings.HasPrefix(name, "agent:") || tool.SchemeOf(name) != "" || memtool.Is(name) || namedTool(o, name, nil, nil) != nil {
+			continue
+		}
+		se.Problems = append(se.Problems, fmt.Sprintf("tools[%d]: unknown tool %q%s", i, name, knownTools(o, nil, nil)))
+	}
+	return err
 }
 
 // toolTimeout: a per-tool limit of the spec wins, then the tool's own
@@ -222,4 +265,16 @@ func describe(info tool.Info) string {
 		b.Write(ex)
 	}
 	return b.String()
+}
+
+// connectorHint says, of a tool a configured connector's name begins
+// ("sql_exec" of "sql"), that the connector offers it only when its
+// configuration turns it on.
+func (a *Agent) connectorHint(name string) string {
+	for c := range a.spec.Connectors {
+		if strings.HasPrefix(name, c+"_") {
+			return fmt.Sprintf("; the %s connector's configuration (connectors.%s) does not turn it on", c, c)
+		}
+	}
+	return ""
 }

@@ -136,11 +136,41 @@ func (s *Spec) checkModel(c *checker) {
 	if s.MaxOutputTokens < 0 {
 		c.bad("max_output_tokens %d is negative", s.MaxOutputTokens)
 	}
+	model := s.ModelName
+	if s.Provider != "" && model != "" && !strings.HasPrefix(model, s.Provider+":") {
+		model = s.Provider + ":" + model
+	}
+	if p := s.Unlisted(model, s.BaseURL); p != "" {
+		c.bad("model_name %s", p)
+	}
 	for i, f := range s.FallbackModels {
 		if f.ModelName == "" {
 			c.bad("fallback_models[%d].model_name is required", i)
 		}
+		name := f.ModelName
+		if f.Provider != "" && !strings.HasPrefix(name, f.Provider+":") {
+			name = f.Provider + ":" + name
+		}
+		if p := s.Unlisted(name, f.BaseURL); p != "" {
+			c.bad("fallback_models[%d].model_name %s", i, p)
+		}
 	}
+}
+
+// Unlisted says what is wrong with a model name its provider's catalog
+// does not have (a misspelling, or a model newer than this release), ""
+// when nothing is: the catalog has it, the provider keeps none, the
+// model is served at a base_url of the spec's, or the spec says its
+// models are unlisted on purpose (model_unlisted). The providers must be
+// linked for their catalogs to be asked.
+func (s *Spec) Unlisted(name, baseURL string) string {
+	if name == "" || baseURL != "" || s.ModelUnlisted {
+		return ""
+	}
+	if p, unknown := llm.Unknown(name); unknown {
+		return fmt.Sprintf("%q: %s's catalog does not have this model (misspelt? for a fine-tuned id or a model newer than this release, set \"model_unlisted\": true)", name, p)
+	}
+	return ""
 }
 
 func (s *Spec) checkMode(c *checker) {

@@ -9,7 +9,6 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"maps"
 	"os"
 	"strings"
@@ -68,6 +67,11 @@ type Spec struct {
 	TopP            *float64   `json:"top_p,omitempty"`
 	MaxOutputTokens int        `json:"max_output_tokens,omitempty"`
 	FallbackModels  []ModelRef `json:"fallback_models,omitempty"`
+	// ModelUnlisted says the models are not in their providers' catalogs
+	// on purpose (a fine-tuned id, a model newer than this release): a
+	// name a catalog lacks is otherwise refused as misspelt. A model with
+	// a base_url (a server of one's own) is never looked up.
+	ModelUnlisted bool `json:"model_unlisted,omitempty"`
 
 	// SystemText and PurposeText make the system prompt; UserText, when
 	// set, is the first user message. All three take ${var} from the input.
@@ -355,8 +359,6 @@ const (
 	SeverityCritical Severity = "critical"
 	// SeverityError: the spec reads, but an agent cannot be built from it.
 	SeverityError Severity = "error"
-	// SeverityWarning: it runs, but likely not as meant.
-	SeverityWarning Severity = "warning"
 )
 
 // Issue is one problem of a spec, with its severity.
@@ -375,36 +377,6 @@ func (e *Error) Issues() []Issue {
 	out := make([]Issue, len(e.Problems))
 	for i, p := range e.Problems {
 		out[i] = Issue{Severity: sev, Message: p}
-	}
-	return out
-}
-
-// Warnings are what a valid spec holds that likely is not meant: a model
-// name its provider's catalog does not have (a misspelling, or a model
-// newer than this release). The providers must be registered (imported)
-// for their catalogs to be asked.
-func (s *Spec) Warnings() []Issue {
-	var out []Issue
-	check := func(field, name string) {
-		if name == "" {
-			return
-		}
-		if p, unknown := llm.Unknown(name); unknown {
-			out = append(out, Issue{Severity: SeverityWarning,
-				Message: fmt.Sprintf("%s %q: %s's catalog does not have this model (misspelt, or newer than this release?)", field, name, p)})
-		}
-	}
-	model := s.ModelName
-	if s.Provider != "" && model != "" && !strings.HasPrefix(model, s.Provider+":") {
-		model = s.Provider + ":" + model
-	}
-	check("model_name", model)
-	for i, f := range s.FallbackModels {
-		name := f.ModelName
-		if f.Provider != "" {
-			name = f.Provider + ":" + name
-		}
-		check(fmt.Sprintf("fallback_models[%d].model_name", i), name)
 	}
 	return out
 }
@@ -440,18 +412,32 @@ func (s *Spec) Clone() *Spec {
 }
 
 // Parse decodes and checks a spec; source names it in errors. An absent
-// mode becomes ModeTools.
+// mode becomes ModeTools. With problems, the *Error lists them all (an
+// unknown field does not hide the rest) and the spec is returned as far
+// as it reads, for a checker to go on to what only a built agent knows
+// (its tools); it is nil when the data does not read as a spec at all.
 func Parse(source string, data []byte) (*Spec, error) {
 	var s Spec
 	if err := strictjson.Decode(data, &s); err != nil {
-		return nil, &Error{Source: source, Problems: []string{err.Error()}, unreadable: true}
+		var uf *strictjson.UnknownFieldError
+		if !errors.As(err, &uf) || json.Unmarshal(data, &s) != nil {
+			return nil, &Error{Source: source, Problems: []string{err.Error()}, unreadable: true}
+		}
+		// Unknown fields do not hide the rest: the spec is read without
+		// them and checked, and every problem is reported at once.
+		probs := problemsOf(err)
+		var se *Error
+		if errors.As(s.Check(), &se) {
+			probs = append(probs, se.Problems...)
+		}
+		return &s, &Error{Source: source, Problems: probs}
 	}
 	if err := s.Check(); err != nil { // before the mode's default: mode is required with some fields
 		var se *Error
 		if errors.As(err, &se) {
 			se.Source = source
 		}
-		return nil, err
+		return &s, err
 	}
 	if s.Mode == "" {
 		s.Mode = ModeTools
@@ -459,11 +445,23 @@ func Parse(source string, data []byte) (*Spec, error) {
 	return &s, nil
 }
 
-// Load reads and checks the spec file at path.
+// Load reads and checks the spec file at path, as Parse does.
 func Load(path string) (*Spec, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return nil, &Error{Source: path, Problems: []string{err.Error()}}
 	}
 	return Parse(path, data)
+}
+
+// problemsOf is each error err joins, as a problem.
+func problemsOf(err error) []string {
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		var out []string
+		for _, e := range j.Unwrap() {
+			out = append(out, e.Error())
+		}
+		return out
+	}
+	return []string{err.Error()}
 }

@@ -164,11 +164,18 @@ func mustSpec(t testing.TB, js string) *Spec {
 	return s
 }
 
+// TestIssueSeverities: a spec that does not read is critical; one that
+// reads, an unknown field's included, has errors, all of them at once,
+// and comes back as read.
 func TestIssueSeverities(t *testing.T) {
-	_, err := Parse("x", []byte(`{"agent_name": "a", "version": "v1", "sytem_text": "x"}`))
+	s, err := Parse("x", []byte(`{"agent_name": "a", "version": "v1", "sytem_text": "x"`))
 	var se *Error
-	if !errors.As(err, &se) || se.Issues()[0].Severity != SeverityCritical {
+	if !errors.As(err, &se) || se.Issues()[0].Severity != SeverityCritical || s != nil {
 		t.Errorf("an unreadable spec: %v", err)
+	}
+	s, err = Parse("x", []byte(`{"agent_name": "a", "version": "v1", "sytem_text": "x", "mode": "chooser"}`))
+	if !errors.As(err, &se) || len(se.Problems) != 5 || se.Issues()[0].Severity != SeverityError || s == nil || s.AgentName != "a" {
+		t.Errorf("an unknown field and a check: %v", err)
 	}
 	_, err = Parse("x", []byte(`{"agent_name": "a b", "version": "v1"}`))
 	if !errors.As(err, &se) || se.Issues()[0].Severity != SeverityError {

@@ -113,3 +113,25 @@ func TestSQLConnectorThroughTheBinary(t *testing.T) {
 		t.Errorf("result:\n%s", out)
 	}
 }
+
+// TestUnknownConnectorTool: a tool a configured connector does not offer
+// is named with what is known, the connector's tools among them, and
+// why it is missing; a spec never runs without its tools.
+func TestUnknownConnectorTool(t *testing.T) {
+	dir := t.TempDir()
+	st, err := openStore(t.Context(), filepath.Join(dir, "shop.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	st.Close()
+	path := filepath.Join(dir, "agent.json")
+	os.WriteFile(path, []byte(`{"agent_name": "analyst", "version": "v1", "model_name": "scripted:turns.json",
+		"system_text": "Answer from the database.", "tools": ["sql_query", "sql_exec"],
+		"connectors": {"sql": {"dsn": "shop.db"}}}`), 0o600)
+	code, _, errs := runCLI(t, "validate", path)
+	for _, want := range []string{`tools[1]: unknown tool "sql_exec"`, "sql_query", "the sql connector's configuration (connectors.sql) does not turn it on"} {
+		if code != 2 || !strings.Contains(errs, want) {
+			t.Errorf("exit %d, want %q in\n%s", code, want, errs)
+		}
+	}
+}

@@ -399,33 +399,56 @@ func TestAgentsCommand(t *testing.T) {
 	}
 }
 
-// TestValidateWarnsOfUnknownModels: a model its provider's catalog lacks
-// is a warning, an error with --strict.
-func TestValidateWarnsOfUnknownModels(t *testing.T) {
+// TestValidate: a file gets one verdict, naming every problem at once:
+// an unknown field does not hide the rest, a model its provider's
+// catalog lacks is refused unless the spec says it is unlisted on purpose
+// or serves it at its own base_url, and a file laid out as an agents
+// directory's must say what its path says. A spec that does not read is
+// critical, one that reads but does not build an error.
+func TestValidate(t *testing.T) {
 	dir := t.TempDir()
-	path := dir + "/t.json"
-	os.WriteFile(path, []byte(`{"agent_name": "t", "version": "v1", "model_name": "claude-sonet-4", "system_text": "x"}`), 0o600)
-	code, _, errs := run(t, "validate", path)
-	if code != 0 || !strings.Contains(errs, `⚠`) || !strings.Contains(errs, `warning: model_name "claude-sonet-4": anthropic's catalog does not have this model`) {
-		t.Errorf("exit %d\n%s", code, errs)
-	}
-	if code, _, _ := run(t, "validate", "--strict", path); code != 2 {
-		t.Errorf("--strict: exit %d", code)
-	}
-	os.WriteFile(path, []byte(`{"agent_name": "t", "version": "v1", "model_name": "claude-sonnet-4-5-20250929", "system_text": "x"}`), 0o600)
-	if code, _, errs := run(t, "validate", "--strict", path); code != 0 || strings.Contains(errs, "⚠") {
-		t.Errorf("a known dated model: exit %d\n%s", code, errs)
-	}
-	// Problems say their severity: a spec that does not read is
-	// critical, one that reads but does not build an error.
-	for _, tc := range []struct{ text, want string }{
-		{`{"agent_name": "t", `, "    critical: "},
-		{`{"agent_name": "t", "version": "v1", "mode": "chooser"}`, "    error: "},
+	for _, tc := range []struct {
+		name, file, text string
+		code             int
+		want, not        []string
+	}{
+		{"a misspelt model", "t.json", `{"agent_name": "t", "version": "v1", "model_name": "claude-sonet-4", "system_text": "x"}`, 2,
+			[]string{`error: model_name "claude-sonet-4": anthropic's catalog does not have this model`, `"model_unlisted": true`}, nil},
+		{"an unlisted model on purpose", "t.json", `{"agent_name": "t", "version": "v1", "model_name": "claude-sonet-4", "model_unlisted": true, "system_text": "x"}`, 0,
+			[]string{"✓"}, []string{"⚠", "invalid"}},
+		{"a model at a base_url", "t.json", `{"agent_name": "t", "version": "v1", "model_name": "openai:my-local-model", "base_url": "http://127.0.0.1:9/v1", "system_text": "x"}`, 0,
+			[]string{"✓"}, nil},
+		{"a known dated model", "t.json", `{"agent_name": "t", "version": "v1", "model_name": "claude-sonnet-4-5-20250929", "system_text": "x"}`, 0,
+			[]string{"✓"}, nil},
+		{"every problem at once", "t.json", `{"agent_name": "t", "version": "v1", "model_name": "scripted:x.json", "max_turn": 3, "temprature": 1,
+			"limits": {"max_turns": -1}, "temperature": 9, "tools": ["kv_set", "kv_sett"]}`, 2,
+			[]string{`unknown field "max_turn"`, `unknown field "temprature" (did you mean "temperature"?)`, "temperature 9 is outside 0..2", "max_turns",
+				`tools[1]: unknown tool "kv_sett"`}, []string{"✓", `unknown tool "kv_set"`}},
+		{"a file its path contradicts", "support/v2.json", `{"agent_name": "billing", "version": "v1", "model_name": "claude-sonnet-4-5", "system_text": "x"}`, 2,
+			[]string{`the file says agent_name "billing" version "v1" but its path says "support" version "v2"`}, []string{"✓"}},
+		{"does not read", "t.json", `{"agent_name": "t", `, 2, []string{"    critical: "}, nil},
+		{"does not build", "t.json", `{"agent_name": "t", "version": "v1", "mode": "chooser"}`, 2, []string{"    error: "}, nil},
 	} {
-		os.WriteFile(path, []byte(tc.text), 0o600)
-		if code, _, errs := run(t, "validate", path); code != 2 || !strings.Contains(errs, tc.want) {
-			t.Errorf("%s: exit %d\n%s", tc.text, code, errs)
-		}
+		t.Run(tc.name, func(t *testing.T) {
+			path := filepath.Join(dir, tc.file)
+			os.MkdirAll(filepath.Dir(path), 0o755)
+			os.WriteFile(path, []byte(tc.text), 0o600)
+			code, out, errs := run(t, "validate", path)
+			all := out + errs
+			if code != tc.code || strings.Count(all, path) != 1 {
+				t.Errorf("exit %d (want %d), %d verdicts\n%s", code, tc.code, strings.Count(all, path), all)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(all, w) {
+					t.Errorf("want %q in\n%s", w, all)
+				}
+			}
+			for _, n := range tc.not {
+				if strings.Contains(all, n) {
+					t.Errorf("%q in\n%s", n, all)
+				}
+			}
+		})
 	}
 }
 

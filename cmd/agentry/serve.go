@@ -137,6 +137,11 @@ func newServer(ctx context.Context, f serveFlags, stderr io.Writer) (srv *server
 		return nil, 0, nil, usageErr(fmt.Errorf("--agents %s: %w", f.agents, err))
 	}
 	closers = append(closers, func() { reg.Close() })
+	for _, a := range reg.Agents() { // a served agent fails now, not at its first request
+		if err := a.Ready(); err != nil {
+			return nil, 0, nil, usageErr(err)
+		}
+	}
 	pipes, err := loadPipelines(f, reg, opts, tel, key)
 	if err != nil {
 		return nil, 0, nil, usageErr(err)

@@ -23,7 +23,7 @@ import (
 
 func newValidateCmd(stdout, stderr io.Writer) *cobra.Command {
 	var agentsDir, dsn, prompts string
-	var lock, strict bool
+	var lock bool
 	cmd := &cobra.Command{
 		Use:   "validate PATH...",
 		Short: "Check agent specs: fields, schemas, enums, templates, tools, models",
@@ -43,7 +43,7 @@ file and the field. Exit code 0 when all are valid, 2 otherwise.`,
 			defer ps.close()
 			opts := checkOptions(ps)
 			bad := 0
-			v := validation{strict: strict, stdout: stdout, stderr: stderr}
+			v := validation{stdout: stdout, stderr: stderr}
 			for _, p := range args {
 				bad += v.path(p, agentsDir, lock, opts)
 			}
@@ -55,7 +55,6 @@ file and the field. Exit code 0 when all are valid, 2 otherwise.`,
 	}
 	cmd.Flags().StringVar(&agentsDir, "agents", "agents", "agents directory for agent: tools of single spec files")
 	cmd.Flags().BoolVar(&lock, "lock", false, "write each agents directory's lock file of output-schema hashes")
-	cmd.Flags().BoolVar(&strict, "strict", false, "treat warnings (a model name its provider does not know) as errors")
 	dbFlag(cmd, &dsn)
 	promptsFlag(cmd, &prompts)
 	return cmd
@@ -118,10 +117,8 @@ func (l *lazyPrompts) List(ctx context.Context, f prompt.Filter) ([]prompt.Templ
 
 // validatePath checks a spec file or an agents directory and returns the
 // number of invalid specs.
-// validation is one run of validate: where it writes, and whether
-// warnings count as errors.
+// validation is one run of validate: where it writes.
 type validation struct {
-	strict         bool
 	stdout, stderr io.Writer
 }
 
@@ -153,7 +150,7 @@ func (v validation) path(path, agentsDir string, writeLock bool, opts []agent.Op
 		if err == nil {
 			sp := a.Spec()
 			a.Close()
-			return report(path, err, stdout, stderr) + v.warn(path, &sp)
+			err = laidOut(path, &sp)
 		}
 		return report(path, err, stdout, stderr)
 	}
@@ -186,9 +183,6 @@ func (v validation) path(path, agentsDir string, writeLock bool, opts []agent.Op
 			err = lk.Add(s)
 		}
 		bad += report(p, err, stdout, stderr)
-		if err == nil {
-			bad += v.warn(p, s)
-		}
 		return nil
 	})
 	if err != nil {
@@ -234,15 +228,19 @@ func report(path string, err error, stdout, stderr io.Writer) int {
 	return 1
 }
 
-// warn prints a valid spec's warnings, and counts them as errors with
-// --strict.
-func (v validation) warn(path string, s *spec.Spec) int {
-	ws := s.Warnings()
-	for _, w := range ws {
-		fmt.Fprintf(v.stderr, "⚠ %s: %s: %s\n", path, w.Severity, w.Message)
+// laidOut refuses a spec file named as an agents directory lays them
+// out, {agent_name}/{version}.json (its name a version: "v2", "1.3"),
+// whose agent_name or version is not what its path says, as validate DIR
+// and the agents directory do.
+func laidOut(path string, s *spec.Spec) error {
+	version := strings.TrimSuffix(filepath.Base(path), ".json")
+	if version == "" || !(version[0] >= '0' && version[0] <= '9' || len(version) > 1 && version[0] == 'v' && version[1] >= '0' && version[1] <= '9') {
+		return nil
 	}
-	if v.strict && len(ws) > 0 {
-		return 1
+	name := filepath.Base(filepath.Dir(path))
+	if s.AgentName == name && s.Version == version {
+		return nil
 	}
-	return 0
+	return &spec.Error{Source: path, Problems: []string{fmt.Sprintf(
+		"the file says agent_name %q version %q but its path says %q version %q", s.AgentName, s.Version, name, version)}}
 }

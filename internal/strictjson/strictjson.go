@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"reflect"
 	"slices"
 	"strings"
@@ -83,8 +84,9 @@ func position(data []byte, off int64) (line, col int) {
 	return line, col
 }
 
-// unknownFields walks data against t and reports the first field that t
-// does not declare, with its path.
+// unknownFields walks data against t and reports every field that t
+// does not declare, each with its path (joined, in the document's key
+// order sorted).
 func unknownFields(data []byte, t reflect.Type) error {
 	var raw any
 	dec := json.NewDecoder(bytes.NewReader(data))
@@ -96,6 +98,12 @@ func unknownFields(data []byte, t reflect.Type) error {
 }
 
 func walk(v any, t reflect.Type, path string) error {
+	var errs []error
+	walkInto(v, t, path, &errs)
+	return errors.Join(errs...)
+}
+
+func walkInto(v any, t reflect.Type, path string, errs *[]error) {
 	for t.Kind() == reflect.Pointer {
 		t = t.Elem()
 	}
@@ -103,45 +111,27 @@ func walk(v any, t reflect.Type, path string) error {
 	case reflect.Struct:
 		obj, ok := v.(map[string]any)
 		if !ok {
-			return nil // the decoder reports the type error
+			return // the decoder reports the type error
 		}
 		fields := Fields(t)
-		keys := make([]string, 0, len(obj))
-		for k := range obj {
-			keys = append(keys, k)
-		}
-		slices.Sort(keys)
-		for _, k := range keys {
-			ft, ok := fields[k]
-			if !ok {
-				return unknown(join(path, k), k, fields)
-			}
-			if err := walk(obj[k], ft, join(path, k)); err != nil {
-				return err
+		for _, k := range slices.Sorted(maps.Keys(obj)) {
+			if ft, ok := fields[k]; ok {
+				walkInto(obj[k], ft, join(path, k), errs)
+			} else {
+				*errs = append(*errs, unknown(join(path, k), k, fields))
 			}
 		}
 	case reflect.Slice, reflect.Array:
-		arr, ok := v.([]any)
-		if !ok {
-			return nil
-		}
+		arr, _ := v.([]any)
 		for i, e := range arr {
-			if err := walk(e, t.Elem(), fmt.Sprintf("%s[%d]", path, i)); err != nil {
-				return err
-			}
+			walkInto(e, t.Elem(), fmt.Sprintf("%s[%d]", path, i), errs)
 		}
 	case reflect.Map:
-		obj, ok := v.(map[string]any)
-		if !ok {
-			return nil
-		}
-		for k, e := range obj {
-			if err := walk(e, t.Elem(), join(path, k)); err != nil {
-				return err
-			}
+		obj, _ := v.(map[string]any)
+		for _, k := range slices.Sorted(maps.Keys(obj)) {
+			walkInto(obj[k], t.Elem(), join(path, k), errs)
 		}
 	}
-	return nil
 }
 
 func join(path, k string) string {

@@ -277,8 +277,8 @@ func (p *Provider) params(req *llm.Request) (sdk.MessageNewParams, bool, error) 
 		return &llm.APIError{Kind: llm.KindInvalidRequest, Provider: "anthropic", Model: req.Model, Message: fmt.Sprintf(format, a...)}
 	}
 	out := sdk.MessageNewParams{Model: sdk.Model(req.Model), MaxTokens: DefaultMaxTokens}
-	if !p.hasKey {
-		return out, false, &llm.APIError{Kind: llm.KindAuth, Provider: "anthropic", Model: req.Model, Message: "no API key: set ANTHROPIC_API_KEY"}
+	if err := p.ready(req.Model); err != nil {
+		return out, false, err
 	}
 	if req.MaxOutputTokens > 0 {
 		out.MaxTokens = int64(req.MaxOutputTokens)
@@ -481,4 +481,15 @@ func apiError(ctx context.Context, model string, err error) error {
 		e.Kind = llm.KindContextTooLong
 	}
 	return e
+}
+
+// Ready reports what keeps the provider from making calls (no API key),
+// before any: an agent refuses to start a run on it.
+func (p *Provider) Ready() error { return p.ready("") }
+
+func (p *Provider) ready(model string) error {
+	if p.hasKey {
+		return nil
+	}
+	return &llm.APIError{Kind: llm.KindAuth, Provider: "anthropic", Model: model, Message: "no API key: set ANTHROPIC_API_KEY"}
 }

@@ -109,6 +109,10 @@ func Capabilities(model string) llm.Capabilities {
 	return llm.Capabilities{Unknown: true}
 }
 
+// Ready reports what keeps the provider from making calls (no API key),
+// before any: an agent refuses to start a run on it.
+func (p *Provider) Ready() error { return p.ready("") }
+
 func (p *Provider) ready(model string) error {
 	if p.err == nil {
 		return nil

@@ -381,6 +381,10 @@ func (p *Provider) Stream(ctx context.Context, req *llm.Request) iter.Seq2[llm.C
 	}
 }
 
+// Ready reports what keeps the provider from making calls (no API key),
+// before any: an agent refuses to start a run on it.
+func (p *Provider) Ready() error { return p.checkKey("") }
+
 func (p *Provider) checkKey(model string) error {
 	if p.hasKey {
 		return nil

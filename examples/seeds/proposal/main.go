@@ -88,10 +88,10 @@ func run(out io.Writer, db string) error {
 	if !errors.Is(err, agent.ErrAwaitingApproval) {
 		return fmt.Errorf("want a pause for approval, got %v", err)
 	}
-	fmt.Fprintf(out, "paused: %s, waiting for %v\n", res.TerminateReason, res.Error.Details["calls"].([]map[string]any)[0]["tool"])
+	fmt.Fprintf(out, "paused: %s, waiting for %v\n", res.TerminateReason, res.Waiting[0].Tool)
 
 	// A person approves: the run goes on from its log.
-	res, err = svc.Resume(ctx, res.ID, agent.Approve(res.ID+":2:0"))
+	res, err = svc.Resume(ctx, res.ID, agent.Approve(res.Waiting[0].Key))
 	if err != nil {
 		return err
 	}
