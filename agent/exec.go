@@ -168,7 +168,10 @@ func (r *run) callStarted(call *llm.ToolCall) *event.ToolCall {
 func (r *run) callEnded(tc *event.ToolCall, res *ToolResult, attempts int) {
 	*tc = event.ToolCall{ID: res.Call.ID, Name: res.Call.Name, Arguments: r.hideArgs(res.Call.Name, res.Call.Arguments), Status: "success",
 		DurationMS: ms(res.Duration), Attempts: attempts, Output: r.hideArgs(res.Call.Name, res.Output)}
-	if res.Err != nil {
+	switch {
+	case errors.Is(res.Err, ErrAwaitingApproval):
+		tc.Status, tc.Error = "awaiting_approval", res.Err.Error()
+	case res.Err != nil:
 		tc.Status, tc.Error = "error", res.Err.Error()
 	}
 	r.emit(event.Event{Type: event.ToolCallEnd, Tool: tc})

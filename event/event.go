@@ -83,8 +83,9 @@ type ToolCall struct {
 	ID        string          `json:"id"`
 	Name      string          `json:"name"`
 	Arguments json.RawMessage `json:"arguments,omitempty"`
-	// Output, Status ("success", "error", or "skipped" for a call a
-	// budget kept from running), Error (for "skipped", the reason) and
+	// Output, Status ("success", "error", "skipped" for a call a budget
+	// kept from running, or "awaiting_approval" for one that waits for a
+	// person's decision), Error (for the last two, the reason) and
 	// DurationMS are set on tool_call_end.
 	Output     json.RawMessage `json:"output,omitempty"`
 	Status     string          `json:"status,omitempty"`

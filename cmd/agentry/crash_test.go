@@ -236,7 +236,7 @@ func TestCrashHTTPToAServiceThatIgnoresTheKey(t *testing.T) {
 	spec := payerDir(t, "http_request", `{"method": "POST", "url": "`+p.srv.URL+`/pay", "json": {"amount": 5}}`, "")
 	id := runUntilKilled(t, p, spec, db)
 	code, _, errs := runCLI(t, "resume", id, "--db", db, "--allow-private-network")
-	if code != 1 || !strings.Contains(errs, "awaiting_approval") || len(p.sent()) != 1 {
+	if code != 3 || !strings.Contains(errs, "waits for approval") || len(p.sent()) != 1 {
 		t.Fatalf("resume: exit %d, the service saw %v\n%s", code, p.sent(), errs)
 	}
 	code, _, errs = runCLI(t, "resume", id, "--db", db, "--allow-private-network", "--approve", id+":2:0")
@@ -255,8 +255,9 @@ func TestCrashWithoutDeduplication(t *testing.T) {
 	id := runUntilKilled(t, p, spec, db)
 
 	code, out, errs := runCLI(t, "resume", id, "--db", db, "--allow-private-network")
-	if code != 1 || !strings.Contains(errs, "awaits approval") || !strings.Contains(errs, "call_2_1") {
-		t.Fatalf("resume: exit %d; want 1 and the call named\n%s\n%s", code, errs, out)
+	if code != 3 || !strings.Contains(errs, "waits for approval") || !strings.Contains(errs, "call_2_1") ||
+		!strings.Contains(out, "agentry resume "+id+" --db "+db+" --deny "+id+":2:0") {
+		t.Fatalf("resume: exit %d; want 3, the call named and how to decide it\n%s\n%s", code, errs, out)
 	}
 	code, out, _ = runCLI(t, "runs", "--db", db, "--status", "awaiting_approval", "--json")
 	if code != 0 || !strings.Contains(out, id) {

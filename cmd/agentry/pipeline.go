@@ -13,8 +13,9 @@ import (
 )
 
 // runPipeline runs (or, with --resume, continues) the pipeline at path.
-// Exit codes: 0 when it reached its end, terminated or paused for the
-// user; 1 when a stage failed; 2 for a malformed definition or input.
+// Exit codes: 0 when it reached its end or terminated; 3 when it waits
+// for the user; 1 when a stage failed; 2 for a malformed definition or
+// input.
 func runPipeline(ctx context.Context, path string, f runFlags, stdout, stderr io.Writer) error {
 	su, err := prepare(ctx, f, stderr)
 	if err != nil {
@@ -68,7 +69,16 @@ func runPipeline(ctx context.Context, path string, f runFlags, stdout, stderr io
 	} else {
 		res, runErr = p.Run(ctx, su.input, runOpts...)
 	}
-	return su.finish(f, stdout, res, func() { printPipelineAnswer(stdout, res) }, runErr)
+	return pausedPipeline(su.finish(f, stdout, res, func() { printPipelineAnswer(stdout, res) }, runErr), res)
+}
+
+// pausedPipeline is err, or the exit code of a pipeline run that waits
+// for the user, whose question and how to answer it are printed.
+func pausedPipeline(err error, res *pipeline.Result) error {
+	if err != nil || res == nil || res.Envelope == nil || res.Envelope.Pending == nil {
+		return err
+	}
+	return &exitError{code: exitPaused}
 }
 
 func printPipelineAnswer(w io.Writer, res *pipeline.Result) {

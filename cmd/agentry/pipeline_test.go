@@ -50,7 +50,7 @@ func TestPipelineExitCodes(t *testing.T) {
 
 func TestPipelinePauseAndResume(t *testing.T) {
 	code, out, errs := run(t, "run", "testdata/pipelines/ask.json", "--json")
-	if code != 0 || !strings.Contains(errs, "waiting at stage ask: Deploy to staging or production?") {
+	if code != 3 || !strings.Contains(errs, "⏸ ") || !strings.Contains(errs, "waiting at stage ask: Deploy to staging or production?") {
 		t.Fatalf("exit %d\n%s", code, errs)
 	}
 	paused := filepath.Join(t.TempDir(), "paused.json")
@@ -105,7 +105,7 @@ func mustRead(t *testing.T, path string) []byte {
 func TestStoredPipelineResume(t *testing.T) {
 	db := filepath.Join(t.TempDir(), "runs.db")
 	code, out, errs := run(t, "run", "testdata/pipelines/ask.json", "--db", db, "--json", "-q")
-	if code != 0 || !strings.Contains(out, "Deploy to staging or production?") {
+	if code != 3 || !strings.Contains(out, "Deploy to staging or production?") {
 		t.Fatalf("exit %d\n%s\n%s", code, out, errs)
 	}
 	var paused struct {
@@ -183,7 +183,7 @@ func TestStoredPipelineConfirm(t *testing.T) {
 		ID string `json:"id"`
 	}
 	json.Unmarshal([]byte(out), &paused)
-	if code != 0 || !strings.Contains(out, "Ship it?") {
+	if code != 3 || !strings.Contains(out, "Ship it?") {
 		t.Fatalf("run: exit %d\n%s\n%s", code, out, errs)
 	}
 	if code, _, errs := run(t, "resume", paused.ID, "--db", db, "--approve", "ship"); code != 2 || !strings.Contains(errs, "waits at stage check (confirm)") {

@@ -184,7 +184,7 @@ func TestApprovalThroughTheBinary(t *testing.T) {
 				TerminateReason string `json:"terminate_reason"`
 			}
 			json.Unmarshal([]byte(out), &res)
-			if code != 1 || res.TerminateReason != "awaiting_approval" || !strings.Contains(errs, "call_2_1") {
+			if code != 3 || res.TerminateReason != "awaiting_approval" || !strings.Contains(errs, "call_2_1") {
 				t.Fatalf("run: exit %d %s\n%s", code, res.TerminateReason, errs)
 			}
 			args := []string{"resume", res.ID, "--db", db, "--json", "-q"}

@@ -5,6 +5,7 @@ import (
 	"io"
 	"strings"
 
+	"github.com/agentry/agentry/agent"
 	"github.com/agentry/agentry/event"
 )
 
@@ -49,9 +50,12 @@ func (p *progress) handle(e event.Event) {
 	case event.ToolCallStart:
 		fmt.Fprintf(p.w, "%s  → %s %s\n", indent, e.Tool.Name, oneLine(string(e.Tool.Arguments), 200))
 	case event.ToolCallEnd:
-		if e.Tool.Status == "success" {
+		switch e.Tool.Status {
+		case "success":
 			fmt.Fprintf(p.w, "%s  ← %s ok in %.1fms: %s\n", indent, e.Tool.Name, e.Tool.DurationMS, oneLine(string(e.Tool.Output), 200))
-		} else {
+		case "awaiting_approval":
+			fmt.Fprintf(p.w, "%s  ⏸ %s waits for approval: %s\n", indent, e.Tool.Name, oneLine(e.Tool.Error, 200))
+		default:
 			fmt.Fprintf(p.w, "%s  ← %s failed in %.1fms: %s\n", indent, e.Tool.Name, e.Tool.DurationMS, oneLine(e.Tool.Error, 200))
 		}
 	case event.Retry:
@@ -75,10 +79,6 @@ func (p *progress) handle(e event.Event) {
 }
 
 func (p *progress) end(e event.Event, indent string) {
-	mark := "✓"
-	if ok, _ := e.Data["success"].(bool); !ok {
-		mark = "✗"
-	}
 	unit := "turns"
 	if _, ok := e.Data["hops"]; ok {
 		unit = "stages"
@@ -87,12 +87,24 @@ func (p *progress) end(e event.Event, indent string) {
 	if c, ok := e.Data["cost_usd"].(float64); ok {
 		cost = fmt.Sprintf("$%.6f", c)
 	}
-	fmt.Fprintf(p.w, "%s%s %s: %v after %d %s, %v tokens, %s, %.1fms\n", indent, mark, e.AgentName,
-		e.Data["terminate_reason"], e.Turn, unit, e.Data["total_tokens"], cost, e.Data["duration_ms"])
-	if q, _ := e.Data["question"].(string); q != "" {
+	q, _ := e.Data["question"].(string)
+	// A pause is not a failure: it has its own mark and words, and what
+	// to type next follows the answer.
+	mark, what := "✓", fmt.Sprint(e.Data["terminate_reason"])
+	switch ok, _ := e.Data["success"].(bool); {
+	case what == string(agent.ReasonAwaitingApproval):
+		mark, what = "⏸", "waits for approval"
+	case q != "":
+		mark, what = "⏸", "waits for the user"
+	case !ok:
+		mark = "✗"
+	}
+	fmt.Fprintf(p.w, "%s%s %s: %s after %d %s, %v tokens, %s, %.1fms\n", indent, mark, e.AgentName,
+		what, e.Turn, unit, e.Data["total_tokens"], cost, e.Data["duration_ms"])
+	if q != "" {
 		fmt.Fprintf(p.w, "%s  waiting at stage %v: %s\n", indent, e.Data["stage"], q)
 	}
-	if e.Error != nil {
+	if e.Error != nil && mark != "⏸" {
 		fmt.Fprintf(p.w, "%s  %s: %s\n", indent, e.Error.Code, e.Error.Message)
 	}
 }

@@ -131,13 +131,11 @@ func resume(ctx context.Context, runID string, f resumeFlags, stdout, stderr io.
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	res, runErr := sess.Run(ctx)
-	if errors.Is(runErr, agent.ErrAwaitingApproval) {
-		fmt.Fprintf(stderr, "run %s awaits approval: %v\n", runID, runErr)
-	}
 	return finishRun(f.json, "", nil, stdout, res, func() {
 		if res.Success {
 			printAnswer(stdout, res.Result)
 		}
+		printPause(stdout, res, dbArg(f.db))
 	}, runErr)
 }
 
@@ -225,5 +223,5 @@ func resumePipeline(ctx context.Context, st store.Store, run store.Run, f resume
 	if res == nil {
 		return runFailed(runErr)
 	}
-	return finishRun(f.json, "", nil, stdout, res, func() { printPipelineAnswer(stdout, res) }, runErr)
+	return pausedPipeline(finishRun(f.json, "", nil, stdout, res, func() { printPipelineAnswer(stdout, res) }, runErr), res)
 }

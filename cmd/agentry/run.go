@@ -163,6 +163,7 @@ func runAgent(ctx context.Context, target string, f runFlags, stdout, stderr io.
 		if res.Success {
 			printAnswer(stdout, res.Result)
 		}
+		printPause(stdout, res, dbArg(f.db))
 	}, runErr)
 }
 
@@ -317,8 +318,71 @@ func finishRun(asJSON bool, record string, rec *scripted.Recorder, stdout io.Wri
 		return nil
 	case agent.IsConfigError(runErr):
 		return usageErr(runErr)
+	case errors.Is(runErr, agent.ErrAwaitingApproval):
+		return &exitError{code: exitPaused, err: waitsFor(result)}
 	}
 	return runFailed(runErr)
+}
+
+// waitsFor names the calls a paused run waits on, for stderr: what to
+// type next is on stdout (or in the Result's waiting, with --json).
+func waitsFor(result any) error {
+	var res agent.Result
+	switch r := result.(type) {
+	case *agent.Result:
+		if r != nil {
+			res = *r
+		}
+	case json.RawMessage: // a run on Temporal
+		json.Unmarshal(r, &res)
+	}
+	calls := make([]string, len(res.Waiting))
+	for i, c := range res.Waiting {
+		calls[i] = fmt.Sprintf("%s (%s, key %s)", c.CallID, c.Tool, c.Key)
+	}
+	return fmt.Errorf("run %s waits for approval: %s", res.ID, strings.Join(calls, ", "))
+}
+
+// exitPaused is the exit code of a run that waits for a person: a call
+// awaiting approval, or a pipeline's question.
+const exitPaused = 3
+
+// printPause says what a run that waits for approval waits on, and the
+// commands that approve or deny each call; flag is what those commands
+// need to find the run (its --db, or --temporal).
+func printPause(w io.Writer, res *agent.Result, flag string) {
+	if res == nil || len(res.Waiting) == 0 {
+		return
+	}
+	fmt.Fprintf(w, "The run waits for approval of %d call(s):\n", len(res.Waiting))
+	for _, c := range res.Waiting {
+		fmt.Fprintf(w, "  %s %s\n    %s\n", c.Tool, oneLine(string(c.Arguments), 200), c.Reason)
+	}
+	if flag != "" {
+		flag = " " + flag
+	}
+	fmt.Fprintln(w, "Approve or deny each call by its key:")
+	for _, c := range res.Waiting {
+		fmt.Fprintf(w, "  agentry resume %s%s --approve %s\n", res.ID, flag, c.Key)
+		fmt.Fprintf(w, "  agentry resume %s%s --deny %s --reason \"…\"\n", res.ID, flag, c.Key)
+	}
+}
+
+// dbArg is the --db flag a later command needs to find a run stored in
+// db, "" for the default store.
+func dbArg(db string) string {
+	if db == "" {
+		return ""
+	}
+	return "--db " + shellQuote(db)
+}
+
+// shellQuote quotes s for a POSIX shell when it needs it.
+func shellQuote(s string) string {
+	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_./:@=+,") == "" {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
 
 // agentOptions are the options every agent of a run gets: the built-in

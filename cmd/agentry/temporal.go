@@ -244,13 +244,11 @@ func waitOnTemporal(ctx context.Context, c client.Client, runID string, after in
 	if !res.Success {
 		runErr = resultError(&res)
 	}
-	if out.Status == "awaiting_approval" {
-		fmt.Fprintf(stderr, "run %s awaits approval: %v (agentry resume %s --approve or --deny, with --temporal)\n", runID, runErr, runID)
-	}
 	return finishRun(f.json, "", nil, stdout, out.Result, func() {
 		if res.Success {
 			printAnswer(stdout, res.Result)
 		}
+		printPause(stdout, &res, "--temporal")
 	}, runErr)
 }
 
@@ -259,8 +257,11 @@ func resultError(res *agent.Result) error {
 	if res.Error == nil {
 		return fmt.Errorf("run %s ended %s", res.ID, res.TerminateReason)
 	}
-	if res.Error.Code == agent.CodeConfigError {
+	switch res.Error.Code {
+	case agent.CodeConfigError:
 		return fmt.Errorf("%w: %s", agent.ErrConfig, res.Error.Message)
+	case agent.CodeAwaitingApproval:
+		return fmt.Errorf("%w: %s", agent.ErrAwaitingApproval, res.Error.Message)
 	}
 	return errors.New(res.Error.Message)
 }
@@ -428,7 +429,7 @@ func runPipelineOnTemporal(ctx context.Context, path string, f runFlags, t tempo
 	if !res.Success && res.Error != nil {
 		runErr = resultError(&res.Result)
 	}
-	return finishRun(f.json, "", nil, stdout, out.Result, func() { printPipelineAnswer(stdout, &res) }, runErr)
+	return pausedPipeline(finishRun(f.json, "", nil, stdout, out.Result, func() { printPipelineAnswer(stdout, &res) }, runErr), &res)
 }
 
 // temporalOnly refuses the flags that do not apply to a run on Temporal.
