@@ -10,6 +10,7 @@
 package agent
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -270,8 +271,10 @@ func build(in *spec.Spec, o options) (*Agent, error) {
 		problems = append(problems, err.Error())
 	}
 	a.setContext()
-	a.ownPrice.model = a.model
-	a.ownPrice.price, a.ownPrice.ok = a.pricing.Lookup(a.model)
+	// The agent's own model as its replies name it and as it is priced
+	// (a script stands for the model it names), looked up once.
+	a.ownPrice.model = cmp.Or(a.priceModel, a.model)
+	a.ownPrice.price, a.ownPrice.ok = a.pricing.Lookup(a.ownPrice.model)
 	if probs := a.resolvePrompts(o); len(probs) > 0 {
 		return nil, &spec.Error{Source: source, Problems: probs}
 	}

@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"slices"
@@ -38,21 +39,8 @@ func (r *run) finish(final *Final, err error) (*Result, error) {
 		res.cost = st.CostUSD
 		res.EstimatedCost = &res.cost // in the Result itself: no allocation of its own
 	}
-	if st.Model != "" {
-		res.Model = st.Model
-	}
-	if st.Provider != "" {
-		res.Provider = st.Provider
-	}
-	if res.Steps == nil {
-		res.Steps = []Step{}
-	}
-	if res.ToolsUsed == nil {
-		res.ToolsUsed = []string{}
-	}
-	if res.ModelCalls == nil {
-		res.ModelCalls = []ModelCall{}
-	}
+	res.Model, res.Provider = cmp.Or(st.Model, res.Model), cmp.Or(st.Provider, res.Provider)
+	res.noNilLists()
 	if a.prompt != nil && end.reason == ReasonCompleted {
 		v := r.validated
 		res.Validated = &v
@@ -68,12 +56,7 @@ func (r *run) finish(final *Final, err error) (*Result, error) {
 	if final != nil && final.Text != "" && r.st.LastContent == "" {
 		res.RawContent = final.Text
 	}
-	if err != nil {
-		res.Error = &ErrorInfo{Code: end.code, Message: err.Error(), Details: detailsOf(err), Recoverable: end.recoverable}
-		if ae := (*awaitingError)(nil); errors.As(err, &ae) {
-			res.Waiting = ae.waitingCalls()
-		}
-	}
+	res.setError(err, end)
 	r.describe(res)
 	if _, ok := st.Input["constraints"]; ok && err == nil {
 		c, _ := constraintsOf(st.Input)
@@ -342,4 +325,29 @@ func costValue(c *float64) any {
 		return nil
 	}
 	return *c
+}
+
+// noNilLists makes the Result's lists empty rather than null in JSON.
+func (res *Result) noNilLists() {
+	if res.Steps == nil {
+		res.Steps = []Step{}
+	}
+	if res.ToolsUsed == nil {
+		res.ToolsUsed = []string{}
+	}
+	if res.ModelCalls == nil {
+		res.ModelCalls = []ModelCall{}
+	}
+}
+
+// setError gives the Result the error the run ended with, as the ending
+// table says, and the calls it waits on when it paused for them.
+func (res *Result) setError(err error, end ending) {
+	if err == nil {
+		return
+	}
+	res.Error = &ErrorInfo{Code: end.code, Message: err.Error(), Details: detailsOf(err), Recoverable: end.recoverable}
+	if ae := (*awaitingError)(nil); errors.As(err, &ae) {
+		res.Waiting = ae.waitingCalls()
+	}
 }

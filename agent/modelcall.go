@@ -212,7 +212,7 @@ func (r *run) account(resp *llm.Response, mc *ModelCall) {
 	}
 	model := resp.Model
 	if model == "" {
-		model = r.a.model
+		model = r.a.ownPrice.model
 	} else {
 		mc.Model = model
 		r.st.Model = model

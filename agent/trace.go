@@ -53,6 +53,9 @@ type callRec struct {
 	prompt, completion int32
 	turn, attempts     int32
 	full               *ModelCall
+	// priced: the reply named the model the agent is priced as (a
+	// script's), not the id it calls.
+	priced bool
 }
 
 // reserve makes room for a run as long as the agent's recent ones, so the
@@ -74,13 +77,14 @@ func (t *trace) step(at time.Duration, turn int, thought string, call *llm.ToolC
 
 // call adds a model call, compact when it is the agent's own plain one.
 func (t *trace) call(mc *ModelCall, d time.Duration, a *Agent) {
-	if mc.Agent != "" || mc.Error != "" || mc.Partial != "" || mc.Provider != a.providerName || mc.Model != a.model ||
+	priced := mc.Model != a.model && mc.Model == a.ownPrice.model
+	if mc.Agent != "" || mc.Error != "" || mc.Partial != "" || mc.Provider != a.providerName || mc.Model != a.model && !priced ||
 		mc.PromptTokens != int(int32(mc.PromptTokens)) || mc.CompletionTokens != int(int32(mc.CompletionTokens)) {
 		c := *mc
 		t.calls = append(t.calls, callRec{full: &c})
 		return
 	}
-	t.calls = append(t.calls, callRec{dur: d, cost: mc.CostUSD,
+	t.calls = append(t.calls, callRec{dur: d, cost: mc.CostUSD, priced: priced,
 		prompt: int32(mc.PromptTokens), completion: int32(mc.CompletionTokens), turn: int32(mc.Turn), attempts: int32(mc.Attempts)})
 }
 
@@ -154,7 +158,11 @@ func (t *trace) build(st *State, a *Agent, start time.Time) {
 				calls[i] = *c.full
 				continue
 			}
-			calls[i] = ModelCall{Turn: int(c.turn), Provider: a.providerName, Model: a.model, PromptTokens: int(c.prompt),
+			model := a.model
+			if c.priced {
+				model = a.ownPrice.model
+			}
+			calls[i] = ModelCall{Turn: int(c.turn), Provider: a.providerName, Model: model, PromptTokens: int(c.prompt),
 				CompletionTokens: int(c.completion), CostUSD: c.cost, DurationMS: ms(c.dur), Attempts: int(c.attempts)}
 		}
 		st.ModelCalls = calls

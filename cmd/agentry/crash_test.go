@@ -119,7 +119,8 @@ func onlyRun(t *testing.T, db string) (string, string) {
 	t.Helper()
 	code, out, errOut := runCLI(t, "runs", "--db", db, "--json")
 	var runs []struct {
-		ID, Status string
+		ID     string `json:"run_id"`
+		Status string
 	}
 	if code != 0 || json.Unmarshal([]byte(out), &runs) != nil || len(runs) != 1 {
 		t.Fatalf("runs: exit %d\n%s\n%s", code, out, errOut)

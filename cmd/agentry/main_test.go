@@ -95,9 +95,10 @@ func TestRunJSONAndEvents(t *testing.T) {
 	if !res.Success || res.Iterations != 4 || len(res.Steps) != 5 || strings.Join(res.ToolsUsed, ",") != "kv_set,kv_list,kv_get" {
 		t.Errorf("result %+v", res)
 	}
-	// 1244 prompt and 185 completion tokens at gpt-4.1-mini prices.
-	if want := (1244*0.40 + 185*1.60) / 1e6; res.Cost < want-1e-9 || res.Cost > want+1e-9 || res.Model != "gpt-4.1-mini" {
-		t.Errorf("cost %v model %q, want %v", res.Cost, res.Model, want)
+	// An offline script that stands for no model is labelled as the
+	// spec names it and costs nothing.
+	if res.Cost != 0 || res.Model != "model.json" {
+		t.Errorf("cost %v model %q, want 0 and model.json", res.Cost, res.Model)
 	}
 	f, err := os.Open(events)
 	if err != nil {

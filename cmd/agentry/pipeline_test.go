@@ -136,9 +136,9 @@ func TestStoredPipelineResume(t *testing.T) {
 	}
 	code, out, _ = run(t, "runs", "--db", db, "--json")
 	var runs []struct {
-		ID       string `json:"id"`
+		ID       string `json:"run_id"`
 		Status   string `json:"status"`
-		ParentID string `json:"parent_id"`
+		ParentID string `json:"parent_run_id"`
 	}
 	json.Unmarshal([]byte(out), &runs)
 	stages := 0

@@ -116,14 +116,17 @@ func parseAge(s string) (time.Duration, error) {
 	return d, nil
 }
 
+// runJSON is a run as runs --json prints it: the HTTP API's names
+// (GET /v1/runs), and the lease's holder.
 type runJSON struct {
-	ID        string   `json:"id"`
+	ID        string   `json:"run_id"`
 	Kind      string   `json:"kind"`
-	Name      string   `json:"name"`
+	Name      string   `json:"agent"`
 	Version   string   `json:"version"`
 	Status    string   `json:"status"`
-	ParentID  string   `json:"parent_id,omitempty"`
+	ParentID  string   `json:"parent_run_id,omitempty"`
 	SessionID string   `json:"session_id,omitempty"`
+	User      string   `json:"user,omitempty"`
 	Holder    string   `json:"holder,omitempty"`
 	CreatedAt string   `json:"created_at"`
 	UpdatedAt string   `json:"updated_at"`
@@ -138,7 +141,7 @@ func runsJSON(runs []store.Run) []runJSON {
 	out := make([]runJSON, 0, len(runs))
 	for _, r := range runs {
 		out = append(out, runJSON{ID: r.ID, Kind: r.Kind, Name: r.Name, Version: r.Version, Status: string(r.Status),
-			ParentID: r.ParentID, SessionID: r.SessionID, Holder: r.Holder, CreatedAt: r.CreatedAt.UTC().Format(time.RFC3339Nano),
+			ParentID: r.ParentID, SessionID: r.SessionID, User: r.User, Holder: r.Holder, CreatedAt: r.CreatedAt.UTC().Format(time.RFC3339Nano),
 			UpdatedAt: r.UpdatedAt.UTC().Format(time.RFC3339Nano), Outcome: r.Outcome, Turns: r.Turns, Tokens: r.Tokens,
 			CostUSD: r.CostUSD, Error: r.Error})
 	}

@@ -132,16 +132,11 @@ func newServer(ctx context.Context, f serveFlags, stderr io.Writer) (srv *server
 	if err != nil {
 		return nil, 0, nil, usageErr(err)
 	}
-	reg, err := agent.LoadRegistry(spec.Dir{Path: f.agents}, opts...)
+	reg, err := servedAgents(f.agents, opts)
 	if err != nil {
-		return nil, 0, nil, usageErr(fmt.Errorf("--agents %s: %w", f.agents, err))
+		return nil, 0, nil, usageErr(err)
 	}
 	closers = append(closers, func() { reg.Close() })
-	for _, a := range reg.Agents() { // a served agent fails now, not at its first request
-		if err := a.Ready(); err != nil {
-			return nil, 0, nil, usageErr(err)
-		}
-	}
 	pipes, err := loadPipelines(f, reg, opts, tel, key)
 	if err != nil {
 		return nil, 0, nil, usageErr(err)
@@ -319,4 +314,20 @@ or given as the argument.`,
 			return nil
 		},
 	}
+}
+
+// servedAgents are the agents of dir, each ready to run: one whose
+// provider lacks its key fails the server now, not at its first request.
+func servedAgents(dir string, opts []agent.Option) (*agent.Registry, error) {
+	reg, err := agent.LoadRegistry(spec.Dir{Path: dir}, opts...)
+	if err != nil {
+		return nil, fmt.Errorf("--agents %s: %w", dir, err)
+	}
+	for _, a := range reg.Agents() {
+		if err := a.Ready(); err != nil {
+			reg.Close()
+			return nil, err
+		}
+	}
+	return reg, nil
 }

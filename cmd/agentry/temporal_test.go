@@ -324,7 +324,7 @@ func TestTemporalCLI(t *testing.T) {
 	data, _ := os.ReadFile(spec)
 	os.WriteFile(approval, []byte(strings.Replace(string(data), `"policy": {`, `"policy": {"approval": {"tools": ["http_request"]}, `, 1)), 0o600)
 	code, out, errs := runCLI(t, "run", approval, "--input", "task=approved effects", "--temporal", hostPort, "--json", "-q")
-	if code != 1 || !strings.Contains(errs, "awaits approval") || !strings.Contains(out, `"awaiting_approval"`) {
+	if code != 3 || !strings.Contains(errs, "waits for approval") || !strings.Contains(out, `"awaiting_approval"`) {
 		t.Fatalf("a run that waits: exit %d: %s\n%s", code, out, errs)
 	}
 	json.Unmarshal([]byte(out), &res)

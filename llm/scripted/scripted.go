@@ -23,6 +23,7 @@ package scripted
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -129,7 +130,8 @@ var ErrExhausted = errors.New("scripted: no turns left")
 // from it plays the turns from the start.
 type Script struct {
 	name  string
-	model string
+	model string // what the script is priced as
+	named string // the model the file names, "" for none
 	steps []step
 }
 
@@ -164,7 +166,9 @@ func FromFile(name string, f *File) (*Script, error) {
 	if f.Turns == nil {
 		return nil, fmt.Errorf("scripted model %s: missing \"turns\"", name)
 	}
-	s := &Script{name: name, model: f.Model, steps: make([]step, len(f.Turns))}
+	// A script that stands for no model is priced as "scripted": an
+	// offline run, which costs nothing. Its replies name no model.
+	s := &Script{name: name, model: cmp.Or(f.Model, "scripted"), named: f.Model, steps: make([]step, len(f.Turns))}
 	for i, t := range f.Turns {
 		st, err := buildStep(i+1, t, f.Model)
 		if err != nil {
@@ -303,8 +307,9 @@ type Model struct {
 	next   int
 }
 
-// ModelName is the model the script's turns came from ("" when the file
-// names none); it prices the replay and its cost budget.
+// ModelName is the model the script's turns came from, which prices the
+// replay and its cost budget; "scripted" when the file names none: an
+// offline run that stands for no model costs nothing.
 func (m *Model) ModelName() string { return m.script.model }
 
 // Calls returns how many calls the model has answered so far.
@@ -326,7 +331,7 @@ func (m *Model) take() (step, int, error) {
 	m.next++
 	m.mu.Unlock()
 	if n >= len(m.script.steps) {
-		return step{}, n + 1, &llm.APIError{Kind: llm.KindInvalidRequest, Provider: "scripted", Model: m.script.model,
+		return step{}, n + 1, &llm.APIError{Kind: llm.KindInvalidRequest, Provider: "scripted", Model: m.script.named,
 			Message: fmt.Sprintf("%s: call %d but the script has only %d turns", m.script.name, n+1, len(m.script.steps)),
 			Err:     ErrExhausted}
 	}
