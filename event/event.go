@@ -45,7 +45,10 @@ type Event struct {
 	AgentName string    `json:"agent_name"`
 	Turn      int       `json:"turn"`
 	Time      time.Time `json:"time"`
-	// Seq orders the events of a bus: 1, 2, 3, ...
+	// Seq orders the events of a bus: 1, 2, 3, ... An event read back
+	// from a stored run (its log, its server-sent events) carries its
+	// place in the log instead, the SSE id: one number, increasing through
+	// the run's whole life, across resumes and restarts.
 	Seq uint64 `json:"seq"`
 	// ParentRunID is set on the events of a sub-agent's run.
 	ParentRunID string `json:"parent_run_id,omitempty"`

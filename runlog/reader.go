@@ -235,6 +235,7 @@ func (l *Log) Events() ([]event.Event, error) {
 		if err := json.Unmarshal(rec.Data, &e); err != nil {
 			return nil, fmt.Errorf("record %d (event): %w", rec.Seq, err)
 		}
+		e.Seq = uint64(rec.Seq) // a stored event's one number: its place in the log
 		out = append(out, e)
 	}
 	return out, nil

@@ -189,7 +189,7 @@ func (st *eventStream) write(rec *store.Record) bool {
 		return false
 	}
 	h := headOf(rec.Data)
-	fmt.Fprintf(st.w, "id: %d\nevent: %s\ndata: %s\n\n", rec.Seq, h.Type, bytes.TrimSpace(rec.Data))
+	fmt.Fprintf(st.w, "id: %d\nevent: %s\ndata: %s\n\n", rec.Seq, h.Type, bytes.TrimSpace(withSeq(rec.Data, rec.Seq)))
 	st.quietSince = time.Now()
 	return h.Type == "run_end" && h.RunID == st.runID
 }
@@ -230,4 +230,25 @@ func headOf(data json.RawMessage) head {
 		h.Type = "message"
 	}
 	return h
+}
+
+// withSeq is an event's JSON with its seq the record's place in the log,
+// its SSE id: the bus that emitted it numbered it otherwise, and again
+// from 1 after a resume. encoding/json writes seq after four scalar
+// fields, so its first "seq": is the event's own.
+func withSeq(data []byte, seq int64) []byte {
+	const key = `"seq":`
+	i := bytes.Index(data, []byte(key))
+	if i < 0 {
+		return data
+	}
+	start := i + len(key)
+	end := start
+	for end < len(data) && data[end] >= '0' && data[end] <= '9' {
+		end++
+	}
+	out := make([]byte, 0, len(data)+8)
+	out = append(out, data[:start]...)
+	out = strconv.AppendInt(out, seq, 10)
+	return append(out, data[end:]...)
 }

@@ -274,8 +274,8 @@ func TestRunLifecycle(t *testing.T) {
 		t.Fatalf("events %v", all)
 	}
 	for i, e := range all {
-		if e.data["type"] != e.typ || e.data["run_id"] != id || (i > 0 && e.id <= all[i-1].id) {
-			t.Fatalf("event %d: %+v", i, e)
+		if e.data["type"] != e.typ || e.data["run_id"] != id || (i > 0 && e.id <= all[i-1].id) || e.data["seq"] != float64(e.id) {
+			t.Fatalf("event %d: %+v (its seq must be its id)", i, e)
 		}
 	}
 	for cut := range all {

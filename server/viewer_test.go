@@ -230,8 +230,12 @@ func TestAuditAndResumeStream(t *testing.T) {
 	}
 	all := f.stream(t, id, 0)
 	var types []string
-	for _, e := range all {
+	for i, e := range all {
 		types = append(types, e.typ)
+		// One number per event, across the resume: its seq is its id.
+		if seq, ok := e.data["seq"]; e.typ != "resume" && (!ok || seq != float64(e.id) || i > 0 && e.id <= all[i-1].id) {
+			t.Fatalf("event %d (%s) has id %d and seq %v", i, e.typ, e.id, seq)
+		}
 	}
 	i := slices.Index(types, "resume")
 	if i < 0 || types[i-1] != "run_end" || types[len(types)-1] != "run_end" || all[i].data["turn"] != 1.0 {
