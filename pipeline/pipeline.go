@@ -354,6 +354,10 @@ func (p *Pipeline) adopt(env *Envelope, start string) error {
 	if env.History == nil {
 		env.History = []StageRecord{}
 	}
+	if env.Current == End && len(env.History) > 0 {
+		return fmt.Errorf("%w: the envelope is finished (it reached the end after stage %s): a new run takes a new envelope (NewEnvelope)",
+			ErrInvalid, env.History[len(env.History)-1].Stage)
+	}
 	if env.Current == "" || env.Current == End {
 		env.Current = start
 	}

@@ -423,12 +423,30 @@ func TestConfidence(t *testing.T) {
 	}
 }
 
+// TestHookPanicIsAnError: a hook that panics fails its stage with an
+// error naming the stage, the hook and the panic once.
 func TestHookPanicIsAnError(t *testing.T) {
 	d, _ := Parse("test", []byte(abcDef()))
-	p, _ := New(d, ".", WithHooks("a", Hooks{Work: func(context.Context, *Envelope) (map[string]any, error) { panic("hook bug") }}))
-	res, err := p.Run(context.Background(), nil)
-	if !errors.Is(err, ErrHook) || !strings.Contains(err.Error(), "hook bug") || res.Envelope.History[0].Stage != "a" {
-		t.Errorf("%v", err)
+	boom := func() { panic("hook bug") }
+	for _, tc := range []struct {
+		name  string
+		hooks Hooks
+		want  string
+	}{
+		{"work", Hooks{Work: func(context.Context, *Envelope) (map[string]any, error) { boom(); return nil, nil }},
+			"pipeline: hook failed: stage a: panic: hook bug"},
+		{"pre-process", Hooks{PreProcess: func(context.Context, *Envelope) error { boom(); return nil }},
+			"pipeline: hook failed: stage a: pre-process: panic: hook bug"},
+		{"post-process", Hooks{PostProcess: func(context.Context, *Envelope, map[string]any) error { boom(); return nil }},
+			"pipeline: hook failed: stage a: post-process: panic: hook bug"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p, _ := New(d, ".", WithHooks("a", tc.hooks))
+			res, err := p.Run(context.Background(), nil)
+			if !errors.Is(err, ErrHook) || err.Error() != tc.want || strings.Count(err.Error(), "hook failed") != 1 || res.Envelope.History[0].Stage != "a" {
+				t.Errorf("%v, want %s", err, tc.want)
+			}
+		})
 	}
 }
 
@@ -729,5 +747,26 @@ func TestDriveRefusals(t *testing.T) {
 				t.Errorf("Run: %v, want ErrInvalid saying %q", err, tc.want)
 			}
 		})
+	}
+}
+
+// TestProcessFinishedEnvelope: an envelope that reached the end is not
+// run again from the start: Process refuses it, naming why.
+func TestProcessFinishedEnvelope(t *testing.T) {
+	d, _ := Parse("test", []byte(abcDef()))
+	p, err := New(d, ".", WithMock(true))
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := p.Run(context.Background(), nil)
+	if err != nil || res.Envelope.Current != End {
+		t.Fatalf("the first run: %v, at %q", err, res.Envelope.Current)
+	}
+	hops := res.Envelope.HopCount
+	if _, err := p.Process(context.Background(), res.Envelope); !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), "the envelope is finished") {
+		t.Errorf("Process of a finished envelope: %v", err)
+	}
+	if res.Envelope.HopCount != hops {
+		t.Errorf("the finished envelope ran again: %d hops, was %d", res.Envelope.HopCount, hops)
 	}
 }

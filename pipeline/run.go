@@ -181,6 +181,9 @@ func (r *runState) stage(ctx context.Context, st *stage) (bool, *Result, error) 
 		if code == "" {
 			code = agent.CodeToolError
 		}
+		if pe := (*panicError)(nil); errors.As(err, &pe) {
+			err = fmt.Errorf("%w: stage %s: %w", ErrHook, st.def.Name, err)
+		}
 		return fail(code, err)
 	}
 	if outcome != agent.OutcomeSkip {
@@ -255,16 +258,21 @@ func firstText(m map[string]any, keys ...string) string {
 	return ""
 }
 
-// guard runs f and turns a panic in it (a hook's, say) into an error, so
-// that no panic escapes a run.
+// guard runs f and turns a panic in it (a hook's, say) into a
+// *panicError, so that no panic escapes a run; the caller says whose.
 func guard(f func() error) (err error) {
 	defer func() {
 		if p := recover(); p != nil {
-			err = fmt.Errorf("%w: panic: %v", ErrHook, p)
+			err = &panicError{p}
 		}
 	}()
 	return f()
 }
+
+// panicError is a panic guard caught.
+type panicError struct{ v any }
+
+func (e *panicError) Error() string { return fmt.Sprintf("panic: %v", e.v) }
 
 func (r *runState) completed(rec StageRecord) {
 	r.emit(event.Event{Type: event.AgentCompleted, Data: map[string]any{"stage": rec.Stage, "agent": rec.Agent, "hop": rec.Hop,

@@ -333,8 +333,11 @@ func Truncate(limit int) Middleware {
 				cut--
 			}
 			dropped := len(out.JSON) - cut
-			out.Observation = string(out.JSON[:cut]) + "\n[truncated: " + strconv.Itoa(dropped) + " of " +
-				strconv.Itoa(len(out.JSON)) + " bytes dropped; ask for less, or for a part]"
+			note := "\n[truncated: " + strconv.Itoa(dropped) + " of " + strconv.Itoa(len(out.JSON)) + " bytes dropped; ask for less, or for a part]"
+			if cut+len(note) >= len(out.JSON) {
+				return out, nil // a cut and its note would be no shorter than the whole
+			}
+			out.Observation = string(out.JSON[:cut]) + note
 			return out, nil
 		}
 	}

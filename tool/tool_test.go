@@ -151,6 +151,11 @@ func TestMiddleware(t *testing.T) {
 				t.Errorf("output %d bytes, observation %q", len(out.JSON), out.Observation)
 			}
 		}},
+		{"a cut never makes it longer", big, `{"name":"x"}`, []Middleware{Truncate(180)}, "", "", 0, func(t *testing.T, out Output) {
+			if obs := out.Observation; len(obs) > len(out.JSON) || strings.Contains(obs, "truncated") {
+				t.Errorf("a %d-byte output observed as %d bytes: %q", len(out.JSON), len(obs), obs)
+			}
+		}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
