@@ -85,7 +85,10 @@ func reactMessages(a *Agent, input map[string]any) ([]llm.Message, []string) {
 		d.Timeout = (time.Duration(a.limits.TimeoutMS) * time.Millisecond).String()
 	}
 	for _, ts := range a.table().specs {
-		d.Tools = append(d.Tools, react.Tool{Name: ts.Name, Description: ts.Description, Parameters: compactSchema(ts.Parameters)})
+		// A description's later lines (its example arguments) indent
+		// under its tool, as its parameters do.
+		desc := strings.ReplaceAll(ts.Description, "\n", "\n  ")
+		d.Tools = append(d.Tools, react.Tool{Name: ts.Name, Description: desc, Parameters: compactSchema(ts.Parameters)})
 	}
 	if a.fewShot() {
 		for _, ex := range a.spec.FewShot {

@@ -173,8 +173,8 @@ func TestToolExamples(t *testing.T) {
 			t.Fatal(err)
 		}
 		system := m.reqs[0].Messages[0].Content
-		if !strings.Contains(system, `Example arguments: {"v":"two"}`) {
-			t.Errorf("the ReAct prompt lacks the tool's example:\n%s", system)
+		if !strings.Contains(system, "- set: Write the value.\n  Example arguments: {\"v\":\"two\"}\n  Parameters:") {
+			t.Errorf("the ReAct prompt lacks the tool's example, indented under it:\n%s", system)
 		}
 		if strings.Contains(system, "say hi") != (on == "true") {
 			t.Errorf("few_shot_enabled %s: the few-shot example shown is %v", on, strings.Contains(system, "say hi"))

@@ -47,7 +47,15 @@ func (t *Template) Vars() ([]string, error) { return vars(t.Engine, t.Text) }
 // vars returns the variables text uses, parsing it with the engine: each
 // once, in order.
 func vars(e Engine, text string) ([]string, error) {
+	out, _, err := varsOf(e, text)
+	return out, err
+}
+
+// varsOf returns the variables text uses, and those it reads only as a
+// condition (a handlebars {{#if}}), which an absent value answers.
+func varsOf(e Engine, text string) ([]string, map[string]bool, error) {
 	var out []string
+	condOnly := map[string]bool{}
 	add := func(name string) {
 		if name, _, _ = strings.Cut(name, "."); name != "" && !slices.Contains(out, name) {
 			out = append(out, name)
@@ -56,7 +64,7 @@ func vars(e Engine, text string) ([]string, error) {
 	switch e.orDefault() {
 	case FString:
 		if i := strings.Index(strings.ReplaceAll(text, "$${", ""), "${"); i >= 0 && !strings.Contains(text[i:], "}") {
-			return nil, fmt.Errorf("unclosed ${")
+			return nil, nil, fmt.Errorf("unclosed ${")
 		}
 		for _, v := range Vars(text) {
 			add(v)
@@ -64,13 +72,13 @@ func vars(e Engine, text string) ([]string, error) {
 	case Go:
 		t, err := template.New("t").Option("missingkey=error").Parse(text)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		walk(t.Tree.Root, func(f *parse.FieldNode) { add(f.Ident[0]) })
 	case Mustache:
 		t, err := mustache.ParseString(text)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		for _, tag := range t.Tags() {
 			if tag.Type() != mustache.Partial {
@@ -78,13 +86,23 @@ func vars(e Engine, text string) ([]string, error) {
 			}
 		}
 	case Handlebars:
-		if err := handlebarsVars(text, add); err != nil {
-			return nil, err
+		plain := map[string]bool{}
+		err := handlebarsVars(text, func(name string, cond bool) {
+			add(name)
+			name, _, _ = strings.Cut(name, ".")
+			if cond && !plain[name] {
+				condOnly[name] = true
+			} else {
+				plain[name], condOnly[name] = true, false
+			}
+		})
+		if err != nil {
+			return nil, nil, err
 		}
 	default:
-		return nil, fmt.Errorf("engine %q: want fstring, go, mustache or handlebars (liquid is not provided: see docs/decisions.md)", e)
+		return nil, nil, fmt.Errorf("engine %q: want fstring, go, mustache or handlebars (liquid is not provided: see docs/decisions.md)", e)
 	}
-	return out, nil
+	return out, condOnly, nil
 }
 
 // walk calls fn with the field nodes ({{.name}}) of a text/template tree
@@ -189,7 +207,7 @@ func (e *MissingError) Error() string {
 // (or a required one) that params lacks is a *MissingError naming them
 // all; without, required ones still are, and others render empty.
 func (t *Template) Render(params map[string]any, strict bool) (Rendered, error) {
-	used, err := vars(t.Engine, t.Text)
+	used, condOnly, err := varsOf(t.Engine, t.Text)
 	if err != nil {
 		return Rendered{}, fmt.Errorf("%w: %s: %v", ErrInvalid, t.Ref(), err)
 	}
@@ -211,7 +229,7 @@ func (t *Template) Render(params map[string]any, strict bool) (Rendered, error) 
 	}
 	for _, v := range used {
 		if _, ok := params[v]; !ok {
-			if strict && !slices.Contains(missing, v) {
+			if strict && !slices.Contains(missing, v) && !condOnly[v] {
 				missing = append(missing, v)
 			}
 			fill[v] = ""

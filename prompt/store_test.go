@@ -53,6 +53,10 @@ func TestTemplateRender(t *testing.T) {
 		{"lenient go range", Template{ID: "a", Engine: Go, Text: "Tools:{{range .tools}} {{.Name}}{{end}}."}, nil, false, "Tools:.", false},
 		{"lenient mustache", Template{ID: "a", Engine: Mustache, Text: "Hi {{name}}."}, nil, false, "Hi .", false},
 		{"required even lenient", Template{ID: "a", Version: "1", Text: "Hi ${name}", RequiredVars: []string{"name"}}, nil, false, "missing variables name", true},
+		{"strict handlebars, a condition absent", Template{ID: "a", Engine: Handlebars, Text: "{{#if vip}}Dear {{/if}}{{name}}"},
+			map[string]any{"name": "Ada"}, true, "Ada", false},
+		{"strict handlebars, a condition also shown", Template{ID: "a", Version: "1", Engine: Handlebars, Text: "{{#if vip}}{{vip}} {{/if}}{{name}}"},
+			map[string]any{"name": "Ada"}, true, "missing variables vip", true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r, err := tc.t.Render(tc.params, tc.strict)
