@@ -145,3 +145,24 @@ func storedResult(ctx context.Context, st store.Store, runID string, opts []runl
 	}
 	return &res, nil
 }
+
+// StoredDataset is the dataset the evaluation id ran, as its log keeps
+// it: what a rescore scores with when no other is given.
+func StoredDataset(ctx context.Context, st store.Store, id string, opts ...runlog.Option) (*Dataset, error) {
+	if _, err := Stored(ctx, st, id, opts...); err != nil {
+		return nil, err
+	}
+	l, err := runlog.Read(ctx, st, id, opts...)
+	if err != nil {
+		return nil, fmt.Errorf("eval %s: %w", id, err)
+	}
+	raw, ok := l.Start.Input["dataset"]
+	if !ok {
+		return nil, fmt.Errorf("eval %s: its log keeps no dataset", id)
+	}
+	b, err := json.Marshal(raw)
+	if err != nil {
+		return nil, fmt.Errorf("eval %s: its dataset: %w", id, err)
+	}
+	return Parse("the dataset of eval "+id, b)
+}

@@ -345,24 +345,31 @@ func newEvalShowCmd(stdout io.Writer) *cobra.Command {
 func newEvalRescoreCmd(stdout io.Writer) *cobra.Command {
 	f := evalFlags{maxRegression: -1}
 	cmd := &cobra.Command{
-		Use:   "rescore EVAL_ID DATASET",
+		Use:   "rescore EVAL_ID [DATASET]",
 		Short: "Score a stored evaluation's runs again with a dataset's assertions, running no agent",
 		Long: `Score the runs of a stored evaluation again with the assertions of DATASET (changed since,
 say), reading the runs' Results from the run store: no evaluated agent runs again, and none of
 its models or tools is called. A judge's verdict on the same case and output with the same
 rubric is reused; only a new judge assertion runs its judge agent (from --agents). The rescore
-is stored as an evaluation of its own, compared with the one it rescored.`,
-		Args: cobra.ExactArgs(2),
+is stored as an evaluation of its own, compared with the one it rescored. Without DATASET the
+evaluation's own dataset, as stored, scores it again (a judge's new rubric, say, or a new
+release's assertions).`,
+		Args: cobra.RangeArgs(1, 2),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			ds, err := eval.Load(args[1])
-			if err != nil {
-				return usageErr(err)
-			}
 			st, lo, err := openReading(cmd.Context(), f.db)
 			if err != nil {
 				return err
 			}
 			defer st.Close()
+			var ds *eval.Dataset
+			if len(args) == 2 {
+				ds, err = eval.Load(args[1])
+			} else {
+				ds, err = eval.StoredDataset(cmd.Context(), st, args[0], lo...)
+			}
+			if err != nil {
+				return usageErr(err)
+			}
 			so, err := storeOptions(st, f.prompts)
 			if err != nil {
 				return usageErr(err)

@@ -135,6 +135,12 @@ func TestEvalThroughTheBinary(t *testing.T) {
 	if bc := again["baseline"].(map[string]any); bc["baseline"] != id || join(bc["fixes"]) != "crash#1" {
 		t.Errorf("the rescore against the evaluation it rescored: %v", bc)
 	}
+	// Without a dataset, the evaluation's own, as stored, scores it again:
+	// the same verdicts, no model called.
+	own := evalJSON(t, 0, "rescore", id, "--db", db, "--agents", filepath.Join(dir, "no-agents"))
+	if got := agentsOf(own); got[0]["passed"] != 2.0 || got[1]["passed"] != 1.0 || own["rescore_of"] != id {
+		t.Errorf("a rescore with the stored dataset: %v", own)
+	}
 	// A rescore with a judge it has no verdicts of needs that judge.
 	newJudge := filepath.Join(dir, "judged.json")
 	os.WriteFile(newJudge, []byte(strings.Replace(string(data), `"rubric": "The ticket goes where a person would send it."`, `"rubric": "Short."`, 1)), 0o600)
