@@ -335,8 +335,8 @@ func TestTemporalCLI(t *testing.T) {
 		t.Errorf("approving no waiting call: exit %d: %s", code, errs)
 	}
 	code, _, errs = runCLI(t, "resume", res.ID, "--approve", res.ID+":1:0", "--db", db, "--temporal", hostPort, "-q")
-	if code != 1 || !strings.Contains(errs, res.ID+":2:0") {
-		t.Errorf("the first approval: exit %d (want 1: the run waits again, for %s:2:0): %s", code, res.ID, errs)
+	if code != 3 || !strings.Contains(errs, res.ID+":2:0") {
+		t.Errorf("the first approval: exit %d (want 3: the run waits again, for %s:2:0): %s", code, res.ID, errs)
 	}
 	code, out, errs = runCLI(t, "resume", res.ID, "--approve", res.ID+":2:0", "--db", db, "--temporal", hostPort, "-q")
 	if code != 0 || strings.TrimSpace(out) != "Both effects posted." {
