@@ -252,7 +252,7 @@ func (r *run) record(thought string, call *llm.ToolCall, res *ToolResult) {
 	}
 	r.attach(res.attachments)
 	_, rec.known = r.a.table().byName[res.Call.Name]
-	if res.Hints != nil {
+	if res.Hints != nil && !res.Cached { // a cached result's hints were noted when it ran
 		r.noteHints(res.Hints)
 	}
 	r.logger.step(rec)

@@ -155,7 +155,7 @@ func (j *runJournal) afterModel(n int, digest string, resp *llm.Response, err er
 	if err != nil && interrupted(r.ctx) {
 		return // cut short: a resume makes the call again
 	}
-	rec := runlog.ModelCall{N: n, Digest: digest, Response: journal.NewResponse(resp), Attempts: r.attempts, DurationMS: ms(time.Since(start))}
+	rec := runlog.ModelCall{N: n, Digest: digest, Response: journal.NewResponse(resp), Attempts: int(r.attempts), DurationMS: ms(time.Since(start))}
 	if rec.Response != nil {
 		for i, c := range rec.Response.ToolCalls {
 			if r.s.agent.private(c.Name) { // the model's input to a private tool stays out of the log

@@ -39,10 +39,11 @@ type run struct {
 	logger   runLogger
 	limits   budget // the spec's limits, tightened by the run's budget
 
-	attempts int // attempts of the model call in flight
-	runStart time.Time
-	turnAt   time.Duration // since runStart, when someone listens; 0 before
-	stream   *chunker      // streamed text on its way to events, made once a run
+	attempts    int32 // attempts of the model call in flight, over all the models it tried
+	triedBefore int32 // of them, those of the models given up on (fallbacks)
+	runStart    time.Time
+	turnAt      time.Duration // since runStart, when someone listens; 0 before
+	stream      *chunker      // streamed text on its way to events, made once a run
 
 	price *modelPrice // of the model that answered last
 

@@ -540,8 +540,12 @@ func TestFallbackModels(t *testing.T) {
 	if len(retries) != 2 || retries[1].Data["fallback_to"] != "scripted:testdata/scripts/spare.json" {
 		t.Errorf("retry events %+v", retries)
 	}
-	if res.ModelCalls[0].Attempts != 3 {
-		t.Errorf("model call %+v: want 3 attempts (2 on the busy model, 1 on the spare)", res.ModelCalls[0])
+	// Each model the turn tried is itemised: the busy one failed after
+	// its 2 attempts, the spare answered at its first.
+	mc := res.ModelCalls
+	if len(mc) != 2 || mc[0].Model != "testdata/scripts/busy.json" || mc[0].Attempts != 2 || !strings.Contains(mc[0].Error, "still overloaded") ||
+		mc[1].Model != "gpt-4.1-mini" || mc[1].Attempts != 1 || mc[1].Error != "" || mc[0].Turn != 1 || mc[1].Turn != 1 {
+		t.Errorf("model calls %+v: want the busy model's 2 failed attempts, then the spare's answer", mc)
 	}
 }
 

@@ -31,8 +31,23 @@ func (r *run) Retry(info llm.RetryInfo) {
 	}
 }
 
-// Fallback reports a fall-over to the next model as a retry event.
+// Fallback reports a fall-over to the next model as a retry event, and
+// the model given up on as a model call of its own, failed: each model
+// a turn tried is itemised, with its own attempts and time.
 func (r *run) Fallback(info llm.FallbackInfo) {
+	d := info.Took
+	if r.fixed {
+		d = 0 // a fixed clock does not move
+	}
+	mc := ModelCall{Turn: r.st.Turn, Provider: info.FromProvider, Model: info.FromModel, DurationMS: ms(d),
+		Attempts: int(r.attempts - r.triedBefore), Error: info.Err.Error()}
+	if r.a != r.s.agent {
+		mc.Agent = r.a.spec.AgentName
+	}
+	r.trace.call(&mc, d, r.s.agent)
+	r.logger.modelCall(&mc, info.Err)
+	r.note().fellFor += d // the next model's time is the call's, less this
+	r.triedBefore = r.attempts
 	r.attempts++
 	r.logger.fallback(info)
 	if r.s.bus.Active() {
@@ -54,18 +69,24 @@ func (r *run) callModel(ctx context.Context) (*llm.Response, error) {
 		}
 	}
 	r.req.Messages = st.Messages
-	r.attempts = 1
+	r.attempts, r.triedBefore = 1, 0
+	if r.notes != nil {
+		r.notes.fellFor = 0
+	}
 	start := time.Now()
 	resp, err := r.generate(ctx)
 	if err != nil && r.a.compaction != spec.CompactOff && errors.Is(err, llm.ErrContextTooLong) {
 		resp, err = r.refit(ctx, err) // the provider knows its window better than the table
 	}
 	d := r.since(start, time.Now())
-	mc := ModelCall{Turn: st.Turn, Provider: a.providerName, Model: a.model, DurationMS: ms(d), Attempts: r.attempts}
+	st.ModelLatencyMS += ms(d)
+	if r.notes != nil {
+		d = max(d-r.notes.fellFor, 0) // the model that answered (or failed last): its own time
+	}
+	mc := ModelCall{Turn: st.Turn, Provider: a.providerName, Model: a.model, DurationMS: ms(d), Attempts: int(r.attempts - r.triedBefore)}
 	if a != r.s.agent {
 		mc.Agent = a.spec.AgentName // the conversation was handed off
 	}
-	st.ModelLatencyMS += mc.DurationMS
 	if err == nil && resp == nil {
 		err = &llm.APIError{Kind: llm.KindInvalidRequest, Provider: a.providerName, Model: a.model, Message: "provider returned no response"}
 	}

@@ -3,6 +3,7 @@ package agent
 import (
 	"fmt"
 	"maps"
+	"time"
 )
 
 // runNotes are what a run adds to its Result beside the trace: warnings,
@@ -12,7 +13,8 @@ type runNotes struct {
 	retries        int
 	lastRetryError string
 	attachments    map[string]string
-	denials        []denial // what the access rules refused as the run began
+	denials        []denial      // what the access rules refused as the run began
+	fellFor        time.Duration // how long the model call in flight tried the models it gave up on
 }
 
 // note is the run's notes, made when something first adds to them.

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"iter"
 	"strings"
+	"time"
 )
 
 // Capabilities say what a model can do.
@@ -163,6 +164,7 @@ func (r *Router) Generate(ctx context.Context, req *Request) (*Response, error) 
 	}
 	var last error
 	for i, c := range order {
+		start := time.Now()
 		cr := *req
 		cr.Model = c.Model
 		resp, err := c.Provider.Generate(ctx, &cr)
@@ -179,7 +181,7 @@ func (r *Router) Generate(ctx context.Context, req *Request) (*Response, error) 
 		if ctx.Err() != nil || !unavailable(err) {
 			return nil, err
 		}
-		r.fallback(ctx, c, order, i, err)
+		r.fallback(ctx, c, order, i, err, start)
 	}
 	return nil, last
 }
@@ -194,6 +196,7 @@ func (r *Router) Stream(ctx context.Context, req *Request) iter.Seq2[Chunk, erro
 			return
 		}
 		for i, c := range order {
+			start := time.Now()
 			cr := *req
 			cr.Model = c.Model
 			s, ok := c.Provider.(Streamer)
@@ -211,7 +214,7 @@ func (r *Router) Stream(ctx context.Context, req *Request) iter.Seq2[Chunk, erro
 					yield(Chunk{}, err)
 					return
 				}
-				r.fallback(ctx, c, order, i, err)
+				r.fallback(ctx, c, order, i, err, start)
 				continue
 			}
 			emitted := false
@@ -236,15 +239,15 @@ func (r *Router) Stream(ctx context.Context, req *Request) iter.Seq2[Chunk, erro
 				yield(Chunk{}, failure)
 				return
 			}
-			r.fallback(ctx, c, order, i, failure)
+			r.fallback(ctx, c, order, i, failure, start)
 		}
 	}
 }
 
-func (r *Router) fallback(ctx context.Context, from Candidate, order []Candidate, i int, err error) {
+func (r *Router) fallback(ctx context.Context, from Candidate, order []Candidate, i int, err error, start time.Time) {
 	if t := TraceFrom(ctx); t != nil && i+1 < len(order) {
 		t.Fallback(FallbackInfo{FromProvider: from.Name, FromModel: from.Model,
-			ToProvider: order[i+1].Name, ToModel: order[i+1].Model, Err: err})
+			ToProvider: order[i+1].Name, ToModel: order[i+1].Model, Err: err, Took: time.Since(start)})
 	}
 }
 
@@ -270,4 +273,7 @@ type FallbackInfo struct {
 	FromProvider, FromModel string
 	ToProvider, ToModel     string
 	Err                     error
+	// Took is how long the model given up on was tried, its retries
+	// included.
+	Took time.Duration
 }
