@@ -5,12 +5,14 @@ import (
 	"errors"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/agentry/agentry/internal/testdb"
 	"github.com/agentry/agentry/llm/scripted"
 	"github.com/agentry/agentry/policy"
 	"github.com/agentry/agentry/spec"
+	"github.com/agentry/agentry/store"
 )
 
 // approvalAgent is the payer under an approval rule on pay, playing
@@ -178,5 +180,82 @@ func TestAbortWhileWaiting(t *testing.T) {
 	}
 	if run, err := st.Get(ctx, res.ID); err != nil || run.Status != "aborted" {
 		t.Errorf("stored run %+v (%v)", run, err)
+	}
+}
+
+// TestRefusedResumeFreesTheRun: a resume refused for its input (the
+// stored snapshot no longer renders with the agent's spec) gives the
+// run's lease back at once: the next resume is refused for the same
+// reason, not as held by a process that is gone.
+func TestRefusedResumeFreesTheRun(t *testing.T) {
+	ctx := context.Background()
+	st := openStore(t, testdb.SQLite(t))
+	l := ledger{filepath.Join(t.TempDir(), "ledger")}
+	a := approvalAgent(t, l, `{"tool_calls": [{"id": "call_1", "name": "pay", "arguments": {"to": "bob", "amount": 5}}]}, {"content": "Paid."}`)
+	res, err := a.Run(ctx, payerInput, WithStore(st))
+	if !errors.Is(err, ErrAwaitingApproval) {
+		t.Fatalf("run: %v", err)
+	}
+	// The agent as it is now: its prompt needs an input the run never had.
+	sp, _ := spec.Load(payerSpec)
+	sp.PurposeText, sp.InputKeys = "${task} for ${customer}", []string{"task", "customer"}
+	sp.Policy, _ = policy.Parse([]byte(`{"approval": {"tools": ["pay"]}}`))
+	b, err := New(sp, WithProvider(&recorder{}, "test"), WithTools(durableTools(t, l, true, nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for attempt := 1; attempt <= 2; attempt++ {
+		sess, err := b.Resume(ctx, st, res.ID, Approve("call_1"))
+		if err == nil {
+			_, err = sess.Run(ctx)
+		}
+		if err == nil || errors.Is(err, store.ErrHeld) || strings.Contains(err.Error(), "held by") || !strings.Contains(err.Error(), "customer") {
+			t.Fatalf("resume %d: %v; want it refused for the missing input, the run free", attempt, err)
+		}
+	}
+	if run, _ := st.Get(ctx, res.ID); run.Holder != "" || run.Status != store.AwaitingApproval {
+		t.Errorf("after refused resumes: status %s, holder %q", run.Status, run.Holder)
+	}
+}
+
+// failOnce is a store whose next Append fails, once.
+type failOnce struct {
+	store.Store
+	fail atomic.Bool
+}
+
+func (f *failOnce) Append(ctx context.Context, w store.Write) error {
+	if f.fail.CompareAndSwap(true, false) {
+		return errors.New("the disk is full")
+	}
+	return f.Store.Append(ctx, w)
+}
+
+// TestResumeThatCannotBeginFreesTheRun: a resume whose session cannot
+// begin (its log cannot be taken up: here the store refuses the write)
+// gives the lease back, so the next resume goes on at once.
+func TestResumeThatCannotBeginFreesTheRun(t *testing.T) {
+	ctx := context.Background()
+	st := &failOnce{Store: openStore(t, testdb.SQLite(t))}
+	l := ledger{filepath.Join(t.TempDir(), "ledger")}
+	a := approvalAgent(t, l, `{"tool_calls": [{"id": "call_1", "name": "pay", "arguments": {"to": "bob", "amount": 5}}]}, {"content": "Paid."}`)
+	res, err := a.Run(ctx, payerInput, WithStore(st))
+	if !errors.Is(err, ErrAwaitingApproval) {
+		t.Fatalf("run: %v", err)
+	}
+	sess, err := a.Resume(ctx, st, res.ID, Approve("call_1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	st.fail.Store(true)
+	if _, err := sess.Run(ctx); err == nil || !strings.Contains(err.Error(), "the disk is full") {
+		t.Fatalf("the failing resume: %v", err)
+	}
+	sess, err = a.Resume(ctx, st, res.ID, Approve("call_1"))
+	if err != nil {
+		t.Fatalf("the next resume: %v; want the run free", err)
+	}
+	if res, err := sess.Run(ctx); err != nil || !res.Success {
+		t.Errorf("the next resume ran: %v", err)
 	}
 }
