@@ -182,6 +182,9 @@ func TestEvalsList(t *testing.T) {
 			t.Errorf("an evaluation in the runs: %v", r)
 		}
 		parents[r["parent_run_id"].(string)]++
+		if r["parent_kind"] != "eval" { // the viewer tags it a case, not a stage
+			t.Errorf("a case run's parent_kind %v", r["parent_kind"])
+		}
 	}
 	if len(rs) != 15 || parents[sides.ID] != 10 || parents[v3.ID] != 5 {
 		t.Errorf("%d runs, by parent %v", len(rs), parents)

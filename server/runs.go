@@ -1,6 +1,7 @@
 package server
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -285,22 +286,25 @@ func (s *Server) agentFor(req *runRequest, c *caller) (a *agent.Agent, owned boo
 
 // runView is a run as the API shows it.
 type runView struct {
-	RunID     string          `json:"run_id"`
-	Kind      string          `json:"kind"`
-	Agent     string          `json:"agent"`
-	Version   string          `json:"version"`
-	ParentID  string          `json:"parent_run_id,omitempty"`
-	SessionID string          `json:"session_id,omitempty"`
-	User      string          `json:"user,omitempty"` // the run's owner
-	Status    store.Status    `json:"status"`
-	Outcome   string          `json:"outcome,omitempty"`
-	Turns     int             `json:"turns"`
-	Tokens    int             `json:"tokens"`
-	CostUSD   *float64        `json:"cost_usd"`
-	Error     string          `json:"error,omitempty"`
-	CreatedAt time.Time       `json:"created_at"`
-	UpdatedAt time.Time       `json:"updated_at"`
-	Result    json.RawMessage `json:"result,omitempty"`
+	RunID    string `json:"run_id"`
+	Kind     string `json:"kind"`
+	Agent    string `json:"agent"`
+	Version  string `json:"version"`
+	ParentID string `json:"parent_run_id,omitempty"`
+	// ParentKind is the parent's kind, when the caller reaches it: a
+	// pipeline's stage, an agent's sub-agent, an evaluation's case.
+	ParentKind string          `json:"parent_kind,omitempty"`
+	SessionID  string          `json:"session_id,omitempty"`
+	User       string          `json:"user,omitempty"` // the run's owner
+	Status     store.Status    `json:"status"`
+	Outcome    string          `json:"outcome,omitempty"`
+	Turns      int             `json:"turns"`
+	Tokens     int             `json:"tokens"`
+	CostUSD    *float64        `json:"cost_usd"`
+	Error      string          `json:"error,omitempty"`
+	CreatedAt  time.Time       `json:"created_at"`
+	UpdatedAt  time.Time       `json:"updated_at"`
+	Result     json.RawMessage `json:"result,omitempty"`
 }
 
 func viewOf(r store.Run) runView {
@@ -346,8 +350,10 @@ func (s *Server) listRuns(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	out := make([]runView, len(runs))
+	kinds := s.parentKinds(r.Context(), runs)
 	for i, run := range runs {
 		out[i] = viewOf(run)
+		out[i].ParentKind = kinds[run.ParentID]
 	}
 	page := map[string]any{"runs": out}
 	if len(runs) == f.Limit {
@@ -568,4 +574,22 @@ func writeBodyError(w http.ResponseWriter, err error) {
 		return
 	}
 	writeError(w, http.StatusBadRequest, "invalid_request", err.Error())
+}
+
+// parentKinds are the kinds of the parents of runs that the caller
+// reaches, by id: each parent read once.
+func (s *Server) parentKinds(ctx context.Context, runs []store.Run) map[string]string {
+	c := callerOf(ctx)
+	out := map[string]string{}
+	for _, run := range runs {
+		if id := run.ParentID; id != "" {
+			if _, done := out[id]; !done {
+				out[id] = ""
+				if p, err := s.cfg.Store.Get(ctx, id); err == nil && c.sees(p.User) {
+					out[id] = p.Kind
+				}
+			}
+		}
+	}
+	return out
 }

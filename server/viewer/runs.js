@@ -7,6 +7,8 @@ import {h, fill, fmtMs, fmtInt, fmtCost, fmtTime, relTime, shortId, badge, rowKe
 const STATUSES = ['running', 'awaiting_approval', 'completed', 'failed', 'aborted', 'interrupted'];
 const PAGE = 25; // runs a page, unless the route says ?limit= (1–100)
 const REFRESH_MS = 2000;
+// What a run is to its parent, by the parent's kind.
+const parentTag = {pipeline: 'stage', agent: 'sub-agent', eval: 'case'};
 
 const COLUMNS = [
   {key: 'status', label: 'Status', value: (r) => r.status},
@@ -118,7 +120,7 @@ function runRow(r) {
   return h('tr', {tabindex: 0, class: 'row s-' + r.status, dataset: {runId: r.run_id}, 'aria-label': label},
     h('td', {}, badge(r.status)),
     h('td', {class: 'c-agent'}, h('strong', {}, r.agent), h('span', {class: 'muted'}, '@' + r.version),
-      r.kind === 'pipeline' ? h('span', {class: 'tag'}, 'pipeline') : null, r.parent_run_id ? h('span', {class: 'tag'}, 'stage') : null),
+      r.kind === 'pipeline' ? h('span', {class: 'tag'}, 'pipeline') : null, r.parent_run_id ? h('span', {class: 'tag'}, parentTag[r.parent_kind] || 'child') : null),
     h('td', {class: 'c-id'}, h('a', {href, tabindex: -1}, h('code', {}, shortId(r.run_id)))),
     h('td', {class: 'nowrap', title: fmtTime(r.created_at)}, relTime(r.created_at)),
     h('td', {class: 'num'}, fmtMs(duration(r)) + (r.status === 'running' ? '…' : '')),
