@@ -96,6 +96,14 @@ func TestViewerRun(t *testing.T) {
 		p.open("")
 		p.waitJS("the runs", `document.querySelectorAll('.runs-table tbody tr[data-run-id]').length === 3`)
 		p.noOverflow("the list", w.width)
+		// Every run's tokens and cost are in sight, as columns in a wide
+		// window and as a line under the agent in a narrow one.
+		if !eval[bool](p, fmt.Sprintf(`[...document.querySelectorAll('.runs-table tbody tr[data-run-id]')].every(tr =>
+			[...tr.querySelectorAll('td.c-opt, .c-sub')].filter(e => { const b = e.getBoundingClientRect(); return b.width > 0 && b.right <= %d + 1 })
+				.map(e => e.textContent).join(' ').match(/tokens|\d/) &&
+			[...tr.querySelectorAll('td.c-opt:last-child, .c-sub')].some(e => { const b = e.getBoundingClientRect(); return b.width > 0 && b.right <= %d + 1 }))`, w.width, w.width)) {
+			t.Errorf("at %d px a run's tokens or cost is out of sight", w.width)
+		}
 		p.screenshot("list-" + w.name)
 		p.open("#/runs/" + id)
 		p.waitJS("the timeline", `document.querySelectorAll('.wf-row.k-tool').length === 3 && !document.querySelector('.conn') &&

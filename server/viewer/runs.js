@@ -15,7 +15,7 @@ const COLUMNS = [
   {key: 'agent', label: 'Agent', value: (r) => r.agent + '@' + r.version},
   {key: 'run_id', label: 'Run', value: (r) => r.run_id, cls: 'c-id'},
   {key: 'created_at', label: 'Started', value: (r) => r.created_at},
-  {key: 'duration', label: 'Duration', value: duration, cls: 'num'},
+  {key: 'duration', label: 'Duration', value: duration, cls: 'num c-opt'},
   {key: 'turns', label: 'Turns', value: (r) => r.turns, cls: 'num c-opt'},
   {key: 'tokens', label: 'Tokens', value: (r) => r.tokens, cls: 'num c-opt'},
   {key: 'cost_usd', label: 'Cost', value: (r) => r.cost_usd ?? -1, cls: 'num c-opt'},
@@ -120,10 +120,12 @@ function runRow(r) {
   return h('tr', {tabindex: 0, class: 'row s-' + r.status, dataset: {runId: r.run_id}, 'aria-label': label},
     h('td', {}, badge(r.status)),
     h('td', {class: 'c-agent'}, h('strong', {}, r.agent), h('span', {class: 'muted'}, '@' + r.version),
-      r.kind === 'pipeline' ? h('span', {class: 'tag'}, 'pipeline') : null, r.parent_run_id ? h('span', {class: 'tag'}, parentTag[r.parent_kind] || 'child') : null),
+      r.kind === 'pipeline' ? h('span', {class: 'tag'}, 'pipeline') : null, r.parent_run_id ? h('span', {class: 'tag'}, parentTag[r.parent_kind] || 'child') : null,
+      // In a narrow window the columns of numbers give way to one line.
+      h('div', {class: 'c-sub muted'}, `${fmtMs(duration(r))}${r.status === 'running' ? '…' : ''} · ${fmtInt(r.turns)} turns · ${fmtInt(r.tokens)} tokens · ${fmtCost(r.cost_usd)}`)),
     h('td', {class: 'c-id'}, h('a', {href, tabindex: -1}, h('code', {}, shortId(r.run_id)))),
     h('td', {class: 'nowrap', title: fmtTime(r.created_at)}, relTime(r.created_at)),
-    h('td', {class: 'num'}, fmtMs(duration(r)) + (r.status === 'running' ? '…' : '')),
+    h('td', {class: 'num c-opt'}, fmtMs(duration(r)) + (r.status === 'running' ? '…' : '')),
     h('td', {class: 'num c-opt'}, fmtInt(r.turns)),
     h('td', {class: 'num c-opt'}, fmtInt(r.tokens)),
     h('td', {class: 'num c-opt'}, fmtCost(r.cost_usd)));
