@@ -424,3 +424,12 @@ func (a *Agent) logOptions(more ...journal.Option) []journal.Option {
 	}
 	return append([]journal.Option{journal.Sealed(a.logSeal)}, more...)
 }
+
+// freeResume gives back the lease of a resume that could not begin (a
+// snapshot that does not open, a log that cannot be taken up): the run
+// is free for the next resume at once, not when the lease runs out.
+func (s *Session) freeResume(ctx context.Context, j *runJournal) {
+	if rc := s.cfg.resume; rc != nil && !rc.replay && (j == nil || j.w == nil) {
+		journal.Release(context.WithoutCancel(ctx), s.cfg.store, s.state.RunID, rc.holder)
+	}
+}

@@ -123,11 +123,7 @@ func (s *Session) Run(ctx context.Context) (*Result, error) {
 	}
 	ctx, j, refused, err := r.begin(r.prepare(ctx))
 	if err != nil {
-		if rc := s.cfg.resume; rc != nil && (j == nil || j.w == nil) && !rc.replay {
-			// A resume that cannot begin (a snapshot that does not open)
-			// frees the run at once, not when the lease runs out.
-			journal.Release(context.WithoutCancel(ctx), s.cfg.store, s.state.RunID, rc.holder)
-		}
+		s.freeResume(ctx, j)
 		return r.finish(nil, err)
 	}
 	r.logger.runStart()
