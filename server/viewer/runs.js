@@ -122,7 +122,7 @@ function runRow(r) {
     h('td', {class: 'c-agent'}, h('strong', {}, r.agent), h('span', {class: 'muted'}, '@' + r.version),
       r.kind === 'pipeline' ? h('span', {class: 'tag'}, 'pipeline') : null, r.parent_run_id ? h('span', {class: 'tag'}, parentTag[r.parent_kind] || 'child') : null,
       // In a narrow window the columns of numbers give way to one line.
-      h('div', {class: 'c-sub muted'}, `${fmtMs(duration(r))}${r.status === 'running' ? '…' : ''} · ${fmtInt(r.turns)} turns · ${fmtInt(r.tokens)} tokens · ${fmtCost(r.cost_usd)}`)),
+      h('div', {class: 'c-sub muted'}, `${fmtMs(duration(r))}${r.status === 'running' ? '…' : ''} · ${fmtInt(r.turns)} turn${r.turns === 1 ? '' : 's'} · ${fmtInt(r.tokens)} tokens · ${fmtCost(r.cost_usd)}`)),
     h('td', {class: 'c-id'}, h('a', {href, tabindex: -1}, h('code', {}, shortId(r.run_id)))),
     h('td', {class: 'nowrap', title: fmtTime(r.created_at)}, relTime(r.created_at)),
     h('td', {class: 'num c-opt'}, fmtMs(duration(r)) + (r.status === 'running' ? '…' : '')),
