@@ -306,6 +306,7 @@ type localRemote struct {
 	wg     sync.WaitGroup
 	mu     sync.Mutex
 	done   map[string]chan struct{} // closed when the run's "workflow" ends
+	gate   chan struct{}            // what a run given "gated" waits for before it begins
 }
 
 func (r *localRemote) Start(_ context.Context, rr RemoteRun) (string, error) {
@@ -336,6 +337,9 @@ func (r *localRemote) Start(_ context.Context, rr RemoteRun) (string, error) {
 	go func() {
 		defer r.wg.Done()
 		defer close(done)
+		if rr.Input["gated"] != nil {
+			<-r.gate // no worker takes it until the test says so
+		}
 		sess.Run(context.Background())
 	}()
 	return sess.RunID(), nil
@@ -476,5 +480,32 @@ func TestCloseEndsRemoteWaits(t *testing.T) {
 			}
 		}
 		_ = c
+	}
+}
+
+// TestRemoteRunWatchedFromItsID: a run the Remote has not begun when its
+// id is answered (no worker took it within the wait) is still the
+// caller's to watch: its event stream waits for it to begin, then streams
+// it to its end, rather than answering that there is no such run.
+func TestRemoteRunWatchedFromItsID(t *testing.T) {
+	defer func(d time.Duration) { remoteBegin = d }(remoteBegin)
+	remoteBegin = 20 * time.Millisecond
+	remote := &localRemote{done: map[string]chan struct{}{}, gate: make(chan struct{})}
+	t.Cleanup(remote.wg.Wait)
+	f := newFixture(t, Config{Remote: remote})
+	remote.agents, remote.st = f.srv.cfg.Agents, f.st
+	code, body := f.do(t, "POST", "/v1/runs", "", `{"agent": "greeter", "input": {"task": "greet Ada", "gated": true}}`)
+	id, _ := body["run_id"].(string)
+	if code != 201 || id == "" {
+		close(remote.gate)
+		t.Fatalf("%d %v", code, body)
+	}
+	if _, err := f.st.Get(context.Background(), id); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("the run is stored before a worker took it: %v", err)
+	}
+	time.AfterFunc(100*time.Millisecond, func() { close(remote.gate) }) // a worker takes it while the client waits
+	events := f.stream(t, id, 0)
+	if len(events) < 3 || events[0].typ != "run_start" || events[len(events)-1].typ != "run_end" {
+		t.Errorf("the stream of a run begun after its id was answered: %v", events)
 	}
 }

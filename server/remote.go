@@ -78,6 +78,14 @@ func (s *Server) createRemote(w http.ResponseWriter, r *http.Request, req *runRe
 		writeError(w, http.StatusBadGateway, "remote_error", err.Error())
 		return
 	}
+	// Until the run stops, a request for it waits for it to reach the
+	// store: a client watches it from the moment it has its id.
+	s.mu.Lock()
+	if s.started == nil {
+		s.started = map[string]bool{}
+	}
+	s.started[id] = true
+	s.mu.Unlock()
 	s.begun(r.Context(), id, s.followRemote(id, 0))
 	s.answerRemote(w, r, id, 0, http.StatusCreated)
 }
@@ -96,6 +104,11 @@ func (s *Server) followRemote(id string, after int64) (ended <-chan struct{}) {
 	}()
 	go func() {
 		defer s.releaseRemote()
+		defer func() {
+			s.mu.Lock()
+			delete(s.started, id)
+			s.mu.Unlock()
+		}()
 		defer func() { cancel(); <-end }()
 		t := time.NewTicker(remoteFollow)
 		defer t.Stop()
@@ -148,7 +161,7 @@ const remoteFollow = 200 * time.Millisecond
 
 // remoteBegin is how long an answer waits for a worker to begin a run,
 // so that the id it answers finds the run in the store.
-const remoteBegin = 5 * time.Second
+var remoteBegin = 5 * time.Second // a variable for the tests of a run that begins later
 
 // begun waits until the run is in the store, its workflow ended (it
 // never will be), or remoteBegin passed (no worker took it yet: it

@@ -462,7 +462,7 @@ func (s *Server) driving(id string) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	_, ok := s.runs[id]
-	return ok
+	return ok || s.started[id]
 }
 
 // audit answers the run's records of the audit log, in order: every
