@@ -42,7 +42,9 @@ type Agent struct {
 	spec         *spec.Spec     // a private copy, its mode set
 	planner      Planner        // from the mode table or WithPlanner
 	provider     llm.Provider   // the whole model chain
-	models       []llm.Provider // the models in it, as opened: what Ready asks
+	models       []llm.Provider // the models in it, as opened
+	readiers     []readier      // of them, those Ready asks
+	subs         []*Agent       // the sub-agents, which Ready asks too
 	providerName string
 	model        string                    // the id the provider is called with
 	priceModel   string                    // the model prices are looked up for
@@ -299,6 +301,7 @@ func build(in *spec.Spec, o options) (*Agent, error) {
 		a.Close() // what was opened before a problem was found
 		return nil, &spec.Error{Source: source, Problems: problems}
 	}
+	a.noteReadiers()
 	return a, nil
 }
 

@@ -197,19 +197,31 @@ type readier interface{ Ready() error }
 // it when it starts, to fail before its first request. New does not, so
 // that a spec can be checked where no key is.
 func (a *Agent) Ready() error {
+	for _, r := range a.readiers {
+		if err := r.Ready(); err != nil {
+			return fmt.Errorf("%w: agent %s: %w", ErrConfig, a.spec.AgentName, err)
+		}
+	}
+	for _, sub := range a.subs {
+		if err := sub.Ready(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// noteReadiers finds, once, what Ready asks: the models that can tell
+// they lack a key, and the sub-agents (a run of an agent with neither
+// asks nothing).
+func (a *Agent) noteReadiers() {
 	for _, p := range a.models {
 		if r, ok := p.(readier); ok {
-			if err := r.Ready(); err != nil {
-				return fmt.Errorf("%w: agent %s: %w", ErrConfig, a.spec.AgentName, err)
-			}
+			a.readiers = append(a.readiers, r)
 		}
 	}
 	for _, b := range a.tools.byName {
 		if b.sub != nil {
-			if err := b.sub.Ready(); err != nil {
-				return err
-			}
+			a.subs = append(a.subs, b.sub)
 		}
 	}
-	return nil
 }

@@ -99,7 +99,7 @@ func (a *Agent) NewSession(input map[string]any, opts ...RunOption) (*Session, e
 	if err := c.check(); err != nil {
 		return nil, err
 	}
-	if c.provider == nil {
+	if c.provider == nil && (a.readiers != nil || a.subs != nil) {
 		if err := a.Ready(); err != nil {
 			return nil, err
 		}
