@@ -9,6 +9,7 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"maps"
 	"os"
 	"strings"
@@ -359,6 +360,8 @@ const (
 	SeverityCritical Severity = "critical"
 	// SeverityError: the spec reads, but an agent cannot be built from it.
 	SeverityError Severity = "error"
+	// SeverityWarning: it builds and runs, but likely not as meant.
+	SeverityWarning Severity = "warning"
 )
 
 // Issue is one problem of a spec, with its severity.
@@ -377,6 +380,48 @@ func (e *Error) Issues() []Issue {
 	out := make([]Issue, len(e.Problems))
 	for i, p := range e.Problems {
 		out[i] = Issue{Severity: sev, Message: p}
+	}
+	return out
+}
+
+// Warnings are what a valid spec holds that likely is not meant: a
+// limit another makes unreachable, or "model_unlisted" where every model
+// is listed (the check it turns off would pass, and a later misspelling
+// would go unnoticed). The providers must be linked for their catalogs
+// to be asked.
+func (s *Spec) Warnings() []Issue {
+	var out []Issue
+	warn := func(format string, a ...any) {
+		out = append(out, Issue{Severity: SeverityWarning, Message: fmt.Sprintf(format, a...)})
+	}
+	l := s.Limits
+	if l.TimeoutMS > 0 {
+		if l.ToolTimeoutMS > l.TimeoutMS {
+			warn("limits.tool_timeout_ms %d is longer than limits.timeout_ms %d: no tool call can use it", l.ToolTimeoutMS, l.TimeoutMS)
+		}
+		if l.ModelTimeoutMS > l.TimeoutMS {
+			warn("limits.model_timeout_ms %d is longer than limits.timeout_ms %d: no model call can use it", l.ModelTimeoutMS, l.TimeoutMS)
+		}
+	}
+	if s.ModelUnlisted && s.ModelName != "" {
+		unlisted := false
+		probe := *s
+		probe.ModelUnlisted = false
+		model := s.ModelName
+		if s.Provider != "" && !strings.HasPrefix(model, s.Provider+":") {
+			model = s.Provider + ":" + model
+		}
+		unlisted = probe.Unlisted(model, s.BaseURL) != ""
+		for _, f := range s.FallbackModels {
+			name := f.ModelName
+			if f.Provider != "" && !strings.HasPrefix(name, f.Provider+":") {
+				name = f.Provider + ":" + name
+			}
+			unlisted = unlisted || probe.Unlisted(name, f.BaseURL) != ""
+		}
+		if !unlisted {
+			warn("model_unlisted is set, but every model is in its provider's catalog: a later misspelling would go unnoticed")
+		}
 	}
 	return out
 }

@@ -147,12 +147,13 @@ func (v validation) path(path, agentsDir string, writeLock bool, opts []agent.Op
 	}
 	if !st.IsDir() {
 		a, err := agent.FromFile(path, append(opts, agent.WithAgents(spec.Dir{Path: agentsDir}))...)
+		var sp spec.Spec
 		if err == nil {
-			sp := a.Spec()
+			sp = a.Spec()
 			a.Close()
 			err = laidOut(path, &sp)
 		}
-		return report(path, err, stdout, stderr)
+		return report(path, err, stdout, stderr, sp.Warnings()...)
 	}
 	bad := 0
 	d := spec.Dir{Path: path}
@@ -182,7 +183,11 @@ func (v validation) path(path, agentsDir string, writeLock bool, opts []agent.Op
 		if err == nil {
 			err = lk.Add(s)
 		}
-		bad += report(p, err, stdout, stderr)
+		var ws []spec.Issue
+		if err == nil {
+			ws = s.Warnings()
+		}
+		bad += report(p, err, stdout, stderr, ws...)
 		return nil
 	})
 	if err != nil {
@@ -211,9 +216,14 @@ func reportPipeline(path string, err error, stdout, stderr io.Writer) int {
 	return report(path, err, stdout, stderr)
 }
 
-func report(path string, err error, stdout, stderr io.Writer) int {
+// report prints a file's one verdict, and its warnings under it: they
+// do not make it invalid.
+func report(path string, err error, stdout, stderr io.Writer, warnings ...spec.Issue) int {
 	if err == nil {
 		fmt.Fprintf(stdout, "✓ %s\n", path)
+		for _, w := range warnings {
+			fmt.Fprintf(stdout, "    %s: %s\n", w.Severity, w.Message)
+		}
 		return 0
 	}
 	var se *spec.Error
