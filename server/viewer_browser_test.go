@@ -200,6 +200,32 @@ func checkTimeline(t *testing.T, p *page) {
 	}
 }
 
+// checkTurnsInOrder: in a resumed run's timeline no turn starts before
+// the one before it ends, and no call a resumed turn serves from its log
+// outlasts the turn (it keeps the duration it took when it ran), but for
+// the 3 px a bar is drawn at however short. Its turns take well under a
+// millisecond, the events' resolution, so their places are exact here.
+func checkTurnsInOrder(t *testing.T, p *page) {
+	t.Helper()
+	why := eval[string](p, `(() => {
+		let turnEnd = -Infinity, prevEnd = -Infinity;
+		for (const row of document.querySelectorAll('.wf-row')) {
+			const bar = row.querySelector('.wf-bar');
+			if (!bar) continue;
+			const r = bar.getBoundingClientRect();
+			if (row.classList.contains('k-turn')) {
+				if (r.left < prevEnd - 4) return 'a turn starts ' + (prevEnd - r.left).toFixed(1) + ' px before the one before it ends';
+				turnEnd = prevEnd = r.right;
+			} else if (row.classList.contains('k-model') || row.classList.contains('k-tool')) {
+				if (r.right > turnEnd + 4) return 'a call outlasts its turn by ' + (r.right - turnEnd).toFixed(1) + ' px';
+			}
+		}
+		return '' })()`)
+	if why != "" {
+		t.Errorf("the timeline: %s", why)
+	}
+}
+
 // TestViewerApprove: a run paused for approval shows the call it waits
 // on, with its arguments redacted; approved with a click, it goes on
 // live to its end, its timeline shows the call once, and the audit
@@ -235,6 +261,7 @@ func TestViewerApprove(t *testing.T) {
 	if n := eval[int](p, `document.querySelectorAll('.wf-row.k-tool').length`); n != 1 {
 		t.Errorf("%d tool calls in the timeline, want 1", n)
 	}
+	checkTurnsInOrder(t, p)
 	p.click("the policy tab", "#tab-policy")
 	p.waitJS("the audit records", `document.querySelectorAll('table.audit tbody tr').length >= 2`)
 	if got := p.text("table.audit tbody"); !strings.Contains(got, "pause") || !strings.Contains(got, "approve") {

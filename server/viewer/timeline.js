@@ -93,6 +93,12 @@ class Builder {
 
   turnEnd(d, t) {
     this.modelDone(d.turn, t);
+    // Nothing of a turn outlasts its end: a model call placed by its
+    // recorded duration (a paused run's, read back) is cut at it, so the
+    // next turn never seems to start before this one ends.
+    const m = this.models.get(d.turn);
+    if (m && m.t1 !== null && m.t1 > t) m.t1 = t;
+    for (const [key, r] of this.tools) if (key.startsWith(d.turn + '/') && r.t1 !== null && r.t1 > t) r.t1 = t;
     const row = this.turns.get(d.turn);
     if (!row) return;
     row.t1 = t;
@@ -195,7 +201,10 @@ export function renderTimeline(tl) {
 }
 
 function row(r, start, span) {
-  const dur = r.dur || r.t1 - r.t0; // a measured duration is finer than the events' milliseconds
+  // A measured duration is finer than the events' milliseconds, but never
+  // longer than the row's place: a call a resumed run serves from its log
+  // keeps the duration it took when it ran, and must not outlast its turn.
+  const dur = r.dur ? Math.min(r.dur, r.t1 - r.t0 + 1) : r.t1 - r.t0;
   const paused = r.decision === 'pause';
   const bar = h('span', {class: 'wf-bar' + (r.open ? ' open' : '') + (paused ? ' paused' : r.status === 'error' ? ' failed' : '')});
   // Within the track: the events' times are in whole milliseconds.
