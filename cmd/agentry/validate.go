@@ -146,14 +146,7 @@ func (v validation) path(path, agentsDir string, writeLock bool, opts []agent.Op
 		return reportPipeline(path, err, stdout, stderr)
 	}
 	if !st.IsDir() {
-		a, err := agent.FromFile(path, append(opts, agent.WithAgents(spec.Dir{Path: agentsDir}))...)
-		var sp spec.Spec
-		if err == nil {
-			sp = a.Spec()
-			a.Close()
-			err = laidOut(path, &sp)
-		}
-		return report(path, err, stdout, stderr, sp.Warnings()...)
+		return v.file(path, agentsDir, opts)
 	}
 	bad := 0
 	d := spec.Dir{Path: path}
@@ -253,4 +246,16 @@ func laidOut(path string, s *spec.Spec) error {
 	}
 	return &spec.Error{Source: path, Problems: []string{fmt.Sprintf(
 		"the file says agent_name %q version %q but its path says %q version %q", s.AgentName, s.Version, name, version)}}
+}
+
+// file checks one spec file, as run would build it, and where it lies.
+func (v validation) file(path, agentsDir string, opts []agent.Option) int {
+	a, err := agent.FromFile(path, append(opts, agent.WithAgents(spec.Dir{Path: agentsDir}))...)
+	var sp spec.Spec
+	if err == nil {
+		sp = a.Spec()
+		a.Close()
+		err = laidOut(path, &sp)
+	}
+	return report(path, err, v.stdout, v.stderr, sp.Warnings()...)
 }
