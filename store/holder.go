@@ -9,7 +9,6 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
 )
 
@@ -66,7 +65,7 @@ func HolderDead(holder string) bool {
 	if pid == os.Getpid() {
 		return parts[3] != me[3] // an earlier process with this pid
 	}
-	return errors.Is(syscall.Kill(pid, 0), syscall.ESRCH)
+	return processGone(pid)
 }
 
 // KeepLease renews holder's lease of runID every ttl/3 until the returned
