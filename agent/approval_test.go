@@ -2,6 +2,7 @@ package agent
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"path/filepath"
 	"strings"
@@ -257,5 +258,42 @@ func TestResumeThatCannotBeginFreesTheRun(t *testing.T) {
 	}
 	if res, err := sess.Run(ctx); err != nil || !res.Success {
 		t.Errorf("the next resume ran: %v", err)
+	}
+}
+
+// TestWaitingCallsRedacted: a hostile model that puts a secret in the
+// arguments of a call held for approval does not get it into the
+// Result's waiting calls (arguments or reason), and a private tool's
+// arguments wait as a digest.
+func TestWaitingCallsRedacted(t *testing.T) {
+	ctx := context.Background()
+	const secret = "sk-proj-CANARYwaiting00000000000000001"
+	for _, private := range []bool{false, true} {
+		l := ledger{filepath.Join(t.TempDir(), "ledger")}
+		script, err := scripted.Parse("leak", []byte(`{"turns": [{"tool_calls": [{"id": "c1", "name": "pay", "arguments": {"to": "`+secret+`", "amount": 5}}]}, {"content": "ok"}]}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		sp, _ := spec.Load(payerSpec)
+		rules := `{"approval": {"tools": ["pay"]}}`
+		if private {
+			rules = `{"approval": {"tools": ["pay"]}, "private_tools": ["pay"]}`
+		}
+		sp.Policy, _ = policy.Parse([]byte(rules))
+		a, err := New(sp, WithProvider(script.Model(), "scripted"), WithTools(durableTools(t, l, true, nil)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		res, err := a.Run(ctx, payerInput)
+		if !errors.Is(err, ErrAwaitingApproval) || len(res.Waiting) != 1 {
+			t.Fatalf("private %v: %v, waiting %+v", private, err, res.Waiting)
+		}
+		b, _ := json.Marshal(res.Waiting)
+		if strings.Contains(string(b), "CANARYwaiting") {
+			t.Errorf("private %v: the waiting call holds the secret: %s", private, b)
+		}
+		if w := string(res.Waiting[0].Arguments); private && !strings.Contains(w, "private:sha256:") {
+			t.Errorf("a private tool's waiting arguments: %s", w)
+		}
 	}
 }
