@@ -136,22 +136,14 @@ func (s *Spec) checkModel(c *checker) {
 	if s.MaxOutputTokens < 0 {
 		c.bad("max_output_tokens %d is negative", s.MaxOutputTokens)
 	}
-	model := s.ModelName
-	if s.Provider != "" && model != "" && !strings.HasPrefix(model, s.Provider+":") {
-		model = s.Provider + ":" + model
-	}
-	if p := s.Unlisted(model, s.BaseURL); p != "" {
+	if p := s.Unlisted(qualify(s.Provider, s.ModelName), s.BaseURL); p != "" {
 		c.bad("model_name %s", p)
 	}
 	for i, f := range s.FallbackModels {
 		if f.ModelName == "" {
 			c.bad("fallback_models[%d].model_name is required", i)
 		}
-		name := f.ModelName
-		if f.Provider != "" && !strings.HasPrefix(name, f.Provider+":") {
-			name = f.Provider + ":" + name
-		}
-		if p := s.Unlisted(name, f.BaseURL); p != "" {
+		if p := s.Unlisted(qualify(f.Provider, f.ModelName), f.BaseURL); p != "" {
 			c.bad("fallback_models[%d].model_name %s", i, p)
 		}
 	}
@@ -484,4 +476,13 @@ func sortedKeys(m map[string]bool) []string {
 	}
 	slices.Sort(out)
 	return out
+}
+
+// qualify is a model as llm.Open reads it: "provider:model" when the
+// spec names the provider on its own ("" stays "").
+func qualify(provider, model string) string {
+	if provider == "" || model == "" || strings.HasPrefix(model, provider+":") {
+		return model
+	}
+	return provider + ":" + model
 }

@@ -404,20 +404,11 @@ func (s *Spec) Warnings() []Issue {
 		}
 	}
 	if s.ModelUnlisted && s.ModelName != "" {
-		unlisted := false
 		probe := *s
 		probe.ModelUnlisted = false
-		model := s.ModelName
-		if s.Provider != "" && !strings.HasPrefix(model, s.Provider+":") {
-			model = s.Provider + ":" + model
-		}
-		unlisted = probe.Unlisted(model, s.BaseURL) != ""
+		unlisted := probe.Unlisted(qualify(s.Provider, s.ModelName), s.BaseURL) != ""
 		for _, f := range s.FallbackModels {
-			name := f.ModelName
-			if f.Provider != "" && !strings.HasPrefix(name, f.Provider+":") {
-				name = f.Provider + ":" + name
-			}
-			unlisted = unlisted || probe.Unlisted(name, f.BaseURL) != ""
+			unlisted = unlisted || probe.Unlisted(qualify(f.Provider, f.ModelName), f.BaseURL) != ""
 		}
 		if !unlisted {
 			warn("model_unlisted is set, but every model is in its provider's catalog: a later misspelling would go unnoticed")

@@ -241,11 +241,12 @@ func laidOut(path string, s *spec.Spec) error {
 		return nil
 	}
 	name := filepath.Base(filepath.Dir(path))
-	if s.AgentName == name && s.Version == version {
-		return nil
+	if !spec.ValidName(name) || s.AgentName == name && s.Version == version {
+		return nil // a folder no agent could be named after is not an agents directory's
 	}
-	return &spec.Error{Source: path, Problems: []string{fmt.Sprintf(
-		"the file says agent_name %q version %q but its path says %q version %q", s.AgentName, s.Version, name, version)}}
+	// The agents directory's own check, and its words.
+	_, _, err := spec.Dir{Path: filepath.Dir(filepath.Dir(path))}.Load(name + "@" + version)
+	return err
 }
 
 // file checks one spec file, as run would build it, and where it lies.
