@@ -147,11 +147,14 @@ func (s *Server) background(sess *agent.Session, a *agent.Agent, owned bool, p p
 	s.drive(id, sess)
 	ctx := policy.WithPrincipal(s.base, p)
 	go func() {
-		defer s.release()
-		res, _ := sess.Run(ctx)
+		res, err := sess.Run(ctx)
 		s.undrive(id)
 		if owned {
 			a.Close()
+		}
+		s.release()
+		if errors.Is(err, store.ErrLeaseLost) {
+			res = s.takenOver(id, res)
 		}
 		done <- res
 	}()
@@ -410,30 +413,6 @@ func filterOf(r *http.Request) (store.Filter, error) {
 		}
 	}
 	return f, nil
-}
-
-// abort stops a run this server drives; 409 for one it does not (ended,
-// or driven by another process).
-func (s *Server) abort(w http.ResponseWriter, r *http.Request) {
-	run, ok := s.storedRun(w, r)
-	if !ok {
-		return
-	}
-	s.mu.Lock()
-	sess := s.runs[run.ID]
-	s.mu.Unlock()
-	if sess == nil {
-		s.abortElsewhere(w, r, run)
-		return
-	}
-	if run.Status != store.Running {
-		// Ended (or paused) in the store, though its goroutine may not
-		// have let go of it yet.
-		writeError(w, http.StatusConflict, "conflict", fmt.Sprintf("run %s is %s: it cannot be aborted", run.ID, run.Status))
-		return
-	}
-	sess.Abort()
-	writeJSON(w, http.StatusAccepted, map[string]string{"run_id": run.ID, "status": "aborting"})
 }
 
 // logOptions read the server's run logs: opened with its key.

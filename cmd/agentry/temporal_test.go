@@ -368,16 +368,9 @@ func TestTwoServersOnePostgres(t *testing.T) {
 	a := startServe(t, "--agents", agents, "--db", db, "--allow-private-network")
 	b := startServe(t, "--agents", agents, "--db", db, "--allow-private-network")
 
-	code, started := a.call(t, "POST", "/v1/runs", "", `{"agent": "poster", "input": {"task": "watched elsewhere"}}`)
-	if code != 201 {
-		t.Fatalf("start on A: %d %v\n%s", code, started, a.out)
-	}
-	id := started["run_id"].(string)
-	select {
-	case <-svc.gated: // A's call is in flight
-	case <-time.After(time.Minute):
-		t.Fatalf("the run's call never came:\n%s", a.out)
-	}
+	// A client of A waits for the run's Result.
+	waited := a.waiting(t, "/v1/runs?wait=true", `{"agent": "poster", "input": {"task": "watched elsewhere"}}`)
+	id := gatedRun(t, svc, b)
 	code, run := b.call(t, "GET", "/v1/runs/"+id, "", "")
 	if code != 200 || run["status"] != "running" {
 		t.Fatalf("B sees the run as %d %v", code, run)
@@ -407,6 +400,9 @@ func TestTwoServersOnePostgres(t *testing.T) {
 	}
 	if code, run := a.call(t, "GET", "/v1/runs/"+id, "", ""); code != 200 || run["status"] != "aborted" {
 		t.Errorf("A sees the run as %d %v; want aborted", code, run)
+	}
+	if got := <-waited; got.code != 200 || got.body["terminate_reason"] != "aborted" {
+		t.Errorf("A's answer to its client that waited for the run, aborted on B: %d %v", got.code, got.body)
 	}
 	_, types = a.sse(t, id, 0, nil)
 	ends := 0
@@ -567,4 +563,88 @@ func TestServeOnTemporalMaxRuns(t *testing.T) {
 			t.Fatalf("the slot never came back: %d %v", code, body)
 		}
 	}
+}
+
+// Two servers over one store and one Temporal: an abort sent to B ends
+// aborted both a run A started on Temporal and one A drives itself (a
+// chat completion), and A answers each as B does, as the store records
+// it: one store, one answer.
+func TestServeOnTemporalAbortedElsewhere(t *testing.T) {
+	hostPort, _ := testdb.Temporal(t)
+	db := testdb.Postgres(t)
+	svc, url := newCounter(t)
+	_, agents := posterAgents(t, url, "gate", "effect")
+	startWorker(t, "--temporal", hostPort, "--db", db, "--agents", agents, "--allow-private-network")
+	a := startServe(t, "--agents", agents, "--db", db, "--temporal", hostPort, "--allow-private-network")
+	b := startServe(t, "--agents", agents, "--db", db, "--temporal", hostPort, "--allow-private-network")
+	for _, c := range []struct {
+		name, path, body string
+		key, want        string // of A's answer
+		last             bool   // the gate opens after its abort
+	}{
+		{"on Temporal", "/v1/runs?wait=true", `{"agent": "poster", "input": {"task": "held at the gate"}}`, "terminate_reason", "aborted", false},
+		// Before, A answered a store error: its lease was lost.
+		{"driven by A", "/v1/chat/completions", `{"model": "poster", "messages": [{"role": "user", "content": "held at the gate"}]}`, "object", "chat.completion", true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			waited := a.waiting(t, c.path, c.body)
+			id := gatedRun(t, svc, b)
+			if code, body := b.call(t, "POST", "/v1/runs/"+id+"/abort", "", ""); code != 202 {
+				t.Fatalf("abort on B: %d %v\n%s", code, body, b.out)
+			}
+			b.waitStatus(t, id, "aborted")
+			if c.last {
+				svc.open() // A's call at the gate returns: A writes nothing of it
+			}
+			got := <-waited
+			if got.code != 200 || got.body[c.key] != c.want {
+				t.Errorf("A's answer to the run it started, aborted on B: %d %v", got.code, got.body)
+			}
+			for _, s := range []*served{a, b} {
+				code, run := s.call(t, "GET", "/v1/runs/"+id, "", "")
+				res, _ := run["result"].(map[string]any)
+				if code != 200 || run["status"] != "aborted" || res["terminate_reason"] != "aborted" {
+					t.Errorf("the run as %s reports it: %d %v", s.base, code, run)
+				}
+			}
+			_, types := a.sse(t, id, 0, nil)
+			if n := strings.Count(strings.Join(types, " "), "run_end"); n != 1 {
+				t.Errorf("A's events of the run end %d times: %v", n, types)
+			}
+		})
+	}
+}
+
+// answer is a server's answer to a call.
+type answer struct {
+	code int
+	body map[string]any
+}
+
+// waiting POSTs body to path in the background: a client that waits
+// for its answer.
+func (s *served) waiting(t *testing.T, path, body string) <-chan answer {
+	waited := make(chan answer, 1)
+	go func() {
+		code, body := s.call(t, "POST", path, "", body)
+		waited <- answer{code, body}
+	}()
+	return waited
+}
+
+// gatedRun waits until a run's call reached svc's gate, and returns the
+// id of the one run s lists running.
+func gatedRun(t *testing.T, svc *counter, s *served) string {
+	t.Helper()
+	select {
+	case <-svc.gated:
+	case <-time.After(3 * time.Minute):
+		t.Fatalf("no run's call reached the gate\n%s", s.out)
+	}
+	code, list := s.call(t, "GET", "/v1/runs?status=running", "", "")
+	runs, _ := list["runs"].([]any)
+	if code != 200 || len(runs) != 1 {
+		t.Fatalf("the one running run, listed: %d %v", code, list)
+	}
+	return runs[0].(map[string]any)["run_id"].(string)
 }
