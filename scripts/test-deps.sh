@@ -59,6 +59,8 @@ install() {
   [ -n "$(chromium_bin)" ] || pkgs+=(chromium)
   command -v node >/dev/null || pkgs+=(nodejs)
   command -v npm >/dev/null || pkgs+=(npm)
+  command -v curl >/dev/null || pkgs+=(curl) # docs/guide.md's commands
+  command -v jq >/dev/null || pkgs+=(jq)
   if [ ${#pkgs[@]} -gt 0 ]; then
     apt_install "${pkgs[@]}"
   fi

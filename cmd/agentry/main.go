@@ -16,7 +16,8 @@
 //	agentry audit [--run RUN_ID] [--verify] [--json]
 //	agentry version
 //
-// Exit codes: 0 success, 1 the run failed, 2 bad usage, spec or input.
+// Exit codes: 0 success, 1 the run failed, 2 bad usage, spec or input, 3
+// the run waits for approval (or a paused pipeline for an answer).
 package main
 
 import (

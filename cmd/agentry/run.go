@@ -65,7 +65,8 @@ func newRunCmd(stdout, stderr io.Writer) *cobra.Command {
 pipeline from its definition file (one with "pipeline_name").
 Progress goes to stderr as it happens; the answer (or, with --json, the whole
 result) goes to stdout. Exit codes: 0 success, 1 the run failed, 2 bad usage,
-spec or input.`,
+spec or input, 3 the run waits for approval (or a paused pipeline for an
+answer): the commands that decide it are printed.`,
 		Args: func(_ *cobra.Command, args []string) error {
 			if len(args) != 1 {
 				return usageErr(fmt.Errorf("run takes one spec file or agent name, got %d arguments", len(args)))

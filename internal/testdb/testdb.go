@@ -11,6 +11,7 @@ import (
 	"math/rand/v2"
 	"net/url"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -102,4 +103,16 @@ func announceSkips(binary string) {
 // directory.
 func SQLite(t testing.TB) string {
 	return filepath.Join(t.TempDir(), "agentry.db")
+}
+
+// Commands fails or skips the test (as a missing service does) unless
+// every named command is on PATH: the tools a test runs as a user would
+// (curl, jq), which scripts/test-deps.sh installs.
+func Commands(t testing.TB, names ...string) {
+	t.Helper()
+	for _, name := range names {
+		if _, err := exec.LookPath(name); err != nil {
+			missing(t, name+" is not installed", "installs it from Debian's packages")
+		}
+	}
 }
