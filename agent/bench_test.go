@@ -17,7 +17,7 @@ import (
 	"github.com/agentry/agentry/tool"
 )
 
-// The reference workload of DESIGN.md section 4: ten turns, nine of which
+// The reference workload: ten turns, nine of which
 // call add(a, b) with JSON arguments, then a final answer, on the scripted
 // provider with zero latency.
 

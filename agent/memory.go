@@ -87,7 +87,7 @@ func (a *Agent) openMemory(o options) []string {
 	case o.memory != nil:
 		b = o.memory
 	default:
-		return []string{"memory.backend: none given, and the host gives none (agent.WithMemory; the binary gives its run store unless --no-store)"}
+		return []string{"memory.backend: none given, and the host gives none (agent.WithMemory)"}
 	}
 	sealed, err := memseal.New(b, o.memoryKey)
 	if err != nil {
@@ -128,7 +128,7 @@ func (r *run) recall(ctx context.Context) error {
 	if r.info.UserID == "" {
 		for _, t := range append([]string{am.spec.Stream}, am.spec.Collections...) {
 			if slices.Contains(prompt.Vars(t), "user_id") {
-				return fmt.Errorf("%w: the memory is named by ${user_id}, the run's user, and the run has none (WithUser, --user)", ErrInvalidInput)
+				return fmt.Errorf("%w: the memory is named by ${user_id}, the run's user, and the run has none (WithUser)", ErrInvalidInput)
 			}
 		}
 	}
@@ -204,7 +204,7 @@ func memoryVars(input map[string]any, user string) (map[string]any, error) {
 		return nil, fmt.Errorf("%w: the input's user_id %q is not the run's user %q; memory is named by the run's user",
 			ErrInvalidInput, fmt.Sprint(given), user)
 	case user == "" && inInput:
-		return nil, fmt.Errorf("%w: the input names user_id %q but the run has no user (WithUser, --user); memory is named by the run's user",
+		return nil, fmt.Errorf("%w: the input names user_id %q but the run has no user (WithUser); memory is named by the run's user",
 			ErrInvalidInput, fmt.Sprint(given))
 	case user == "":
 		return input, nil

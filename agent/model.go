@@ -22,8 +22,7 @@ func (a *Agent) checkPriced() []string {
 		return nil
 	}
 	return []string{fmt.Sprintf("limits.max_cost_usd: model %q has no price, so the budget could never be enforced; "+
-		"price it with \"pricing\": {%q: {\"prompt\": USD_PER_MTOK, \"completion\": USD_PER_MTOK}} in the spec, "+
-		"agentry run --pricing FILE, or agent.WithPricing", a.priceModel, a.priceModel)}
+		"price it with \"pricing\": {%q: {\"prompt\": USD_PER_MTOK, \"completion\": USD_PER_MTOK}} in the spec", a.priceModel, a.priceModel)}
 }
 
 // openModel opens the agent's model chain: the spec's model (or the one

@@ -52,7 +52,7 @@ func (a *Agent) resolvePrompts(o options) []string {
 
 func (a *Agent) template(o options, ref string) (prompt.Template, error) {
 	if o.prompts == nil {
-		return prompt.Template{}, fmt.Errorf("no prompt store to take it from (agent.WithPrompts; the binary's is its run store, or --prompts DIR)")
+		return prompt.Template{}, fmt.Errorf("no prompt store to take it from (agent.WithPrompts)")
 	}
 	id, version, err := prompt.ParseRef(ref)
 	if err != nil {

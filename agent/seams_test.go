@@ -89,7 +89,7 @@ func TestZeroRetriesMeanNone(t *testing.T) {
 // cost is unknown (null), not 0.
 func TestUnpricedModel(t *testing.T) {
 	_, err := New(mustSpec(t, `{`+base+`, "limits": {"max_cost_usd": 1}}`), WithProvider(&recorder{}, "test"))
-	if !errors.Is(err, spec.ErrInvalid) || !strings.Contains(err.Error(), `model "m" has no price`) || !strings.Contains(err.Error(), "--pricing") {
+	if !errors.Is(err, spec.ErrInvalid) || !strings.Contains(err.Error(), `model "m" has no price`) || !strings.Contains(err.Error(), `"pricing": {`) {
 		t.Fatalf("err = %v", err)
 	}
 	a, err := New(mustSpec(t, `{`+base+`, "limits": {"max_cost_usd": 1}, "pricing": {"m": {"prompt": 1, "completion": 2}}}`),

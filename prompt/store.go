@@ -204,7 +204,7 @@ func Pick(id, version string, have []string) (string, error) {
 
 // Put refuses: files are written by hand and versioned with the code.
 func (d Dir) Put(context.Context, Template) (Template, error) {
-	return Template{}, fmt.Errorf("%w: %s is a directory of files; add prompts/{id}/{version}.json, or put into the store (--db)", ErrReadOnly, string(d))
+	return Template{}, fmt.Errorf("%w: %s is a directory of files; add prompts/{id}/{version}.json, or put it into a run store", ErrReadOnly, string(d))
 }
 
 // List reads every template file the filter selects.

@@ -22,7 +22,10 @@ for target in linux/amd64 linux/arm64 darwin/amd64 darwin/arm64 windows/amd64 wi
 	name="agentry_${version}_${os}_${arch}"
 	[ "$os" = windows ] && name+=.exe
 	GOOS=$os GOARCH=$arch go build -trimpath -ldflags='-s -w -buildid=' -o "$out/$name" ./cmd/agentry
-	awk -v n="$name" -v s="$(stat -c %s "$out/$name")" 'BEGIN { printf "%-40s %6.1f MB\n", n, s / 1e6 }'
+	awk -v n="$name" -v s="$(wc -c <"$out/$name")" 'BEGIN { printf "%-40s %6.1f MB\n", n, s / 1e6 }'
 done
-(cd "$out" && sha256sum agentry_* >SHA256SUMS)
+# sha256sum on Linux, shasum on macOS: the same format.
+sum=sha256sum
+command -v sha256sum >/dev/null || sum="shasum -a 256"
+(cd "$out" && $sum agentry_* >SHA256SUMS)
 echo "release.sh: agentry $version in $out (SHA256SUMS)"

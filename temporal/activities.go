@@ -76,7 +76,7 @@ func (x *activities) build(req *Request) (*agent.Agent, error) {
 			dir = x.cfg.Agents
 		}
 		if dir == "" {
-			return nil, fmt.Errorf("agent %q: this worker has no agents directory (--agents)", req.Agent)
+			return nil, fmt.Errorf("agent %q: this worker has no agents directory (Config.Agents)", req.Agent)
 		}
 		return agent.FromDir(dir, req.Agent, x.options(opts...)...)
 	}

@@ -148,7 +148,7 @@ func TestExitCodes(t *testing.T) {
 		{"validate good", []string{"validate", quickstart, "testdata/loops.json"}, 0, ""},
 		{"validate undeclared var", []string{"validate", "testdata/undeclared_var.json"}, 2, "purpose_text uses ${days}, which no input key provides (declared: city)"},
 		{"validate unpriced budget", []string{"validate", "testdata/unpriced_budget.json"}, 2, `model "no-such-model-2099" has no price`},
-		{"run unpriced budget", []string{"run", "testdata/unpriced_budget.json"}, 2, "--pricing FILE"},
+		{"run unpriced budget", []string{"run", "testdata/unpriced_budget.json"}, 2, `"pricing": {`},
 		{"bad log level", []string{"run", quickstart, "--log-level", "loud"}, 2, `--log-level "loud": want debug, info, warn, error or off`},
 		{"bad log format", []string{"run", quickstart, "--log-format", "xml"}, 2, `--log-format "xml": want json or text`},
 		{"version takes no arguments", []string{"version", "now"}, 2, "unknown command"},
@@ -432,6 +432,12 @@ func TestValidate(t *testing.T) {
 				`tools[1]: unknown tool "kv_sett"`}, []string{"✓", `unknown tool "kv_set"`}},
 		{"a file its path contradicts", "support/v2.json", `{"agent_name": "billing", "version": "v1", "model_name": "claude-sonnet-4-5", "system_text": "x"}`, 2,
 			[]string{`the file says agent_name "billing" version "v1" but its path says "support" version "v2"`}, []string{"✓"}},
+		{"a file its path contradicts, and more", "support/v3.json", `{"agent_name": "billing", "version": "v3", "model_name": "claude-sonnet-4-5", "system_text": "x", "tools": ["kv_sett"]}`, 2,
+			[]string{`its path says "support" version "v3"`, `tools[0]: unknown tool "kv_sett"`}, []string{"✓"}},
+		{"in an agents directory: every problem at once", "agents/t/v1.json", `{"agent_name": "t", "version": "v1", "model_name": "claude-sonet-4", "system_text": "x", "tools": ["kv_sett"]}`, 2,
+			[]string{`anthropic's catalog does not have this model`, `tools[0]: unknown tool "kv_sett"`}, []string{"✓"}},
+		{"in an agents directory: its path contradicted, and more", "agents/u/v1.json", `{"agent_name": "w", "version": "v1", "model_name": "claude-sonnet-4-5", "system_text": "x", "tools": ["kv_sett"]}`, 2,
+			[]string{`its path says "u" version "v1"`, `tools[0]: unknown tool "kv_sett"`}, []string{"✓"}},
 		{"does not read", "t.json", `{"agent_name": "t", `, 2, []string{"    critical: "}, nil},
 		{"does not build", "t.json", `{"agent_name": "t", "version": "v1", "mode": "chooser"}`, 2, []string{"    error: "}, nil},
 	} {
@@ -439,7 +445,14 @@ func TestValidate(t *testing.T) {
 			path := filepath.Join(dir, tc.file)
 			os.MkdirAll(filepath.Dir(path), 0o755)
 			os.WriteFile(path, []byte(tc.text), 0o600)
-			code, out, errs := run(t, "validate", path)
+			target := path
+			if agents, _, ok := strings.Cut(tc.file, "/"); agents == "agents" && ok {
+				target = filepath.Join(dir, tc.name, "agents") // validate DIR: the file's directory alone
+				path = filepath.Join(target, strings.TrimPrefix(tc.file, "agents/"))
+				os.MkdirAll(filepath.Dir(path), 0o755)
+				os.WriteFile(path, []byte(tc.text), 0o600)
+			}
+			code, out, errs := run(t, "validate", target)
 			all := out + errs
 			if code != tc.code || strings.Count(all, path) != 1 {
 				t.Errorf("exit %d (want %d), %d verdicts\n%s", code, tc.code, strings.Count(all, path), all)

@@ -79,9 +79,12 @@ func (p *progress) handle(e event.Event) {
 }
 
 func (p *progress) end(e event.Event, indent string) {
-	unit := "turns"
+	unit := "turn"
 	if _, ok := e.Data["hops"]; ok {
-		unit = "stages"
+		unit = "stage"
+	}
+	if e.Turn != 1 {
+		unit += "s"
 	}
 	cost := "cost unknown (unpriced model)"
 	if c, ok := e.Data["cost_usd"].(float64); ok {

@@ -355,7 +355,11 @@ func printPause(w io.Writer, res *agent.Result, flag string) {
 	if res == nil || len(res.Waiting) == 0 {
 		return
 	}
-	fmt.Fprintf(w, "The run waits for approval of %d call(s):\n", len(res.Waiting))
+	calls := "1 call"
+	if len(res.Waiting) != 1 {
+		calls = fmt.Sprintf("%d calls", len(res.Waiting))
+	}
+	fmt.Fprintf(w, "The run waits for approval of %s:\n", calls)
 	for _, c := range res.Waiting {
 		fmt.Fprintf(w, "  %s %s\n    %s\n", c.Tool, oneLine(string(c.Arguments), 200), c.Reason)
 	}

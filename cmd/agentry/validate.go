@@ -149,7 +149,6 @@ func (v validation) path(path, agentsDir string, writeLock bool, opts []agent.Op
 		return v.file(path, agentsDir, opts)
 	}
 	bad := 0
-	d := spec.Dir{Path: path}
 	lockPath := filepath.Join(path, spec.LockFile)
 	lk, err := spec.ReadLock(lockPath)
 	if err != nil {
@@ -165,14 +164,7 @@ func (v validation) path(path, agentsDir string, writeLock bool, opts []agent.Op
 		if e.IsDir() || !strings.HasSuffix(p, ".json") || len(parts) != 2 {
 			return nil
 		}
-		ref := parts[0] + "@" + strings.TrimSuffix(parts[1], ".json")
-		s, specPath, err := d.Load(ref)
-		if err == nil {
-			var a *agent.Agent
-			if a, err = agent.New(s, append(opts, agent.WithAgents(d), agent.WithBaseDir(filepath.Dir(specPath)))...); err == nil {
-				a.Close()
-			}
-		}
+		s, err := checkSpecFile(p, path, true, opts)
 		if err == nil {
 			err = lk.Add(s)
 		}
@@ -231,17 +223,19 @@ func report(path string, err error, stdout, stderr io.Writer, warnings ...spec.I
 	return 1
 }
 
-// laidOut refuses a spec file named as an agents directory lays them
-// out, {agent_name}/{version}.json (its name a version: "v2", "1.3"),
-// whose agent_name or version is not what its path says, as validate DIR
-// and the agents directory do.
-func laidOut(path string, s *spec.Spec) error {
+// laidOut refuses a spec file whose agent_name or version is not what
+// its path says, {agent_name}/{version}.json, as the agents directory
+// does: any file of an agents directory (inDir), and elsewhere a file
+// named as a version ("v2", "1.3") in a folder an agent could be named
+// after.
+func laidOut(path string, s *spec.Spec, inDir bool) error {
 	version := strings.TrimSuffix(filepath.Base(path), ".json")
-	if version == "" || !(version[0] >= '0' && version[0] <= '9' || len(version) > 1 && version[0] == 'v' && version[1] >= '0' && version[1] <= '9') {
+	name := filepath.Base(filepath.Dir(path))
+	if s.AgentName == name && s.Version == version {
 		return nil
 	}
-	name := filepath.Base(filepath.Dir(path))
-	if !spec.ValidName(name) || s.AgentName == name && s.Version == version {
+	if !inDir && (version == "" || !(version[0] >= '0' && version[0] <= '9' || len(version) > 1 && version[0] == 'v' && version[1] >= '0' && version[1] <= '9') ||
+		!spec.ValidName(name)) {
 		return nil // a folder no agent could be named after is not an agents directory's
 	}
 	// The agents directory's own check, and its words.
@@ -249,14 +243,58 @@ func laidOut(path string, s *spec.Spec) error {
 	return err
 }
 
+// checkSpecFile builds the spec file at path as run would, its agent:
+// tools found in agentsDir, and checks where it lies: every problem of
+// the spec, its tools and its place at once (a spec that does not build
+// is still read as far as it reads, for its place). It returns the spec
+// when it is valid.
+func checkSpecFile(path, agentsDir string, inDir bool, opts []agent.Option) (*spec.Spec, error) {
+	a, err := agent.FromFile(path, append(opts, agent.WithAgents(spec.Dir{Path: agentsDir}))...)
+	var sp *spec.Spec
+	if err == nil {
+		s := a.Spec()
+		sp = &s
+		a.Close()
+	}
+	data, rerr := os.ReadFile(path)
+	if rerr != nil {
+		return nil, errors.Join(err, rerr)
+	}
+	lenient, _ := spec.Parse(path, data)
+	if lenient == nil {
+		return sp, err
+	}
+	if lerr := laidOut(path, lenient, inDir); lerr != nil {
+		return nil, withProblems(err, path, lerr)
+	}
+	return sp, err
+}
+
+// withProblems adds more's problems to err's, as one *spec.Error when
+// err is one (or nil).
+func withProblems(err error, path string, more error) error {
+	add := []string{more.Error()}
+	if me := (*spec.Error)(nil); errors.As(more, &me) {
+		add = me.Problems
+	}
+	var se *spec.Error
+	switch {
+	case err == nil:
+		return &spec.Error{Source: path, Problems: add}
+	case errors.As(err, &se):
+		merged := *se
+		merged.Problems = append(append([]string(nil), se.Problems...), add...)
+		return &merged
+	}
+	return errors.Join(err, more)
+}
+
 // file checks one spec file, as run would build it, and where it lies.
 func (v validation) file(path, agentsDir string, opts []agent.Option) int {
-	a, err := agent.FromFile(path, append(opts, agent.WithAgents(spec.Dir{Path: agentsDir}))...)
-	var sp spec.Spec
+	sp, err := checkSpecFile(path, agentsDir, false, opts)
+	var ws []spec.Issue
 	if err == nil {
-		sp = a.Spec()
-		a.Close()
-		err = laidOut(path, &sp)
+		ws = sp.Warnings()
 	}
-	return report(path, err, v.stdout, v.stderr, sp.Warnings()...)
+	return report(path, err, v.stdout, v.stderr, ws...)
 }
