@@ -30,6 +30,7 @@ type runFlags struct {
 	inputs       []string
 	inputFile    string
 	model        string
+	unlisted     bool // --model-unlisted
 	json         bool
 	events       string
 	quiet        bool
@@ -99,6 +100,7 @@ answer): the commands that decide it are printed.`,
 	fl.StringArrayVar(&f.inputs, "input", nil, "input value as key=value (repeatable)")
 	fl.StringVar(&f.inputFile, "input-file", "", "JSON object file with the input")
 	fl.StringVar(&f.model, "model", "", "model to use instead of the spec's model_name (PROVIDER:MODEL)")
+	fl.BoolVar(&f.unlisted, "model-unlisted", false, "--model is not in its provider's catalog on purpose (a fine-tuned id, a model newer than this release): do not refuse it as misspelt")
 	outputFlags(cmd, &f)
 	fl.StringVar(&f.record, "record", "", "write the run's model turns to FILE as a scripted model (replay with --model scripted:FILE)")
 	fl.StringVar(&f.resume, "resume", "", "continue a paused pipeline from FILE (its --json result or envelope); --input values are the answer")
@@ -452,11 +454,23 @@ func modelName(model string) string {
 // loadAgent treats target as a spec file when it names one, and as an
 // agent reference in --agents otherwise.
 func loadAgent(target string, f runFlags, opts []agent.Option) (*agent.Agent, error) {
+	if f.unlisted && f.model == "" {
+		return nil, usageErr(errors.New("--model-unlisted: give --model (a spec's own model is unlisted by its \"model_unlisted\": true)"))
+	}
 	if st, err := os.Stat(target); err == nil && !st.IsDir() {
+		if s, err := spec.Load(target); err == nil && f.unlisted {
+			s.ModelUnlisted = true
+			return agent.New(s, append([]agent.Option{agent.WithBaseDir(filepath.Dir(target))}, opts...)...)
+		}
 		return agent.FromFile(target, opts...)
 	}
 	if strings.HasSuffix(target, ".json") || strings.ContainsRune(target, filepath.Separator) {
 		return nil, fmt.Errorf("spec file %s does not exist", target)
+	}
+	d := spec.Dir{Path: f.agents}
+	if s, path, err := d.Load(target); err == nil && d.CheckLock(s) == nil && f.unlisted {
+		s.ModelUnlisted = true
+		return agent.New(s, append([]agent.Option{agent.WithAgents(d), agent.WithBaseDir(filepath.Dir(path))}, opts...)...)
 	}
 	return agent.FromDir(f.agents, target, opts...)
 }

@@ -40,3 +40,31 @@ func TestFailFast(t *testing.T) {
 		t.Errorf("validate without a key: exit %d\n%s%s", code, out, errs)
 	}
 }
+
+// TestModelUnlistedFlag: a --model its provider's catalog lacks is
+// refused as misspelt, unless --model-unlisted says it is meant or
+// OPENAI_BASE_URL points at a server of one's own; then the run goes on
+// to what it needs next (here the key, absent: still before anything is
+// stored).
+func TestModelUnlistedFlag(t *testing.T) {
+	quickstart := filepath.Join("..", "..", "examples", "quickstart", "agent.json")
+	for _, tc := range []struct {
+		name, baseURL string
+		args          []string
+		want          string
+	}{
+		{"refused as misspelt", "", []string{"--model", "openai:gpt-9-turbo"}, `openai's catalog does not have this model`},
+		{"unlisted on purpose", "", []string{"--model", "openai:gpt-9-turbo", "--model-unlisted"}, "no API key"},
+		{"a server of one's own", "http://127.0.0.1:9/v1", []string{"--model", "openai:llama3"}, "no API key"},
+		{"the flag alone", "", []string{"--model-unlisted"}, "--model-unlisted: give --model"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Setenv("OPENAI_API_KEY", "")
+			t.Setenv("OPENAI_BASE_URL", tc.baseURL)
+			args := append([]string{"run", quickstart, "--input", "city=Lisbon", "--input", "days=3", "--no-store"}, tc.args...)
+			if code, _, errs := run(t, args...); code != 2 || !strings.Contains(errs, tc.want) {
+				t.Errorf("exit %d, want 2 and %q:\n%s", code, tc.want, errs)
+			}
+		})
+	}
+}

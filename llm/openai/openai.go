@@ -128,17 +128,22 @@ func (p *Provider) callOptions(model string) []option.RequestOption {
 	return []option.RequestOption{option.WithBaseURL(p.azure + "/openai/deployments/" + url.PathEscape(model) + "/")}
 }
 
+// ownServer says whether base, OPENAI_BASE_URL, points at a server other
+// than OpenAI's: one that speaks its API (vLLM, llama.cpp, a proxy).
+func ownServer(base string) bool { return base != "" && !strings.Contains(base, "api.openai.com") }
+
 func init() {
 	llm.Register("openai", llm.Driver{
 		Open: func(model string, cfg llm.Config) (llm.Provider, error) {
-			env := os.Getenv("OPENAI_BASE_URL")
-			compat := cfg.BaseURL != "" || env != "" && !strings.Contains(env, "api.openai.com")
+			compat := cfg.BaseURL != "" || ownServer(os.Getenv("OPENAI_BASE_URL"))
 			return New(Options{APIKey: cfg.APIKey, BaseURL: cfg.BaseURL, Compatible: compat}), nil
 		},
 		Prefixes:      []string{"gpt-", "ft:", "chatgpt-", "o1", "o3", "o4"},
 		ContextWindow: ContextWindow,
+		// A fine-tuned id, and any model of a server of one's own
+		// (OPENAI_BASE_URL at another host), is not OpenAI's catalog's.
 		Known: func(model string) bool {
-			return strings.HasPrefix(model, "ft:") || llm.InCatalog(model)
+			return strings.HasPrefix(model, "ft:") || llm.InCatalog(model) || ownServer(os.Getenv("OPENAI_BASE_URL"))
 		},
 		Capabilities: Capabilities,
 	})
