@@ -188,7 +188,8 @@ type Runs interface {
 	// until LeaseUntil. An id already taken is ErrExists.
 	Create(ctx context.Context, run Run) error
 	// Get returns the run with that id, or ErrNotFound. A running run
-	// whose lease ran out is reported Interrupted.
+	// whose lease ran out, or whose holder is found dead (HolderDead),
+	// is reported Interrupted, and List by status keeps it so.
 	Get(ctx context.Context, id string) (Run, error)
 	// List returns runs matching f, newest first.
 	List(ctx context.Context, f Filter) ([]Run, error)

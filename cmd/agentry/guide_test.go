@@ -264,6 +264,9 @@ func (sh *guideShell) run(t *testing.T, b *guideBlock) string {
 		sh.bgs = append(sh.bgs, file)
 	}
 	lines := strings.Split(strings.TrimSpace(strings.ReplaceAll(b.body, "\\\n", "")), "\n")
+	if b.background && len(lines) > 1 {
+		t.Fatalf("guide line %d: a background block is one command (its lines would run at once)", b.line)
+	}
 	for i, line := range lines {
 		want := 0
 		if i == len(lines)-1 {

@@ -157,7 +157,7 @@ func (w *Writer) sealLocked(rec *store.Record) {
 // resumable: interrupted, or awaiting approval; a run still marked
 // running whose holder died on this machine is taken as interrupted.
 func TakeOver(ctx context.Context, st store.Store, run *store.Run, opts ...Option) (holder string, err error) {
-	if run.Status == store.Running && store.HolderDead(run.Holder) {
+	if (run.Status == store.Running || run.Status == store.Interrupted) && run.Holder != "" && store.HolderDead(run.Holder) {
 		if err := st.Break(ctx, run.ID, run.Holder); err != nil && !errors.Is(err, store.ErrLeaseLost) {
 			return "", err
 		}
@@ -376,18 +376,20 @@ func (w *Writer) stopLease() {
 // process died (a lease that ran out, or a holder on this host that no
 // longer exists).
 func Interrupted(ctx context.Context, st store.Store) ([]store.Run, error) {
-	running, err := st.List(ctx, store.Filter{Status: store.Running, Limit: 1000})
+	runs, err := st.List(ctx, store.Filter{Status: store.Interrupted, Limit: 1000})
 	if err != nil {
 		return nil, err
 	}
-	for _, r := range running {
-		if store.HolderDead(r.Holder) {
+	for i, r := range runs {
+		if r.Holder != "" && store.HolderDead(r.Holder) {
+			// Its lease is let go now, so that the next holder takes it.
 			if err := st.Break(ctx, r.ID, r.Holder); err != nil && !errors.Is(err, store.ErrLeaseLost) {
 				return nil, err
 			}
+			runs[i].Holder = ""
 		}
 	}
-	return st.List(ctx, store.Filter{Status: store.Interrupted, Limit: 1000})
+	return runs, nil
 }
 
 // Millis is d in milliseconds to the microsecond, as records and Results

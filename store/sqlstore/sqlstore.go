@@ -438,8 +438,8 @@ func nullFloat(f *float64) sql.NullFloat64 {
 
 const runColumns = `id, kind, name, version, parent_id, session_id, user_id, status, holder, lease_until, created_at, updated_at, outcome, turns, tokens, cost_usd, error`
 
-// scanRun reads a row of runColumns; a running run whose lease ran out is
-// reported interrupted.
+// scanRun reads a row of runColumns; a running run whose lease ran out,
+// or whose holder is found dead, is reported interrupted.
 func (s *DB) scanRun(row interface{ Scan(...any) error }) (store.Run, error) {
 	var r store.Run
 	var status string
@@ -455,7 +455,7 @@ func (s *DB) scanRun(row interface{ Scan(...any) error }) (store.Run, error) {
 		c := cost.Float64
 		r.CostUSD = &c
 	}
-	if r.Status == store.Running && lease < s.now().UnixMicro() {
+	if r.Status == store.Running && (lease < s.now().UnixMicro() || store.HolderDead(r.Holder)) {
 		r.Status = store.Interrupted
 	}
 	return r, nil
@@ -510,7 +510,9 @@ func (s *DB) List(ctx context.Context, f store.Filter) ([]store.Run, error) {
 	case store.Running:
 		where, args = append(where, "status = 'running' AND lease_until >= ?"), append(args, now)
 	case store.Interrupted:
-		where, args = append(where, "(status = 'interrupted' OR (status = 'running' AND lease_until < ?))"), append(args, now)
+		// A running run whose holder died is interrupted too: scanRun
+		// tells, and the rows are kept by what it says.
+		where = append(where, "status IN ('interrupted', 'running')")
 	default:
 		if !f.Status.Valid() {
 			return nil, fmt.Errorf("store: list: unknown status %q", f.Status)
@@ -536,6 +538,9 @@ func (s *DB) List(ctx context.Context, f store.Filter) ([]store.Run, error) {
 		r, err := s.scanRun(rows)
 		if err != nil {
 			return nil, fmt.Errorf("store: list runs: %w", err)
+		}
+		if f.Status != "" && r.Status != f.Status {
+			continue // running by its row, its holder dead: or the other way
 		}
 		out = append(out, r)
 	}

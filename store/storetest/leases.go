@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -73,6 +74,36 @@ func testExpiredLease(t *testing.T, s store.Store) {
 	}
 	if err := s.Append(ctx, store.Write{RunID: "run_a", Holder: "h1"}); !errors.Is(err, store.ErrLeaseLost) {
 		t.Errorf("Append by the old holder = %v, want ErrLeaseLost", err)
+	}
+}
+
+// A run whose holder is a process of this machine that no longer exists
+// is interrupted at once, its lease however long: Get, and List by
+// status, say so (a program that lists the interrupted runs to resume
+// them finds it), and its lease can be broken for the next holder.
+func testDeadHolder(t *testing.T, s store.Store) {
+	ctx := context.Background()
+	parts := strings.Split(store.NewHolder(), "/")
+	parts[2], parts[3] = "999999999", "gone" // no such pid
+	dead := strings.Join(parts, "/")
+	r := newRun("run_a")
+	r.Holder, r.LeaseUntil = dead, time.Now().Add(time.Hour)
+	mustCreate(t, s, r)
+	mustCreate(t, s, newRun("run_b")) // h1: alive as far as anyone can tell
+	if got, err := s.Get(ctx, "run_a"); err != nil || got.Status != store.Interrupted {
+		t.Errorf("Get of a run whose holder died: %s, %v; want interrupted", got.Status, err)
+	}
+	if rs, err := s.List(ctx, store.Filter{Status: store.Interrupted}); err != nil || len(rs) != 1 || rs[0].ID != "run_a" {
+		t.Errorf("List(interrupted) = %v, %v; want run_a", rs, err)
+	}
+	if rs, err := s.List(ctx, store.Filter{Status: store.Running}); err != nil || len(rs) != 1 || rs[0].ID != "run_b" {
+		t.Errorf("List(running) = %v, %v; want run_b alone", rs, err)
+	}
+	if err := s.Break(ctx, "run_a", dead); err != nil {
+		t.Errorf("Break of the dead holder's lease: %v", err)
+	}
+	if err := s.Acquire(ctx, "run_a", "h2", ttl); err != nil {
+		t.Errorf("Acquire after the break: %v", err)
 	}
 }
 

@@ -31,6 +31,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"AppendStatusAndSummary", testAppendStatusAndSummary},
 		{"Leases", testLeases},
 		{"ExpiredLeaseIsInterrupted", testExpiredLease},
+		{"DeadHolderIsInterrupted", testDeadHolder},
 		{"Break", testBreak},
 		{"ConcurrentAcquire", testConcurrentAcquire},
 		{"ConcurrentAppends", testConcurrentAppends},
