@@ -8,6 +8,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -357,6 +358,18 @@ func (r *localRemote) Wait(ctx context.Context, id string) error {
 	}
 }
 
+func (r *localRemote) Starting(_ context.Context, id string) bool {
+	r.mu.Lock()
+	done, ok := r.done[id]
+	r.mu.Unlock()
+	select {
+	case <-done:
+		return false
+	default:
+		return ok
+	}
+}
+
 func (r *localRemote) Decide(context.Context, string, []string, []string, string, string) error {
 	return errors.New("not in this test")
 }
@@ -503,9 +516,23 @@ func TestRemoteRunWatchedFromItsID(t *testing.T) {
 	if _, err := f.st.Get(context.Background(), id); !errors.Is(err, store.ErrNotFound) {
 		t.Errorf("the run is stored before a worker took it: %v", err)
 	}
-	time.AfterFunc(100*time.Millisecond, func() { close(remote.gate) }) // a worker takes it while the client waits
-	events := f.stream(t, id, 0)
-	if len(events) < 3 || events[0].typ != "run_start" || events[len(events)-1].typ != "run_end" {
-		t.Errorf("the stream of a run begun after its id was answered: %v", events)
+	// Another server over the store and the Remote: a load balancer's
+	// next pick, or this one restarted. It watches the run too.
+	other, err := New(Config{Store: f.st, Agents: f.srv.cfg.Agents, Remote: remote, AgentOptions: f.srv.cfg.AgentOptions})
+	if err != nil {
+		close(remote.gate)
+		t.Fatal(err)
+	}
+	f2 := &fixture{st: f.st, srv: other, http: httptest.NewServer(other), release: f.release}
+	t.Cleanup(func() { f2.http.Close(); other.Close(context.Background()) })
+	time.AfterFunc(100*time.Millisecond, func() { close(remote.gate) }) // a worker takes it while the clients wait
+	for _, s := range []*fixture{f2, f} { // f2 first: it waits for the gate
+		events := s.stream(t, id, 0)
+		if len(events) < 3 || events[0].typ != "run_start" || events[len(events)-1].typ != "run_end" {
+			t.Errorf("the stream of a run begun after its id was answered: %v", events)
+		}
+	}
+	if code, _ := f2.do(t, "GET", "/v1/runs/run_never_started", "", ""); code != 404 {
+		t.Errorf("a run nobody started: %d", code)
 	}
 }

@@ -31,6 +31,10 @@ type Remote interface {
 	// Wait returns once the run's workflow has ended (however it
 	// ended: refused before the run began, terminated) or ctx is done.
 	Wait(ctx context.Context, runID string) error
+	// Starting reports whether the Remote has started a run of that id
+	// that goes on and may not have begun (no worker took it yet): any
+	// server over the store watches it from the moment it has its id.
+	Starting(ctx context.Context, runID string) bool
 }
 
 // RemoteRun is a run a Remote starts: a served agent by name (the

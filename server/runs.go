@@ -470,14 +470,21 @@ func (s *Server) storedRun(w http.ResponseWriter, r *http.Request) (store.Run, b
 	run, err := s.cfg.Store.Get(r.Context(), id)
 	// A run this server has just started may not be in the store yet:
 	// the client that got its id must find it.
-	for tick := time.NewTicker(pollEvery); errors.Is(err, store.ErrNotFound) && s.driving(id); {
+	// So may one another server started on the Remote, or this one
+	// before it restarted: the Remote knows it, and is asked again now
+	// and then.
+	starting := func() bool { return s.cfg.Remote != nil && s.cfg.Remote.Starting(r.Context(), id) }
+	waits := errors.Is(err, store.ErrNotFound) && (s.driving(id) || starting())
+	for tick, n := time.NewTicker(pollEvery), 1; errors.Is(err, store.ErrNotFound) && waits; n++ {
 		select {
 		case <-r.Context().Done():
 			tick.Stop()
 			return run, false
 		case <-tick.C:
 		}
-		run, err = s.cfg.Store.Get(r.Context(), id)
+		if run, err = s.cfg.Store.Get(r.Context(), id); errors.Is(err, store.ErrNotFound) && n%20 == 0 {
+			waits = s.driving(id) || starting()
+		}
 	}
 	switch {
 	case errors.Is(err, store.ErrNotFound), err == nil && !callerOf(r.Context()).sees(run.User):

@@ -133,6 +133,13 @@ func Abort(ctx context.Context, c client.Client, runID string) error {
 	return nil
 }
 
+// Running reports whether the run's workflow exists and goes on (a run
+// started, perhaps not yet begun by a worker).
+func Running(ctx context.Context, c client.Client, runID string) bool {
+	d, err := c.DescribeWorkflowExecution(ctx, runID, "")
+	return err == nil && d.GetWorkflowExecutionInfo().GetStatus() == enums.WORKFLOW_EXECUTION_STATUS_RUNNING
+}
+
 // Query asks the run's workflow where the run stands.
 func Query(ctx context.Context, c client.Client, runID string) (*Progress, error) {
 	v, err := c.QueryWorkflow(ctx, runID, "", QueryProgress)

@@ -356,6 +356,10 @@ func (r temporalRemote) Decide(ctx context.Context, runID string, approve, deny 
 	return temporal.Decide(ctx, r.c, runID, temporal.Decision{Approve: approve, Deny: deny, Reason: reason, By: by})
 }
 
+func (r temporalRemote) Starting(ctx context.Context, runID string) bool {
+	return temporal.Running(ctx, r.c, runID)
+}
+
 func (r temporalRemote) Abort(ctx context.Context, runID string) error {
 	return temporal.Abort(ctx, r.c, runID)
 }
