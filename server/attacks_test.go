@@ -526,7 +526,8 @@ func TestRemoteRunWatchedFromItsID(t *testing.T) {
 	f2 := &fixture{st: f.st, srv: other, http: httptest.NewServer(other), release: f.release}
 	t.Cleanup(func() { f2.http.Close(); other.Close(context.Background()) })
 	time.AfterFunc(100*time.Millisecond, func() { close(remote.gate) }) // a worker takes it while the clients wait
-	for _, s := range []*fixture{f2, f} {                               // f2 first: it waits for the gate
+	// f2 first: it waits for the gate.
+	for _, s := range []*fixture{f2, f} {
 		events := s.stream(t, id, 0)
 		if len(events) < 3 || events[0].typ != "run_start" || events[len(events)-1].typ != "run_end" {
 			t.Errorf("the stream of a run begun after its id was answered: %v", events)
