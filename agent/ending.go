@@ -200,6 +200,15 @@ func (o Outcome) IsSuccess() bool {
 	return o == OutcomeSuccess || o == OutcomePartial || o == OutcomeSkip
 }
 
+// IsTerminal reports whether the outcome ends a pipeline where its stage
+// stands: terminate (it ended, done) and error (it failed). Clarify and
+// confirm pause it, to go on once answered.
+func (o Outcome) IsTerminal() bool { return o == OutcomeTerminate || o == OutcomeError }
+
+// RequiresLoop reports whether the outcome sends a pipeline back to an
+// earlier stage: replan (to its replan stage) and loop_back.
+func (o Outcome) RequiresLoop() bool { return o == OutcomeReplan || o == OutcomeLoopBack }
+
 // Valid reports whether o is one of the nine outcomes.
 func (o Outcome) Valid() bool {
 	switch o {

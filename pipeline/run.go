@@ -200,7 +200,7 @@ func (r *runState) stage(ctx context.Context, st *stage) (bool, *Result, error) 
 			return fail(agent.CodeToolError, fmt.Errorf("%w: stage %s: post-process: %v", ErrHook, st.def.Name, err))
 		}
 	}
-	if outcome == agent.OutcomeError {
+	if outcome.IsTerminal() && outcome != agent.OutcomeTerminate {
 		msg := firstText(output, "error", "message")
 		return fail(agent.CodeToolError, fmt.Errorf("%w: stage %s reported outcome error: %s", ErrStageFailed, st.def.Name, msg))
 	}
@@ -232,14 +232,14 @@ func (r *runState) begin(ctx context.Context, st *stage) StageRecord {
 // outcome pauses it, terminate ends it, anything else goes to next.
 func (r *runState) settle(name string, output map[string]any, outcome agent.Outcome, next string) (bool, *Result, error) {
 	env := r.env
-	switch outcome {
-	case agent.OutcomeClarify, agent.OutcomeConfirm:
+	switch {
+	case outcome == agent.OutcomeClarify, outcome == agent.OutcomeConfirm:
 		q := firstText(output, "question", "message")
 		env.Pending = &Pending{Stage: name, Outcome: outcome, Question: q, Output: output}
 		env.Current = name
 		res, err := r.finish(outcome, agent.ReasonAwaitingApproval, "", name, nil)
 		return true, res, err
-	case agent.OutcomeTerminate:
+	case outcome.IsTerminal(): // terminate: an error failed the stage before
 		env.Current = End
 		res, err := r.finish(agent.OutcomeTerminate, agent.ReasonCompleted, "", name, nil)
 		return true, res, err
@@ -378,6 +378,16 @@ func outcomeOf(out map[string]any) agent.Outcome {
 // default_next. A rule on a field the output lacks does not match: the
 // next rule is tried.
 func (r *runState) route(st *stage, out map[string]any, outcome agent.Outcome) (next, why string, err error) {
+	if outcome.RequiresLoop() {
+		return r.loop(st, out, outcome)
+	}
+	return r.forward(st, out)
+}
+
+// loop is where a replan or loop_back outcome sends the pipeline: the
+// replan stage; the target the output names, the stage's loop_target, or
+// the stage before.
+func (r *runState) loop(st *stage, out map[string]any, outcome agent.Outcome) (next, why string, err error) {
 	switch outcome {
 	case agent.OutcomeReplan:
 		return r.p.def.ReplanStage, "replan", nil
@@ -398,6 +408,12 @@ func (r *runState) route(st *stage, out map[string]any, outcome agent.Outcome) (
 		}
 		return "", "", fmt.Errorf("%w: stage %s: loop_back with no earlier stage and no loop_target", ErrRouting, st.def.Name)
 	}
+	return "", "", fmt.Errorf("%w: stage %s: outcome %s does not loop", ErrRouting, st.def.Name, outcome)
+}
+
+// forward is the stage after st: the first routing rule whose output
+// field equals its value, else default_next.
+func (r *runState) forward(st *stage, out map[string]any) (next, why string, err error) {
 	for i, rule := range st.def.RoutingRules {
 		if v, ok := lookup(out, rule.Condition); ok && equal(v, rule.Value) {
 			return rule.Target, fmt.Sprintf("routing_rules[%d] (%s)", i, rule.Condition), nil
