@@ -432,7 +432,7 @@ func (j *runJournal) compareLive(ctx context.Context, call *tool.Call, rec *runl
 	return out, err
 }
 
-// How a resumed session ends after its log (Session.afterLog).
+// How a resumed session ends after its log (run.afterLog).
 const (
 	afterAbort = iota + 1
 	afterTimeout
@@ -444,7 +444,7 @@ var afterLogEnds = [...]error{afterAbort: ErrAborted, afterTimeout: ErrTimeout}
 // ran, once its log has nothing more to serve: ErrAborted (ErrTimeout),
 // nil while it has.
 func (r *run) abortAfterLog() error {
-	err := afterLogEnds[r.s.afterLog]
+	err := afterLogEnds[r.afterLog]
 	if err == nil {
 		return nil
 	}

@@ -54,10 +54,18 @@ type run struct {
 	trace trace    // the steps and model calls so far, compact
 	otel  *runSpan // the run's span; nil when nobody traces
 
-	outputRetries int32 // corrections asked for so far
-	unpriced      bool  // a model answered that the pricing table does not know
-	fixed         bool  // the run's clock does not move (WithNow)
-	validated     bool  // the final answer matched the output schema
+	outputRetries uint16 // corrections asked for so far (saturating)
+	unpriced      bool   // a model answered that the pricing table does not know
+	fixed         bool   // the run's clock does not move (WithNow)
+	validated     bool   // the final answer matched the output schema
+
+	// The session's (under its mu): whether it ran, whether it was
+	// aborted, and how a resumed session aborted (or out of time) before
+	// it ran ends, once it went through its log, so that its Result holds
+	// the run so far: at the first thing it would do anew (afterLogEnds;
+	// 0: it goes on).
+	started, aborted bool
+	afterLog         uint8
 
 	cacheMu sync.Mutex
 	cache   map[string]cacheEntry // tool results still valid (from hints)
@@ -76,11 +84,11 @@ type run struct {
 // it ran before (ErrSessionUsed), or its service refused it.
 func (s *Session) Run(ctx context.Context) (*Result, error) {
 	s.mu.Lock()
-	if s.started {
+	if s.run.started {
 		s.mu.Unlock()
 		return nil, ErrSessionUsed
 	}
-	s.started = true
+	s.run.started = true
 	if s.svc != nil {
 		if err := s.svc.start(s); err != nil {
 			s.mu.Unlock()
@@ -90,9 +98,9 @@ func (s *Session) Run(ctx context.Context) (*Result, error) {
 	}
 	ctx, cancel := context.WithCancelCause(ctx)
 	s.cancel = cancel
-	if s.aborted && s.cfg.resume != nil {
-		s.afterLog = afterAbort
-	} else if s.aborted {
+	if s.run.aborted && s.cfg.resume != nil {
+		s.run.afterLog = afterAbort
+	} else if s.run.aborted {
 		cancel(ErrAborted)
 	}
 	s.mu.Unlock()
@@ -172,7 +180,7 @@ func (r *run) bound(cancel context.CancelCauseFunc) {
 		case left > 0 && (r.limits.timeout <= 0 || left < r.limits.timeout):
 			r.limits.timeout = left
 		case left <= 0 && s.cfg.resume != nil:
-			s.afterLog = afterTimeout
+			s.run.afterLog = afterTimeout
 		case left <= 0:
 			cancel(ErrTimeout)
 		}

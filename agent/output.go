@@ -1,8 +1,10 @@
 package agent
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"strings"
 
 	"github.com/agentry/agentry/event"
@@ -42,7 +44,7 @@ func (r *run) answer(content string) Decision {
 	if r.s.bus.Active() {
 		r.emit(event.Event{Type: event.Error, Error: &event.ErrorInfo{Code: CodeValidation, Message: strings.Join(probs, "; ")}})
 	}
-	if int(r.outputRetries) < r.a.retry.OutputAttempts {
+	if int(r.outputRetries) < r.a.retry.OutputAttempts && r.outputRetries < math.MaxUint16 {
 		r.outputRetries++
 		return Decision{Message: &llm.Message{Role: llm.RoleUser, Content: correction(probs)}}
 	}
@@ -55,25 +57,46 @@ func (r *run) answer(content string) Decision {
 // trimmed or inside one ``` fence, is one JSON object; nil otherwise.
 // Prose that quotes an object, and JSON that is not an object (a number,
 // a list), stay text.
-func jsonAnswer(content string) map[string]any {
+func jsonAnswer(content string) any {
+	s := unfenced(content)
+	if len(s) < 2 || s[0] != '{' || s[len(s)-1] != '}' {
+		return nil
+	}
+	if v, err := schema.Decode([]byte(s)); err == nil {
+		if obj, ok := v.(map[string]any); ok {
+			return obj
+		}
+	}
+	return nil
+}
+
+// finalJSON is ReAct's Final Answer as JSON when it is JSON (the Noema
+// seed: "parsed as JSON if possible"): any value, an array, a number, a
+// boolean or a quoted string too; nil otherwise.
+func finalJSON(content string) any {
+	s := unfenced(content)
+	if s == "" || !json.Valid([]byte(s)) {
+		return nil
+	}
+	v, err := schema.Decode([]byte(s))
+	if err != nil || v == nil {
+		return nil
+	}
+	return v
+}
+
+// unfenced is content trimmed, or the body of the one ``` fence it is.
+func unfenced(content string) string {
 	s := strings.TrimSpace(content)
 	if rest, ok := strings.CutPrefix(s, "```"); ok {
 		_, body, found := strings.Cut(rest, "\n") // past the fence's language tag
 		body, closed := strings.CutSuffix(strings.TrimSpace(body), "```")
 		if !found || !closed {
-			return nil
+			return ""
 		}
 		s = strings.TrimSpace(body)
 	}
-	if len(s) < 2 || s[0] != '{' || s[len(s)-1] != '}' {
-		return nil
-	}
-	v, err := schema.Decode([]byte(s))
-	if err != nil {
-		return nil
-	}
-	obj, _ := v.(map[string]any)
-	return obj
+	return s
 }
 
 func correction(probs []string) string {

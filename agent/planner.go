@@ -53,9 +53,10 @@ type Decision struct {
 type Final struct {
 	// Text is the answer as text (the result's raw_content).
 	Text string
-	// Output is the structured answer, when there is one: the result's
-	// "result" is Output when set, else Text.
-	Output map[string]any
+	// Output is the structured answer, when there is one: a decoded JSON
+	// value (an object; in ReAct's Final Answer, any JSON value). The
+	// result's "result" is Output when set, else Text.
+	Output any
 	// Err, when set, makes the answer final but the run unsuccessful (an
 	// answer that never matched the output schema: ErrValidation).
 	Err error

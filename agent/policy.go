@@ -124,7 +124,7 @@ func (r *run) reportAs(ctx context.Context, target, callID, user, rule, decision
 func (r *run) filterOutput(final *Final) (*Final, error) {
 	doc, _ := json.Marshal(struct {
 		Text   string         `json:"text"`
-		Output map[string]any `json:"output,omitempty"`
+		Output any    `json:"output,omitempty"`
 	}{final.Text, final.Output})
 	out, applied := r.a.outFilters.Apply(string(doc), true)
 	if len(applied) == 0 {
@@ -144,7 +144,7 @@ func (r *run) filterOutput(final *Final) (*Final, error) {
 	}
 	var red struct {
 		Text   string         `json:"text"`
-		Output map[string]any `json:"output"`
+		Output any    `json:"output"`
 	}
 	if err := json.Unmarshal([]byte(out), &red); err != nil {
 		return nil, fmt.Errorf("%w: redacting the answer: %v", ErrPolicyViolation, err)

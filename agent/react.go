@@ -185,6 +185,9 @@ func (reactPlanner) Next(ctx context.Context, t *Turn) (Decision, error) {
 		r.logger.step(r.trace.step(r.since(r.runStart, time.Now()), st.Turn, reply.Thought, nil, &stepMore{finalAnswer: reply.Answer}))
 		st.LastContent = reply.Answer
 		d := t.Answer(reply.Answer)
+		if d.Final != nil && d.Final.Output == nil && d.Final.Err == nil && r.a.prompt == nil {
+			d.Final.Output = finalJSON(reply.Answer) // "parsed as JSON if possible"
+		}
 		if d.Message != nil {
 			// A correction: ReAct wants it as an observation.
 			d.Message.Content = "Observation: " + d.Message.Content + "\nGive the corrected Final Answer."

@@ -28,14 +28,14 @@ func TestReActLoop(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.Result != "5" || res.Iterations != 3 || len(res.Steps) != 3 || res.PromptTemplate != "react/v1" {
+	if _, text := res.Result.(string); text || fmt.Sprint(res.Result) != "5" || res.Iterations != 3 || len(res.Steps) != 3 || res.PromptTemplate != "react/v1" {
 		t.Fatalf("result %+v", res)
 	}
 	s := res.Steps
 	if s[0].Thought != "I need the sum." || s[0].Action.Tool != "add" || s[0].Observation != "5" {
 		t.Errorf("step 1 %+v", s[0])
 	}
-	if !strings.Contains(s[1].ParseError, "no Thought, Action or Final Answer") || s[1].Action != nil {
+	if !strings.Contains(s[1].ParseError, "no Thought, Action or Final Answer") || s[1].Action != nil || s[1].Thought != "The sum is five, I think." {
 		t.Errorf("step 2 %+v", s[1])
 	}
 	if s[2].FinalAnswer != "5" || s[2].Thought != "I have the sum." {
@@ -198,5 +198,45 @@ func TestHintsAreRedacted(t *testing.T) {
 	}
 	if obs := m.reqs[1].Messages[len(m.reqs[1].Messages)-1].Content; !strings.Contains(obs, key) {
 		t.Errorf("the model did not see the tool's hints as written: %s", obs)
+	}
+}
+
+// TestReActFinalAnswerJSON: a Final Answer is the result as JSON when it
+// is JSON, whatever its kind; otherwise its text.
+func TestReActFinalAnswerJSON(t *testing.T) {
+	for _, tc := range []struct {
+		name, answer, want string // want: the result as JSON
+	}{
+		{"an array", "[1, 2]", `[1,2]`},
+		{"a number", "42.5", `42.5`},
+		{"a boolean", "true", `true`},
+		{"a quoted string", `"done"`, `"done"`},
+		{"an object", `{"a": 1}`, `{"a":1}`},
+		{"a fenced array", "```json\n[\"x\"]\n```", `["x"]`},
+		{"prose", "It is 42.", `"It is 42."`},
+		{"prose that starts like JSON", "[1, 2] are the two", `"[1, 2] are the two"`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			m := &recorder{replies: []reply{answer("Thought: done.\nFinal Answer: " + tc.answer)}}
+			res, err := newTestAgent(t, `{`+reactSpec+`}`, m).Run(context.Background(), map[string]any{"who": "Ada"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got, _ := json.Marshal(res.Result); string(got) != tc.want {
+				t.Errorf("result %s, want %s", got, tc.want)
+			}
+			if s := res.Steps[len(res.Steps)-1]; s.Thought != "done." {
+				t.Errorf("the last step's thought %q", s.Thought)
+			}
+		})
+	}
+}
+
+// TestStepThoughtAlwaysPresent: the Noema spec requires a thought on
+// every step; one the model did not give is present and empty.
+func TestStepThoughtAlwaysPresent(t *testing.T) {
+	b, err := json.Marshal(Step{Step: 1, Turn: 1, Action: &Action{Tool: "add"}})
+	if err != nil || !strings.Contains(string(b), `"thought":""`) {
+		t.Errorf("a step without a thought: %s, %v", b, err)
 	}
 }

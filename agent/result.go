@@ -49,7 +49,7 @@ func (t *Timestamp) UnmarshalJSON(b []byte) error {
 type Step struct {
 	Step        int     `json:"step"`
 	Turn        int     `json:"turn"`
-	Thought     string  `json:"thought,omitempty"`
+	Thought     string  `json:"thought"`
 	Action      *Action `json:"action,omitempty"`
 	Observation string  `json:"observation,omitempty"`
 	// ParseError says why a ReAct reply could not be used.

@@ -73,18 +73,14 @@ type Session struct {
 	cfg      runConfig
 	svc      *Service // the service that created it, if any
 
-	mu      sync.Mutex
-	state   State
-	started bool
-	aborted bool
-	// afterLog is how a resumed session aborted (or out of time) before
-	// it ran ends, once it went through its log, so that its Result holds
-	// the run so far: at the first thing it would do anew (afterLogEnds;
-	// 0: it goes on). A byte: a session's size is what a paused run costs.
-	afterLog uint8
-	cancel   context.CancelCauseFunc
+	mu     sync.Mutex
+	state  State
+	cancel context.CancelCauseFunc
 
-	run run // the state of Run beyond State
+	// run is the state of Run beyond State; its last word holds the
+	// session's flags too (started, aborted, afterLog), where they cost
+	// no padding: a session's size is what a paused run costs.
+	run run
 }
 
 // NewSession checks input against the agent (input_keys, input_schema, the
@@ -249,7 +245,7 @@ func (s *Session) RunID() string { return s.state.RunID }
 func (s *Session) Abort() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.aborted = true
+	s.run.aborted = true
 	if s.cancel != nil {
 		s.cancel(ErrAborted)
 	}

@@ -48,12 +48,14 @@ type section struct {
 // It stops at a hallucinated "Observation:", runs only the first of
 // several actions, and when a reply has both an action and a final answer
 // it takes whichever comes first. A reply with neither, an action without
-// a tool name, or an input that is not JSON is a *ParseError.
+// a tool name, or an input that is not JSON is a *ParseError; a reply
+// with no label at all keeps its text as the Thought.
 func Parse(text string) (Reply, error) {
 	text = unfence(strings.ReplaceAll(text, "\r\n", "\n"))
 	locs := labels.FindAllStringSubmatchIndex(text, -1)
 	if len(locs) == 0 {
-		return Reply{}, &ParseError{Problem: "the reply has no Thought, Action or Final Answer; answer in the format you were given"}
+		// What the model wrote is still its reasoning: kept as the thought.
+		return Reply{Thought: strings.TrimSpace(text)}, &ParseError{Problem: "the reply has no Thought, Action or Final Answer; answer in the format you were given"}
 	}
 	var secs []section
 	for i, l := range locs {
