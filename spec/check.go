@@ -365,14 +365,8 @@ func (s *Spec) checkEnums() []string {
 			p = append(p, fmt.Sprintf("enums.%s %v does not match output_schema.properties.%s.enum %v", f, s.Enums[f], f, want))
 		}
 	}
-	props := make([]string, 0, len(sch.Properties))
-	for f := range sch.Properties {
-		props = append(props, f)
-	}
-	slices.Sort(props)
-	for _, f := range props {
-		prop := sch.Properties[f]
-		if (prop.Enum != nil || prop.Items != nil && prop.Items.Enum != nil) && len(s.Enums) > 0 {
+	if len(s.Enums) > 0 {
+		for _, f := range schemaEnumFields(s.OutputSchema) {
 			if _, ok := s.Enums[f]; !ok {
 				p = append(p, fmt.Sprintf("output_schema.properties.%s has an enum that enums does not list", f))
 			}
@@ -399,6 +393,30 @@ func (s *Spec) checkEnums() []string {
 		}
 	}
 	return p
+}
+
+// schemaEnumFields are the properties of an output schema that hold an
+// enum (or whose items do), sorted.
+func schemaEnumFields(schema json.RawMessage) []string {
+	var sch struct {
+		Properties map[string]struct {
+			Enum  []any `json:"enum"`
+			Items *struct {
+				Enum []any `json:"enum"`
+			} `json:"items"`
+		} `json:"properties"`
+	}
+	if len(schema) == 0 || json.Unmarshal(schema, &sch) != nil {
+		return nil
+	}
+	var out []string
+	for f, p := range sch.Properties {
+		if p.Enum != nil || p.Items != nil && p.Items.Enum != nil {
+			out = append(out, f)
+		}
+	}
+	slices.Sort(out)
+	return out
 }
 
 // sameValues says an enums list and a schema's enum hold the same values,

@@ -403,6 +403,14 @@ func (s *Spec) Warnings() []Issue {
 			warn("limits.model_timeout_ms %d is longer than limits.timeout_ms %d: no model call can use it", l.ModelTimeoutMS, l.TimeoutMS)
 		}
 	}
+	if len(s.Enums) == 0 {
+		// With enums given, a schema enum they leave out is an error
+		// (checkEnums); without any, a warning: a writer may keep its
+		// schema's enums to itself, and the Agent Stack asks for each.
+		for _, f := range schemaEnumFields(s.OutputSchema) {
+			warn("output_schema.properties.%s has an enum that enums does not list (the Agent Stack's enums name every enum field)", f)
+		}
+	}
 	if s.ModelUnlisted && s.ModelName != "" {
 		probe := *s
 		probe.ModelUnlisted = false

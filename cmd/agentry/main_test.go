@@ -400,6 +400,11 @@ func TestAgentsCommand(t *testing.T) {
 	}
 }
 
+// enumWriter is a writer whose output schema has an enum and whose spec
+// lists no enums (the Agent Stack's 4.3.3b).
+const enumWriter = `{"agent_name": "t", "version": "v1", "mode": "writer", "model_name": "claude-sonnet-4-5", "system_text": "Write.",
+	"purpose_text": "Write it.", "output_schema": {"type": "object", "properties": {"text": {"type": "string"}, "tone": {"type": "string", "enum": ["warm", "dry"]}}}}`
+
 // TestValidate: a file gets one verdict, naming every problem at once:
 // an unknown field does not hide the rest, a model its provider's
 // catalog lacks is refused unless the spec says it is unlisted on purpose
@@ -438,6 +443,10 @@ func TestValidate(t *testing.T) {
 			[]string{`anthropic's catalog does not have this model`, `tools[0]: unknown tool "kv_sett"`}, []string{"✓"}},
 		{"in an agents directory: its path contradicted, and more", "agents/u/v1.json", `{"agent_name": "w", "version": "v1", "model_name": "claude-sonnet-4-5", "system_text": "x", "tools": ["kv_sett"]}`, 2,
 			[]string{`its path says "u" version "v1"`, `tools[0]: unknown tool "kv_sett"`}, []string{"✓"}},
+		{"a schema enum no enums list", "t.json", enumWriter, 0,
+			[]string{"✓", "    warning: output_schema.properties.tone has an enum that enums does not list"}, []string{"invalid"}},
+		{"a schema enum no enums list, strict", "t.json", enumWriter, 2,
+			[]string{"✗", "--strict", "    warning: output_schema.properties.tone has an enum that enums does not list"}, []string{"✓"}},
 		{"does not read", "t.json", `{"agent_name": "t", `, 2, []string{"    critical: "}, nil},
 		{"does not build", "t.json", `{"agent_name": "t", "version": "v1", "mode": "chooser"}`, 2, []string{"    error: "}, nil},
 	} {
@@ -452,7 +461,11 @@ func TestValidate(t *testing.T) {
 				os.MkdirAll(filepath.Dir(path), 0o755)
 				os.WriteFile(path, []byte(tc.text), 0o600)
 			}
-			code, out, errs := run(t, "validate", target)
+			args := []string{"validate", target}
+			if strings.HasSuffix(tc.name, ", strict") {
+				args = append(args, "--strict")
+			}
+			code, out, errs := run(t, args...)
 			all := out + errs
 			if code != tc.code || strings.Count(all, path) != 1 {
 				t.Errorf("exit %d (want %d), %d verdicts\n%s", code, tc.code, strings.Count(all, path), all)

@@ -23,7 +23,7 @@ import (
 
 func newValidateCmd(stdout, stderr io.Writer) *cobra.Command {
 	var agentsDir, dsn, prompts string
-	var lock bool
+	var lock, strict bool
 	cmd := &cobra.Command{
 		Use:   "validate PATH...",
 		Short: "Check agent specs: fields, schemas, enums, templates, tools, models",
@@ -31,7 +31,9 @@ func newValidateCmd(stdout, stderr io.Writer) *cobra.Command {
 "text", ...}), or agents directories laid out as {agent_name}/{version}.json. Each spec is compiled as 'agentry run' would:
 unknown fields, bad names and limits, enums that disagree with the output
 schema, unknown tools and unreadable scripted models are reported with the
-file and the field. Exit code 0 when all are valid, 2 otherwise.`,
+file and the field, every problem of a file at once. Warnings (what is
+valid but likely not meant) are printed under a valid file's ✓; with
+--strict they make it invalid. Exit code 0 when all are valid, 2 otherwise.`,
 		Args: func(_ *cobra.Command, args []string) error {
 			if len(args) == 0 {
 				return usageErr(errors.New("validate needs at least one spec file or agents directory"))
@@ -43,7 +45,7 @@ file and the field. Exit code 0 when all are valid, 2 otherwise.`,
 			defer ps.close()
 			opts := checkOptions(ps)
 			bad := 0
-			v := validation{stdout: stdout, stderr: stderr}
+			v := validation{stdout: stdout, stderr: stderr, strict: strict}
 			for _, p := range args {
 				bad += v.path(p, agentsDir, lock, opts)
 			}
@@ -55,6 +57,7 @@ file and the field. Exit code 0 when all are valid, 2 otherwise.`,
 	}
 	cmd.Flags().StringVar(&agentsDir, "agents", "agents", "agents directory for agent: tools of single spec files")
 	cmd.Flags().BoolVar(&lock, "lock", false, "write each agents directory's lock file of output-schema hashes")
+	cmd.Flags().BoolVar(&strict, "strict", false, "a warning makes its file invalid (exit 2), as in CI")
 	dbFlag(cmd, &dsn)
 	promptsFlag(cmd, &prompts)
 	return cmd
@@ -120,6 +123,7 @@ func (l *lazyPrompts) List(ctx context.Context, f prompt.Filter) ([]prompt.Templ
 // validation is one run of validate: where it writes.
 type validation struct {
 	stdout, stderr io.Writer
+	strict         bool // --strict: a warning makes its file invalid
 }
 
 func (v validation) path(path, agentsDir string, writeLock bool, opts []agent.Option) int {
@@ -143,7 +147,7 @@ func (v validation) path(path, agentsDir string, writeLock bool, opts []agent.Op
 		if err == nil {
 			p.Close()
 		}
-		return reportPipeline(path, err, stdout, stderr)
+		return v.reportPipeline(path, err)
 	}
 	if !st.IsDir() {
 		return v.file(path, agentsDir, opts)
@@ -172,7 +176,7 @@ func (v validation) path(path, agentsDir string, writeLock bool, opts []agent.Op
 		if err == nil {
 			ws = s.Warnings()
 		}
-		bad += report(p, err, stdout, stderr, ws...)
+		bad += v.report(p, err, ws...)
 		return nil
 	})
 	if err != nil {
@@ -189,7 +193,8 @@ func (v validation) path(path, agentsDir string, writeLock bool, opts []agent.Op
 	return bad
 }
 
-func reportPipeline(path string, err error, stdout, stderr io.Writer) int {
+func (v validation) reportPipeline(path string, err error) int {
+	stderr := v.stderr
 	var de *pipeline.DefinitionError
 	if errors.As(err, &de) {
 		fmt.Fprintf(stderr, "✗ %s:\n", path)
@@ -198,12 +203,20 @@ func reportPipeline(path string, err error, stdout, stderr io.Writer) int {
 		}
 		return 1
 	}
-	return report(path, err, stdout, stderr)
+	return v.report(path, err)
 }
 
 // report prints a file's one verdict, and its warnings under it: they
-// do not make it invalid.
-func report(path string, err error, stdout, stderr io.Writer, warnings ...spec.Issue) int {
+// do not make it invalid, unless the validation is strict.
+func (v validation) report(path string, err error, warnings ...spec.Issue) int {
+	stdout, stderr := v.stdout, v.stderr
+	if err == nil && v.strict && len(warnings) > 0 {
+		fmt.Fprintf(stderr, "✗ %s (--strict: its warnings are errors):\n", path)
+		for _, w := range warnings {
+			fmt.Fprintf(stderr, "    %s: %s\n", w.Severity, w.Message)
+		}
+		return 1
+	}
 	if err == nil {
 		fmt.Fprintf(stdout, "✓ %s\n", path)
 		for _, w := range warnings {
@@ -296,5 +309,5 @@ func (v validation) file(path, agentsDir string, opts []agent.Option) int {
 	if err == nil {
 		ws = sp.Warnings()
 	}
-	return report(path, err, v.stdout, v.stderr, ws...)
+	return v.report(path, err, ws...)
 }
