@@ -43,20 +43,41 @@ func (r *run) runTools(d *Decision) {
 		}
 	}
 	base := r.st.ToolCalls
+	sched := r.schedule(calls)
 	switch {
+	case sched != nil:
+		for _, wave := range sched.waves {
+			if len(wave) == 1 || d.Sequential || r.fixed {
+				for _, i := range wave {
+					r.exec(i, base, &calls[i], &results[i], i == transfer, false)
+				}
+				continue
+			}
+			r.runParallel(calls, results, base, transfer, wave)
+		}
 	case len(calls) == 1 || d.Sequential || r.fixed: // a fixed clock: the events in call order
 		for i := range calls {
 			// act checked the run's context just before the first call.
 			r.exec(i, base, &calls[i], &results[i], i == transfer, i == 0)
 		}
 	default:
-		r.runParallel(calls, results, base, transfer)
+		r.runParallel(calls, results, base, transfer, nil)
 	}
-	for i := range calls {
+	record := func(i int) {
 		if results[i].Err == errCallDispatched {
-			continue // its step is the run's once its result is given
+			return // its step is the run's once its result is given
 		}
 		r.record(d.Thought, &calls[i], &results[i])
+	}
+	if sched != nil {
+		for _, i := range sched.order() { // the steps in the order run
+			results[i].after = sched.after[i]
+			record(i)
+		}
+	} else {
+		for i := range calls {
+			record(i)
+		}
 	}
 	if transfer >= 0 && results[transfer].Err == nil {
 		r.takeHandoff(&calls[transfer])
@@ -81,19 +102,33 @@ func (r *run) observe(results []ToolResult) {
 	}
 }
 
-func (r *run) runParallel(calls []llm.ToolCall, results []ToolResult, base, transfer int) {
+// runParallel runs the calls of which (all of them when nil) together,
+// at most max_parallel_tools at a time, starting them in which's order.
+func (r *run) runParallel(calls []llm.ToolCall, results []ToolResult, base, transfer int, which []int) {
 	sem := make(chan struct{}, max(r.a.limits.MaxParallelTools, 1))
 	var wg sync.WaitGroup
-	for i := range calls {
+	n := len(calls)
+	if which != nil {
+		n = len(which)
+	}
+	for k := range n {
+		i := k
+		if which != nil {
+			i = which[k]
+		}
+		// A slot is taken here, not in the goroutine: the calls start in
+		// which's order (most impact first), however many run at once.
+		held := true
+		select {
+		case sem <- struct{}{}:
+		case <-r.ctx.Done():
+			held = false // exec sees the ended context and records a cancelled call, with its events
+		}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			select {
-			case sem <- struct{}{}:
+			if held {
 				defer func() { <-sem }()
-			case <-r.ctx.Done():
-				// exec sees the ended context and records a cancelled
-				// call, with its start and end events.
 			}
 			r.exec(i, base, &calls[i], &results[i], i == transfer, false)
 		}()
@@ -229,8 +264,8 @@ func (r *run) record(thought string, call *llm.ToolCall, res *ToolResult) {
 	st := r.st
 	st.ToolCalls++
 	var more *stepMore
-	if res.Err != nil || res.Hints != nil || res.Cached {
-		more = &stepMore{hints: res.Hints, cached: res.Cached}
+	if res.Err != nil || res.Hints != nil || res.Cached || res.after != "" {
+		more = &stepMore{hints: res.Hints, cached: res.Cached, after: res.after}
 		if res.Err != nil {
 			st.ToolErrors++
 			more.err = res.Err.Error()
@@ -253,7 +288,7 @@ func (r *run) record(thought string, call *llm.ToolCall, res *ToolResult) {
 	r.attach(res.attachments)
 	_, rec.known = r.a.table().byName[res.Call.Name]
 	if res.Hints != nil && !res.Cached { // a cached result's hints were noted when it ran
-		r.noteHints(res.Hints)
+		r.noteHints(call.Name, res.Hints)
 	}
 	r.logger.step(rec)
 }

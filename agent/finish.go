@@ -11,6 +11,7 @@ import (
 	"github.com/agentry/agentry/agent/drive"
 	"github.com/agentry/agentry/event"
 	"github.com/agentry/agentry/react"
+	"github.com/agentry/agentry/tool"
 )
 
 // finish builds the Result of every ending and emits run_end.
@@ -286,6 +287,9 @@ func (r *run) describe(res *Result) {
 	if rs == nil {
 		rs = &noReasoning
 	}
+	// "Use estimatedImpact for prioritization": the alternatives most
+	// impact first, ties in the order the tools gave them.
+	slices.SortStableFunc(rs.alternatives, func(a, b tool.Alternative) int { return cmp.Compare(b.EstimatedImpact, a.EstimatedImpact) })
 	res.SourceQuality, res.AssumptionsMade, res.Alternatives = rs.sourceQuality, rs.assumptions, rs.alternatives
 	res.Metrics.ParseErrors = st.ParseErrors
 	res.PromptTemplate = r.promptTemplate()

@@ -84,6 +84,7 @@ type ToolResult struct {
 	Duration    time.Duration
 	at          time.Duration // the call's start, since the run's
 	attachments map[string]string
+	after       string // what the call waited for, and why (schedule)
 }
 
 // Turn is a planner's view of the run at one turn. It is valid during the

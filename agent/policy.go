@@ -123,7 +123,7 @@ func (r *run) reportAs(ctx context.Context, target, callID, user, rule, decision
 // answer is not returned), a redact replaces what the filter finds.
 func (r *run) filterOutput(final *Final) (*Final, error) {
 	doc, _ := json.Marshal(struct {
-		Text   string         `json:"text"`
+		Text   string `json:"text"`
 		Output any    `json:"output,omitempty"`
 	}{final.Text, final.Output})
 	out, applied := r.a.outFilters.Apply(string(doc), true)
@@ -143,7 +143,7 @@ func (r *run) filterOutput(final *Final) (*Final, error) {
 		return nil, withDetails(fmt.Errorf("%w: %s", ErrPolicyViolation, reason), map[string]any{"rule": rule})
 	}
 	var red struct {
-		Text   string         `json:"text"`
+		Text   string `json:"text"`
 		Output any    `json:"output"`
 	}
 	if err := json.Unmarshal([]byte(out), &red); err != nil {

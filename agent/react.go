@@ -22,8 +22,9 @@ type reasoning struct {
 	alternatives   []tool.Alternative
 	assumptions    []string
 	contradictions int
-	seen           map[string]string // ReAct: tool call -> output, to spot contradictions
-	notes          []string          // what the ReAct parser forgave in the last reply
+	seen           map[string]string    // ReAct: tool call -> output, to spot contradictions
+	notes          []string             // what the ReAct parser forgave in the last reply
+	byTool         map[string]toolHints // what each tool's last result said of its order (schedule)
 }
 
 // why is the run's reasoning, made when something first adds to it: most
@@ -38,8 +39,9 @@ func (r *run) why() *reasoning {
 var qualityRank = map[string]int{"high": 3, "medium": 2, "unknown": 1, "low": 0}
 
 // noteHints folds a tool's hints into the run's reasoning.
-func (r *run) noteHints(h *tool.Hints) {
+func (r *run) noteHints(name string, h *tool.Hints) {
 	rs := r.why()
+	rs.learn(name, h)
 	q := strings.ToLower(h.SourceQuality)
 	if _, ok := qualityRank[q]; ok {
 		if cur := rs.sourceQuality; cur == "" || qualityRank[q] < qualityRank[cur] {

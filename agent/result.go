@@ -71,6 +71,10 @@ type Action struct {
 	// Cached is set when the result came from an earlier call still valid.
 	Cached bool        `json:"cached,omitempty"`
 	Hints  *tool.Hints `json:"hints,omitempty"`
+	// After says what the call waited for and why, when the turn's
+	// calls ran in an order of their tools' dependencies (the steps are
+	// in the order they ran).
+	After string `json:"after,omitempty"`
 }
 
 // ModelCall summarises one model call (all its attempts).

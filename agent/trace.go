@@ -39,6 +39,7 @@ type stepRec struct {
 // stepMore is the rare part of a step.
 type stepMore struct {
 	err, parseError, finalAnswer string
+	after                        string          // what the call waited for, and why
 	out                          json.RawMessage // when it is not the observation
 	hints                        *tool.Hints
 	cached                       bool
@@ -141,7 +142,7 @@ func (t *trace) build(st *State, a *Agent, start time.Time) {
 				act.Output, outs = json.RawMessage(outs[:n:n]), outs[n:]
 			}
 			if m != nil {
-				act.Error, act.Hints, act.Cached = m.err, m.hints, m.cached
+				act.Error, act.Hints, act.Cached, act.After = m.err, m.hints, m.cached, m.after
 				if m.out != nil {
 					act.Output = m.out
 				}

@@ -61,6 +61,12 @@ func WithExamples(args ...any) Option {
 	return func(c *funcConfig) { c.examples = append(c.examples, args...) }
 }
 
+// WithDependsOn declares the tools whose results a call of this one
+// needs (Info.DependsOn): in a turn that calls both, it runs after them.
+func WithDependsOn(tools ...string) Option {
+	return func(c *funcConfig) { c.info.DependsOn = append(c.info.DependsOn, tools...) }
+}
+
 // WithTimeout bounds each call of the tool.
 func WithTimeout(d time.Duration) Option { return func(c *funcConfig) { c.info.Timeout = d } }
 

@@ -91,6 +91,12 @@ type Info struct {
 	// non-idempotent call of such a tool again when it cannot know
 	// whether the first one took effect, instead of asking for approval.
 	Deduplicates bool
+	// DependsOn names the tools whose results a call of this one needs
+	// (the Noema spec's AgentHints dependencies, declared ahead): when a
+	// turn calls this tool and one of those, this call runs after theirs,
+	// not beside them. A result's hints may add to it for the rest of the
+	// run.
+	DependsOn []string
 }
 
 // Deduplicator is implemented by tools that deduplicate some calls and
