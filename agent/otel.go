@@ -45,7 +45,10 @@ type runSpan struct {
 // was exported.
 func (r *run) startSpan(ctx context.Context) context.Context {
 	tracer := telemetry.Tracer(ctx, r.s.agent.o.tracers)
-	if tracer == nil {
+	if tracer == nil || !r.a.spec.Tracing.Records(r.s.traceKey()) {
+		// Not sampled (the spec's tracing): no span either, the store's
+		// decision made again by the same key, before the span could
+		// give the run a trace id of its own.
 		return ctx
 	}
 	info, st, a := r.info, r.st, r.a

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 	"testing"
 
@@ -11,6 +13,8 @@ import (
 	"github.com/agentry/agentry/internal/testdb"
 	"github.com/agentry/agentry/llm"
 	"github.com/agentry/agentry/store"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 )
 
 // traceSeer records the trace context its calls were made in.
@@ -77,8 +81,9 @@ func TestTraceIDs(t *testing.T) {
 	}
 }
 
-// TestTracingSampling: a spec's tracing decides which runs the store
-// records.
+// TestTracingSampling: a spec's tracing decides, once per run, both
+// whether the store records it and whether its spans are exported:
+// enabled false neither, a sample rate the same runs for both.
 func TestTracingSampling(t *testing.T) {
 	for _, tt := range []struct {
 		tracing string
@@ -96,7 +101,14 @@ func TestTracingSampling(t *testing.T) {
 			for i := range replies {
 				replies[i] = answer("ok")
 			}
-			a := newTestAgent(t, `{"agent_name": "t", "version": "v1", "model_name": "m", "tracing": `+tt.tracing+`}`, &recorder{replies: replies})
+			rec := tracetest.NewSpanRecorder()
+			tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
+			t.Cleanup(func() { tp.Shutdown(context.Background()) })
+			a, err := New(mustSpec(t, `{"agent_name": "t", "version": "v1", "model_name": "m", "tracing": `+tt.tracing+`}`),
+				WithProvider(&recorder{replies: replies}, "test"), WithTracerProvider(tp))
+			if err != nil {
+				t.Fatal(err)
+			}
 			for i := range 20 {
 				// Sampled by trace id: the same ids, the same choice, every time.
 				if _, err := a.Run(ctx, nil, WithStore(st), WithTraceContext(fmt.Sprintf("%032x", i+1), "")); err != nil {
@@ -106,6 +118,21 @@ func TestTracingSampling(t *testing.T) {
 			runs, _ := st.List(ctx, store.Filter{})
 			if tt.want >= 0 && len(runs) != tt.want || tt.want < 0 && (len(runs) == 0 || len(runs) == 20) {
 				t.Errorf("%d runs stored", len(runs))
+			}
+			stored := map[string]bool{}
+			for _, r := range runs {
+				stored[r.ID] = true
+			}
+			traced := map[string]bool{}
+			for _, sp := range rec.Ended() {
+				for _, kv := range sp.Attributes() {
+					if kv.Key == "agentry.run_id" {
+						traced[kv.Value.AsString()] = true
+					}
+				}
+			}
+			if !maps.Equal(stored, traced) {
+				t.Errorf("runs stored %v, runs traced %v: one decision should make both", slices.Sorted(maps.Keys(stored)), slices.Sorted(maps.Keys(traced)))
 			}
 		})
 	}
