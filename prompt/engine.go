@@ -22,6 +22,11 @@ const (
 	// Handlebars is mustache with helpers ({{#if}}, {{#each}}, {{lookup}}),
 	// not HTML-escaped.
 	Handlebars Engine = "handlebars"
+	// Liquid is {{ var | filter }} and {% if %}/{% for %} tags, with
+	// Liquid's standard filters; no tag reads a file. The variables it
+	// outputs, tests or loops over at its top level are found; one it
+	// reaches otherwise is declared in RequiredVars.
+	Liquid Engine = "liquid"
 )
 
 func (e Engine) orDefault() Engine {
@@ -85,9 +90,11 @@ func varsOf(e Engine, text string) ([]string, map[string]bool, error) {
 				add(tag.Name())
 			}
 		}
-	case Handlebars:
+	case Handlebars, Liquid:
+		// A variable only tested ({{#if}}, {% if %}) is answered by its
+		// absence; one also output is needed.
 		plain := map[string]bool{}
-		err := handlebarsVars(text, func(name string, cond bool) {
+		track := func(name string, cond bool) {
 			add(name)
 			name, _, _ = strings.Cut(name, ".")
 			if cond && !plain[name] {
@@ -95,12 +102,16 @@ func varsOf(e Engine, text string) ([]string, map[string]bool, error) {
 			} else {
 				plain[name], condOnly[name] = true, false
 			}
-		})
-		if err != nil {
+		}
+		find := handlebarsVars
+		if e == Liquid {
+			find = liquidVars
+		}
+		if err := find(text, track); err != nil {
 			return nil, nil, err
 		}
 	default:
-		return nil, nil, fmt.Errorf("engine %q: want fstring, go, mustache or handlebars (liquid is not provided: see docs/decisions.md)", e)
+		return nil, nil, fmt.Errorf("engine %q: want fstring, go, mustache, handlebars or liquid", e)
 	}
 	return out, condOnly, nil
 }
@@ -233,7 +244,7 @@ func (t *Template) Render(params map[string]any, strict bool) (Rendered, error) 
 				missing = append(missing, v)
 			}
 			fill[v] = ""
-			if ranged[v] {
+			if ranged[v] || t.Engine == Liquid { // Liquid: "" is true, nil renders empty and tests false
 				fill[v] = nil
 			}
 		}
@@ -260,6 +271,8 @@ func (t *Template) Render(params map[string]any, strict bool) (Rendered, error) 
 		}
 	case Handlebars:
 		text, err = renderHandlebars(t.Text, fill)
+	case Liquid:
+		text, err = renderLiquid(t.Text, fill)
 	}
 	if err != nil {
 		return Rendered{}, fmt.Errorf("prompt %s: %w", t.Ref(), err)

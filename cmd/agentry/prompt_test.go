@@ -60,6 +60,12 @@ func TestPromptThroughTheBinary(t *testing.T) {
 			t.Errorf("render %s: %q", flag, out)
 		}
 	}
+	// Liquid, with its filters, as the AI Agent Proposal's PromptStore lists it.
+	liq := writeFile(t, dir, "liquid.json", `{"id": "shout", "engine": "liquid", "text": "{{ name | upcase }}{% if vip %}!{% endif %}"}`)
+	cli(0, "prompt", "put", liq)
+	if out := cli(0, "prompt", "render", "shout", "--input", "name=Ada", "--input", "vip=yes"); strings.TrimSpace(out) != "ADA!" {
+		t.Errorf("render of a liquid template: %q", out)
+	}
 	if out := cli(2, "prompt", "render", "greet", "--lenient"); !strings.Contains(out, "prompt greet@2: missing variables name") {
 		t.Errorf("render without a required variable: %q", out)
 	}
