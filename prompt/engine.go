@@ -5,6 +5,7 @@ import (
 	"maps"
 	"slices"
 	"strings"
+	"sync"
 	"text/template"
 	"text/template/parse"
 
@@ -25,9 +26,43 @@ const (
 	// Liquid is {{ var | filter }} and {% if %}/{% for %} tags, with
 	// Liquid's standard filters; no tag reads a file. The variables it
 	// outputs, tests or loops over at its top level are found; one it
-	// reaches otherwise is declared in RequiredVars.
+	// reaches otherwise is declared in RequiredVars. A program links it
+	// by importing github.com/agentry/agentry/prompt/liquid.
 	Liquid Engine = "liquid"
 )
+
+// An EngineDriver is an engine a package adds (RegisterEngine): Vars
+// calls add with each variable a text uses, in order, and whether it
+// only tests it (an absent one answers false), or says why the text does
+// not parse; Render renders a text with params.
+type EngineDriver struct {
+	Vars   func(text string, add func(name string, cond bool)) error
+	Render func(text string, params map[string]any) (string, error)
+}
+
+var drivers sync.Map // Engine -> EngineDriver
+
+// RegisterEngine makes an engine available to templates, as a
+// database/sql driver is: its package calls it from init (the Liquid
+// engine's is prompt/liquid). Registering one twice, or a driver
+// without Vars or Render, panics: both are programming errors.
+func RegisterEngine(e Engine, d EngineDriver) {
+	if d.Vars == nil || d.Render == nil {
+		panic("prompt: RegisterEngine of an incomplete driver for " + string(e))
+	}
+	if _, dup := drivers.LoadOrStore(e, d); dup {
+		panic("prompt: RegisterEngine twice for " + string(e))
+	}
+}
+
+// linked is the driver of an engine a package adds, or an error naming
+// the package to import.
+func linked(e Engine) (EngineDriver, error) {
+	if d, ok := drivers.Load(e); ok {
+		return d.(EngineDriver), nil
+	}
+	return EngineDriver{}, fmt.Errorf("engine %q is not linked into this program: import _ \"github.com/agentry/agentry/prompt/%s\"", e, e)
+}
 
 func (e Engine) orDefault() Engine {
 	if e == "" {
@@ -105,7 +140,11 @@ func varsOf(e Engine, text string) ([]string, map[string]bool, error) {
 		}
 		find := handlebarsVars
 		if e == Liquid {
-			find = liquidVars
+			d, err := linked(e)
+			if err != nil {
+				return nil, nil, err
+			}
+			find = d.Vars
 		}
 		if err := find(text, track); err != nil {
 			return nil, nil, err
@@ -272,7 +311,10 @@ func (t *Template) Render(params map[string]any, strict bool) (Rendered, error) 
 	case Handlebars:
 		text, err = renderHandlebars(t.Text, fill)
 	case Liquid:
-		text, err = renderLiquid(t.Text, fill)
+		var d EngineDriver
+		if d, err = linked(Liquid); err == nil {
+			text, err = d.Render(t.Text, fill)
+		}
 	}
 	if err != nil {
 		return Rendered{}, fmt.Errorf("prompt %s: %w", t.Ref(), err)

@@ -57,15 +57,6 @@ func TestTemplateRender(t *testing.T) {
 			map[string]any{"name": "Ada"}, true, "Ada", false},
 		{"strict handlebars, a condition also shown", Template{ID: "a", Version: "1", Engine: Handlebars, Text: "{{#if vip}}{{vip}} {{/if}}{{name}}"},
 			map[string]any{"name": "Ada"}, true, "missing variables vip", true},
-		{"liquid", Template{ID: "a", Engine: Liquid, Text: "Hi {{ name | upcase }}{% if vip %}!{% endif %} {% for t in tools %}{{ t }},{% endfor %}"},
-			map[string]any{"name": "Ada", "vip": true, "tools": []any{"a", "b"}}, true, "Hi ADA! a,b,", false},
-		{"strict liquid, a condition absent", Template{ID: "a", Engine: Liquid, Text: "{% if vip %}Dear {% endif %}{{ name }}"},
-			map[string]any{"name": "Ada"}, true, "Ada", false},
-		{"strict liquid missing", Template{ID: "a", Version: "1", Engine: Liquid, Text: "{% assign g = 'Hi' %}{{ g }} {{ name }} of {% for c in cities %}{{ c }}{% endfor %}"},
-			map[string]any{}, true, "missing variables name, cities", true},
-		{"lenient liquid", Template{ID: "a", Engine: Liquid, Text: "Hi {{ name }}."}, nil, false, "Hi .", false},
-		{"liquid required where the scan cannot see", Template{ID: "a", Version: "1", Engine: Liquid, Text: "{{ user[key] }}", RequiredVars: []string{"key"}},
-			map[string]any{"user": map[string]any{}}, true, "missing variables key", true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r, err := tc.t.Render(tc.params, tc.strict)

@@ -31,13 +31,14 @@ import (
 
 	_ "github.com/agentry/agentry/llm/anthropic"
 	_ "github.com/agentry/agentry/llm/gemini"
-	_ "github.com/agentry/agentry/llm/openai"   // openai, ollama, openrouter
-	_ "github.com/agentry/agentry/llm/scripted" // the offline provider
-	_ "github.com/agentry/agentry/tool/a2a"     // a2a:URL tools
-	_ "github.com/agentry/agentry/tool/files"   // the files connector
-	_ "github.com/agentry/agentry/tool/mcp"     // mcp:SERVER/TOOL tools
-	_ "github.com/agentry/agentry/tool/shell"   // the shell connector
-	_ "github.com/agentry/agentry/tool/sqltool" // the sql connector
+	_ "github.com/agentry/agentry/llm/openai"    // openai, ollama, openrouter
+	_ "github.com/agentry/agentry/llm/scripted"  // the offline provider
+	_ "github.com/agentry/agentry/prompt/liquid" // the liquid prompt engine
+	_ "github.com/agentry/agentry/tool/a2a"      // a2a:URL tools
+	_ "github.com/agentry/agentry/tool/files"    // the files connector
+	_ "github.com/agentry/agentry/tool/mcp"      // mcp:SERVER/TOOL tools
+	_ "github.com/agentry/agentry/tool/shell"    // the shell connector
+	_ "github.com/agentry/agentry/tool/sqltool"  // the sql connector
 )
 
 // exitError carries an exit code through cobra.
