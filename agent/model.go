@@ -82,7 +82,11 @@ func (a *Agent) openModel(o options) error {
 	}
 	a.providerName, a.model, a.priceModel = first.Name, first.Model, pricedModel
 	a.window = first.Caps.ContextWindow // a spec's context.window replaces it (New)
-	if len(fallbacks) == 0 {
+	sel := a.spec.ModelSelection
+	if o.model != "" {
+		sel = nil // a model given in place of the spec's replaces its choice too
+	}
+	if len(fallbacks) == 0 && sel == nil {
 		a.provider = a.modelChain(o, first.Provider)
 		return nil
 	}
@@ -98,8 +102,33 @@ func (a *Agent) openModel(o options) error {
 		}
 		cands = append(cands, c)
 	}
-	a.provider = a.modelChain(o, llm.NewRouter(cands, llm.RouterOptions{}))
+	if err := underCeiling(cands, sel); err != nil {
+		return err
+	}
+	a.provider = a.modelChain(o, llm.NewRouter(cands, routerOptions(sel)))
 	return nil
+}
+
+// underCeiling refuses a selection whose price ceiling leaves no model
+// to call: every request would fail.
+func underCeiling(cands []llm.Candidate, sel *spec.ModelSelection) error {
+	if sel == nil || sel.MaxPromptPrice == 0 && sel.MaxCompletionPrice == 0 {
+		return nil
+	}
+	var why []string
+	for _, c := range cands {
+		switch {
+		case c.Unpriced:
+			why = append(why, fmt.Sprintf("%s has no price", c.Model))
+		case sel.MaxPromptPrice > 0 && c.Price.Prompt > sel.MaxPromptPrice:
+			why = append(why, fmt.Sprintf("%s costs %g a million prompt tokens", c.Model, c.Price.Prompt))
+		case sel.MaxCompletionPrice > 0 && c.Price.Completion > sel.MaxCompletionPrice:
+			why = append(why, fmt.Sprintf("%s costs %g a million completion tokens", c.Model, c.Price.Completion))
+		default:
+			return nil
+		}
+	}
+	return fmt.Errorf("model_selection: every model is above the price ceiling (%s)", strings.Join(why, "; "))
 }
 
 // fallbackNamed is the spec's fallback model named name, as the spec
@@ -123,8 +152,9 @@ func (a *Agent) candidate(o options, name, baseURL string) (llm.Candidate, strin
 	a.closeProvider(m.Provider)
 	a.models = append(a.models, m.Provider)
 	priced := pricedAs(m.Provider, m.ID)
-	price, _ := a.pricing.Lookup(priced)
-	return llm.Candidate{Provider: a.candidateChain(m.Provider, m.ProviderName, m.ID), Name: m.ProviderName, Model: m.ID, Caps: m.Capabilities, Price: price}, priced, nil
+	price, known := a.pricing.Lookup(priced)
+	return llm.Candidate{Provider: a.candidateChain(m.Provider, m.ProviderName, m.ID), Name: m.ProviderName, Model: m.ID, Caps: m.Capabilities,
+		Price: price, Unpriced: !known}, priced, nil
 }
 
 // closeProvider makes Close close p, when p holds something open (an
@@ -223,4 +253,19 @@ func (a *Agent) noteReadiers() {
 			a.subs = append(a.subs, b.sub)
 		}
 	}
+}
+
+// routerOptions are the router's for the spec's model_selection.
+func routerOptions(sel *spec.ModelSelection) llm.RouterOptions {
+	if sel == nil {
+		return llm.RouterOptions{}
+	}
+	o := llm.RouterOptions{MaxPromptPrice: sel.MaxPromptPrice, MaxCompletionPrice: sel.MaxCompletionPrice}
+	switch sel.Strategy {
+	case "cheapest":
+		o.Strategy = llm.Cheapest
+	case "fastest":
+		o.Strategy = llm.Fastest
+	}
+	return o
 }

@@ -1,10 +1,14 @@
 package llm
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"iter"
+	"math"
+	"slices"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -36,8 +40,16 @@ type Candidate struct {
 	// Name is the provider's name ("openai"); Model the model id.
 	Name, Model string
 	Caps        Capabilities
-	// Price is used against a router's cost ceiling.
-	Price Price
+	// Price is used against a router's cost ceiling, and by Cheapest.
+	// Unpriced says the price is not known: such a model is above any
+	// ceiling, and Cheapest puts it last.
+	Price    Price
+	Unpriced bool
+	// Latency is how long the candidate's calls have taken through this
+	// router, a moving average (0: not measured yet); a Router sets it
+	// for its Strategy, which Fastest orders by.
+	Latency time.Duration
+	index   int // its place in the router's candidates
 }
 
 // Needs is what a request asks of a model.
@@ -96,6 +108,29 @@ func (c Candidate) Supports(n Needs) (bool, string) {
 // that order. It may drop candidates. The default keeps the given order.
 type Strategy func(req *Request, n Needs, cands []Candidate) []Candidate
 
+// Cheapest orders the candidates by price, the least costly first for a
+// request of n's size (a prompt of n.PromptTokens, and as many
+// completion tokens); ties in the order given, unpriced models last.
+func Cheapest(_ *Request, n Needs, cands []Candidate) []Candidate {
+	cost := func(c Candidate) float64 {
+		if c.Unpriced {
+			return math.Inf(1)
+		}
+		t := float64(max(n.PromptTokens, 1))
+		return c.Price.Prompt*t + c.Price.Completion*t
+	}
+	slices.SortStableFunc(cands, func(a, b Candidate) int { return cmp.Compare(cost(a), cost(b)) })
+	return cands
+}
+
+// Fastest orders the candidates by the latency measured through the
+// router, the quickest first; one not measured yet comes first, in the
+// order given, so that each is measured once it serves a call.
+func Fastest(_ *Request, _ Needs, cands []Candidate) []Candidate {
+	slices.SortStableFunc(cands, func(a, b Candidate) int { return cmp.Compare(a.Latency, b.Latency) })
+	return cands
+}
+
 // RouterOptions configure a Router.
 type RouterOptions struct {
 	// Strategy orders the candidates; nil keeps them in priority order.
@@ -112,23 +147,51 @@ type RouterOptions struct {
 type Router struct {
 	cands []Candidate
 	opts  RouterOptions
+
+	mu      sync.Mutex
+	latency []time.Duration // by candidate, a moving average of its answers
 }
 
 // NewRouter returns a router over cands, in priority order.
 func NewRouter(cands []Candidate, opts RouterOptions) *Router {
-	return &Router{cands: cands, opts: opts}
+	cands = slices.Clone(cands)
+	for i := range cands {
+		cands[i].index = i
+	}
+	return &Router{cands: cands, opts: opts, latency: make([]time.Duration, len(cands))}
+}
+
+// measured notes how long a candidate took to answer: a moving average,
+// each answer a fifth of it.
+func (r *Router) measured(c Candidate, d time.Duration) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if l := &r.latency[c.index]; *l == 0 {
+		*l = d
+	} else {
+		*l += (d - *l) / 5
+	}
 }
 
 func (r *Router) plan(req *Request, streaming bool) ([]Candidate, error) {
 	n := NeedsOf(req, streaming)
 	order := r.cands
 	if r.opts.Strategy != nil {
-		order = r.opts.Strategy(req, n, append([]Candidate(nil), r.cands...))
+		order = slices.Clone(r.cands)
+		r.mu.Lock()
+		for i := range order {
+			order[i].Latency = r.latency[i]
+		}
+		r.mu.Unlock()
+		order = r.opts.Strategy(req, n, order)
 	}
 	var out []Candidate
 	var why []string
 	for _, c := range order {
 		ok, reason := c.Supports(n)
+		if ok && c.Unpriced && (r.opts.MaxPromptPrice > 0 || r.opts.MaxCompletionPrice > 0) {
+			ok, reason = false, "unpriced, so above the price ceiling"
+		}
 		if ok && r.opts.MaxPromptPrice > 0 && c.Price.Prompt > r.opts.MaxPromptPrice {
 			ok, reason = false, "above the prompt price ceiling"
 		}
@@ -169,6 +232,7 @@ func (r *Router) Generate(ctx context.Context, req *Request) (*Response, error) 
 		cr.Model = c.Model
 		resp, err := c.Provider.Generate(ctx, &cr)
 		if err == nil {
+			r.measured(c, time.Since(start))
 			if resp != nil {
 				resp.Provider = c.Name
 				if resp.Model == "" {
@@ -203,6 +267,7 @@ func (r *Router) Stream(ctx context.Context, req *Request) iter.Seq2[Chunk, erro
 			if !ok {
 				resp, err := c.Provider.Generate(ctx, &cr)
 				if err == nil {
+					r.measured(c, time.Since(start))
 					for _, ch := range responseChunks(resp, c) {
 						if !yield(ch, nil) {
 							return
@@ -233,6 +298,7 @@ func (r *Router) Stream(ctx context.Context, req *Request) iter.Seq2[Chunk, erro
 				}
 			}
 			if failure == nil {
+				r.measured(c, time.Since(start))
 				return
 			}
 			if emitted || ctx.Err() != nil || !unavailable(failure) || i == len(order)-1 {

@@ -8,6 +8,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 )
 
 // fixed answers with one reply or one error, and counts its calls.
@@ -113,6 +114,60 @@ func TestRouterStrategy(t *testing.T) {
 	resp, err := r.Generate(context.Background(), &Request{})
 	if err != nil || resp.Provider != "b" {
 		t.Errorf("%+v %v", resp, err)
+	}
+}
+
+// TestBuiltInStrategies: Cheapest orders by price for the request's
+// size, unpriced models last; Fastest by the latency the router measured,
+// one not measured yet first; a price ceiling leaves out the dearer and
+// the unpriced models.
+func TestBuiltInStrategies(t *testing.T) {
+	a, b, c := &fixed{name: "a"}, &fixed{name: "b"}, &fixed{name: "c"}
+	cands := []Candidate{
+		{Provider: a, Name: "a", Model: "a1", Caps: all, Price: Price{Prompt: 2, Completion: 8}},
+		{Provider: b, Name: "b", Model: "b1", Caps: all, Unpriced: true},
+		{Provider: c, Name: "c", Model: "c1", Caps: all, Price: Price{Prompt: 0.4, Completion: 1.6}},
+	}
+	names := func(cs []Candidate) string {
+		var out []string
+		for _, c := range cs {
+			out = append(out, c.Name)
+		}
+		return strings.Join(out, ",")
+	}
+	for _, tc := range []struct {
+		name    string
+		opts    RouterOptions
+		measure map[int]time.Duration // latency observed, by candidate
+		want    string                // the order planned
+	}{
+		{"priority", RouterOptions{}, nil, "a,b,c"},
+		{"cheapest", RouterOptions{Strategy: Cheapest}, nil, "c,a,b"},
+		{"fastest, b not measured", RouterOptions{Strategy: Fastest}, map[int]time.Duration{0: 900 * time.Millisecond, 2: 300 * time.Millisecond}, "b,c,a"},
+		{"fastest, all measured", RouterOptions{Strategy: Fastest}, map[int]time.Duration{0: 100 * time.Millisecond, 1: 500 * time.Millisecond, 2: 300 * time.Millisecond}, "a,c,b"},
+		{"a completion price ceiling", RouterOptions{MaxCompletionPrice: 2}, nil, "c"},
+		{"a ceiling with cheapest", RouterOptions{Strategy: Cheapest, MaxPromptPrice: 5}, nil, "c,a"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := NewRouter(cands, tc.opts)
+			for i, d := range tc.measure {
+				r.measured(r.cands[i], d)
+			}
+			order, err := r.plan(&Request{}, false)
+			if err != nil || names(order) != tc.want {
+				t.Errorf("order %s, %v; want %s", names(order), err, tc.want)
+			}
+		})
+	}
+	// What the router measures is a moving average of its answers.
+	r := NewRouter(cands, RouterOptions{Strategy: Fastest})
+	r.measured(r.cands[0], 100*time.Millisecond)
+	r.measured(r.cands[0], 600*time.Millisecond)
+	if got := r.latency[0]; got != 200*time.Millisecond {
+		t.Errorf("latency after 100ms and 600ms: %v, want 200ms", got)
+	}
+	if _, err := r.Generate(context.Background(), &Request{}); err != nil || r.latency[1] == 0 {
+		t.Errorf("the unmeasured candidate answered first and was measured: %v, %v", err, r.latency)
 	}
 }
 

@@ -139,6 +139,16 @@ func (s *Spec) checkModel(c *checker) {
 	if p := s.Unlisted(qualify(s.Provider, s.ModelName), s.BaseURL); p != "" {
 		c.bad("model_name %s", p)
 	}
+	if ms := s.ModelSelection; ms != nil {
+		switch ms.Strategy {
+		case "", "priority", "cheapest", "fastest":
+		default:
+			c.bad("model_selection.strategy %q is not one of priority, cheapest, fastest", ms.Strategy)
+		}
+		if ms.MaxPromptPrice < 0 || ms.MaxCompletionPrice < 0 {
+			c.bad("model_selection: a price ceiling is negative")
+		}
+	}
 	for i, f := range s.FallbackModels {
 		if f.ModelName == "" {
 			c.bad("fallback_models[%d].model_name is required", i)

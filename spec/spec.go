@@ -68,6 +68,10 @@ type Spec struct {
 	TopP            *float64   `json:"top_p,omitempty"`
 	MaxOutputTokens int        `json:"max_output_tokens,omitempty"`
 	FallbackModels  []ModelRef `json:"fallback_models,omitempty"`
+	// ModelSelection picks among the model and its fallbacks for each
+	// request: by a strategy, under a price ceiling (the AI Agent
+	// Proposal's provider selection). Nil: the first that serves.
+	ModelSelection *ModelSelection `json:"model_selection,omitempty"`
 	// ModelUnlisted says the models are not in their providers' catalogs
 	// on purpose (a fine-tuned id, a model newer than this release): a
 	// name a catalog lacks is otherwise refused as misspelt. A model with
@@ -136,6 +140,20 @@ type Spec struct {
 	// Connectors configure the connectors whose tools the agent may name
 	// in Tools (files, shell, sql): each is off until configured here.
 	Connectors map[string]json.RawMessage `json:"connectors,omitempty"`
+}
+
+// ModelSelection is how the model of a request is picked among the
+// spec's model and its fallback_models.
+type ModelSelection struct {
+	// Strategy orders them: "priority" (the default: as listed),
+	// "cheapest" (by price for the request's size), "fastest" (by the
+	// latency measured so far; one not measured yet goes first).
+	Strategy string `json:"strategy,omitempty"`
+	// MaxPromptPrice and MaxCompletionPrice leave out the models that
+	// cost more, in USD per million tokens (0: no ceiling). An unpriced
+	// model is above any ceiling.
+	MaxPromptPrice     float64 `json:"max_prompt_price,omitempty"`
+	MaxCompletionPrice float64 `json:"max_completion_price,omitempty"`
 }
 
 // ModelRef is a fallback model.

@@ -3,6 +3,7 @@ package main
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/agentry/agentry/internal/wiretest"
@@ -34,5 +35,36 @@ func TestModelNamesAFallback(t *testing.T) {
 		if p, f := len(primary.Requests()), len(fallback.Requests()); p != tc.primary || f != tc.fellTo {
 			t.Errorf("--model %s: the spec's host saw %d requests, the fallback's %d; want %d and %d", tc.model, p, f, tc.primary, tc.fellTo)
 		}
+	}
+}
+
+// TestModelSelection: a spec picks its model per request among its own
+// and its fallbacks, without Go: the cheapest, or the first under a
+// price ceiling; a ceiling no model is under is refused before the run.
+func TestModelSelection(t *testing.T) {
+	dir := t.TempDir()
+	for name, model := range map[string]string{"big.json": "gpt-4.1", "small.json": "gpt-4.1-mini"} {
+		os.WriteFile(filepath.Join(dir, name), []byte(`{"model": "`+model+`", "turns": [{"content": "Hi.", "usage": {"prompt_tokens": 10, "completion_tokens": 2}}]}`), 0o600)
+	}
+	for _, tc := range []struct {
+		name, selection string
+		code            int
+		want            string // the model that answered, or the error
+	}{
+		{"priority", `{}`, 0, `"model":"gpt-4.1"`},
+		{"cheapest", `{"strategy": "cheapest"}`, 0, `"model":"gpt-4.1-mini"`},
+		{"under a ceiling", `{"max_completion_price": 2}`, 0, `"model":"gpt-4.1-mini"`},
+		{"no model under the ceiling", `{"max_completion_price": 1}`, 2, "every model is above the price ceiling"},
+		{"an unknown strategy", `{"strategy": "cheap"}`, 2, `model_selection.strategy "cheap"`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			spec := filepath.Join(dir, "agent.json")
+			os.WriteFile(spec, []byte(`{"agent_name": "a", "version": "v1", "model_name": "scripted:big.json",
+				"fallback_models": [{"model_name": "scripted:small.json"}], "model_selection": `+tc.selection+`, "system_text": "Greet."}`), 0o600)
+			code, out, errs := run(t, "run", spec, "--no-store", "-q", "--json")
+			if code != tc.code || !strings.Contains(strings.ReplaceAll(out, " ", "")+errs, tc.want) {
+				t.Errorf("exit %d (want %d), want %q in\n%s%s", code, tc.code, tc.want, out, errs)
+			}
+		})
 	}
 }
