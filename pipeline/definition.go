@@ -33,8 +33,13 @@ type Definition struct {
 	// ReplanStage is where a replan outcome goes; default Start.
 	ReplanStage string `json:"replan_stage,omitempty"`
 	// AgentsDir resolves agent references, relative to the file.
-	AgentsDir string  `json:"agents_dir,omitempty"`
-	Stages    []Stage `json:"stages"`
+	AgentsDir string `json:"agents_dir,omitempty"`
+	// ModelRoles maps a role to the model of every stage that names it
+	// (jeeves' ModelRole): "planner": "gpt-4.1". One change swaps the
+	// model of all the stages of a role; WithModelRoles (a flag, a
+	// server's setting) overrides it.
+	ModelRoles map[string]string `json:"model_roles,omitempty"`
+	Stages     []Stage           `json:"stages"`
 }
 
 // Stage is one step of a pipeline.
@@ -54,6 +59,9 @@ type Stage struct {
 	LoopTarget string `json:"loop_target,omitempty"`
 	// PlanKey is where a plan-mode stage finds its plan; default "plan".
 	PlanKey string `json:"plan_key,omitempty"`
+	// ModelRole names the role whose model the stage's agent runs with,
+	// in place of its spec's model_name (see Definition.ModelRoles).
+	ModelRole string `json:"model_role,omitempty"`
 }
 
 // Rule routes on a field of the stage's output.
@@ -194,6 +202,9 @@ func (d *Definition) checkStages(bad func(string, ...any)) map[string]bool {
 			if i+1 < len(d.Stages) {
 				s.DefaultNext = d.Stages[i+1].Name
 			}
+		}
+		if s.ModelRole != "" && !spec.ValidName(s.ModelRole) {
+			bad("%s: model_role %q: want a name of letters, digits, '_' and '-'", where, s.ModelRole)
 		}
 		for j, r := range s.RoutingRules {
 			if r.Condition == "" {

@@ -18,6 +18,7 @@ import (
 	"github.com/agentry/agentry/event"
 	"github.com/agentry/agentry/internal/ids"
 	"github.com/agentry/agentry/internal/journal"
+	"github.com/agentry/agentry/llm"
 	"github.com/agentry/agentry/policy"
 	"github.com/agentry/agentry/runlog"
 	"github.com/agentry/agentry/spec"
@@ -51,6 +52,20 @@ type options struct {
 	logger    *slog.Logger
 	key       []byte
 	tracers   oteltrace.TracerProvider
+	roles     map[string]string // WithModelRoles
+}
+
+// WithModelRoles sets the model of roles, over the definition's
+// model_roles: the stages that name a role run its model ("planner":
+// "gpt-4.1-mini"). A flag or a server's setting swaps a role's model
+// without editing the definition.
+func WithModelRoles(roles map[string]string) Option {
+	return func(o *options) {
+		if o.roles == nil {
+			o.roles = map[string]string{}
+		}
+		maps.Copy(o.roles, roles)
+	}
 }
 
 // WithTools gives the registry that stage agents and plans use.
@@ -161,10 +176,29 @@ func New(d *Definition, baseDir string, opts ...Option) (*Pipeline, error) {
 		}
 		p.seal = s
 	}
+	roles := map[string]string{}
+	for role, model := range d.ModelRoles {
+		// A file a model name holds (scripted:FILE) is the definition's,
+		// as an agent's is its spec's; a role given in code is the
+		// caller's, as agent.WithModel's is.
+		if provider, path := llm.ParseModel(model); provider == "scripted" && !filepath.IsAbs(path) {
+			model = provider + ":" + filepath.Join(baseDir, path)
+		}
+		roles[role] = model
+	}
+	maps.Copy(roles, o.roles)
 	var probs []string
 	for i := range d.Stages {
 		sd := &d.Stages[i]
-		st, err := buildStage(sd, dir, baseDir, o)
+		model := ""
+		if sd.ModelRole != "" {
+			if model = roles[sd.ModelRole]; model == "" {
+				probs = append(probs, fmt.Sprintf("stage %s: model_role %q: model_roles gives it no model (roles: %s)", sd.Name, sd.ModelRole,
+					strings.Join(slices.Sorted(maps.Keys(roles)), ", ")))
+				continue
+			}
+		}
+		st, err := buildStage(sd, dir, baseDir, model, o)
 		if err != nil {
 			probs = append(probs, fmt.Sprintf("stage %s: %v", sd.Name, err))
 			continue
@@ -190,10 +224,16 @@ func (p *Pipeline) Close() error {
 	return errors.Join(errs...)
 }
 
-func buildStage(sd *Stage, agentsDir, baseDir string, o options) (*stage, error) {
+// buildStage builds a stage's agent: its reference in the agents
+// directory (or a registered instance), or its inline spec; with model,
+// its role's, in place of its spec's.
+func buildStage(sd *Stage, agentsDir, baseDir, model string, o options) (*stage, error) {
 	base := append([]agent.Option{agent.WithTools(o.tools), agent.WithAgents(spec.Dir{Path: agentsDir})}, o.agentOpts...)
 	if o.registry != nil {
 		base = append(base, agent.WithRegistry(o.registry))
+	}
+	if model != "" {
+		base = append(base, agent.WithModel(model))
 	}
 	var a *agent.Agent
 	var err error
@@ -202,6 +242,17 @@ func buildStage(sd *Stage, agentsDir, baseDir string, o options) (*stage, error)
 		if o.registry != nil {
 			if r, rerr := o.registry.Get(ref); rerr == nil {
 				a, shared = r, true
+				if model != "" {
+					// A role's model is the stage's own: an agent built
+					// again from the registered one's spec, with the
+					// pipeline's options (a tool given only to that
+					// instance in code is not among them).
+					sp := r.Spec()
+					if a, err = agent.New(&sp, base...); err != nil {
+						return nil, fmt.Errorf("model_role %q: %w", sd.ModelRole, err)
+					}
+					shared = false
+				}
 			}
 		}
 		if a == nil {

@@ -44,6 +44,13 @@ func runPipeline(ctx context.Context, path string, f runFlags, stdout, stderr io
 	if f.agentsSet {
 		opts = append(opts, pipeline.WithAgentsDir(f.agents))
 	}
+	roles, err := modelRoles(f.roles)
+	if err != nil {
+		return usageErr(err)
+	}
+	if roles != nil {
+		opts = append(opts, pipeline.WithModelRoles(roles))
+	}
 	p, err := pipeline.FromFile(path, opts...)
 	if err != nil {
 		return usageErr(err)

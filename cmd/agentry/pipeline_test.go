@@ -199,3 +199,58 @@ func TestStoredPipelineConfirm(t *testing.T) {
 		t.Errorf("audit:\n%s", out)
 	}
 }
+
+// TestModelRoles: a stage names a role, the pipeline's model_roles map
+// roles to models, and one change swaps the model of every stage of the
+// role: in the definition, or by --model-role. A role without a model,
+// and --model-role for an agent, are refused before anything runs.
+func TestModelRoles(t *testing.T) {
+	dir := t.TempDir()
+	for name, says := range map[string]string{"careful.json": "Careful plan.", "quick.json": "Quick plan.", "writer.json": "Written."} {
+		os.WriteFile(filepath.Join(dir, name), []byte(`{"model": "gpt-4.1-mini", "turns": [{"content": "`+says+`"}]}`), 0o600)
+	}
+	stage := func(name, role string) string {
+		return `{"name": "` + name + `", "model_role": "` + role + `", "agent": {"agent_name": "` + name + `", "version": "v1",
+			"model_name": "scripted:writer.json", "system_text": "Work.", "user_text": "${task}", "input_keys": ["task"]}}`
+	}
+	def := func(roles string) string {
+		p := filepath.Join(dir, "pipeline.json")
+		os.WriteFile(p, []byte(`{"pipeline_name": "roles", "version": "v1", "model_roles": `+roles+`,
+			"stages": [`+stage("plan", "planner")+`, `+stage("check", "planner")+`]}`), 0o600)
+		return p
+	}
+	for _, tc := range []struct {
+		name, roles string
+		flags       []string
+		code        int
+		want        []string
+	}{
+		{"the definition's roles", `{"planner": "scripted:careful.json"}`, nil, 0, []string{"plan=Careful plan.", "check=Careful plan."}},
+		{"a flag swaps every stage of the role", `{"planner": "scripted:careful.json"}`, []string{"--model-role", "planner=scripted:" + filepath.Join(dir, "quick.json")}, 0,
+			[]string{"plan=Quick plan.", "check=Quick plan."}},
+		{"a role without a model", `{}`, nil, 2, []string{`stage plan: model_role "planner": model_roles gives it no model`}},
+		{"a bad flag", `{}`, []string{"--model-role", "planner"}, 2, []string{"want ROLE=PROVIDER:MODEL"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			args := append([]string{"run", def(tc.roles), "--input", "task=plan", "--no-store", "--json", "-q"}, tc.flags...)
+			code, out, errs := run(t, args...)
+			var res struct {
+				Envelope struct {
+					Outputs map[string]map[string]any `json:"outputs"`
+				} `json:"envelope"`
+			}
+			json.Unmarshal([]byte(out), &res)
+			for _, w := range tc.want {
+				stage, text, _ := strings.Cut(w, "=")
+				if code != tc.code || res.Envelope.Outputs[stage]["text"] != text && !strings.Contains(errs, w) {
+					t.Errorf("exit %d (want %d), want %q in\n%s%s", code, tc.code, w, out, errs)
+				}
+			}
+		})
+	}
+	agentSpec := filepath.Join(dir, "agent.json")
+	os.WriteFile(agentSpec, []byte(`{"agent_name": "a", "version": "v1", "model_name": "scripted:writer.json", "system_text": "Work."}`), 0o600)
+	if code, _, errs := run(t, "run", agentSpec, "--model-role", "planner=scripted:quick.json"); code != 2 || !strings.Contains(errs, "is an agent") {
+		t.Errorf("--model-role for an agent: exit %d\n%s", code, errs)
+	}
+}

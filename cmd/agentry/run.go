@@ -30,7 +30,8 @@ type runFlags struct {
 	inputs       []string
 	inputFile    string
 	model        string
-	unlisted     bool // --model-unlisted
+	unlisted     bool     // --model-unlisted
+	roles        []string // --model-role ROLE=MODEL
 	json         bool
 	events       string
 	quiet        bool
@@ -80,6 +81,10 @@ answer): the commands that decide it are printed.`,
 			data, err := os.ReadFile(args[0])
 			isPipeline := err == nil && pipeline.IsPipeline(data)
 			switch {
+			case len(f.roles) > 0 && !isPipeline:
+				return usageErr(fmt.Errorf("--model-role sets the model of a pipeline's stages; %s is an agent (give it --model)", args[0]))
+			case len(f.roles) > 0 && t.address != "":
+				return usageErr(errors.New("--model-role: a pipeline on Temporal takes the roles of its definition (model_roles)"))
 			case t.address != "" && isPipeline:
 				return runPipelineOnTemporal(cmd.Context(), args[0], f, t, detach, stdout, stderr)
 			case t.address != "":
@@ -100,6 +105,7 @@ answer): the commands that decide it are printed.`,
 	fl.StringArrayVar(&f.inputs, "input", nil, "input value as key=value (repeatable)")
 	fl.StringVar(&f.inputFile, "input-file", "", "JSON object file with the input")
 	fl.StringVar(&f.model, "model", "", "model to use instead of the spec's model_name (PROVIDER:MODEL)")
+	fl.StringArrayVar(&f.roles, "model-role", nil, "a pipeline's role and the model of its stages, ROLE=PROVIDER:MODEL, over its model_roles (repeatable)")
 	fl.BoolVar(&f.unlisted, "model-unlisted", false, "--model is not in its provider's catalog on purpose (a fine-tuned id, a model newer than this release): do not refuse it as misspelt")
 	outputFlags(cmd, &f)
 	fl.StringVar(&f.record, "record", "", "write the run's model turns to FILE as a scripted model (replay with --model scripted:FILE)")
@@ -512,4 +518,20 @@ func printAnswer(w io.Writer, v any) {
 		}
 		fmt.Fprintln(w, string(b))
 	}
+}
+
+// modelRoles reads --model-role ROLE=MODEL flags.
+func modelRoles(flags []string) (map[string]string, error) {
+	if len(flags) == 0 {
+		return nil, nil
+	}
+	roles := map[string]string{}
+	for _, kv := range flags {
+		role, model, ok := strings.Cut(kv, "=")
+		if !ok || role == "" || model == "" {
+			return nil, fmt.Errorf("--model-role %q: want ROLE=PROVIDER:MODEL", kv)
+		}
+		roles[role] = modelName(model)
+	}
+	return roles, nil
 }

@@ -32,6 +32,7 @@ type serveFlags struct {
 	drain                                      time.Duration
 	allowPrivate, resumeInterrupted            bool
 	a2aAgent, baseURL                          string
+	roles                                      []string // --model-role
 	models                                     []string
 	temporal                                   temporalFlags
 }
@@ -68,6 +69,7 @@ func (f *serveFlags) flags(cmd *cobra.Command) {
 	fl.BoolVar(&f.allowPrivate, "allow-private-network", false, "let the HTTP tools reach private and loopback addresses")
 	fl.StringVar(&f.a2aAgent, "a2a-agent", "", "the agent (NAME or NAME@VERSION) of the well-known A2A card and POST /a2a (default: the only agent served); every agent is at /a2a/NAME")
 	fl.StringVar(&f.baseURL, "base-url", "", "the URL clients reach the server at (https://host[/prefix]), for the A2A cards' endpoints (default: the URL a card is asked for)")
+	fl.StringArrayVar(&f.roles, "model-role", nil, "the model of the served pipelines' stages of a role, ROLE=PROVIDER:MODEL, over their model_roles (repeatable)")
 	fl.StringSliceVar(&f.models, "models", nil, `models a request's "model" may name besides each agent's own model_name and fallback_models, and the only ones an inline spec may name (comma-separated, or the flag again)`)
 	fl.BoolVar(&f.resumeInterrupted, "resume-interrupted", false, "at start, resume the runs a stopped or crashed server left interrupted")
 	f.temporal.flags(cmd, false)
@@ -256,12 +258,19 @@ func loadPipelines(f serveFlags, reg *agent.Registry, opts []agent.Option, tel *
 	if err != nil {
 		return nil, fmt.Errorf("--pipelines %s: %w", f.pipelines, err)
 	}
+	roles, err := modelRoles(f.roles)
+	if err != nil {
+		return nil, err
+	}
 	var out []*pipeline.Pipeline
 	for _, path := range paths {
 		popts := append([]pipeline.Option{pipeline.WithTools(builtinTools(f.allowPrivate)), pipeline.WithRegistry(reg),
 			pipeline.WithAgentOptions(opts...)}, tel.pipelineOptions()...)
 		if key != nil {
 			popts = append(popts, pipeline.WithEncryptionKey(key))
+		}
+		if roles != nil {
+			popts = append(popts, pipeline.WithModelRoles(roles))
 		}
 		p, err := pipeline.FromFile(path, popts...)
 		if err != nil {
