@@ -17,18 +17,29 @@ import (
 // instance, not closed by the agents that use it.
 func WithRegistry(r *Registry) Option { return func(o *options) { o.peers = r } }
 
-// lookup is the registered agent ref names, if the options have a
-// registry that holds it.
+// lookup is the registered agent ref names, if the options' registry
+// (the default one when none was given) holds it.
 func (o *options) lookup(ref string) *Agent {
-	if o.peers == nil {
-		return nil
+	peers := o.peers
+	if peers == nil {
+		peers = defaultRegistry
 	}
-	a, err := o.peers.Get(ref)
+	a, err := peers.Get(ref)
 	if err != nil {
 		return nil
 	}
 	return a
 }
+
+var defaultRegistry = NewRegistry()
+
+// DefaultRegistry is the process's registry (the beans seed's "Registry
+// is singleton per app"), as http.DefaultServeMux is for http.Handle: the
+// agents registered in it are the sub-agents ("agent:NAME"), handoff
+// targets and pipeline stages of every agent and pipeline given no
+// registry of their own. A test, or a host of several tenants, gives
+// its own with WithRegistry (pipeline.WithRegistry) instead.
+func DefaultRegistry() *Registry { return defaultRegistry }
 
 // Registry holds agents by name and version, for a program that keeps
 // several: it finds "NAME" (the newest version) and "NAME@VERSION" in

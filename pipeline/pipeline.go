@@ -79,7 +79,8 @@ func WithAgentsDir(dir string) Option { return func(o *options) { o.agentsDir = 
 // "NAME@VERSION") in r first, then in the agents directory: an agent
 // built in Go serves as a stage, the same instance, which the pipeline
 // does not close. Stage agents find their sub-agents and handoff targets
-// in r too (agent.WithRegistry).
+// in r too (agent.WithRegistry). Without it, the process's default
+// registry (agent.DefaultRegistry) serves.
 func WithRegistry(r *agent.Registry) Option { return func(o *options) { o.registry = r } }
 
 // WithLogger gives the pipeline a logger: each run logs its start and
@@ -229,9 +230,10 @@ func (p *Pipeline) Close() error {
 // its role's, in place of its spec's.
 func buildStage(sd *Stage, agentsDir, baseDir, model string, o options) (*stage, error) {
 	base := append([]agent.Option{agent.WithTools(o.tools), agent.WithAgents(spec.Dir{Path: agentsDir})}, o.agentOpts...)
-	if o.registry != nil {
-		base = append(base, agent.WithRegistry(o.registry))
+	if o.registry == nil {
+		o.registry = agent.DefaultRegistry() // a stage finds its agent there as an agent its sub-agents
 	}
+	base = append(base, agent.WithRegistry(o.registry))
 	if model != "" {
 		base = append(base, agent.WithModel(model))
 	}
@@ -239,20 +241,18 @@ func buildStage(sd *Stage, agentsDir, baseDir, model string, o options) (*stage,
 	var err error
 	shared := false
 	if ref, inline := sd.agentRef(); !inline {
-		if o.registry != nil {
-			if r, rerr := o.registry.Get(ref); rerr == nil {
-				a, shared = r, true
-				if model != "" {
-					// A role's model is the stage's own: an agent built
-					// again from the registered one's spec, with the
-					// pipeline's options (a tool given only to that
-					// instance in code is not among them).
-					sp := r.Spec()
-					if a, err = agent.New(&sp, base...); err != nil {
-						return nil, fmt.Errorf("model_role %q: %w", sd.ModelRole, err)
-					}
-					shared = false
+		if r, rerr := o.registry.Get(ref); rerr == nil {
+			a, shared = r, true
+			if model != "" {
+				// A role's model is the stage's own: an agent built
+				// again from the registered one's spec, with the
+				// pipeline's options (a tool given only to that
+				// instance in code is not among them).
+				sp := r.Spec()
+				if a, err = agent.New(&sp, base...); err != nil {
+					return nil, fmt.Errorf("model_role %q: %w", sd.ModelRole, err)
 				}
+				shared = false
 			}
 		}
 		if a == nil {
