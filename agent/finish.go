@@ -29,7 +29,7 @@ func (r *run) finish(final *Final, err error) (*Result, error) {
 	now := r.now()
 	res := &Result{
 		ID: st.RunID, SessionID: st.SessionID, AgentName: st.AgentName, AgentVersion: st.AgentVersion,
-		Success: err == nil, Outcome: end.outcome, TerminateReason: end.reason, RawContent: st.LastContent,
+		Success: err == nil, Outcome: end.outcome, TerminateReason: end.reason, RawContent: st.LastContent, OutputName: a.spec.OutputName,
 		StartedAt: st.StartedAt, FinishedAt: Timestamp{now}, Iterations: st.Turn,
 		Steps: st.Steps, Messages: st.Messages, ToolsUsed: st.ToolsUsed, TokenUsage: st.Usage,
 		Model: a.model, Provider: a.providerName, ModelCalls: st.ModelCalls,

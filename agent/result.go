@@ -105,13 +105,16 @@ type Metrics struct {
 
 // Result is the complete record of a run, whatever its ending.
 type Result struct {
-	ID              string          `json:"id"`
-	SessionID       string          `json:"session_id"`
-	AgentName       string          `json:"agent_name"`
-	AgentVersion    string          `json:"agent_version"`
-	Success         bool            `json:"success"`
-	Outcome         Outcome         `json:"outcome"`
-	Result          any             `json:"result"`
+	ID           string  `json:"id"`
+	SessionID    string  `json:"session_id"`
+	AgentName    string  `json:"agent_name"`
+	AgentVersion string  `json:"agent_version"`
+	Success      bool    `json:"success"`
+	Outcome      Outcome `json:"outcome"`
+	Result       any     `json:"result"`
+	// OutputName is the name the agent's spec gives its output
+	// (output_name): what Result holds.
+	OutputName      string          `json:"output_name,omitempty"`
 	RawContent      string          `json:"raw_content"`
 	Validated       *bool           `json:"validated,omitempty"`
 	TerminateReason TerminateReason `json:"terminate_reason"`

@@ -46,8 +46,10 @@ type Definition struct {
 type Stage struct {
 	Name string `json:"name"`
 	// Agent is "NAME[@VERSION]" in the agents directory, or an inline spec.
-	Agent     json.RawMessage `json:"agent"`
-	OutputKey string          `json:"output_key,omitempty"`
+	Agent json.RawMessage `json:"agent"`
+	// OutputKey is where the stage's output goes in the envelope's
+	// outputs; default its agent's output_name, else the stage's name.
+	OutputKey string `json:"output_key,omitempty"`
 	// RequiredOutputFields must be in the stage's output.
 	RequiredOutputFields []string `json:"required_output_fields,omitempty"`
 	RoutingRules         []Rule   `json:"routing_rules,omitempty"`
@@ -190,9 +192,6 @@ func (d *Definition) checkStages(bad func(string, ...any)) map[string]bool {
 		names[s.Name] = true
 		if len(s.Agent) == 0 || string(s.Agent) == "null" {
 			bad("%s: agent is required (a NAME@VERSION reference or an inline spec)", where)
-		}
-		if s.OutputKey == "" {
-			s.OutputKey = s.Name
 		}
 		if s.PlanKey == "" {
 			s.PlanKey = "plan"

@@ -1,6 +1,7 @@
 package pipeline
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -269,6 +270,11 @@ func buildStage(sd *Stage, agentsDir, baseDir, model string, o options) (*stage,
 		return nil, err
 	}
 	sp := a.Spec()
+	if sd.OutputKey == "" {
+		// The agent's named output is its key, as its definition says
+		// (the beans seed's outputName); else the stage's name.
+		sd.OutputKey = cmp.Or(sp.OutputName, sd.Name)
+	}
 	return &stage{def: sd, agent: a, shared: shared, name: sp.AgentName + "@" + sp.Version, hooks: o.hooks[sd.Name]}, nil
 }
 

@@ -139,6 +139,9 @@ func (s *Spec) checkModel(c *checker) {
 	if p := s.Unlisted(qualify(s.Provider, s.ModelName), s.BaseURL); p != "" {
 		c.bad("model_name %s", p)
 	}
+	if s.OutputName != "" && !ValidName(s.OutputName) {
+		c.bad("output_name %q: want a name of letters, digits, '_' and '-'", s.OutputName)
+	}
 	if ms := s.ModelSelection; ms != nil {
 		switch ms.Strategy {
 		case "", "priority", "cheapest", "fastest":

@@ -88,9 +88,13 @@ type Spec struct {
 	InputKeys   []string        `json:"input_keys,omitempty"`
 	InputSchema json.RawMessage `json:"input_schema,omitempty"`
 
-	OutputSchema json.RawMessage     `json:"output_schema,omitempty"`
-	Enums        map[string][]string `json:"enums,omitempty"`
-	Defaults     map[string]any      `json:"defaults,omitempty"`
+	OutputSchema json.RawMessage `json:"output_schema,omitempty"`
+	// OutputName names the agent's output (the beans seed's outputName):
+	// the Result says it (output_name), and a pipeline stage's output is
+	// kept under it unless the stage gives an output_key.
+	OutputName string              `json:"output_name,omitempty"`
+	Enums      map[string][]string `json:"enums,omitempty"`
+	Defaults   map[string]any      `json:"defaults,omitempty"`
 
 	// Tools names tools of the registry; "agent:NAME" makes another agent
 	// a tool; "mcp:SERVER/TOOL" and "mcp:SERVER/*" take tools from an MCP

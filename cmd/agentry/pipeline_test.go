@@ -254,3 +254,33 @@ func TestModelRoles(t *testing.T) {
 		t.Errorf("--model-role for an agent: exit %d\n%s", code, errs)
 	}
 }
+
+// TestOutputName: an agent names its output (output_name); the Result
+// says the name, and a stage without an output_key keeps the output
+// under it in the envelope.
+func TestOutputName(t *testing.T) {
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "turns.json"), []byte(`{"turns": [{"content": "{\"summary\": \"All good.\"}"}]}`), 0o600)
+	agentJSON := `{"agent_name": "summer", "version": "v1", "model_name": "scripted:turns.json", "system_text": "Sum up.", "output_name": "digest",
+		"output_schema": {"type": "object", "properties": {"summary": {"type": "string"}}, "required": ["summary"]}}`
+	spec := filepath.Join(dir, "agent.json")
+	os.WriteFile(spec, []byte(agentJSON), 0o600)
+	code, out, errs := run(t, "run", spec, "--no-store", "-q", "--json")
+	var res map[string]any
+	json.Unmarshal([]byte(out), &res)
+	if code != 0 || res["output_name"] != "digest" {
+		t.Errorf("the agent's Result: exit %d, output_name %v\n%s", code, res["output_name"], errs)
+	}
+	def := filepath.Join(dir, "pipeline.json")
+	os.WriteFile(def, []byte(`{"pipeline_name": "p", "version": "v1", "stages": [{"name": "sum", "agent": `+agentJSON+`}]}`), 0o600)
+	code, out, errs = run(t, "run", def, "--no-store", "-q", "--json")
+	var pres struct {
+		Envelope struct {
+			Outputs map[string]map[string]any `json:"outputs"`
+		} `json:"envelope"`
+	}
+	json.Unmarshal([]byte(out), &pres)
+	if code != 0 || pres.Envelope.Outputs["digest"]["summary"] != "All good." || pres.Envelope.Outputs["sum"] != nil {
+		t.Errorf("the stage's output, by its agent's output_name: exit %d, %v\n%s", code, pres.Envelope.Outputs, errs)
+	}
+}
