@@ -1,7 +1,11 @@
 package react
 
 import (
+	"encoding/json"
 	"errors"
+	"os"
+	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 )
@@ -103,4 +107,53 @@ func FuzzParse(f *testing.F) {
 			t.Fatalf("Parse(%q) input %q is not an object", s, r.Input)
 		}
 	})
+}
+
+// TestParseVendorReplies: replies shaped as real models write them, with
+// their quirks (no Thought, prose around the labels, fenced JSON, an
+// Action Input over several lines, markdown labels, an Observation the
+// model invented, a fenced Final Answer), each in testdata/replies with
+// what it must parse to in expect.json.
+func TestParseVendorReplies(t *testing.T) {
+	data, err := os.ReadFile("testdata/replies/expect.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var expect map[string]struct {
+		Action  string          `json:"action"`
+		Input   json.RawMessage `json:"input"`
+		Final   string          `json:"final"`
+		Thought string          `json:"thought"`
+	}
+	if err := json.Unmarshal(data, &expect); err != nil {
+		t.Fatal(err)
+	}
+	files, _ := filepath.Glob("testdata/replies/*.txt")
+	if len(files) != len(expect) {
+		t.Fatalf("%d replies, %d expectations", len(files), len(expect))
+	}
+	for _, f := range files {
+		t.Run(filepath.Base(f), func(t *testing.T) {
+			want, ok := expect[filepath.Base(f)]
+			if !ok {
+				t.Fatal("no expectation")
+			}
+			text, _ := os.ReadFile(f)
+			r, err := Parse(string(text))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if r.Thought != want.Thought || r.Action != want.Action || (want.Final != "") != r.Final || r.Answer != want.Final {
+				t.Errorf("parsed %+v, want %+v", r, want)
+			}
+			if want.Action != "" {
+				var got, exp any
+				json.Unmarshal(r.Input, &got)
+				json.Unmarshal(want.Input, &exp)
+				if !reflect.DeepEqual(got, exp) {
+					t.Errorf("input %s, want %s", r.Input, want.Input)
+				}
+			}
+		})
+	}
 }
