@@ -11,6 +11,7 @@ package agent
 
 import (
 	"cmp"
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -112,6 +113,7 @@ type options struct {
 	transportMW []llm.Middleware
 	toolMW      []tool.Middleware
 	planner     Planner
+	reflector   func(ctx context.Context, t *Turn) (*Final, error)
 	service     WorkFunc
 	meters      metric.MeterProvider
 	tracers     oteltrace.TracerProvider
@@ -451,7 +453,7 @@ func (a *Agent) buildSub(ref string, o options) (sub *Agent, owned bool, err err
 		return nil, false, err
 	}
 	so := o
-	so.provider, so.model, so.planner, so.service = nil, "", nil, nil
+	so.provider, so.model, so.planner, so.service, so.reflector = nil, "", nil, nil, nil
 	so.baseDir = filepath.Dir(path)
 	so.building = append(append([]string(nil), o.building...), a.spec.AgentName)
 	sub, err = build(s, so)

@@ -15,6 +15,9 @@ type runNotes struct {
 	attachments    map[string]string
 	denials        []denial      // what the access rules refused as the run began
 	fellFor        time.Duration // how long the model call in flight tried the models it gave up on
+	scratch        map[string]any // Turn.Scratch
+	rememberedAt   int            // the turn of the Turn.Remember calls counted in remembered
+	remembered     int
 }
 
 // note is the run's notes, made when something first adds to them.

@@ -156,6 +156,9 @@ func (a *Agent) choosePlanner(o options) error {
 	if o.planner != nil {
 		a.planner = o.planner
 	}
+	if o.reflector != nil {
+		a.planner = withReflector(a.planner, o.reflector)
+	}
 	return nil
 }
 
