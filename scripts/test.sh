@@ -19,7 +19,21 @@ if [ -n "$unformatted" ]; then
 fi
 
 go vet ./...
-go test -race -count=1 ./...
+
+# Every test, with the race detector, and the coverage of the whole
+# module: each package's statements that some test ran, the binary's
+# runs (built with -cover by the tests that run it) included. Every
+# package holds the floor (internal/coverfloor names the few it exempts).
+cover=$(mktemp -d "${TMPDIR:-/tmp}/agentry-cover.XXXXXX")
+trap 'rm -rf "$cover"; scripts/test-deps.sh stop "$AGENTRY_TEST_DEPS"' EXIT
+mkdir "$cover/bin"
+AGENTRY_COVERDIR="$cover/bin" go test -race -count=1 -coverpkg=./... -coverprofile="$cover/tests.out" ./...
+go tool covdata textfmt -i="$cover/bin" -o "$cover/bin.out"
+go run ./internal/coverfloor -min 80 "$cover/tests.out" "$cover/bin.out" >"$cover/floor.txt" || {
+  cat "$cover/floor.txt" >&2
+  exit 1
+}
+tail -n 1 "$cover/floor.txt"
 
 # A short run of every fuzz target, from its seed corpus in testdata/fuzz.
 # The budget is a count of inputs, not a duration: a duration races the

@@ -93,6 +93,11 @@ func TestOnServer(t *testing.T) {
 		if err != nil || paused.Status != "awaiting_approval" {
 			t.Fatalf("the pause: %+v (%v)", paused, err)
 		}
+		// A paused run's workflow goes on (it waits for the decision): a
+		// server asked for its id watches it; an id no workflow has is not.
+		if !Running(ctx, c, id) || Running(ctx, c, "run_no_such_workflow") {
+			t.Errorf("Running: the paused run's %v, no run's %v", Running(ctx, c, id), Running(ctx, c, "run_no_such_workflow"))
+		}
 		var pres agent.Result
 		if json.Unmarshal(paused.Result, &pres); pres.TerminateReason != agent.ReasonAwaitingApproval || pres.Error == nil ||
 			pres.Error.Code != agent.CodeAwaitingApproval || pres.Metrics.ToolErrors != 1 || pres.Metrics.ToolCalls != 3 {

@@ -179,6 +179,9 @@ func guideEnv(t *testing.T) []string {
 		"GOSUMDB=off", // the checkout's zip is not the sum database's
 		"LANG=C.UTF-8", "TERM=dumb",
 	}
+	if dir := os.Getenv("GOCOVERDIR"); dir != "" {
+		env = append(env, "GOCOVERDIR="+dir) // the binary's coverage, as in every other test
+	}
 	return env
 }
 
