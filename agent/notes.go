@@ -13,8 +13,8 @@ type runNotes struct {
 	retries        int
 	lastRetryError string
 	attachments    map[string]string
-	denials        []denial      // what the access rules refused as the run began
-	fellFor        time.Duration // how long the model call in flight tried the models it gave up on
+	denials        []denial       // what the access rules refused as the run began
+	fellFor        time.Duration  // how long the model call in flight tried the models it gave up on
 	scratch        map[string]any // Turn.Scratch
 	rememberedAt   int            // the turn of the Turn.Remember calls counted in remembered
 	remembered     int
