@@ -1,5 +1,5 @@
-// Package files provides the file connector: file_read, file_list and
-// file_write, confined to one directory (an os.Root). A path with "..",
+// Package files provides the file connector: file_read, file_list,
+// file_search and file_write, confined to one directory (an os.Root). A path with "..",
 // an absolute path, or a symbolic link that leaves the root is refused;
 // file_write exists only when writes are allowed; a file over the size
 // cap is refused rather than cut.
@@ -35,7 +35,7 @@ type Options struct {
 	MaxEntries int
 }
 
-// Tools returns file_read and file_list, and file_write when o.Write,
+// Tools returns file_read, file_list and file_search, and file_write when o.Write,
 // over the directory o.Root, which must exist.
 func Tools(o Options) ([]tool.Tool, error) {
 	if o.Root == "" {
@@ -58,6 +58,8 @@ func Tools(o Options) ([]tool.Tool, error) {
 			tool.WithIdempotency(tool.Safe))),
 		tool.Must(tool.Func("file_list", "List a directory under the working directory (a relative path; \".\" for the top).", c.list,
 			tool.WithIdempotency(tool.Safe))),
+		tool.Must(tool.Func("file_search", "Find the lines that match a regular expression in the text files under the working directory "+
+			"(or under a path of it), with their file and line number.", c.search, tool.WithIdempotency(tool.Safe))),
 	}
 	if o.Write {
 		out = append(out, tool.Must(tool.Func("file_write",

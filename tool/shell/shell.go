@@ -41,6 +41,14 @@ type Options struct {
 	// program in Allow unless it is named here too, and a call refuses
 	// find's -exec and the like unless find is.
 	AllowExec []string
+	// Unconfined runs the programs as the process's own user sees the
+	// system. By default each is confined (Landlock, on Linux): it reads
+	// and runs the system's programs and libraries, reads and writes the
+	// working directory, and reaches nothing else, nor the network unless
+	// Network says so; New refuses where the kernel cannot confine.
+	Unconfined bool
+	// Network lets a confined program open TCP connections and ports.
+	Network bool
 }
 
 // tokenVar carries a value of each call's own in the program's
@@ -83,6 +91,14 @@ func New(o Options) (tool.Tool, error) {
 	}
 	if st, err := os.Stat(o.Dir); err != nil || !st.IsDir() {
 		return nil, fmt.Errorf("dir %s: not a directory", o.Dir)
+	}
+	if real, err := filepath.EvalSymlinks(o.Dir); err == nil {
+		o.Dir = real // the sandbox's rule is for the directory itself
+	}
+	if !o.Unconfined {
+		if why := sandboxable(o.Network); why != "" {
+			return nil, fmt.Errorf("the shell tool confines its programs, and %s; give it \"sandbox\": false (Options.Unconfined) to run them unconfined", why)
+		}
 	}
 	if o.Timeout <= 0 {
 		o.Timeout = 10 * time.Second
@@ -127,6 +143,13 @@ func run(ctx context.Context, o Options, a args) (*Result, error) {
 	cmd := exec.CommandContext(ctx, bin, a.Argv[1:]...)
 	cmd.Dir = dir
 	cmd.Env = append(environment(o), tokenVar+"="+token)
+	if !o.Unconfined {
+		path, args, rules, err := sandboxed(bin, a.Argv, o.Dir, o.Network)
+		if err != nil {
+			return nil, tool.NewErrorDetails("exec_failed", err.Error(), false)
+		}
+		cmd.Path, cmd.Args, cmd.Env = path, args, append(cmd.Env, rules)
+	}
 	cmd.SysProcAttr = procAttr()
 	tr := newTracker(token)
 	cmd.Cancel = func() error { tr.kill(); return nil }
@@ -212,6 +235,10 @@ type config struct {
 	MaxOutput int               `json:"max_output_bytes,omitempty"`
 	Env       map[string]string `json:"env,omitempty"`
 	AllowExec []string          `json:"allow_exec,omitempty"`
+	// Sandbox false runs the programs unconfined; Network lets confined
+	// ones reach the network.
+	Sandbox *bool `json:"sandbox,omitempty"`
+	Network bool  `json:"network,omitempty"`
 }
 
 func init() {
@@ -228,7 +255,7 @@ func init() {
 			dir = filepath.Join(baseDir, dir)
 		}
 		t, err := New(Options{Allow: c.Allow, Dir: dir, Timeout: time.Duration(c.TimeoutMS) * time.Millisecond, MaxOutput: c.MaxOutput, Env: c.Env,
-			AllowExec: c.AllowExec})
+			AllowExec: c.AllowExec, Unconfined: c.Sandbox != nil && !*c.Sandbox, Network: c.Network})
 		if err != nil {
 			return nil, nil, err
 		}
