@@ -89,7 +89,9 @@ func (s *Session) openJournal(ctx context.Context, r *run) (*runJournal, error) 
 	if e == nil {
 		e = &runExtra{}
 	}
-	if c.resume == nil && !e.dispatch && !s.agent.spec.Tracing.Records(s.traceKey()) {
+	// The span, opened first, decided with the same key before it gave
+	// the run a trace id of its own: a run it traces is sampled.
+	if c.resume == nil && !e.dispatch && r.otel == nil && !s.agent.spec.Tracing.Records(s.traceKey()) {
 		// Not sampled (spec tracing): the run is not recorded, but its
 		// version is still pinned and its policy decisions still audited.
 		return nil, s.agent.pin(ctx, c.store)

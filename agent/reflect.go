@@ -92,7 +92,9 @@ func (t *Turn) Remember(ctx context.Context, kind, text string) error {
 // (t.Scratch), write memory (t.Remember) and end the run: a non-nil
 // Final is the run's answer (its Err fails it). A nil Final lets the
 // planner plan the next turn; an error fails the run. Without one, the
-// results go to the planner as they are.
+// results go to the planner as they are. It runs once for each turn
+// whose tools ran, as the next turn begins (a run it ends counts that
+// turn), so a run that reached its last turn ends without reflecting.
 func WithReflector(fn func(ctx context.Context, t *Turn) (*Final, error)) Option {
 	return func(o *options) { o.reflector = fn }
 }
@@ -106,7 +108,7 @@ type reflecting struct {
 }
 
 func (p reflecting) Next(ctx context.Context, t *Turn) (Decision, error) {
-	if len(t.Results()) > 0 {
+	if t.ranTools() {
 		final, err := p.reflect(ctx, t)
 		if err != nil {
 			return Decision{}, err
@@ -116,6 +118,19 @@ func (p reflecting) Next(ctx context.Context, t *Turn) (Decision, error) {
 		}
 	}
 	return p.Planner.Next(ctx, t)
+}
+
+// ranTools says whether the turn before this one ran tools: the results
+// a reflector reflects on are new (a turn without tools, a correction or
+// a reply that did not parse, leaves the earlier ones in place).
+func (t *Turn) ranTools() bool {
+	steps := t.r.trace.steps
+	for i := len(steps) - 1; i >= 0; i-- {
+		if s := &steps[i]; s.call != nil {
+			return int(s.turn) == t.r.st.Turn-1
+		}
+	}
+	return false
 }
 
 // observingReflecting keeps its planner's own way of showing results.

@@ -71,3 +71,28 @@ func TestReflector(t *testing.T) {
 		t.Errorf("entries read back from the run's memory after each write: %v", stored)
 	}
 }
+
+// TestReflectorOncePerToolTurn: a turn without tools (here, an answer
+// the output schema refuses, corrected the next turn) leaves the earlier
+// results in place: the reflector does not reflect on them again.
+func TestReflectorOncePerToolTurn(t *testing.T) {
+	lookup := tool.Must(tool.Func("lookup", "Looks a fact up.", func(context.Context, noArgs) (string, error) { return "a fact", nil },
+		tool.WithIdempotency(tool.Safe)))
+	script, _ := scripted.New("m", calls("lookup"), scripted.Turn{Content: "not json"}, scripted.Turn{Content: `{"fact": "a fact"}`})
+	reflections := 0
+	a, err := agent.New(&spec.Spec{AgentName: "r", Version: "v1", SystemText: "Look up.",
+		OutputSchema: []byte(`{"type": "object", "properties": {"fact": {"type": "string"}}, "required": ["fact"]}`)},
+		agent.WithProvider(script.Model(), "scripted"), agent.Use(lookup),
+		agent.WithReflector(func(context.Context, *agent.Turn) (*agent.Final, error) { reflections++; return nil, nil }))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	res, err := a.Run(context.Background(), nil)
+	if err != nil || res.Iterations != 3 {
+		t.Fatalf("%v after %d turns", err, res.Iterations)
+	}
+	if reflections != 1 {
+		t.Errorf("%d reflections on one turn's tools", reflections)
+	}
+}

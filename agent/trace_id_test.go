@@ -110,8 +110,14 @@ func TestTracingSampling(t *testing.T) {
 				t.Fatal(err)
 			}
 			for i := range 20 {
-				// Sampled by trace id: the same ids, the same choice, every time.
-				if _, err := a.Run(ctx, nil, WithStore(st), WithTraceContext(fmt.Sprintf("%032x", i+1), "")); err != nil {
+				// Sampled by trace id: the same ids, the same choice, every
+				// time; half the runs name none, and are sampled by their
+				// run id, before their span gives them a trace id.
+				opts := []RunOption{WithStore(st)}
+				if i%2 == 0 {
+					opts = append(opts, WithTraceContext(fmt.Sprintf("%032x", i+1), ""))
+				}
+				if _, err := a.Run(ctx, nil, opts...); err != nil {
 					t.Fatal(err)
 				}
 			}

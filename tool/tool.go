@@ -94,8 +94,8 @@ type Info struct {
 	// DependsOn names the tools whose results a call of this one needs
 	// (the Noema spec's AgentHints dependencies, declared ahead): when a
 	// turn calls this tool and one of those, this call runs after theirs,
-	// not beside them. A result's hints may add to it for the rest of the
-	// run.
+	// not beside them. A result's hints' dependencies replace it for the
+	// rest of the run.
 	DependsOn []string
 }
 

@@ -17,7 +17,7 @@ import (
 type searchArgs struct {
 	Pattern    string `json:"pattern" jsonschema:"A regular expression (RE2 syntax) to find in the files' lines."`
 	Path       string `json:"path,omitempty" jsonschema:"A directory or file under the working directory to search (default: all of it)."`
-	MaxResults int    `json:"max_results,omitempty" jsonschema:"At most this many matching lines (default 100)."`
+	MaxResults int    `json:"max_results,omitempty" jsonschema:"At most this many matching lines (default 100, at most 1000)."`
 }
 
 // Match is one matching line.
@@ -45,8 +45,11 @@ const maxLine = 400
 // the root (a symbolic link is not followed out of it), binary and
 // oversized files are skipped, and the results are capped.
 func (c *conn) search(ctx context.Context, a searchArgs) (*Matches, error) {
+	if a.Pattern == "" {
+		return nil, tool.NewErrorDetails("invalid_arguments", "pattern is empty: give a regular expression (RE2) to find", true)
+	}
 	re, err := regexp.Compile(a.Pattern)
-	if err != nil || a.Pattern == "" {
+	if err != nil {
 		return nil, tool.NewErrorDetails("invalid_arguments", fmt.Sprintf("pattern %q is not a regular expression (RE2): %v", a.Pattern, err), true)
 	}
 	start := "."
@@ -56,8 +59,11 @@ func (c *conn) search(ctx context.Context, a searchArgs) (*Matches, error) {
 		}
 	}
 	limit := a.MaxResults
-	if limit <= 0 || limit > 1000 {
+	switch {
+	case limit <= 0:
 		limit = 100
+	case limit > 1000:
+		limit = 1000 // the most a call returns
 	}
 	root, err := c.open()
 	if err != nil {
@@ -123,6 +129,10 @@ func (c *conn) searchFile(fsys fs.FS, p string, re *regexp.Regexp, out *Matches,
 			}
 			found = append(found, Match{Path: path.Clean(p), Line: n, Text: text})
 		}
+	}
+	if sc.Err() != nil {
+		out.Skipped++ // a line over the cap: the file is not searched
+		return false, nil
 	}
 	for _, m := range found {
 		if len(out.Matches) == limit {

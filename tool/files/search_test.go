@@ -36,6 +36,7 @@ func TestSearch(t *testing.T) {
 		{"out by ..", `{"pattern": "x", "path": "../"}`, nil, "invalid_arguments", false},
 		{"out by an absolute path", `{"pattern": "x", "path": "/etc"}`, nil, "invalid_arguments", false},
 		{"not a regexp", `{"pattern": "("}`, nil, "invalid_arguments", false},
+		{"no pattern", `{"pattern": ""}`, nil, "pattern is empty", false},
 		{"a path that is not there", `{"pattern": "x", "path": "nope"}`, nil, "not_found", false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

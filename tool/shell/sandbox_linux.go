@@ -15,7 +15,8 @@ import (
 // reads and runs what the system's programs are made of (/usr, /bin,
 // /lib...), reads and writes its working directory, and nothing else of
 // the file system; it opens no TCP connection and binds no TCP port
-// unless the spec allows the network. Go cannot run code between fork and
+// unless the spec allows the network; it signals no process and reaches
+// no abstract unix socket outside the sandbox (Landlock ABI 6). Go cannot run code between fork and
 // exec, so the tool starts its own program again (os.Executable) with
 // the rules in sandboxVar: this package's init sees them, confines the
 // thread, and execs the program there, which inherits the confinement.
@@ -34,8 +35,9 @@ type rules struct {
 // systemDirs are read and run: what programs and their libraries are.
 var systemDirs = []string{"/usr", "/bin", "/sbin", "/lib", "/lib64", "/etc/ld.so.cache", "/etc/alternatives"}
 
-// devices are read and written: what programs open as a matter of course.
-var devices = []string{"/dev/null", "/dev/zero", "/dev/urandom", "/dev/random", "/dev/tty"}
+// devices are read and written: what programs open as a matter of
+// course. No terminal: a program given one could push input into it.
+var devices = []string{"/dev/null", "/dev/zero", "/dev/urandom", "/dev/random"}
 
 // landlockABI is the kernel's Landlock version, 0 when it has none.
 func landlockABI() int {
@@ -100,7 +102,15 @@ func confine(r rules) error {
 	if abi >= 3 {
 		fs |= ll.AccessFSTruncate
 	}
+	if abi >= 5 {
+		fs |= ll.AccessFSIoctlDev // no ioctl on a device it was not given
+	}
 	attr := ll.RulesetAttr{HandledAccessFS: fs}
+	if abi >= 6 {
+		// No signal to a process outside the sandbox (agentry among
+		// them), no abstract unix socket outside it.
+		attr.Scoped = ll.ScopeSignal | ll.ScopeAbstractUnixSocket
+	}
 	if abi >= 4 && !r.Network {
 		attr.HandledAccessNet = ll.AccessNetBindTCP | ll.AccessNetConnectTCP // no rule allows any port
 	}

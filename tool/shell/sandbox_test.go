@@ -4,11 +4,15 @@ package shell
 
 import (
 	"fmt"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -73,5 +77,69 @@ func TestSandboxAttacked(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(dir, "copied.txt")); err != nil {
 		t.Error("a confined cp could not write inside its directory")
+	}
+}
+
+// TestConfineThread: the confinement itself, on a thread of this test
+// (which dies with its goroutine, confined): the working directory is
+// open, the system's programs readable, /etc and another directory not,
+// no TCP connection leaves, and no signal reaches a process outside.
+func TestConfineThread(t *testing.T) {
+	if why := sandboxable(false); why != "" {
+		t.Fatalf("this machine cannot confine: %s", why)
+	}
+	dir, other := t.TempDir(), t.TempDir()
+	os.WriteFile(filepath.Join(dir, "in.txt"), []byte("in"), 0o600)
+	os.WriteFile(filepath.Join(other, "out.txt"), []byte("out"), 0o600)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	other2 := exec.Command("sleep", "30") // a process outside the sandbox, as agentry is
+	if err := other2.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { other2.Process.Kill(); other2.Wait() }()
+	type check struct {
+		name string
+		err  error
+	}
+	got := make(chan []check, 1)
+	go func() {
+		runtime.LockOSThread() // never unlocked: the confined thread ends with this goroutine
+		if err := confine(rules{Bin: "/bin/true", Dir: dir}); err != nil {
+			got <- []check{{"confine", err}}
+			return
+		}
+		read := func(p string) error { _, err := os.ReadFile(p); return err }
+		conn := func() error {
+			fd, err := syscall.Socket(syscall.AF_INET, syscall.SOCK_STREAM, 0)
+			if err != nil {
+				return err
+			}
+			defer syscall.Close(fd)
+			addr := ln.Addr().(*net.TCPAddr)
+			return syscall.Connect(fd, &syscall.SockaddrInet4{Port: addr.Port, Addr: [4]byte{127, 0, 0, 1}})
+		}
+		got <- []check{
+			{"inside", read(filepath.Join(dir, "in.txt"))},
+			{"a write inside", os.WriteFile(filepath.Join(dir, "new.txt"), []byte("x"), 0o600)},
+			{"the system's programs", read("/bin/true")},
+			{"/etc/hostname", read("/etc/hostname")},
+			{"another directory", read(filepath.Join(other, "out.txt"))},
+			{"a write elsewhere", os.WriteFile(filepath.Join(other, "new.txt"), []byte("x"), 0o600)},
+			{"a TCP connection", conn()},
+			{"a signal to a process outside", syscall.Kill(other2.Process.Pid, 0)},
+		}
+	}()
+	want := map[string]bool{"inside": true, "a write inside": true, "the system's programs": true}
+	for _, c := range <-got {
+		if (c.err == nil) != want[c.name] {
+			t.Errorf("%s: %v (allowed: %v)", c.name, c.err, want[c.name])
+		}
+	}
+	if _, err := os.ReadFile(filepath.Join(other, "out.txt")); err != nil {
+		t.Errorf("the rest of the process was confined too: %v", err)
 	}
 }
