@@ -284,3 +284,28 @@ func TestOutputName(t *testing.T) {
 		t.Errorf("the stage's output, by its agent's output_name: exit %d, %v\n%s", code, pres.Envelope.Outputs, errs)
 	}
 }
+
+// TestServeModelRole: serve --model-role swaps the model of a served
+// pipeline's stages of a role, over its definition's model_roles.
+func TestServeModelRole(t *testing.T) {
+	dir := t.TempDir()
+	pipes, agents := filepath.Join(dir, "pipelines"), filepath.Join(dir, "agents")
+	os.MkdirAll(pipes, 0o755)
+	os.MkdirAll(agents, 0o755)
+	for name, says := range map[string]string{"careful.json": "Careful plan.", "quick.json": "Quick plan."} {
+		os.WriteFile(filepath.Join(dir, name), []byte(`{"model": "gpt-4.1-mini", "turns": [{"content": "`+says+`"}]}`), 0o600)
+	}
+	os.WriteFile(filepath.Join(pipes, "roles.json"), []byte(`{"pipeline_name": "roles", "version": "v1",
+		"model_roles": {"planner": "scripted:`+filepath.Join(dir, "careful.json")+`"},
+		"stages": [{"name": "plan", "model_role": "planner", "agent": {"agent_name": "plan", "version": "v1",
+			"model_name": "scripted:none.json", "system_text": "Plan.", "user_text": "${task}", "input_keys": ["task"]}}]}`), 0o600)
+	s := startServe(t, "--agents", agents, "--pipelines", pipes, "--db", filepath.Join(dir, "runs.db"),
+		"--model-role", "planner=scripted:"+filepath.Join(dir, "quick.json"))
+	code, res := s.call(t, "POST", "/v1/runs?wait=true", "", `{"pipeline": "roles", "input": {"task": "plan"}}`)
+	env, _ := res["envelope"].(map[string]any)
+	outs, _ := env["outputs"].(map[string]any)
+	plan, _ := outs["plan"].(map[string]any)
+	if code != 200 || plan["text"] != "Quick plan." {
+		t.Errorf("a served pipeline's stage of the role: %d %v\n%s", code, res, s.out)
+	}
+}

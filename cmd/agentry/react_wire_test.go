@@ -73,3 +73,35 @@ func TestReActOnEachVendor(t *testing.T) {
 		})
 	}
 }
+
+// TestReActFinalAnswerThroughTheBinary: run --json gives a ReAct Final
+// Answer that is a JSON array as the array, and every step its thought,
+// an empty one where the model gave none.
+func TestReActFinalAnswerThroughTheBinary(t *testing.T) {
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "turns.json"), []byte(`{"turns": [
+		{"content": "Action: kv_set\nAction Input: {\"key\": \"n\", \"value\": 2}"},
+		{"content": "Thought: Both are saved.\nFinal Answer: [1, 2]"}]}`), 0o600)
+	spec := filepath.Join(dir, "agent.json")
+	os.WriteFile(spec, []byte(`{"agent_name": "lister", "version": "v1", "mode": "react", "model_name": "scripted:turns.json",
+		"system_text": "You list.", "user_text": "List them.", "tools": ["kv_set"]}`), 0o600)
+	code, out, errs := run(t, "run", spec, "--no-store", "-q", "--json")
+	var res struct {
+		Result any              `json:"result"`
+		Steps  []map[string]any `json:"steps"`
+	}
+	if err := json.Unmarshal([]byte(out), &res); err != nil || code != 0 {
+		t.Fatalf("exit %d: %v\n%s", code, err, errs)
+	}
+	if list, ok := res.Result.([]any); !ok || len(list) != 2 {
+		t.Errorf("the result %#v, want the array [1, 2]", res.Result)
+	}
+	for i, s := range res.Steps {
+		if _, ok := s["thought"]; !ok {
+			t.Errorf("step %d has no thought: %v", i+1, s)
+		}
+	}
+	if len(res.Steps) != 2 || res.Steps[0]["thought"] != "" || res.Steps[1]["thought"] != "Both are saved." {
+		t.Errorf("the steps' thoughts: %v", res.Steps)
+	}
+}
