@@ -452,6 +452,8 @@ func TestValidate(t *testing.T) {
 			[]string{"✓", "    warning: output_schema.properties.tone has an enum that enums does not list"}, []string{"invalid"}},
 		{"a schema enum no enums list, strict", "t.json", enumWriter, 2,
 			[]string{"✗", "--strict", "    warning: output_schema.properties.tone has an enum that enums does not list"}, []string{"✓"}},
+		{"a pipeline's inline stage warns, strict", "p.json", `{"pipeline_name": "p", "version": "v1", "stages": [{"name": "w", "agent": ` + enumWriter + `}]}`, 2,
+			[]string{"✗", "--strict", "stage w: output_schema.properties.tone has an enum"}, []string{"✓"}},
 		{"does not read", "t.json", `{"agent_name": "t", `, 2, []string{"    critical: "}, nil},
 		{"does not build", "t.json", `{"agent_name": "t", "version": "v1", "mode": "chooser"}`, 2, []string{"    error: "}, nil},
 	} {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -144,10 +145,12 @@ func (v validation) path(path, agentsDir string, writeLock bool, opts []agent.Op
 	}
 	if data, err := os.ReadFile(path); err == nil && !st.IsDir() && pipeline.IsPipeline(data) {
 		p, err := pipeline.FromFile(path, pipeline.WithTools(builtinTools(false)), pipeline.WithAgentOptions(opts...))
+		var ws []spec.Issue
 		if err == nil {
+			ws = stageWarnings(p)
 			p.Close()
 		}
-		return v.reportPipeline(path, err)
+		return v.reportPipeline(path, err, ws...)
 	}
 	if !st.IsDir() {
 		return v.file(path, agentsDir, opts)
@@ -193,7 +196,24 @@ func (v validation) path(path, agentsDir string, writeLock bool, opts []agent.Op
 	return bad
 }
 
-func (v validation) reportPipeline(path string, err error) int {
+// stageWarnings are the warnings of a pipeline's inline stage specs,
+// each named by its stage.
+func stageWarnings(p *pipeline.Pipeline) []spec.Issue {
+	var ws []spec.Issue
+	for _, st := range p.Definition().Stages {
+		var sp spec.Spec
+		if len(st.Agent) == 0 || st.Agent[0] != '{' || json.Unmarshal(st.Agent, &sp) != nil {
+			continue // a reference: its file is validated on its own
+		}
+		for _, w := range sp.Warnings() {
+			w.Message = "stage " + st.Name + ": " + w.Message
+			ws = append(ws, w)
+		}
+	}
+	return ws
+}
+
+func (v validation) reportPipeline(path string, err error, warnings ...spec.Issue) int {
 	stderr := v.stderr
 	var de *pipeline.DefinitionError
 	if errors.As(err, &de) {
@@ -203,7 +223,7 @@ func (v validation) reportPipeline(path string, err error) int {
 		}
 		return 1
 	}
-	return v.report(path, err)
+	return v.report(path, err, warnings...)
 }
 
 // report prints a file's one verdict, and its warnings under it: they
