@@ -18,18 +18,17 @@ import (
 // Result's memory_deltas), and ends the run when it has enough, without
 // another model call.
 func TestReflector(t *testing.T) {
-	lookup := tool.Must(tool.Func("lookup", "Looks a fact up.", func(context.Context, noArgs) (string, error) { return "a fact", nil },
-		tool.WithIdempotency(tool.Safe)))
+	lookup := lookupTool()
 	script, _ := scripted.New("m", calls("lookup"), calls("lookup"), scripted.Turn{Content: "never asked"})
 	type seen struct {
 		turn, results, turnsLeft, callsLeft int
 	}
 	var saw []seen
 	var stored []int
-	a, err := agent.New(&spec.Spec{AgentName: "r", Version: "v1", SystemText: "Look up.",
+	res := runScripted(t, &spec.Spec{AgentName: "r", Version: "v1", SystemText: "Look up.",
 		Limits: spec.Limits{MaxTurns: 5, MaxToolCalls: 10},
 		Memory: &spec.Memory{Backend: "mem:", Stream: "notes"}},
-		agent.WithProvider(script.Model(), "scripted"), agent.Use(lookup),
+		script, agent.Use(lookup),
 		agent.WithReflector(func(ctx context.Context, t *agent.Turn) (*agent.Final, error) {
 			left := t.Remaining()
 			saw = append(saw, seen{t.Number(), len(t.Results()), left.MaxTurns, left.MaxToolCalls})
@@ -49,14 +48,6 @@ func TestReflector(t *testing.T) {
 			}
 			return nil, nil
 		}))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer a.Close()
-	res, err := a.Run(context.Background(), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
 	if res.Result != "Two facts are enough." || len(res.ModelCalls) != 2 {
 		t.Errorf("result %v after %d model calls; want the reflector's answer after 2", res.Result, len(res.ModelCalls))
 	}
@@ -76,23 +67,23 @@ func TestReflector(t *testing.T) {
 // the output schema refuses, corrected the next turn) leaves the earlier
 // results in place: the reflector does not reflect on them again.
 func TestReflectorOncePerToolTurn(t *testing.T) {
-	lookup := tool.Must(tool.Func("lookup", "Looks a fact up.", func(context.Context, noArgs) (string, error) { return "a fact", nil },
-		tool.WithIdempotency(tool.Safe)))
+	lookup := lookupTool()
 	script, _ := scripted.New("m", calls("lookup"), scripted.Turn{Content: "not json"}, scripted.Turn{Content: `{"fact": "a fact"}`})
 	reflections := 0
-	a, err := agent.New(&spec.Spec{AgentName: "r", Version: "v1", SystemText: "Look up.",
+	res := runScripted(t, &spec.Spec{AgentName: "r", Version: "v1", SystemText: "Look up.",
 		OutputSchema: []byte(`{"type": "object", "properties": {"fact": {"type": "string"}}, "required": ["fact"]}`)},
-		agent.WithProvider(script.Model(), "scripted"), agent.Use(lookup),
+		script, agent.Use(lookup),
 		agent.WithReflector(func(context.Context, *agent.Turn) (*agent.Final, error) { reflections++; return nil, nil }))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer a.Close()
-	res, err := a.Run(context.Background(), nil)
-	if err != nil || res.Iterations != 3 {
-		t.Fatalf("%v after %d turns", err, res.Iterations)
+	if res.Iterations != 3 {
+		t.Fatalf("%d turns", res.Iterations)
 	}
 	if reflections != 1 {
 		t.Errorf("%d reflections on one turn's tools", reflections)
 	}
+}
+
+// lookupTool is a safe tool that always finds "a fact".
+func lookupTool() tool.Tool {
+	return tool.Must(tool.Func("lookup", "Looks a fact up.", func(context.Context, noArgs) (string, error) { return "a fact", nil },
+		tool.WithIdempotency(tool.Safe)))
 }

@@ -105,16 +105,8 @@ func TestScheduleByHints(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			a, err := agent.New(&spec.Spec{AgentName: "s", Version: "v1", SystemText: "x", Limits: spec.Limits{MaxParallelTools: tc.parallel}},
-				agent.WithProvider(script.Model(), "scripted"), agent.Use(tc.tools(l)...))
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer a.Close()
-			res, err := a.Run(context.Background(), nil)
-			if err != nil {
-				t.Fatal(err)
-			}
+			res := runScripted(t, &spec.Spec{AgentName: "s", Version: "v1", SystemText: "x", Limits: spec.Limits{MaxParallelTools: tc.parallel}},
+				script, agent.Use(tc.tools(l)...))
 			for _, p := range tc.before {
 				if i, j := l.index(p[0]), l.index(p[1]); i < 0 || j < 0 || i > j {
 					t.Errorf("%s should come before %s: %v", p[0], p[1], l.events)
@@ -158,8 +150,21 @@ func TestAlternativesByImpact(t *testing.T) {
 		{"approach": "ask", "confidence": 0.5},
 	}
 	script, _ := scripted.New("m", calls("advise"), scripted.Turn{Content: "Done."})
-	a, err := agent.New(&spec.Spec{AgentName: "s", Version: "v1", SystemText: "x"},
-		agent.WithProvider(script.Model(), "scripted"), agent.Use(hinted(t, l, "advise", map[string]any{"alternatives": alts})))
+	res := runScripted(t, &spec.Spec{AgentName: "s", Version: "v1", SystemText: "x"}, script,
+		agent.Use(hinted(t, l, "advise", map[string]any{"alternatives": alts})))
+	var got []string
+	for _, alt := range res.Alternatives {
+		got = append(got, alt.Approach)
+	}
+	if want := []string{"refund", "replace", "wait", "ask"}; !slices.Equal(got, want) {
+		t.Errorf("alternatives %v, want %v", got, want)
+	}
+}
+
+// runScripted runs an agent of sp on script, with opts, to its Result.
+func runScripted(t *testing.T, sp *spec.Spec, script *scripted.Script, opts ...agent.Option) *agent.Result {
+	t.Helper()
+	a, err := agent.New(sp, append([]agent.Option{agent.WithProvider(script.Model(), "scripted")}, opts...)...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -168,11 +173,5 @@ func TestAlternativesByImpact(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var got []string
-	for _, alt := range res.Alternatives {
-		got = append(got, alt.Approach)
-	}
-	if want := []string{"refund", "replace", "wait", "ask"}; !slices.Equal(got, want) {
-		t.Errorf("alternatives %v, want %v", got, want)
-	}
+	return res
 }

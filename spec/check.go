@@ -345,17 +345,7 @@ func (r Retry) check() []string {
 // checkEnums checks that enums and output_schema agree, both ways.
 func (s *Spec) checkEnums() []string {
 	var p []string
-	var sch struct {
-		Properties map[string]struct {
-			Enum  []any `json:"enum"`
-			Items *struct {
-				Enum []any `json:"enum"`
-			} `json:"items"`
-		} `json:"properties"`
-	}
-	if len(s.OutputSchema) > 0 {
-		_ = json.Unmarshal(s.OutputSchema, &sch)
-	}
+	sch := enumSchemaOf(s.OutputSchema)
 	if len(s.Enums) > 0 && len(s.OutputSchema) == 0 {
 		return []string{"enums are given but output_schema is missing"}
 	}
@@ -379,7 +369,7 @@ func (s *Spec) checkEnums() []string {
 		}
 	}
 	if len(s.Enums) > 0 {
-		for _, f := range schemaEnumFields(s.OutputSchema) {
+		for _, f := range sch.fields() {
 			if _, ok := s.Enums[f]; !ok {
 				p = append(p, fmt.Sprintf("output_schema.properties.%s has an enum that enums does not list", f))
 			}
@@ -408,20 +398,30 @@ func (s *Spec) checkEnums() []string {
 	return p
 }
 
-// schemaEnumFields are the properties of an output schema that hold an
-// enum (or whose items do), sorted.
-func schemaEnumFields(schema json.RawMessage) []string {
-	var sch struct {
-		Properties map[string]struct {
-			Enum  []any `json:"enum"`
-			Items *struct {
-				Enum []any `json:"enum"`
-			} `json:"items"`
-		} `json:"properties"`
+// enumSchema is what the enum checks read of an output schema: its
+// properties' enums, or their items' enums.
+type enumSchema struct {
+	Properties map[string]struct {
+		Enum  []any `json:"enum"`
+		Items *struct {
+			Enum []any `json:"enum"`
+		} `json:"items"`
+	} `json:"properties"`
+}
+
+// enumSchemaOf reads an output schema for its enums; none when it has
+// none, or does not read (Check reports that).
+func enumSchemaOf(schema json.RawMessage) enumSchema {
+	var sch enumSchema
+	if len(schema) > 0 {
+		_ = json.Unmarshal(schema, &sch)
 	}
-	if len(schema) == 0 || json.Unmarshal(schema, &sch) != nil {
-		return nil
-	}
+	return sch
+}
+
+// fields are the properties that hold an enum (or whose items do),
+// sorted.
+func (sch enumSchema) fields() []string {
 	var out []string
 	for f, p := range sch.Properties {
 		if p.Enum != nil || p.Items != nil && p.Items.Enum != nil {

@@ -429,7 +429,7 @@ func (s *Spec) Warnings() []Issue {
 		// With enums given, a schema enum they leave out is an error
 		// (checkEnums); without any, a warning: a writer may keep its
 		// schema's enums to itself, and the Agent Stack asks for each.
-		for _, f := range schemaEnumFields(s.OutputSchema) {
+		for _, f := range enumSchemaOf(s.OutputSchema).fields() {
 			warn("output_schema.properties.%s has an enum that enums does not list (the Agent Stack's enums name every enum field)", f)
 		}
 	}

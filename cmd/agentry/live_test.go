@@ -12,11 +12,7 @@ import (
 // TestLiveQuickstart runs the quickstart agent against each vendor whose
 // key is in the environment; never in CI.
 func TestLiveQuickstart(t *testing.T) {
-	for _, c := range []struct{ env, model string }{
-		{"OPENAI_API_KEY", "gpt-4.1-mini"},
-		{"ANTHROPIC_API_KEY", "claude-haiku-4-5"},
-		{"GEMINI_API_KEY", "gemini-2.5-flash"},
-	} {
+	for _, c := range liveModels {
 		t.Run(c.model, func(t *testing.T) {
 			livetest.Key(t, c.env)
 			code, out, errs := run(t, "run", quickstart, "--input", "city=Lisbon", "--input", "days=3", "--model", c.model)
@@ -32,11 +28,7 @@ func TestLiveQuickstart(t *testing.T) {
 // full loop with a real model; never in CI (TestReActOnEachVendor runs
 // the same wire formats offline).
 func TestLiveReAct(t *testing.T) {
-	for _, c := range []struct{ env, model string }{
-		{"OPENAI_API_KEY", "gpt-4.1-mini"},
-		{"ANTHROPIC_API_KEY", "claude-haiku-4-5"},
-		{"GEMINI_API_KEY", "gemini-2.5-flash"},
-	} {
+	for _, c := range liveModels {
 		t.Run(c.model, func(t *testing.T) {
 			livetest.Key(t, c.env)
 			spec := filepath.Join(t.TempDir(), "agent.json")
@@ -49,4 +41,12 @@ func TestLiveReAct(t *testing.T) {
 			}
 		})
 	}
+}
+
+// liveModels are the vendors' models the live tests run, each with the
+// variable its key is in.
+var liveModels = []struct{ env, model string }{
+	{"OPENAI_API_KEY", "gpt-4.1-mini"},
+	{"ANTHROPIC_API_KEY", "claude-haiku-4-5"},
+	{"GEMINI_API_KEY", "gemini-2.5-flash"},
 }
