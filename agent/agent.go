@@ -80,6 +80,7 @@ type Agent struct {
 	reactTpl     *prompt.Template // a react_template from the prompt store
 	closers      []func() error   // what the agent opened: connectors, sub-agents
 	handoffs     []*handoff
+	subRefused   []string // what its sub-agents' builds refused to create (CreatedBy)
 	closeOnce    sync.Once
 	closeErr     error
 }
@@ -121,6 +122,7 @@ type options struct {
 	memory      memory.Backend
 	memoryKey   []byte
 	prompts     prompt.Store
+	creator     *creator // CreatedBy; nil: the host's own agent
 }
 
 // Option configures New.
@@ -263,6 +265,9 @@ func build(in *spec.Spec, o options) (*Agent, error) {
 				"sub-agent cycle: " + strings.Join(append(o.building, sp.AgentName), " -> ")}}
 		}
 	}
+	if err := o.creator.admitSpec(sp); err != nil {
+		return nil, err
+	}
 	a := &Agent{spec: sp, logger: o.logger, redact: policy.Secrets(), limits: sp.Limits.WithDefaults(), retry: sp.Retry.WithDefaults(),
 		metrics: newMetrics(o.meters), sizes: &sizes{}, inputSchema: schemas.Input, o: o, inputLabels: inputLabels(sp)}
 	a.setDefaults(o)
@@ -298,6 +303,10 @@ func build(in *spec.Spec, o options) (*Agent, error) {
 	a.inFilters = sp.Policy.Filters(policy.Input)
 	if err := a.choosePlanner(o); err != nil {
 		problems = append(problems, err.Error())
+	}
+	if err := a.admitTools(); err != nil {
+		a.Close()
+		return nil, err
 	}
 	if len(problems) > 0 {
 		a.Close() // what was opened before a problem was found

@@ -183,6 +183,7 @@ func LoadRegistry(dir spec.Dir, opts ...Option) (*Registry, error) {
 	}
 	r := NewRegistry()
 	var problems []string
+	refused := false
 	for _, name := range names {
 		vers, err := dir.Versions(name)
 		if err != nil {
@@ -192,6 +193,7 @@ func LoadRegistry(dir spec.Dir, opts ...Option) (*Registry, error) {
 		for _, ver := range vers {
 			a, err := FromDir(dir.Path, name+"@"+ver, append(slices.Clip(opts), WithRegistry(r))...)
 			if err != nil {
+				refused = refused || errors.Is(err, ErrPolicyViolation)
 				problems = append(problems, strings.TrimPrefix(err.Error(), ErrConfig.Error()+": ")) // it names the agent
 				continue
 			}
@@ -202,6 +204,9 @@ func LoadRegistry(dir spec.Dir, opts ...Option) (*Registry, error) {
 	}
 	if len(problems) > 0 {
 		r.Close()
+		if refused { // CreatedBy refused one: errors.Is finds it
+			return nil, fmt.Errorf("%w (%w): %s", ErrConfig, ErrPolicyViolation, strings.Join(problems, "; "))
+		}
 		return nil, fmt.Errorf("%w: %s", ErrConfig, strings.Join(problems, "; "))
 	}
 	return r, nil

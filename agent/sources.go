@@ -140,8 +140,9 @@ func (r *run) refreshTools() {
 
 // refreshSets lists again the tools of the sets that changed since they
 // were bound and makes them the agent's table. A set that cannot list
-// them keeps its last tools; a new tool whose name is taken is left out;
-// both are logged.
+// them keeps its last tools; a new tool whose name is taken, or that the
+// agent's creator may not create (CreatedBy), is left out; each is
+// logged.
 func (a *Agent) refreshSets(ctx context.Context) *toolTable {
 	if !a.setsChanged() {
 		return a.table()
@@ -179,6 +180,10 @@ func (a *Agent) refreshSets(ctx context.Context) *toolTable {
 			continue
 		}
 		for _, t := range tools {
+			if why := a.o.creator.refused("tool:" + t.Info().Name); len(why) > 0 {
+				a.logger.Warn("tool left out: the agent's creator may not create it", "set", s.set.Name(), "name", t.Info().Name, "reason", why[0])
+				continue
+			}
 			b := cur.byName[t.Info().Name]
 			if b == nil || b.set != s || !sameInfo(b.info, t.Info()) {
 				b = &binding{tool: t, set: s, info: t.Info(), label: "tool:" + t.Info().Name}

@@ -37,6 +37,10 @@ func (a *Agent) bindTools(o options) []string {
 		var b *binding
 		if ref, ok := strings.CutPrefix(name, "agent:"); ok {
 			sub, owned, err := a.buildSub(ref, o)
+			if errors.Is(err, ErrPolicyViolation) {
+				a.subRefused = append(a.subRefused, fmt.Sprintf("tools[%d] %q: %s", i, name, strings.TrimPrefix(err.Error(), ErrPolicyViolation.Error()+": ")))
+				continue
+			}
 			if err != nil {
 				problems = append(problems, fmt.Sprintf("tools[%d] %q: %v", i, name, err))
 				continue

@@ -57,6 +57,25 @@ type Key struct {
 	AllUsers bool `json:"all_users,omitempty"`
 }
 
+// keySums are the keys' hashes, decoded; a key that is not whole is an
+// error naming it.
+func keySums(keys []Key) ([][]byte, error) {
+	var sums [][]byte
+	for _, k := range keys {
+		sum, err := hex.DecodeString(k.SHA256)
+		switch {
+		case err != nil || len(sum) != sha256.Size:
+			return nil, fmt.Errorf("server: key %q: sha256 is not 64 hex digits", k.Name)
+		case k.Role.rank() == 0:
+			return nil, fmt.Errorf("server: key %q: role %q is not viewer, runner or admin", k.Name, k.Role)
+		case k.Name == "":
+			return nil, errors.New("server: a key has no name (the user its runs act for)")
+		}
+		sums = append(sums, sum)
+	}
+	return sums, nil
+}
+
 // HashKey is the hex SHA-256 a Key keeps of a bearer key.
 func HashKey(key string) string {
 	sum := sha256.Sum256([]byte(key))

@@ -11,6 +11,7 @@ import (
 	"github.com/agentry/agentry/agent"
 	"github.com/agentry/agentry/policy"
 	"github.com/agentry/agentry/runlog"
+	"github.com/agentry/agentry/spec"
 	"github.com/agentry/agentry/store"
 )
 
@@ -266,17 +267,25 @@ func (s *Server) resumeRemote(w http.ResponseWriter, r *http.Request, run store.
 		writeError(w, http.StatusConflict, "conflict", fmt.Sprintf("run %s is %s: it waits for no decision", run.ID, run.Status))
 		return
 	}
-	if _, err := s.cfg.Agents.Get(run.Name + "@" + run.Version); err != nil && callerOf(r.Context()).role != RoleAdmin {
-		writeError(w, http.StatusForbidden, "forbidden", fmt.Sprintf("run %s is of an inline spec (%s@%s): deciding it needs the role admin", run.ID, run.Name, run.Version))
-		return
-	}
-	if len(req.Approve)+len(req.Deny) == 0 {
-		writeError(w, http.StatusBadRequest, "invalid_request", fmt.Sprintf("run %s is driven by %s and goes on there: name the calls to approve or deny", run.ID, driver))
-		return
-	}
 	l, err := runlog.Read(r.Context(), s.cfg.Store, run.ID, s.logOptions()...)
 	if err != nil {
 		writeError(w, http.StatusInternalServerError, "error", err.Error())
+		return
+	}
+	if _, err := s.cfg.Agents.Get(run.Name + "@" + run.Version); err != nil {
+		// An inline spec's run: deciding it is for who may create it.
+		var sp spec.Spec
+		if err := json.Unmarshal(l.Start.Spec, &sp); err != nil {
+			writeError(w, http.StatusInternalServerError, "error", fmt.Sprintf("run %s: its spec: %v", run.ID, err))
+			return
+		}
+		if why := s.mayCreate(callerOf(r.Context()), &sp); why != "" {
+			writeError(w, http.StatusForbidden, "forbidden", fmt.Sprintf("run %s is of an inline spec the caller may not create: %s", run.ID, why))
+			return
+		}
+	}
+	if len(req.Approve)+len(req.Deny) == 0 {
+		writeError(w, http.StatusBadRequest, "invalid_request", fmt.Sprintf("run %s is driven by %s and goes on there: name the calls to approve or deny", run.ID, driver))
 		return
 	}
 	// Each name is checked against what the store says waits, as for a

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 
 	"github.com/agentry/agentry/agent"
 	"github.com/agentry/agentry/internal/journal"
@@ -112,12 +113,16 @@ func (s *Server) resumeRun(ctx context.Context, run store.Run, req resumeRequest
 	case !run.Status.Resumable():
 		return nil, nil, &refusal{http.StatusConflict, "conflict", fmt.Sprintf("run %s is %s: only a run awaiting approval or interrupted resumes", run.ID, run.Status)}
 	}
-	if _, err := s.cfg.Agents.Get(run.Name + "@" + run.Version); err != nil && callerOf(ctx).role != RoleAdmin {
-		// Not a served agent: an inline spec's run, which only an admin
-		// may run, and so resume.
-		return nil, nil, &refusal{http.StatusForbidden, "forbidden", fmt.Sprintf("run %s is of an inline spec (%s@%s): resuming it needs the role admin", run.ID, run.Name, run.Version)}
+	build := s.cfg.AgentOptions
+	if _, err := s.cfg.Agents.Get(run.Name + "@" + run.Version); err != nil {
+		// Not a served agent: an inline spec's run, which the caller
+		// resumes only if it may create what the spec brings.
+		build = append(slices.Clip(build), s.createdBy(callerOf(ctx)))
 	}
-	a, err := agent.Stored(ctx, s.cfg.Store, run.ID, s.cfg.AgentOptions...)
+	a, err := agent.Stored(ctx, s.cfg.Store, run.ID, build...)
+	if errors.Is(err, agent.ErrPolicyViolation) {
+		return nil, nil, &refusal{http.StatusForbidden, "forbidden", fmt.Sprintf("run %s is of an inline spec the caller may not create: %v", run.ID, err)}
+	}
 	if err != nil {
 		return nil, nil, &refusal{http.StatusInternalServerError, "error", fmt.Sprintf("run %s: its agent does not build: %v", run.ID, err)}
 	}

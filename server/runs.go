@@ -248,8 +248,8 @@ func (s *Server) release() {
 
 // agentFor is the agent req names: a served one (built anew around the
 // model the request names, when it names an allowed one: owned, the run
-// closes it), or one built from its inline spec (owned), which only an
-// admin may run.
+// closes it), or one built from its inline spec (owned), under the
+// server's creation rules.
 func (s *Server) agentFor(req *runRequest, c *caller) (a *agent.Agent, owned bool, status int, err error) {
 	switch {
 	case req.Agent != "" && len(req.Spec) > 0:
@@ -264,9 +264,6 @@ func (s *Server) agentFor(req *runRequest, c *caller) (a *agent.Agent, owned boo
 		}
 		return s.servedWith(a, req.Model)
 	case len(req.Spec) > 0:
-		if c.role != RoleAdmin {
-			return nil, false, http.StatusForbidden, errors.New("running an inline spec needs the role admin")
-		}
 		sp, err := spec.Parse("spec", req.Spec)
 		if err != nil {
 			return nil, false, http.StatusBadRequest, err
@@ -274,11 +271,14 @@ func (s *Server) agentFor(req *runRequest, c *caller) (a *agent.Agent, owned boo
 		if err := s.checkInlineModels(sp, req.Model); err != nil {
 			return nil, false, http.StatusBadRequest, err
 		}
-		opts := s.cfg.AgentOptions
+		opts := append(slices.Clip(s.cfg.AgentOptions), s.createdBy(c))
 		if req.Model != "" {
-			opts = append(slices.Clip(opts), agent.WithModel(req.Model))
+			opts = append(opts, agent.WithModel(req.Model))
 		}
 		a, err := agent.New(sp, opts...)
+		if errors.Is(err, agent.ErrPolicyViolation) {
+			return nil, false, http.StatusForbidden, err
+		}
 		if err != nil {
 			return nil, false, http.StatusBadRequest, err
 		}

@@ -13,9 +13,7 @@ package server
 
 import (
 	"context"
-	"crypto/sha256"
 	_ "embed"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -51,6 +49,15 @@ type Config struct {
 	// /v1/runs), and the only ones an inline spec may name. A request
 	// never names any other: no "scripted:" file, no base_url.
 	Models []string
+	// Create says which roles may bring agents and tools into being
+	// through the server: build an inline spec, and resume or decide a
+	// run of one, with its connectors, MCP servers, remote agents and
+	// tools (see policy.Creation). Roles are the keys' (viewer, runner,
+	// admin) and "*"; a rule naming a role admits the roles above it.
+	// What no glob names is an admin's (unless the rules give "*"), so
+	// nil lets only an admin. The served agents are the host's, never
+	// checked.
+	Create policy.Creation
 	// Keys are the bearer keys callers present; none: no authentication.
 	// A key's name is the user it acts for: the runs it creates are that
 	// user's, and it reaches only that user's (Key.AllUsers: everyone's).
@@ -94,12 +101,13 @@ type Config struct {
 type Server struct {
 	cfg      Config
 	mux      *http.ServeMux
-	patterns []string       // the API's routes, as registered
-	pages    []string       // the viewer's routes (not the API's)
-	sums     [][]byte       // the keys' hashes, decoded
-	seal     *runlog.Sealer // opens sealed run logs; nil: none
-	slots    chan struct{}  // one per run going
-	streams  chan struct{}  // one per event stream open
+	patterns []string        // the API's routes, as registered
+	pages    []string        // the viewer's routes (not the API's)
+	sums     [][]byte        // the keys' hashes, decoded
+	seal     *runlog.Sealer  // opens sealed run logs; nil: none
+	create   policy.Creation // Config.Create over the server's last rule
+	slots    chan struct{}   // one per run going
+	streams  chan struct{}   // one per event stream open
 
 	mu       sync.Mutex
 	runs     map[string]stopper // the runs this server drives, by id
@@ -138,18 +146,14 @@ func New(c Config) (*Server, error) {
 	}
 	s := &Server{cfg: c, mux: http.NewServeMux(), slots: make(chan struct{}, c.MaxRuns), streams: make(chan struct{}, c.MaxStreams), runs: map[string]stopper{},
 		heartbeat: heartbeatEvery, closing: make(chan struct{})}
-	for _, k := range c.Keys {
-		sum, err := hex.DecodeString(k.SHA256)
-		switch {
-		case err != nil || len(sum) != sha256.Size:
-			return nil, fmt.Errorf("server: key %q: sha256 is not 64 hex digits", k.Name)
-		case k.Role.rank() == 0:
-			return nil, fmt.Errorf("server: key %q: role %q is not viewer, runner or admin", k.Name, k.Role)
-		case k.Name == "":
-			return nil, errors.New("server: a key has no name (the user its runs act for)")
-		}
-		s.sums = append(s.sums, sum)
+	var err error
+	if s.sums, err = keySums(c.Keys); err != nil {
+		return nil, err
 	}
+	if err := checkCreation(c.Create); err != nil {
+		return nil, err
+	}
+	s.create = creationRules(c.Create)
 	if c.EncryptionKey != nil {
 		seal, err := runlog.NewSealer(c.EncryptionKey)
 		if err != nil {

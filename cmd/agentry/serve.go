@@ -20,6 +20,7 @@ import (
 
 	"github.com/agentry/agentry/agent"
 	"github.com/agentry/agentry/pipeline"
+	"github.com/agentry/agentry/policy"
 	"github.com/agentry/agentry/server"
 	"github.com/agentry/agentry/spec"
 )
@@ -33,6 +34,7 @@ type serveFlags struct {
 	allowPrivate, resumeInterrupted            bool
 	a2aAgent, baseURL                          string
 	roles                                      []string // --model-role
+	create                                     []string // --create WHAT=ROLE[,ROLE]
 	models                                     []string
 	temporal                                   temporalFlags
 }
@@ -69,6 +71,7 @@ func (f *serveFlags) flags(cmd *cobra.Command) {
 	fl.BoolVar(&f.allowPrivate, "allow-private-network", false, "let the HTTP tools reach private and loopback addresses")
 	fl.StringVar(&f.a2aAgent, "a2a-agent", "", "the agent (NAME or NAME@VERSION) of the well-known A2A card and POST /a2a (default: the only agent served); every agent is at /a2a/NAME")
 	fl.StringVar(&f.baseURL, "base-url", "", "the URL clients reach the server at (https://host[/prefix]), for the A2A cards' endpoints (default: the URL a card is asked for)")
+	fl.StringArrayVar(&f.create, "create", nil, `who may create what through the server, WHAT=ROLE[,ROLE]: WHAT a glob of agent:NAME, tool:NAME, connector:KIND, mcp:SERVER or a2a:HOST, ROLE viewer, runner, admin or * (repeatable; what none names stays an admin's, so by default only an admin runs an inline spec)`)
 	fl.StringArrayVar(&f.roles, "model-role", nil, "the model of the served pipelines' stages of a role, ROLE=PROVIDER:MODEL, over their model_roles (repeatable)")
 	fl.StringSliceVar(&f.models, "models", nil, `models a request's "model" may name besides each agent's own model_name and fallback_models, and the only ones an inline spec may name (comma-separated, or the flag again)`)
 	fl.BoolVar(&f.resumeInterrupted, "resume-interrupted", false, "at start, resume the runs a stopped or crashed server left interrupted")
@@ -105,6 +108,10 @@ func newServer(ctx context.Context, f serveFlags, stderr io.Writer) (srv *server
 		}
 	}()
 	keys, err := serveKeys(f)
+	if err != nil {
+		return nil, 0, nil, usageErr(err)
+	}
+	create, err := creationFlags(f.create)
 	if err != nil {
 		return nil, 0, nil, usageErr(err)
 	}
@@ -157,7 +164,7 @@ func newServer(ctx context.Context, f serveFlags, stderr io.Writer) (srv *server
 		closers = append(closers, c.Close)
 		remote = temporalRemote{c: c, t: f.temporal}
 	}
-	srv, err = server.New(server.Config{Store: st, Agents: reg, Pipelines: pipes, AgentOptions: opts, Models: f.models, Keys: keys, MaxRuns: f.maxRuns, MaxStreams: f.maxStreams,
+	srv, err = server.New(server.Config{Store: st, Agents: reg, Pipelines: pipes, AgentOptions: opts, Models: f.models, Keys: keys, Create: create, MaxRuns: f.maxRuns, MaxStreams: f.maxStreams,
 		EncryptionKey: key, Logger: logger, Prompts: userPrompts(st, f.prompts), Version: version(), A2AAgent: f.a2aAgent, BaseURL: f.baseURL,
 		Remote: remote})
 	if err != nil {
@@ -339,4 +346,21 @@ func servedAgents(dir string, opts []agent.Option) (*agent.Registry, error) {
 		}
 	}
 	return reg, nil
+}
+
+// creationFlags reads --create WHAT=ROLE[,ROLE] flags; none: nil, the
+// server's own rule (only an admin creates).
+func creationFlags(flags []string) (policy.Creation, error) {
+	if len(flags) == 0 {
+		return nil, nil
+	}
+	rules := policy.Creation{}
+	for _, kv := range flags {
+		what, roles, ok := strings.Cut(kv, "=")
+		if !ok || what == "" || roles == "" {
+			return nil, fmt.Errorf("--create %q: want WHAT=ROLE[,ROLE] (agent:*=runner)", kv)
+		}
+		rules[what] = append(rules[what], strings.Split(roles, ",")...)
+	}
+	return rules, nil
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"os"
@@ -198,3 +199,52 @@ func TestServe(t *testing.T) {
 }
 
 func hashOf(key string) string { return server.HashKey(key) }
+
+// TestServeCreationRules: serve --create lets a runner key run inline
+// specs with what the rules give runners, and nothing else: a shell
+// connector in its spec is refused with 403, naming it; without --create only an admin runs one; a rule with a
+// role the server does not give stops serve from starting.
+func TestServeCreationRules(t *testing.T) {
+	dir := t.TempDir()
+	agents := filepath.Join(dir, "agents")
+	os.MkdirAll(agents, 0o755)
+	script := filepath.Join(dir, "hello.json")
+	os.WriteFile(script, []byte(`{"turns": [{"content": "Hello."}, {"content": "Hello again."}]}`), 0o600)
+	keys := filepath.Join(dir, "keys.json")
+	os.WriteFile(keys, []byte(`[{"name": "rui", "sha256": "`+hashOf("r-key")+`", "role": "runner"},
+		{"name": "ada", "sha256": "`+hashOf("a-key")+`", "role": "admin"}]`), 0o600)
+	db := filepath.Join(dir, "runs.db")
+	inline := func(extra string) string {
+		return `{"spec": {"agent_name": "mine", "version": "v1", "model_name": "scripted:` + script + `", "system_text": "Greet."` + extra + `}}`
+	}
+	shell := inline(`, "tools": ["run_command"], "connectors": {"shell": {"dir": "` + dir + `", "allow": ["touch"]}}`)
+
+	s := startServe(t, "--agents", agents, "--db", db, "--auth-keys", keys, "--models", "scripted:"+script,
+		"--create", "agent:*=runner", "--create", "tool:kv_*=runner")
+	if code, body := s.call(t, "POST", "/v1/runs?wait=true", "r-key", inline(`, "tools": ["kv_get"]`)); code != 200 || body["result"] != "Hello." {
+		t.Errorf("a runner's inline spec: %d %v\n%s", code, body, s.out)
+	}
+	code, body := s.call(t, "POST", "/v1/runs?wait=true", "r-key", shell)
+	if e, _ := body["error"].(map[string]any); code != 403 || !strings.Contains(fmt.Sprint(e["message"]), `may not create connector:shell: "*" is for the roles admin`) {
+		t.Errorf("a runner's shell connector: %d %v", code, body)
+	}
+	s.stop(t)
+
+	s = startServe(t, "--agents", agents, "--db", db, "--auth-keys", keys, "--models", "scripted:"+script)
+	if code, body := s.call(t, "POST", "/v1/runs", "r-key", inline("")); code != 403 {
+		t.Errorf("a runner's inline spec without --create: %d %v", code, body)
+	}
+	if code, body := s.call(t, "POST", "/v1/runs?wait=true", "a-key", inline("")); code != 200 {
+		t.Errorf("an admin's: %d %v", code, body)
+	}
+	s.stop(t)
+
+	for _, tc := range []struct{ flag, says string }{
+		{"mcp:*=owner", `creation "mcp:*": role "owner" is not viewer, runner, admin or *`},
+		{"agent:*", `--create "agent:*": want WHAT=ROLE[,ROLE]`},
+	} {
+		if code, _, errs := run(t, "serve", "--agents", agents, "--db", db, "--create", tc.flag); code == 0 || !strings.Contains(errs, tc.says) {
+			t.Errorf("--create %s: exit %d\n%s", tc.flag, code, errs)
+		}
+	}
+}

@@ -4,6 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"log/slog"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -241,3 +244,79 @@ func TestMCPBuildProblems(t *testing.T) {
 		})
 	}
 }
+
+// TestCreatedByMCP attacks the creation rules through a real MCP
+// server: a caller who may not create the server does not start it (an
+// admin's same spec does), and a tool the server adds later that the
+// caller may not create is never offered, nor reaches the server when
+// the model names it anyway.
+func TestCreatedByMCP(t *testing.T) {
+	builder := &policy.Principal{UserID: "ann", Roles: []string{"builder"}}
+	t.Run("server not started", func(t *testing.T) {
+		t.Setenv("AGENTRY_TEST_GIVEN", "x")
+		marker := filepath.Join(t.TempDir(), "started")
+		srv := stdioServer("serve")
+		srv.Command, srv.Args = "/bin/sh", []string{"-c", `touch "$1" && exec "$0"`, os.Args[0], marker}
+		sp := &spec.Spec{AgentName: "mcp-user", Version: "v1", SystemText: "Use the tools.", MCPServers: []spec.MCPServer{srv}, Tools: []string{"mcp:local/*"}}
+		rules := policy.Creation{"mcp:*": {"admin"}}
+		model := scriptedModel(t, scripted.Turn{Content: "done"})
+		_, err := agent.New(sp, agent.WithProvider(model, "scripted"), agent.CreatedBy(builder, rules))
+		if !errors.Is(err, agent.ErrPolicyViolation) || !strings.Contains(err.Error(), `may not create mcp:local: "mcp:*" is for the roles admin`) {
+			t.Fatalf("New: %v", err)
+		}
+		if _, err := os.Stat(marker); err == nil {
+			t.Fatal("the refused server was started")
+		}
+		a, err := agent.New(sp, agent.WithProvider(model, "scripted"), agent.CreatedBy(&policy.Principal{Roles: []string{"admin"}}, rules))
+		if err != nil {
+			t.Fatal(err)
+		}
+		a.Close()
+		if _, err := os.Stat(marker); err != nil {
+			t.Errorf("the admin's server did not start: %v", err)
+		}
+	})
+	t.Run("tool added later", func(t *testing.T) {
+		t.Setenv("AGENTRY_TEST_GIVEN", "x")
+		model := scriptedModel(t,
+			scripted.Turn{ToolCalls: []scripted.ToolCall{{Name: "grow", Arguments: map[string]any{}}}},
+			scripted.Turn{ToolCalls: []scripted.ToolCall{{Name: "late", Arguments: map[string]any{}}}},
+			scripted.Turn{Content: "done"})
+		sp := &spec.Spec{AgentName: "mcp-user", Version: "v1", SystemText: "Use the tools.", MCPServers: []spec.MCPServer{stdioServer("serve")}, Tools: []string{"mcp:local/*"}}
+		var logged strings.Builder
+		var mu sync.Mutex
+		logger := slog.New(slog.NewTextHandler(writerFunc(func(p []byte) (int, error) {
+			mu.Lock()
+			defer mu.Unlock()
+			return logged.Write(p)
+		}), nil))
+		a, err := agent.New(sp, agent.WithProvider(model, "scripted"), agent.WithLogger(logger),
+			agent.CreatedBy(builder, policy.Creation{"tool:late": {"admin"}}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer a.Close()
+		res, err := a.Run(context.Background(), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, names := range model.calls {
+			if slices.Contains(names, "late") {
+				t.Errorf("call %d offered late: %v", i, names)
+			}
+		}
+		mu.Lock()
+		if !strings.Contains(logged.String(), `msg="tool left out: the agent's creator may not create it" set=local name=late`) {
+			t.Errorf("the server's new tool was not seen and left out:\n%s", logged.String())
+		}
+		mu.Unlock()
+		if obs := res.Steps[1].Observation; strings.Contains(obs, "late but here") || !strings.Contains(obs, `there is no tool \"late\"`) {
+			t.Errorf("late: %s", obs)
+		}
+	})
+}
+
+// writerFunc is an io.Writer made of a function.
+type writerFunc func(p []byte) (int, error)
+
+func (f writerFunc) Write(p []byte) (int, error) { return f(p) }

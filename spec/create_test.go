@@ -1,0 +1,32 @@
+package spec
+
+import (
+	"slices"
+	"testing"
+)
+
+func TestCreates(t *testing.T) {
+	for _, tc := range []struct {
+		name, js string
+		want     []string
+	}{
+		{"bare", `{"agent_name": "a", "version": "v1", "model_name": "m", "system_text": "s"}`, []string{"agent:a"}},
+		{"everything", `{"agent_name": "a", "version": "v1", "model_name": "m", "system_text": "s",
+			"tools": ["kv_get", "agent:helper@v2", "mcp:fs/read", "mcp:fs/write", "a2a:https://agents.example.com:8443/crm", "a2a:https://agents.example.com/other", "crm:contacts/list"],
+			"mcp_servers": [{"name": "fs", "command": "fs-server"}, {"name": "web", "url": "https://mcp.example.com"}],
+			"connectors": {"sql": {"dsn": "x"}, "http": {}},
+			"handoffs": ["billing@v1", "helper"]}`,
+			[]string{"agent:a", "agent:billing", "agent:helper", "connector:http", "connector:sql", "mcp:fs", "mcp:web",
+				"tool:kv_get", "a2a:agents.example.com", "crm:contacts"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			sp, err := Parse("test", []byte(tc.js))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := sp.Creates(); !slices.Equal(got, tc.want) {
+				t.Errorf("Creates() = %q\nwant %q", got, tc.want)
+			}
+		})
+	}
+}
