@@ -648,3 +648,39 @@ func gatedRun(t *testing.T, svc *counter, s *served) string {
 	}
 	return runs[0].(map[string]any)["run_id"].(string)
 }
+
+// TestServeOnTemporalCreationRules: a runner's inline spec on Temporal
+// pauses for approval; deciding it is creating it again, so a server
+// whose rules let runners create it decides it, and one whose rules do
+// not (the default: only an admin) refuses the same runner with 403.
+func TestServeOnTemporalCreationRules(t *testing.T) {
+	hostPort, _ := testdb.Temporal(t)
+	db := testdb.Postgres(t)
+	_, url := newCounter(t)
+	specPath, agents := posterAgents(t, url, "effect", "effect")
+	turns, _ := filepath.Abs(filepath.Join(filepath.Dir(specPath), "../../poster.turns.json"))
+	data, _ := os.ReadFile(specPath)
+	inline := strings.Replace(strings.Replace(string(data), "scripted:../../poster.turns.json", "scripted:"+turns, 1),
+		`"policy": {`, `"policy": {"approval": {"tools": ["http_request"]}, `, 1)
+	inline = strings.Replace(inline, `"agent_name": "poster"`, `"agent_name": "inline-poster"`, 1)
+	keys := filepath.Join(t.TempDir(), "keys.json")
+	os.WriteFile(keys, []byte(`[{"name": "rui", "sha256": "`+hashOf("r-key")+`", "role": "runner"}]`), 0o600)
+	common := []string{"--agents", agents, "--db", db, "--temporal", hostPort, "--allow-private-network", "--auth-keys", keys, "--models", "scripted:" + turns}
+	startWorker(t, "--temporal", hostPort, "--db", db, "--agents", agents, "--allow-private-network")
+	lets := startServe(t, append(common, "--create", "agent:*=runner", "--create", "tool:http_request=runner")...)
+	strict := startServe(t, common...)
+
+	code, res := lets.call(t, "POST", "/v1/runs?wait=true", "r-key", `{"spec": `+inline+`, "input": {"task": "inline"}}`)
+	if code != 200 || res["terminate_reason"] != "awaiting_approval" {
+		t.Fatalf("the runner's inline run: %d %v\n%s", code, res, lets.out)
+	}
+	id := res["id"].(string)
+	approve := fmt.Sprintf(`{"approve": ["%s:1:0"]}`, id)
+	code, body := strict.call(t, "POST", "/v1/runs/"+id+"/resume", "r-key", approve)
+	if e, _ := body["error"].(map[string]any); code != 403 || !strings.Contains(fmt.Sprint(e["message"]), "may not create agent:inline-poster") {
+		t.Errorf("decided where the rules do not let the runner create it: %d %v", code, body)
+	}
+	if code, res := lets.call(t, "POST", "/v1/runs/"+id+"/resume?wait=true", "r-key", approve); code != 200 || res["terminate_reason"] != "awaiting_approval" {
+		t.Errorf("decided where they do: %d %v", code, res)
+	}
+}
