@@ -118,6 +118,8 @@ func subRunID(key string) string {
 // parent's token, cost and tool-call budgets. It acts for the same user
 // and correlation id. Its events carry its own agent name and the
 // parent's run id; its usage and cost roll up into the parent's run.
+// Its output is the call's result, under its output_name when the spec
+// gives one.
 func (t subTool) Call(ctx context.Context, args json.RawMessage) (json.RawMessage, error) {
 	var input map[string]any
 	if err := json.Unmarshal(args, &input); err != nil {
@@ -157,6 +159,9 @@ func (t subTool) Call(ctx context.Context, args json.RawMessage) (json.RawMessag
 		return nil, &tool.ErrorDetails{Type: "agent_error", Recoverable: true,
 			Message: fmt.Sprintf("agent %s did not finish: %v", t.a.spec.AgentName, runErr),
 			Details: map[string]any{"terminate_reason": string(res.TerminateReason), "partial_result": res.RawContent}}
+	}
+	if name := t.a.spec.OutputName; name != "" {
+		return json.Marshal(map[string]any{name: res.Result}) // the output under its name, as the spec names it
 	}
 	return json.Marshal(res.Result)
 }

@@ -90,8 +90,9 @@ type Spec struct {
 
 	OutputSchema json.RawMessage `json:"output_schema,omitempty"`
 	// OutputName names the agent's output (the beans seed's outputName):
-	// the Result says it (output_name), and a pipeline stage's output is
-	// kept under it unless the stage gives an output_key.
+	// the Result says it (output_name), a pipeline stage's output is
+	// kept under it unless the stage gives an output_key, and a parent
+	// calling the agent as a sub-agent gets {"NAME": output}.
 	OutputName string              `json:"output_name,omitempty"`
 	Enums      map[string][]string `json:"enums,omitempty"`
 	Defaults   map[string]any      `json:"defaults,omitempty"`

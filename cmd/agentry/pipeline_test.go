@@ -256,8 +256,9 @@ func TestModelRoles(t *testing.T) {
 }
 
 // TestOutputName: an agent names its output (output_name); the Result
-// says the name, and a stage without an output_key keeps the output
-// under it in the envelope.
+// says the name, a stage without an output_key keeps the output under
+// it in the envelope, and a parent calling it as a sub-agent gets it
+// under it.
 func TestOutputName(t *testing.T) {
 	dir := t.TempDir()
 	os.WriteFile(filepath.Join(dir, "turns.json"), []byte(`{"turns": [{"content": "{\"summary\": \"All good.\"}"}]}`), 0o600)
@@ -282,6 +283,28 @@ func TestOutputName(t *testing.T) {
 	json.Unmarshal([]byte(out), &pres)
 	if code != 0 || pres.Envelope.Outputs["digest"]["summary"] != "All good." || pres.Envelope.Outputs["sum"] != nil {
 		t.Errorf("the stage's output, by its agent's output_name: exit %d, %v\n%s", code, pres.Envelope.Outputs, errs)
+	}
+
+	// As a sub-agent, its output reaches the parent under its name.
+	agents := filepath.Join(dir, "agents")
+	for name, body := range map[string]string{
+		"summer/v1.json":    agentJSON,
+		"summer/turns.json": `{"turns": [{"content": "{\"summary\": \"All good.\"}"}]}`,
+		"boss/v1.json":      `{"agent_name": "boss", "version": "v1", "model_name": "scripted:turns.json", "system_text": "Ask.", "tools": ["agent:summer"]}`,
+		"boss/turns.json":   `{"turns": [{"tool_calls": [{"name": "summer", "arguments": {}}]}, {"content": "Done."}]}`,
+	} {
+		os.MkdirAll(filepath.Join(agents, filepath.Dir(name)), 0o755)
+		os.WriteFile(filepath.Join(agents, name), []byte(body), 0o600)
+	}
+	code, out, errs = run(t, "run", "boss", "--agents", agents, "--no-store", "-q", "--json")
+	var bres struct {
+		Steps []struct {
+			Observation string `json:"observation"`
+		} `json:"steps"`
+	}
+	json.Unmarshal([]byte(out), &bres)
+	if code != 0 || len(bres.Steps) == 0 || bres.Steps[0].Observation != `{"digest":{"summary":"All good."}}` {
+		t.Errorf("the sub-agent's output, to its parent: exit %d, %v\n%s%s", code, bres.Steps, out, errs)
 	}
 }
 
