@@ -1,14 +1,16 @@
 // Command proposal is the AI Agent Proposal's "HTTP + KV" agent in
 // agentry: a service and its per-run sessions, an HTTP tool limited by
 // the network policy, a key-value store, a policy that needs a person's
-// approval before a write and audits it, and a run store the paused run
-// is resumed from, deterministically. Offline:
+// approval before a write and audits it, a run store the paused run is
+// resumed from, deterministically, and the creation rules that let its
+// builder make it but not an agent with a shell. Offline:
 //
 //	go run ./examples/seeds/proposal
 package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -71,12 +73,21 @@ func run(out io.Writer, db string) error {
 	if err != nil {
 		return err
 	}
-	build := []agent.Option{agent.WithProvider(model.Model(), "scripted"), agent.WithTools(tools)}
+	// Role-based access control for agent creation and tool
+	// registration: ada, a builder, may create agents with the HTTP and
+	// KV tools; everything else (a connector, an MCP server) is an
+	// admin's.
+	rules := policy.Creation{"*": {"admin"}, "agent:*": {"builder"}, "tool:http_get": {"builder"}, "tool:kv_*": {"builder"}}
+	ada := &policy.Principal{UserID: "ada", Roles: []string{"builder"}}
+	build := []agent.Option{agent.WithProvider(model.Model(), "scripted"), agent.WithTools(tools), agent.CreatedBy(ada, rules)}
 	a, err := agent.New(&spec.Spec{AgentName: "pricer", Version: "v1", SystemText: "You keep prices.",
 		Tools: []string{"http_get", "kv_set"}, Policy: pol, Limits: spec.Limits{MaxTurns: 5}}, build...)
 	if err != nil {
 		return err
 	}
+	_, err = agent.New(&spec.Spec{AgentName: "cleaner", Version: "v1", SystemText: "You clean up.",
+		Tools: []string{"run_command"}, Connectors: map[string]json.RawMessage{"shell": json.RawMessage(`{"dir": "/", "allow": ["rm"]}`)}}, build...)
+	fmt.Fprintf(out, "refused: %v\n", err)
 	svc := agent.NewService(agent.StoreRuns(st), agent.BuildWith(build...))
 	defer svc.Stop(ctx)
 	if err := svc.Health(ctx); err != nil {
