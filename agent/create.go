@@ -6,6 +6,7 @@ import (
 
 	"github.com/agentry/agentry/policy"
 	"github.com/agentry/agentry/spec"
+	"github.com/agentry/agentry/tool"
 )
 
 // CreatedBy builds the agent for p under the host's creation rules:
@@ -68,10 +69,29 @@ func (a *Agent) admitTools() error {
 	reasons := a.subRefused
 	for _, ts := range a.tools.specs {
 		if b := a.tools.byName[ts.Name]; b.sub == nil && b.handoff == nil { // an agent is checked as one
-			reasons = append(reasons, c.refused("tool:"+ts.Name)...)
+			reasons = append(reasons, c.refused(a.toolItems(ts.Name, b.set)...)...)
 		}
 	}
 	return creationError(a.spec, reasons)
+}
+
+// toolItems are what a tool is as a creation: "tool:NAME", and for a
+// tool of an MCP server whose spec entry gives it a prefix, also the
+// name the server gives it, so that a prefix the caller chose does not
+// rename a tool out of a rule's reach.
+func (a *Agent) toolItems(name string, set *toolSet) []string {
+	items := []string{"tool:" + name}
+	if set == nil {
+		return items
+	}
+	for _, m := range a.spec.MCPServers {
+		if m.Name == set.set.Name() && m.Prefix != "" {
+			if own, ok := strings.CutPrefix(name, tool.NameFor(m.Prefix)); ok && own != "" {
+				items = append(items, "tool:"+own)
+			}
+		}
+	}
+	return items
 }
 
 // creationError is a refusal of what reasons name, or nil for none.

@@ -180,7 +180,7 @@ func (a *Agent) refreshSets(ctx context.Context) *toolTable {
 			continue
 		}
 		for _, t := range tools {
-			if why := a.o.creator.refused("tool:" + t.Info().Name); len(why) > 0 {
+			if why := a.o.creator.refused(a.toolItems(t.Info().Name, s)...); len(why) > 0 {
 				a.logger.Warn("tool left out: the agent's creator may not create it", "set", s.set.Name(), "name", t.Info().Name, "reason", why[0])
 				continue
 			}

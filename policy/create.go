@@ -6,6 +6,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"unicode/utf8"
 )
 
 // Creation says which roles may bring agents and tools into being at
@@ -14,16 +15,20 @@ import (
 // built for a caller, not a spec's own. Its keys are globs of what is
 // created, its values the roles that may create it ("*": anyone):
 //
-//	agent:NAME      an agent built from a spec, a sub-agent or handoff
-//	                target it builds
-//	connector:KIND  a connector a spec configures (shell, sql, http, …)
-//	mcp:SERVER      an MCP server a spec starts or reaches
-//	a2a:HOST        a remote A2A agent a spec reaches
-//	tool:NAME       a tool an agent binds, whatever gave it: a connector,
-//	                a registry, an MCP server's list, now or later
+//	agent:NAME         an agent built from a spec, a sub-agent or
+//	                   handoff target it builds
+//	connector:KIND     a connector a spec configures (shell, sql, …)
+//	mcp:COMMAND ARGS   an MCP server a spec makes the host run
+//	mcp:HOST           an MCP server a spec makes the host reach
+//	a2a:HOST           a remote A2A agent a spec reaches
+//	memory:BACKEND     a memory backend of a spec's own
+//	tool:NAME          a tool an agent binds, whatever gave it: a
+//	                   connector, a registry, an MCP server's list, now
+//	                   or later
 //
-// The most specific glob that matches wins (the longest; "*" matches
-// any run of characters, "/" too, "?" any one); what no glob names may
+// The most specific glob that matches wins (the one with the most
+// characters that are not wildcards; "*" matches any run of characters,
+// "/" too, "?" any one); what no glob names may
 // be created by anyone. Like every access rule, a rule refuses a caller without a
 // principal unless it names "*".
 type Creation map[string][]string
@@ -65,12 +70,15 @@ func (c Creation) Problems() []string {
 	return probs
 }
 
-// globs are c's globs, the most specific first.
+// globs are c's globs, the most specific first: the one with the most
+// characters that are not wildcards ("tool:http_get" before
+// "tool:*********").
 func (c Creation) globs() []string {
 	globs := slices.Collect(maps.Keys(c))
+	literal := func(g string) int { return utf8.RuneCountInString(g) - strings.Count(g, "*") - strings.Count(g, "?") }
 	sort.Slice(globs, func(i, j int) bool {
-		if len(globs[i]) != len(globs[j]) {
-			return len(globs[i]) > len(globs[j])
+		if li, lj := literal(globs[i]), literal(globs[j]); li != lj {
+			return li > lj
 		}
 		return globs[i] < globs[j]
 	})
@@ -82,26 +90,27 @@ func (c Creation) globs() []string {
 // and "a2a:*.example.com" every host under one domain; "?" is any one
 // character.
 func globMatch(glob, name string) bool {
-	// The classic two-pointer match: on a mismatch, the last star takes
-	// one more character.
-	g, n, star, mark := 0, 0, -1, 0
-	for n < len(name) {
+	// The classic two-pointer match over runes: on a mismatch, the last
+	// star takes one more character.
+	g, n := []rune(glob), []rune(name)
+	gi, ni, star, mark := 0, 0, -1, 0
+	for ni < len(n) {
 		switch {
-		case g < len(glob) && (glob[g] == '?' || glob[g] == name[n]):
-			g++
-			n++
-		case g < len(glob) && glob[g] == '*':
-			star, mark = g, n
-			g++
+		case gi < len(g) && (g[gi] == '?' || g[gi] == n[ni]):
+			gi++
+			ni++
+		case gi < len(g) && g[gi] == '*':
+			star, mark = gi, ni
+			gi++
 		case star >= 0:
 			mark++
-			g, n = star+1, mark
+			gi, ni = star+1, mark
 		default:
 			return false
 		}
 	}
-	for g < len(glob) && glob[g] == '*' {
-		g++
+	for gi < len(g) && g[gi] == '*' {
+		gi++
 	}
-	return g == len(glob)
+	return gi == len(g)
 }

@@ -29,6 +29,8 @@ func TestGlobMatch(t *testing.T) {
 		{"**x", "abx", true},
 		{"a*b*c", "aXbYbZc", true},
 		{"a*b*c", "aXbYbZ", false},
+		{"tool:?", "tool:é", true},
+		{"tool:?", "tool:éé", false},
 	} {
 		t.Run(tc.glob+"~"+tc.name, func(t *testing.T) {
 			if got := globMatch(tc.glob, tc.name); got != tc.want {
@@ -65,6 +67,8 @@ func TestCreationRefused(t *testing.T) {
 		{"no principal", nil, rules, []string{"tool:calculator", "agent:a"}, []string{`a caller without roles may not create agent:a`}},
 		{"no rules", nil, nil, []string{"mcp:fs"}, nil},
 		{"nothing named", builder, Creation{"mcp:*": {"admin"}}, []string{"agent:a", "tool:x", "mcp:fs"}, []string{"mcp:fs"}},
+		{"literal characters decide", builder, Creation{"tool:*********": {"admin"}, "tool:http_get": {"builder"}}, []string{"tool:http_get", "tool:rm"},
+			[]string{`tool:rm: "tool:*********" is for the roles admin`}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got := tc.rules.Refused(tc.p, tc.what)

@@ -29,6 +29,7 @@ func Compile(raw json.RawMessage) (*Schema, error) {
 		return nil, fmt.Errorf("schema: not JSON: %w", err)
 	}
 	c := jsonschema.NewCompiler()
+	c.UseLoader(noLoader{})
 	c.DefaultDraft(jsonschema.Draft2020)
 	c.AssertFormat()
 	const url = "mem:///schema.json"
@@ -40,6 +41,16 @@ func Compile(raw json.RawMessage) (*Schema, error) {
 		return nil, fmt.Errorf("schema: %w", err)
 	}
 	return &Schema{raw: raw, s: s}, nil
+}
+
+// noLoader loads nothing: a schema is all in its document. A "$ref" to a
+// file or a URL would let whoever writes a spec (a caller's inline spec)
+// make the process read a file of its host, or reach a host, and learn
+// from the error what it found.
+type noLoader struct{}
+
+func (noLoader) Load(url string) (any, error) {
+	return nil, fmt.Errorf("%s is outside the schema: a schema reads no file or URL; put what it refers to under $defs", url)
 }
 
 // Raw returns the schema's JSON text.

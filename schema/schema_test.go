@@ -1,7 +1,10 @@
 package schema
 
 import (
+	"encoding/json"
 	"errors"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -48,5 +51,32 @@ func TestValidate(t *testing.T) {
 	}
 	if _, err := Compile([]byte(`{`)); err == nil {
 		t.Error("bad JSON compiled")
+	}
+}
+
+// TestRefReadsNothing attacks the compiler the way a caller's inline
+// spec would: a $ref to a file of the host or to a URL is refused
+// without reading it, so the error tells nothing of what is there; a
+// $ref inside the document works.
+func TestRefReadsNothing(t *testing.T) {
+	secret := filepath.Join(t.TempDir(), "secret.json")
+	if err := os.WriteFile(secret, []byte(`{"type": "string", "description": "the-host-secret"}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, ref := range []string{"file://" + secret, secret, "http://127.0.0.1:1/schema.json", "file:///etc/hostname"} {
+		t.Run(ref, func(t *testing.T) {
+			_, err := Compile(json.RawMessage(`{"type": "object", "properties": {"a": {"$ref": "` + ref + `"}}}`))
+			if err == nil || strings.Contains(err.Error(), "the-host-secret") || strings.Contains(err.Error(), "invalid character") ||
+				!strings.Contains(err.Error(), "a schema reads no file or URL") {
+				t.Errorf("Compile: %v", err)
+			}
+		})
+	}
+	s, err := Compile(json.RawMessage(`{"$defs": {"name": {"type": "string"}}, "type": "object", "properties": {"a": {"$ref": "#/$defs/name"}}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Validate(map[string]any{"a": 1}); err == nil {
+		t.Error("the local $ref was not applied")
 	}
 }

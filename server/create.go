@@ -1,6 +1,8 @@
 package server
 
 import (
+	"bytes"
+	"encoding/json"
 	"fmt"
 	"maps"
 	"slices"
@@ -9,6 +11,7 @@ import (
 	"github.com/agentry/agentry/agent"
 	"github.com/agentry/agentry/policy"
 	"github.com/agentry/agentry/spec"
+	"github.com/agentry/agentry/store"
 )
 
 // creation is the server's creation rules: Config.Create over a last
@@ -70,4 +73,18 @@ func (s *Server) mayCreate(c *caller, sp *spec.Spec) string {
 		return ""
 	}
 	return strings.Join(why, "; ")
+}
+
+// servedRun says whether a stored run, whose start record holds spec,
+// is of a served agent: the served agent of its name and version has
+// that very spec. An inline spec may take a served agent's name and
+// version; it is still the caller's, checked as one.
+func (s *Server) servedRun(run store.Run, spec json.RawMessage) bool {
+	a, err := s.cfg.Agents.Get(run.Name + "@" + run.Version)
+	if err != nil {
+		return false
+	}
+	sp := a.Spec()
+	own, err := json.Marshal(&sp)
+	return err == nil && bytes.Equal(policy.Secrets().Bytes(own), spec) // the log keeps it redacted
 }

@@ -38,9 +38,12 @@ func TestCreationRules(t *testing.T) {
 		{"a connector", "run-key", `"tools": ["run_command"], "connectors": {"shell": {"dir": "/", "allow": ["sh"]}}`, 403,
 			`user rui (roles: viewer, runner) may not create connector:shell: "*" is for the roles admin`},
 		{"an MCP server", "run-key", `"tools": ["mcp:box/*"], "mcp_servers": [{"name": "box", "command": "sh", "args": ["-c", "touch ` + marker + `"]}]`, 403,
-			"may not create mcp:box"},
+			"may not create mcp:sh -c touch"},
 		{"a remote agent", "run-key", `"tools": ["a2a:https://agents.example.com/crm"]`, 403, "may not create a2a:agents.example.com"},
 		{"a tool no rule names", "run-key", `"tools": ["kv_set", "http_get"]`, 403, "may not create tool:http_get"},
+		{"a memory of its own", "run-key", `"memory": {"backend": "` + marker + `", "stream": "s"}`, 403, "may not create memory:" + marker},
+		{"a schema that reads a file", "run-key", `"output_schema": {"type": "object", "properties": {"a": {"$ref": "file:///etc/hostname"}}}`, 400,
+			"a schema reads no file or URL"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			code, body := f.do(t, "POST", "/v1/runs?wait=true", tc.key, `{"spec": {`+head+`, `+tc.spec+`}}`)
@@ -56,10 +59,12 @@ func TestCreationRules(t *testing.T) {
 		t.Error("a runner's spec started its MCP server")
 	}
 
-	// A runner's inline run pauses; after a restart with the default
-	// rules (only an admin creates), the runner may no longer resume it.
+	// A runner's inline run pauses (its spec takes a served agent's name
+	// and version: it is still the runner's spec); after a restart with
+	// the default rules (only an admin creates), the runner may no longer
+	// resume it, nor send a spec the server would read.
 	f = newFixture(t, Config{Keys: keys, Create: runners}) // its script not yet played
-	_, paused := f.do(t, "POST", "/v1/runs?wait=true", "run-key", `{"spec": {"agent_name": "ap", "version": "v1", "system_text": "Greet.",
+	_, paused := f.do(t, "POST", "/v1/runs?wait=true", "run-key", `{"spec": {"agent_name": "greeter", "version": "v1", "system_text": "Greet.",
 		"tools": ["kv_set"], "policy": {"approval": {"tools": ["kv_set"]}}}}`)
 	if paused["terminate_reason"] != "awaiting_approval" {
 		t.Fatalf("the inline run: %v", paused)
@@ -78,8 +83,12 @@ func TestCreationRules(t *testing.T) {
 	}()
 	g := &fixture{srv: strict, http: hs, st: f.st}
 	code, body := g.do(t, "POST", "/v1/runs/"+id+"/resume", "run-key", `{"deny": ["call_1_1"]}`)
-	if e, _ := body["error"].(map[string]any); code != 403 || !strings.Contains(e["message"].(string), "may not create agent:ap") {
+	if e, _ := body["error"].(map[string]any); code != 403 || !strings.Contains(e["message"].(string), "may not create agent:greeter") {
 		t.Errorf("a runner resumes under rules that no longer let it create the agent: %d %v", code, body)
+	}
+	code, body = g.do(t, "POST", "/v1/runs", "run-key", `{"spec": {"agent_name": "x", "output_schema": {"$ref": "file:///etc/hostname"}}}`)
+	if e, _ := body["error"].(map[string]any); code != 403 || !strings.Contains(e["message"].(string), "may not create agent:x") {
+		t.Errorf("a runner's spec is read before it is refused: %d %v", code, body)
 	}
 	if code, body := f.do(t, "POST", "/v1/runs/"+id+"/resume?wait=true", "run-key", `{"deny": ["call_1_1"]}`); code != 200 {
 		t.Errorf("the runner resumes where the rules let it: %d %v", code, body)

@@ -272,7 +272,7 @@ func (s *Server) resumeRemote(w http.ResponseWriter, r *http.Request, run store.
 		writeError(w, http.StatusInternalServerError, "error", err.Error())
 		return
 	}
-	if _, err := s.cfg.Agents.Get(run.Name + "@" + run.Version); err != nil {
+	if !s.servedRun(run, l.Start.Spec) {
 		// An inline spec's run: deciding it is for who may create it.
 		var sp spec.Spec
 		if err := json.Unmarshal(l.Start.Spec, &sp); err != nil {

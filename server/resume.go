@@ -114,9 +114,13 @@ func (s *Server) resumeRun(ctx context.Context, run store.Run, req resumeRequest
 		return nil, nil, &refusal{http.StatusConflict, "conflict", fmt.Sprintf("run %s is %s: only a run awaiting approval or interrupted resumes", run.ID, run.Status)}
 	}
 	build := s.cfg.AgentOptions
-	if _, err := s.cfg.Agents.Get(run.Name + "@" + run.Version); err != nil {
-		// Not a served agent: an inline spec's run, which the caller
-		// resumes only if it may create what the spec brings.
+	l, err := runlog.Read(ctx, s.cfg.Store, run.ID, s.logOptions()...)
+	if err != nil {
+		return nil, nil, &refusal{http.StatusInternalServerError, "error", fmt.Sprintf("run %s: %v", run.ID, err)}
+	}
+	if !s.servedRun(run, l.Start.Spec) {
+		// An inline spec's run, which the caller resumes only if it may
+		// create what the spec brings.
 		build = append(slices.Clip(build), s.createdBy(callerOf(ctx)))
 	}
 	a, err := agent.Stored(ctx, s.cfg.Store, run.ID, build...)

@@ -37,8 +37,8 @@ type runRequest struct {
 	Metadata map[string]string `json:"metadata,omitempty"`
 }
 
-// createRun starts a run of a named agent (or, for an admin, of an
-// inline spec), and answers 201 with its id at once, or 200 with its
+// createRun starts a run of a named agent (or of an inline spec, for a
+// caller the creation rules let), and answers 201 with its id at once, or 200 with its
 // Result when ?wait=true. The run goes on whatever the client does.
 func (s *Server) createRun(w http.ResponseWriter, r *http.Request) {
 	if _, err := waits(r); err != nil {
@@ -264,6 +264,15 @@ func (s *Server) agentFor(req *runRequest, c *caller) (a *agent.Agent, owned boo
 		}
 		return s.servedWith(a, req.Model)
 	case len(req.Spec) > 0:
+		// The agent's name first: a caller who may not create it learns
+		// nothing of how the server reads a spec.
+		var named struct {
+			AgentName string `json:"agent_name"`
+		}
+		json.Unmarshal(req.Spec, &named)
+		if why := s.creation().Refused(c.creator(), []string{"agent:" + named.AgentName}); len(why) > 0 {
+			return nil, false, http.StatusForbidden, fmt.Errorf("%w: %s", agent.ErrPolicyViolation, why[0])
+		}
 		sp, err := spec.Parse("spec", req.Spec)
 		if err != nil {
 			return nil, false, http.StatusBadRequest, err

@@ -71,7 +71,7 @@ func (f *serveFlags) flags(cmd *cobra.Command) {
 	fl.BoolVar(&f.allowPrivate, "allow-private-network", false, "let the HTTP tools reach private and loopback addresses")
 	fl.StringVar(&f.a2aAgent, "a2a-agent", "", "the agent (NAME or NAME@VERSION) of the well-known A2A card and POST /a2a (default: the only agent served); every agent is at /a2a/NAME")
 	fl.StringVar(&f.baseURL, "base-url", "", "the URL clients reach the server at (https://host[/prefix]), for the A2A cards' endpoints (default: the URL a card is asked for)")
-	fl.StringArrayVar(&f.create, "create", nil, `who may create what through the server, WHAT=ROLE[,ROLE]: WHAT a glob of agent:NAME, tool:NAME, connector:KIND, mcp:SERVER or a2a:HOST, ROLE viewer, runner, admin or * (repeatable; what none names stays an admin's, so by default only an admin runs an inline spec)`)
+	fl.StringArrayVar(&f.create, "create", nil, `who may create what through the server, WHAT=ROLE[,ROLE]: WHAT a glob of agent:NAME, tool:NAME, connector:KIND, mcp:COMMAND (or mcp:HOST), a2a:HOST or memory:BACKEND, ROLE viewer, runner, admin or * (repeatable; what none names stays an admin's, so by default only an admin runs an inline spec)`)
 	fl.StringArrayVar(&f.roles, "model-role", nil, "the model of the served pipelines' stages of a role, ROLE=PROVIDER:MODEL, over their model_roles (repeatable)")
 	fl.StringSliceVar(&f.models, "models", nil, `models a request's "model" may name besides each agent's own model_name and fallback_models, and the only ones an inline spec may name (comma-separated, or the flag again)`)
 	fl.BoolVar(&f.resumeInterrupted, "resume-interrupted", false, "at start, resume the runs a stopped or crashed server left interrupted")

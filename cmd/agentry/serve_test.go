@@ -202,7 +202,8 @@ func hashOf(key string) string { return server.HashKey(key) }
 
 // TestServeCreationRules: serve --create lets a runner key run inline
 // specs with what the rules give runners, and nothing else: a shell
-// connector in its spec is refused with 403, naming it; without --create only an admin runs one; a rule with a
+// connector, an MCP server (never started) or a remote agent in its spec
+// is refused with 403, naming it; without --create only an admin runs one; a rule with a
 // role the server does not give stops serve from starting.
 func TestServeCreationRules(t *testing.T) {
 	dir := t.TempDir()
@@ -224,9 +225,20 @@ func TestServeCreationRules(t *testing.T) {
 	if code, body := s.call(t, "POST", "/v1/runs?wait=true", "r-key", inline(`, "tools": ["kv_get"]`)); code != 200 || body["result"] != "Hello." {
 		t.Errorf("a runner's inline spec: %d %v\n%s", code, body, s.out)
 	}
-	code, body := s.call(t, "POST", "/v1/runs?wait=true", "r-key", shell)
-	if e, _ := body["error"].(map[string]any); code != 403 || !strings.Contains(fmt.Sprint(e["message"]), `may not create connector:shell: "*" is for the roles admin`) {
-		t.Errorf("a runner's shell connector: %d %v", code, body)
+	marker := filepath.Join(dir, "started")
+	for _, tc := range []struct{ name, spec, says string }{
+		{"a shell connector", shell, `may not create connector:shell: "*" is for the roles admin`},
+		{"an MCP server", inline(`, "tools": ["mcp:box/*"], "mcp_servers": [{"name": "box", "command": "touch", "args": ["` + marker + `"]}]`),
+			"may not create mcp:touch " + marker},
+		{"a remote agent", inline(`, "tools": ["a2a:https://agents.example.com/crm"]`), "may not create a2a:agents.example.com"},
+	} {
+		code, body := s.call(t, "POST", "/v1/runs?wait=true", "r-key", tc.spec)
+		if e, _ := body["error"].(map[string]any); code != 403 || !strings.Contains(fmt.Sprint(e["message"]), tc.says) {
+			t.Errorf("a runner's %s: %d %v", tc.name, code, body)
+		}
+	}
+	if _, err := os.Stat(marker); err == nil {
+		t.Error("the refused MCP server was started")
 	}
 	s.stop(t)
 

@@ -261,7 +261,8 @@ func TestCreatedByMCP(t *testing.T) {
 		rules := policy.Creation{"mcp:*": {"admin"}}
 		model := scriptedModel(t, scripted.Turn{Content: "done"})
 		_, err := agent.New(sp, agent.WithProvider(model, "scripted"), agent.CreatedBy(builder, rules))
-		if !errors.Is(err, agent.ErrPolicyViolation) || !strings.Contains(err.Error(), `may not create mcp:local: "mcp:*" is for the roles admin`) {
+		if !errors.Is(err, agent.ErrPolicyViolation) || !strings.Contains(err.Error(), `may not create mcp:/bin/sh -c touch "$1" && exec "$0" `) ||
+			!strings.Contains(err.Error(), `"mcp:*" is for the roles admin`) {
 			t.Fatalf("New: %v", err)
 		}
 		if _, err := os.Stat(marker); err == nil {
@@ -274,6 +275,17 @@ func TestCreatedByMCP(t *testing.T) {
 		a.Close()
 		if _, err := os.Stat(marker); err != nil {
 			t.Errorf("the admin's server did not start: %v", err)
+		}
+	})
+	t.Run("a prefix does not rename a tool out of reach", func(t *testing.T) {
+		t.Setenv("AGENTRY_TEST_GIVEN", "x")
+		srv := stdioServer("serve")
+		srv.Prefix = "harmless_"
+		sp := &spec.Spec{AgentName: "mcp-user", Version: "v1", SystemText: "Use the tools.", MCPServers: []spec.MCPServer{srv}, Tools: []string{"mcp:local/*"}}
+		_, err := agent.New(sp, agent.WithProvider(scriptedModel(t, scripted.Turn{Content: "done"}), "scripted"),
+			agent.CreatedBy(builder, policy.Creation{"tool:grow": {"admin"}}))
+		if !errors.Is(err, agent.ErrPolicyViolation) || !strings.Contains(err.Error(), "may not create tool:grow") {
+			t.Errorf("New: %v", err)
 		}
 	})
 	t.Run("tool added later", func(t *testing.T) {
