@@ -70,6 +70,9 @@ type Run struct {
 	// ParentID is the run this one is part of, if any.
 	ParentID  string
 	SessionID string
+	// Conversation is the conversation the run is part of, if any
+	// (Conversations): created with it, the run starts from its history.
+	Conversation string
 	// User is the run's owner: the user it was created for (its start
 	// record's user). "" is the local operator's: a run made with no
 	// user named, or stored before runs had owners.
@@ -169,6 +172,8 @@ type Filter struct {
 	Name     string
 	Status   Status
 	ParentID string
+	// Conversation selects the runs of one conversation.
+	Conversation string
 	// User selects one user's runs ("": every user's, the local
 	// operator's among them).
 	User string

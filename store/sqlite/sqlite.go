@@ -27,7 +27,8 @@ import (
 )
 
 // SQLite's rowid is the sequence when declared exactly so.
-var dialect = sqlstore.Dialect{Name: "sqlite", SeqKey: "INTEGER PRIMARY KEY", Text: sqlstore.SQLiteText(), SerialWrites: true}
+var dialect = sqlstore.Dialect{Name: "sqlite", SeqKey: "INTEGER PRIMARY KEY", Text: sqlstore.SQLiteText(), SerialWrites: true,
+	AfterDelete: "PRAGMA wal_checkpoint(TRUNCATE)"}
 
 // uriPath escapes what would end a path in a file: URI.
 var uriPath = strings.NewReplacer("%", "%25", "?", "%3F", "#", "%23")
@@ -54,6 +55,9 @@ func Open(ctx context.Context, path string) (*sqlstore.DB, error) {
 	q.Add("_pragma", "synchronous(NORMAL)")
 	q.Add("_pragma", "busy_timeout(10000)")
 	q.Add("_pragma", "foreign_keys(1)")
+	// What is deleted is overwritten (a deleted conversation leaves no
+	// text in free pages).
+	q.Add("_pragma", "secure_delete(1)")
 	q.Set("_txlock", "immediate")
 	// The path in a file: URI is escaped, else a '#' or '?' in it would
 	// end it there, and another file would be opened.

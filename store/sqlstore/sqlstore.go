@@ -11,7 +11,6 @@ package sqlstore
 import (
 	"context"
 	"database/sql"
-	"encoding/base64"
 	"errors"
 	"fmt"
 	"strconv"
@@ -53,6 +52,10 @@ type Dialect struct {
 	// Text is how the backend stores JSON, searches text and filters
 	// JSON fields, for memory and documents: SQLiteText or PostgresText.
 	Text TextDialect
+	// AfterDelete, when set, runs after a conversation is deleted, so
+	// that nothing of it stays in the database's files (SQLite: a WAL
+	// checkpoint, the pages zeroed by secure_delete).
+	AfterDelete string
 }
 
 // migrations bring the schema up, one version each, written once for
@@ -175,48 +178,23 @@ var migrations = []string{
 	// before are the local operator's ('').
 	`ALTER TABLE agentry_runs ADD COLUMN user_id TEXT NOT NULL DEFAULT '';
 	CREATE INDEX agentry_runs_user ON agentry_runs (user_id, created_at);`,
-}
-
-// PutBlob keeps data under key unless the key is kept (store.Blobs).
-func (s *DB) PutBlob(ctx context.Context, key string, data []byte) error {
-	if key == "" {
-		return fmt.Errorf("store (%s): put a blob: empty key", s.d.Name)
-	}
-	// A key kept already keeps its data, and is kept as new: a later
-	// run's use of it is what pruning must not cut.
-	if _, err := s.exec(ctx, s.q(`INSERT INTO agentry_blobs (key, data, created_at) VALUES (?, ?, ?)
-		ON CONFLICT (key) DO UPDATE SET created_at = excluded.created_at`),
-		key, base64.StdEncoding.EncodeToString(data), s.now().UnixMicro()); err != nil {
-		return fmt.Errorf("store (%s): put blob %s: %w", s.d.Name, key, err)
-	}
-	return nil
-}
-
-// Blob returns the data kept under key (store.Blobs).
-func (s *DB) Blob(ctx context.Context, key string) ([]byte, error) {
-	var text string
-	err := s.db.QueryRowContext(ctx, s.q(`SELECT data FROM agentry_blobs WHERE key = ?`), key).Scan(&text)
-	if errors.Is(err, sql.ErrNoRows) {
-		return nil, fmt.Errorf("%w: blob %s", store.ErrNotFound, key)
-	}
-	if err != nil {
-		return nil, fmt.Errorf("store (%s): blob %s: %w", s.d.Name, key, err)
-	}
-	return base64.StdEncoding.DecodeString(text)
-}
-
-// Pin records digest for name@version unless one is, and returns the one
-// recorded (store.Pins).
-func (s *DB) Pin(ctx context.Context, name, version, digest string) (string, error) {
-	if _, err := s.exec(ctx, s.q(`INSERT INTO agentry_pins (name, version, digest, created_at) VALUES (?, ?, ?, ?)
-		ON CONFLICT (name, version) DO NOTHING`), name, version, digest, s.now().UnixMicro()); err != nil {
-		return "", fmt.Errorf("store (%s): pin %s@%s: %w", s.d.Name, name, version, err)
-	}
-	var pinned string
-	if err := s.db.QueryRowContext(ctx, s.q(`SELECT digest FROM agentry_pins WHERE name = ? AND version = ?`), name, version).Scan(&pinned); err != nil {
-		return "", fmt.Errorf("store (%s): pin %s@%s: %w", s.d.Name, name, version, err)
-	}
-	return pinned, nil
+	// 9: conversations (store.Conversations): each run's, and the
+	// conversations themselves, a fork with the history it began from.
+	`ALTER TABLE agentry_runs ADD COLUMN conversation_id TEXT NOT NULL DEFAULT '';
+	CREATE INDEX agentry_runs_conversation ON agentry_runs (conversation_id, created_at);
+	CREATE TABLE agentry_conversations (
+		id TEXT PRIMARY KEY,
+		user_id TEXT NOT NULL DEFAULT '',
+		agent TEXT NOT NULL DEFAULT '',
+		forked_from TEXT NOT NULL DEFAULT '',
+		forked_at TEXT NOT NULL DEFAULT '',
+		base_format TEXT NOT NULL DEFAULT '',
+		base TEXT NOT NULL DEFAULT '',
+		runs INTEGER NOT NULL DEFAULT 0,
+		created_at BIGINT NOT NULL,
+		updated_at BIGINT NOT NULL
+	);
+	CREATE INDEX agentry_conversations_user ON agentry_conversations (user_id, updated_at);`,
 }
 
 // schema is the migrations in the dialect's words.
@@ -400,11 +378,15 @@ func (s *DB) Create(ctx context.Context, r store.Run) error {
 	return s.createRun(ctx, s.db, r)
 }
 
-// createRun inserts the run r with ex (the database, or a write's
-// transaction).
-func (s *DB) createRun(ctx context.Context, ex interface {
+// execer is the database, or a write's transaction.
+type execer interface {
 	ExecContext(context.Context, string, ...any) (sql.Result, error)
-}, r store.Run) error {
+	QueryRowContext(context.Context, string, ...any) *sql.Row
+}
+
+// createRun inserts the run r with ex; a run of a conversation joins it
+// (joinConversation).
+func (s *DB) createRun(ctx context.Context, ex execer, r store.Run) error {
 	if r.ID == "" {
 		return errors.New("store: Create: the run has no id")
 	}
@@ -415,11 +397,16 @@ func (s *DB) createRun(ctx context.Context, ex interface {
 	if r.CreatedAt.IsZero() {
 		r.CreatedAt = now
 	}
+	if r.Conversation != "" {
+		if err := s.joinConversation(ctx, ex, &r, now); err != nil {
+			return err
+		}
+	}
 	res, err := ex.ExecContext(ctx, s.q(`INSERT INTO agentry_runs
-		(id, kind, name, version, parent_id, session_id, user_id, status, holder, lease_until, created_at, updated_at, outcome, turns, tokens, cost_usd, error)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING`),
+		(id, kind, name, version, parent_id, session_id, user_id, status, holder, lease_until, created_at, updated_at, outcome, turns, tokens, cost_usd, error, conversation_id)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING`),
 		r.ID, r.Kind, r.Name, r.Version, r.ParentID, r.SessionID, r.User, string(r.Status), r.Holder, micros(r.LeaseUntil),
-		micros(r.CreatedAt), micros(now), r.Outcome, r.Turns, r.Tokens, nullFloat(r.CostUSD), r.Error)
+		micros(r.CreatedAt), micros(now), r.Outcome, r.Turns, r.Tokens, nullFloat(r.CostUSD), r.Error, r.Conversation)
 	if err != nil {
 		return fmt.Errorf("store: create run %s: %w", r.ID, err)
 	}
@@ -436,7 +423,7 @@ func nullFloat(f *float64) sql.NullFloat64 {
 	return sql.NullFloat64{Float64: *f, Valid: true}
 }
 
-const runColumns = `id, kind, name, version, parent_id, session_id, user_id, status, holder, lease_until, created_at, updated_at, outcome, turns, tokens, cost_usd, error`
+const runColumns = `id, kind, name, version, parent_id, session_id, user_id, status, holder, lease_until, created_at, updated_at, outcome, turns, tokens, cost_usd, error, conversation_id`
 
 // scanRun reads a row of runColumns; a running run whose lease ran out,
 // or whose holder is found dead, is reported interrupted.
@@ -446,7 +433,7 @@ func (s *DB) scanRun(row interface{ Scan(...any) error }) (store.Run, error) {
 	var lease, created, updated int64
 	var cost sql.NullFloat64
 	if err := row.Scan(&r.ID, &r.Kind, &r.Name, &r.Version, &r.ParentID, &r.SessionID, &r.User, &status, &r.Holder, &lease,
-		&created, &updated, &r.Outcome, &r.Turns, &r.Tokens, &cost, &r.Error); err != nil {
+		&created, &updated, &r.Outcome, &r.Turns, &r.Tokens, &cost, &r.Error, &r.Conversation); err != nil {
 		return r, err
 	}
 	r.Status = store.Status(status)
@@ -492,6 +479,9 @@ func (s *DB) List(ctx context.Context, f store.Filter) ([]store.Run, error) {
 	}
 	if f.User != "" {
 		where, args = append(where, "user_id = ?"), append(args, f.User)
+	}
+	if f.Conversation != "" {
+		where, args = append(where, "conversation_id = ?"), append(args, f.Conversation)
 	}
 	if !f.Since.IsZero() {
 		where, args = append(where, "created_at >= ?"), append(args, f.Since.UnixMicro())
@@ -558,14 +548,21 @@ func (s *DB) Prune(ctx context.Context, before time.Time) (int, error) {
 	}
 	defer done()
 	defer tx.Rollback()
-	cond := `created_at < ? AND NOT (status = 'running' AND lease_until >= ?)`
+	// A conversation's runs go with it, once it is quiet since before:
+	// cutting its old runs alone would make it forget.
+	cond := `created_at < ? AND NOT (status = 'running' AND lease_until >= ?) AND (conversation_id = ''
+		OR conversation_id IN (SELECT id FROM agentry_conversations WHERE updated_at < ?))`
 	now := s.now().UnixMicro()
 	if _, err := tx.ExecContext(ctx, s.q(`DELETE FROM agentry_log WHERE run_id IN (SELECT id FROM agentry_runs WHERE `+cond+`)`),
-		micros(before), now); err != nil {
+		micros(before), now, micros(before)); err != nil {
 		return 0, fmt.Errorf("store: prune: %w", err)
 	}
-	res, err := tx.ExecContext(ctx, s.q(`DELETE FROM agentry_runs WHERE `+cond), micros(before), now)
+	res, err := tx.ExecContext(ctx, s.q(`DELETE FROM agentry_runs WHERE `+cond), micros(before), now, micros(before))
 	if err != nil {
+		return 0, fmt.Errorf("store: prune: %w", err)
+	}
+	if _, err := tx.ExecContext(ctx, s.q(`DELETE FROM agentry_conversations WHERE updated_at < ?
+		AND NOT EXISTS (SELECT 1 FROM agentry_runs WHERE conversation_id = agentry_conversations.id)`), micros(before)); err != nil {
 		return 0, fmt.Errorf("store: prune: %w", err)
 	}
 	if _, err := tx.ExecContext(ctx, s.q(`DELETE FROM agentry_blobs WHERE created_at < ?`), micros(before)); err != nil {

@@ -44,6 +44,11 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"Pins", testPins},
 		{"CreateWithRecords", testCreateWithRecords},
 		{"Blobs", testBlobs},
+		{"Conversations", testConversations},
+		{"ConversationRace", testConversationRace},
+		{"ConversationList", testConversationList},
+		{"ConversationFork", testConversationFork},
+		{"ConversationDelete", testConversationDelete},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
