@@ -111,6 +111,9 @@ func (r *run) lead() int {
 	if msgs := r.st.Messages; len(msgs) > 0 && msgs[0].Role == llm.RoleSystem && init[0].Role != llm.RoleSystem {
 		n++ // a handoff gave the transcript a system prompt
 	}
+	if r.notes != nil {
+		n += len(r.notes.history) // a conversation's history, before the task
+	}
 	if n > len(r.st.Messages) {
 		return -1
 	}

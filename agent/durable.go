@@ -313,6 +313,12 @@ func startedAs(db store.Store, l *runlog.Log) []RunOption {
 	if len(st.Images) > 0 {
 		opts = append(opts, WithImages(st.Images...))
 	}
+	if st.Conversation != "" { // it goes on from the history it started from
+		opts = append(opts, func(c *runConfig) {
+			e := c.more()
+			e.conversation, e.history, e.historySet = st.Conversation, st.History, true
+		})
+	}
 	return opts
 }
 

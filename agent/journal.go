@@ -144,6 +144,10 @@ func (j *runJournal) begin(ctx context.Context, s *Session) error {
 		if r.mem != nil {
 			start.Memory = r.mem.startRecord(r.st.RunID)
 		}
+		conv := s.cfg.conversation()
+		if conv != "" {
+			start.Conversation, start.History = conv, r.notes.history
+		}
 		if e := s.cfg.extra; e != nil && e.seeded {
 			seed := e.seed
 			start.Seed = &seed
@@ -161,7 +165,7 @@ func (j *runJournal) begin(ctx context.Context, s *Session) error {
 			start.AgentsDir = journal.AbsDir(a.o.agents.Path)
 		}
 		j.w, err = journal.Create(ctx, s.cfg.store, store.Run{ID: r.st.RunID, Kind: "agent", Name: a.spec.AgentName,
-			Version: a.spec.Version, ParentID: r.st.ParentRunID, SessionID: r.st.SessionID, CreatedAt: r.st.StartedAt.Time}, start, red,
+			Version: a.spec.Version, ParentID: r.st.ParentRunID, SessionID: r.st.SessionID, Conversation: conv, CreatedAt: r.st.StartedAt.Time}, start, red,
 			append(a.logOptions(), opts...)...)
 	} else {
 		rc := s.cfg.resume
@@ -187,6 +191,10 @@ func (j *runJournal) end(ctx context.Context, res *Result) error {
 		return nil
 	}
 	status, sum := res.StoreStatus()
+	if j.r.s.cfg.conversation() != "" {
+		// Where the conversation's next run starts, in the same write.
+		j.w.Add(journal.Record(store.KindHistory, res.Iterations, "", runlog.History{Messages: j.r.ownHistory()}))
+	}
 	return j.w.End(ctx, status, sum, res.Iterations, res)
 }
 

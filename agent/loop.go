@@ -191,8 +191,11 @@ func (r *run) bound(cancel context.CancelCauseFunc) {
 // its input, and its log, opened. refused is why the run may not go on
 // (audited once the log is open); err why it cannot start at all.
 func (r *run) begin(ctx context.Context) (_ context.Context, j *runJournal, refused, err error) {
-	if r.admit(ctx) { // a caller who may not run the agent reads none of its memory
+	if r.admit(ctx) { // a caller who may not run the agent reads none of its memory, nor its conversation
 		if err := r.recall(ctx); err != nil {
+			return ctx, nil, nil, err
+		}
+		if err := r.joinConversation(ctx); err != nil {
 			return ctx, nil, nil, err
 		}
 	}

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"maps"
 	"time"
+
+	"github.com/agentry/agentry/llm"
 )
 
 // runNotes are what a run adds to its Result beside the trace: warnings,
@@ -18,6 +20,7 @@ type runNotes struct {
 	scratch        map[string]any // Turn.Scratch
 	rememberedAt   int            // the turn of the Turn.Remember calls counted in remembered
 	remembered     int
+	history        []llm.Message // the conversation's history the run started from
 }
 
 // note is the run's notes, made when something first adds to them.

@@ -54,8 +54,11 @@ type runExtra struct {
 	deadline     time.Time                    // drive.Plan.Deadline
 	ranThrough   int                          // drive.Plan.RanThrough
 	ranSet       bool
-	limits       *spec.Limits // WithLimits
-	parentBudget *tool.Budget // what a sub-agent's parent has left
+	limits       *spec.Limits  // WithLimits
+	parentBudget *tool.Budget  // what a sub-agent's parent has left
+	conversation string        // WithConversation
+	history      []llm.Message // the history a resumed or replayed run started from
+	historySet   bool
 }
 
 // more is c's extra options, made when an option first sets one.
@@ -186,6 +189,9 @@ func (c *runConfig) check() error {
 		if _, err := oteltrace.ParseTraceState(ts); err != nil {
 			return fmt.Errorf("%w: tracestate %q: %v", ErrConfig, ts, err)
 		}
+	}
+	if err := c.checkConversation(); err != nil {
+		return err
 	}
 	if e := c.extra; e != nil {
 		if e.dispatch && c.store == nil {

@@ -48,6 +48,12 @@ type Start struct {
 	// Memory is what recall put into the system prompt, for a resume to
 	// put it back as it was (sealed when the memory is).
 	Memory string `json:"memory,omitempty"`
+	// Conversation is the conversation the run is part of, and History
+	// the messages of it the run started from (after the system prompt
+	// and the spec's messages, before the task), as its model was sent
+	// them: a resume and a replay put them back as they were.
+	Conversation string        `json:"conversation,omitempty"`
+	History      []llm.Message `json:"history,omitempty"`
 	// Driver names what drives the run when it is not one process (a
 	// Temporal workflow, "temporal:NAMESPACE/WORKFLOW_ID"): only a
 	// session of the same driver may resume it (drive.Plan.Driver).
@@ -163,4 +169,11 @@ type Approval struct {
 	Tool      string `json:"tool"`
 	Arguments string `json:"arguments"`
 	Rule      string `json:"rule"`
+}
+
+// History is a conversation run's history as it ended (store.KindHistory):
+// the messages the next run of its conversation starts from, its own
+// among them (its task, its tool calls and results, its answer).
+type History struct {
+	Messages []llm.Message `json:"messages"`
 }

@@ -140,6 +140,19 @@ func (o *opener) open(rec *store.Record) error {
 	return nil
 }
 
+// OpenRecord opens one record of runID's log by itself, out of the
+// order Read keeps (a conversation's history, read without the rest of
+// its run's log): a sealed record is bound to the place its sealed data
+// names. With a nil Sealer a sealed record is refused; without one, a
+// record that is not sealed.
+func OpenRecord(s *Sealer, runID string, rec *store.Record) error {
+	o := opener{s: s, runID: runID}
+	if raw, sealed := sealedBody(rec.Data); sealed && len(raw) >= 8 {
+		o.n = binary.BigEndian.Uint64(raw[:8]) - 1
+	}
+	return o.open(rec)
+}
+
 // SealedError stands in a sealed run's summary for its error message,
 // which is in its sealed result record.
 const SealedError = "the error is sealed in the run's log"

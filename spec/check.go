@@ -75,6 +75,9 @@ func (s *Spec) Compile() (*Schemas, error) {
 		if cx.KeepTurns < 0 {
 			c.bad("context.keep_turns %d is negative", cx.KeepTurns)
 		}
+		if h := cx.History; h != nil && h.MaxMessages < 0 {
+			c.bad("context.history.max_messages %d is negative", h.MaxMessages)
+		}
 	}
 	if t := s.Tracing; t != nil && t.SampleRate != nil && (*t.SampleRate < 0 || *t.SampleRate > 1) {
 		c.bad("tracing.sample_rate %v is outside 0..1", *t.SampleRate)

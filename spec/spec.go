@@ -277,6 +277,20 @@ type Context struct {
 	Window int `json:"window,omitempty"`
 	// KeepTurns is how many of the last turns stay whole (default 2).
 	KeepTurns int `json:"keep_turns,omitempty"`
+	// History is what a run in a conversation carries of the runs before
+	// it; nil carries all of it.
+	History *History `json:"history,omitempty"`
+}
+
+// History is what a run in a conversation carries of the runs before it:
+// their tasks and answers, and by default their tool calls and results.
+type History struct {
+	// Tools false leaves the earlier runs' tool calls and results out
+	// (their tasks and answers stay); nil or true carries them.
+	Tools *bool `json:"tools,omitempty"`
+	// MaxMessages carries at most the newest this many messages (a whole
+	// tool call with its results, or none of it); 0 carries all.
+	MaxMessages int `json:"max_messages,omitempty"`
 }
 
 // Tracing is whether and how often runs are recorded.

@@ -52,8 +52,9 @@ type Conversations interface {
 	ListConversations(ctx context.Context, f ConversationFilter) ([]Conversation, error)
 	// History returns what the next run of the conversation starts
 	// from: the newest KindHistory record of its runs, or, before it has
-	// one, the record a fork began with. ok is false for none.
-	History(ctx context.Context, id string) (rec Record, ok bool, err error)
+	// one, the record a fork began with (of the run it was forked at);
+	// nil when it has none yet.
+	History(ctx context.Context, id string) (*RunRecord, error)
 	// Fork creates c as a fork of the conversation from at its run at:
 	// it starts from that run's history (its KindHistory record, copied:
 	// the fork keeps it when the original is deleted). c's ForkedFrom and
@@ -63,6 +64,12 @@ type Conversations interface {
 	// sub-runs and all their logs, and returns the ids of the runs it
 	// deleted. A run that goes on is not deleted: ErrBusy.
 	DeleteConversation(ctx context.Context, id string) ([]string, error)
+}
+
+// RunRecord is a record with the run whose log it is of.
+type RunRecord struct {
+	RunID string
+	Record
 }
 
 // KindHistory is a conversation run's history as it ended: the messages

@@ -75,20 +75,20 @@ func (s *DB) CreateConversation(ctx context.Context, c store.Conversation) error
 		return err
 	}
 	defer done()
-	return s.insertConversation(ctx, s.db, c, "", "")
+	return s.insertConversation(ctx, s.db, c, "", 0, "")
 }
 
 // insertConversation inserts c, with the history record a fork begins
-// from (format and data; "" for none).
-func (s *DB) insertConversation(ctx context.Context, ex execer, c store.Conversation, format, base string) error {
+// from (its format, turn and data; "" for none).
+func (s *DB) insertConversation(ctx context.Context, ex execer, c store.Conversation, format string, turn int, base string) error {
 	now := s.now()
 	if c.CreatedAt.IsZero() {
 		c.CreatedAt = now
 	}
 	res, err := ex.ExecContext(ctx, s.q(`INSERT INTO agentry_conversations
-		(id, user_id, agent, forked_from, forked_at, base_format, base, runs, created_at, updated_at)
-		VALUES (?, ?, ?, ?, ?, ?, ?, 0, ?, ?) ON CONFLICT (id) DO NOTHING`),
-		c.ID, c.User, c.Agent, c.ForkedFrom, c.ForkedAt, format, base, micros(c.CreatedAt), micros(now))
+		(id, user_id, agent, forked_from, forked_at, base_format, base_turn, base, runs, created_at, updated_at)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, 0, ?, ?) ON CONFLICT (id) DO NOTHING`),
+		c.ID, c.User, c.Agent, c.ForkedFrom, c.ForkedAt, format, turn, base, micros(c.CreatedAt), micros(now))
 	if err != nil {
 		return fmt.Errorf("store: create conversation %s: %w", c.ID, err)
 	}
@@ -159,34 +159,33 @@ func (s *DB) ListConversations(ctx context.Context, f store.ConversationFilter) 
 
 // History returns the record the conversation's next run starts from
 // (store.Conversations): one row, however many runs it has.
-func (s *DB) History(ctx context.Context, id string) (store.Record, bool, error) {
-	var rec store.Record
+func (s *DB) History(ctx context.Context, id string) (*store.RunRecord, error) {
+	rec := &store.RunRecord{Record: store.Record{Kind: store.KindHistory}}
 	var at int64
 	var data string
-	err := s.db.QueryRowContext(ctx, s.q(`SELECT l.seq, l.format, l.turn, l.at, l.data FROM agentry_runs r
+	err := s.db.QueryRowContext(ctx, s.q(`SELECT r.id, l.seq, l.format, l.turn, l.at, l.data FROM agentry_runs r
 		JOIN agentry_log l ON l.run_id = r.id
 		WHERE r.conversation_id = ? AND l.kind = 'history' ORDER BY r.created_at DESC, l.seq DESC LIMIT 1`), id).
-		Scan(&rec.Seq, &rec.Format, &rec.Turn, &at, &data)
+		Scan(&rec.RunID, &rec.Seq, &rec.Format, &rec.Turn, &at, &data)
 	if err == nil {
-		rec.Kind, rec.Time, rec.Data = store.KindHistory, fromMicros(at), []byte(data)
-		return rec, true, nil
+		rec.Time, rec.Data = fromMicros(at), []byte(data)
+		return rec, nil
 	}
 	if !errors.Is(err, sql.ErrNoRows) {
-		return rec, false, fmt.Errorf("store: conversation %s: history: %w", id, err)
+		return nil, fmt.Errorf("store: conversation %s: history: %w", id, err)
 	}
-	var format string
-	var created int64
-	err = s.db.QueryRowContext(ctx, s.q(`SELECT base_format, base, created_at FROM agentry_conversations WHERE id = ?`), id).Scan(&format, &data, &created)
+	err = s.db.QueryRowContext(ctx, s.q(`SELECT forked_at, base_format, base_turn, base, created_at FROM agentry_conversations WHERE id = ?`), id).
+		Scan(&rec.RunID, &rec.Format, &rec.Turn, &data, &at)
 	switch {
 	case errors.Is(err, sql.ErrNoRows):
-		return rec, false, fmt.Errorf("%w: %s", store.ErrNoConversation, id)
+		return nil, fmt.Errorf("%w: %s", store.ErrNoConversation, id)
 	case err != nil:
-		return rec, false, fmt.Errorf("store: conversation %s: history: %w", id, err)
+		return nil, fmt.Errorf("store: conversation %s: history: %w", id, err)
 	case data == "":
-		return rec, false, nil
+		return nil, nil
 	}
-	rec.Kind, rec.Format, rec.Time, rec.Data = store.KindHistory, format, fromMicros(created), []byte(data)
-	return rec, true, nil
+	rec.Time, rec.Data = fromMicros(at), []byte(data)
+	return rec, nil
 }
 
 // Fork creates c from the history of the run at of the conversation from
@@ -207,8 +206,9 @@ func (s *DB) Fork(ctx context.Context, from, at string, c store.Conversation) er
 		return fmt.Errorf("store: fork %s: %w", from, err)
 	}
 	var format, data string
-	err = tx.QueryRowContext(ctx, s.q(`SELECT format, data FROM agentry_log WHERE run_id = ? AND kind = 'history' ORDER BY seq DESC LIMIT 1`), at).
-		Scan(&format, &data)
+	var turn int
+	err = tx.QueryRowContext(ctx, s.q(`SELECT format, turn, data FROM agentry_log WHERE run_id = ? AND kind = 'history' ORDER BY seq DESC LIMIT 1`), at).
+		Scan(&format, &turn, &data)
 	if errors.Is(err, sql.ErrNoRows) {
 		return fmt.Errorf("store: fork %s at run %s: the run has not ended: it has no history yet", from, at)
 	}
@@ -216,7 +216,7 @@ func (s *DB) Fork(ctx context.Context, from, at string, c store.Conversation) er
 		return fmt.Errorf("store: fork %s: %w", from, err)
 	}
 	c.ForkedFrom, c.ForkedAt = from, at
-	if err := s.insertConversation(ctx, tx, c, format, data); err != nil {
+	if err := s.insertConversation(ctx, tx, c, format, turn, data); err != nil {
 		return err
 	}
 	return tx.Commit()

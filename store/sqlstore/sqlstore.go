@@ -189,6 +189,7 @@ var migrations = []string{
 		forked_from TEXT NOT NULL DEFAULT '',
 		forked_at TEXT NOT NULL DEFAULT '',
 		base_format TEXT NOT NULL DEFAULT '',
+		base_turn INTEGER NOT NULL DEFAULT 0,
 		base TEXT NOT NULL DEFAULT '',
 		runs INTEGER NOT NULL DEFAULT 0,
 		created_at BIGINT NOT NULL,

@@ -51,8 +51,8 @@ func testConversations(t *testing.T, s store.Store) {
 	if err := cs.CreateConversation(ctx, store.Conversation{ID: "conv_a", User: "bob"}); !errors.Is(err, store.ErrExists) {
 		t.Errorf("an id taken: %v", err)
 	}
-	if _, ok, err := cs.History(ctx, "conv_a"); ok || err != nil {
-		t.Errorf("a new conversation's history: %v %v", ok, err)
+	if h, err := cs.History(ctx, "conv_a"); h != nil || err != nil {
+		t.Errorf("a new conversation's history: %v %v", h, err)
 	}
 	if err := runIn(t, s, "run_bob", "conv_a", "bob"); err == nil {
 		t.Error("another user's run joined the conversation")
@@ -80,12 +80,12 @@ func testConversations(t *testing.T, s store.Store) {
 	if err := runIn(t, s, "run_2", "conv_a", "ada"); err != nil {
 		t.Fatalf("the next run once the first ended: %v", err)
 	}
-	if h, ok, err := cs.History(ctx, "conv_a"); !ok || err != nil || string(h.Data) != `{"n": 1}` || h.Kind != store.KindHistory {
-		t.Errorf("the history while run_2 goes: %s %v %v", h.Data, ok, err)
+	if h, err := cs.History(ctx, "conv_a"); err != nil || h == nil || string(h.Data) != `{"n": 1}` || h.Kind != store.KindHistory || h.RunID != "run_1" || h.Turn != 1 {
+		t.Errorf("the history while run_2 goes: %+v %v", h, err)
 	}
 	end(t, s, "run_2", `{"n": 2}`)
-	if h, _, _ := cs.History(ctx, "conv_a"); string(h.Data) != `{"n": 2}` {
-		t.Errorf("the history after run_2: %s", h.Data)
+	if h, _ := cs.History(ctx, "conv_a"); h == nil || string(h.Data) != `{"n": 2}` {
+		t.Errorf("the history after run_2: %+v", h)
 	}
 	c, err := cs.Conversation(ctx, "conv_a")
 	if err != nil || c.Runs != 2 || c.User != "ada" || c.Agent != "adder@1.0.0" || c.UpdatedAt.Before(c.CreatedAt) {
@@ -184,22 +184,22 @@ func testConversationFork(t *testing.T, s store.Store) {
 	if err != nil || f.ForkedFrom != "conv_o" || f.ForkedAt != "run_o1" || f.Runs != 0 {
 		t.Errorf("the fork: %+v %v", f, err)
 	}
-	if h, ok, _ := cs.History(ctx, "conv_f"); !ok || string(h.Data) != `{"at": 1}` {
-		t.Errorf("the fork's history: %s %v", h.Data, ok)
+	if h, _ := cs.History(ctx, "conv_f"); h == nil || string(h.Data) != `{"at": 1}` || h.RunID != "run_o1" || h.Turn != 1 {
+		t.Errorf("the fork's history: %+v", h)
 	}
 	end(t, s, "run_o3", `{"at": 3}`)
 	if _, err := cs.DeleteConversation(ctx, "conv_o"); err != nil {
 		t.Fatal(err)
 	}
-	if h, ok, _ := cs.History(ctx, "conv_f"); !ok || string(h.Data) != `{"at": 1}` {
-		t.Errorf("the fork's history after the original went: %s %v", h.Data, ok)
+	if h, _ := cs.History(ctx, "conv_f"); h == nil || string(h.Data) != `{"at": 1}` {
+		t.Errorf("the fork's history after the original went: %+v", h)
 	}
 	if err := runIn(t, s, "run_f1", "conv_f", "ada"); err != nil {
 		t.Fatal(err)
 	}
 	end(t, s, "run_f1", `{"at": "f1"}`)
-	if h, _, _ := cs.History(ctx, "conv_f"); string(h.Data) != `{"at": "f1"}` {
-		t.Errorf("the fork's own history: %s", h.Data)
+	if h, _ := cs.History(ctx, "conv_f"); h == nil || string(h.Data) != `{"at": "f1"}` {
+		t.Errorf("the fork's own history: %+v", h)
 	}
 }
 

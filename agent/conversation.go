@@ -1,0 +1,164 @@
+package agent
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+
+	"github.com/agentry/agentry/llm"
+	"github.com/agentry/agentry/runlog"
+	"github.com/agentry/agentry/spec"
+	"github.com/agentry/agentry/store"
+)
+
+// WithConversation makes the run one of the conversation id: it starts
+// from what was said before in it (the earlier runs' tasks, their tool
+// calls and results, their answers, as the spec's context.history
+// carries them), after the system prompt and the spec's messages and
+// before its own task, and what it says is where the next run starts.
+// The conversation lives in the run store, which the run needs
+// (WithStore, or a Service's StoreRuns); it is made for the run's user
+// when it does not exist. One run of a conversation goes at a time: a
+// run that would join one whose run goes on, waits for approval or was
+// interrupted fails at once with an error in which errors.Is finds
+// store.ErrBusy (and errors.As a *store.BusyError naming that run).
+func WithConversation(id string) RunOption {
+	return func(c *runConfig) { c.more().conversation = id }
+}
+
+// conversation is the run's conversation, or "".
+func (c *runConfig) conversation() string {
+	if c.extra == nil {
+		return ""
+	}
+	return c.extra.conversation
+}
+
+// checkConversation checks the conversation options of a run.
+func (c *runConfig) checkConversation() error {
+	id := c.conversation()
+	switch {
+	case id == "":
+		return nil
+	case c.store == nil:
+		return fmt.Errorf("%w: WithConversation needs a run store (WithStore): a conversation lives there", ErrConfig)
+	case len(id) > 128:
+		return fmt.Errorf("%w: WithConversation: the id is over 128 bytes", ErrConfig)
+	}
+	if _, ok := c.store.(store.Conversations); !ok {
+		return fmt.Errorf("%w: WithConversation: the run store (%T) keeps no conversations", ErrConfig, c.store)
+	}
+	return nil
+}
+
+// joinConversation puts the conversation's history into the transcript,
+// after the system prompt and the spec's messages: as the store has it
+// now, or, for a run that resumes or replays, as it started.
+func (r *run) joinConversation(ctx context.Context) error {
+	c := &r.s.cfg
+	id := c.conversation()
+	if id == "" {
+		return nil
+	}
+	hist := c.extra.history
+	if !c.extra.historySet {
+		var err error
+		if hist, err = r.readHistory(ctx, id); err != nil {
+			return err
+		}
+	}
+	at := r.historyAt()
+	msgs := r.st.Messages
+	out := make([]llm.Message, 0, len(msgs)+len(hist))
+	r.st.Messages = append(append(append(out, msgs[:at]...), hist...), msgs[at:]...)
+	r.note().history = hist
+	return nil
+}
+
+// readHistory is the conversation's history as the run's spec carries
+// it; the conversation is made for the run's user when it does not
+// exist, and another user's is not found.
+func (r *run) readHistory(ctx context.Context, id string) ([]llm.Message, error) {
+	cs := r.s.cfg.store.(store.Conversations)
+	user := r.info.UserID
+	conv, err := cs.Conversation(ctx, id)
+	switch {
+	case errors.Is(err, store.ErrNoConversation):
+		err = cs.CreateConversation(ctx, store.Conversation{ID: id, User: user})
+		if err != nil && !errors.Is(err, store.ErrExists) { // made meanwhile: the store checks its owner
+			return nil, fmt.Errorf("conversation %s: %w", id, err)
+		}
+		return nil, nil
+	case err != nil:
+		return nil, fmt.Errorf("conversation %s: %w", id, err)
+	case conv.User != user:
+		return nil, fmt.Errorf("%w: %s", store.ErrNoConversation, id) // another user's is not there
+	}
+	rec, err := cs.History(ctx, id)
+	if err != nil || rec == nil {
+		return nil, err
+	}
+	if err := runlog.OpenRecord(r.a.logSeal, rec.RunID, &rec.Record); err != nil {
+		return nil, fmt.Errorf("conversation %s: the history of run %s: %w", id, rec.RunID, err)
+	}
+	var h runlog.History
+	if err := json.Unmarshal(rec.Data, &h); err != nil {
+		return nil, fmt.Errorf("conversation %s: the history of run %s: %w", id, rec.RunID, err)
+	}
+	return carried(h.Messages, r.a.spec.Context), nil
+}
+
+// historyAt is where a conversation's history goes in the transcript:
+// after the system prompt and the spec's messages.
+func (r *run) historyAt() int {
+	msgs := r.st.Messages
+	at := 0
+	for at < len(msgs) && msgs[at].Role == llm.RoleSystem {
+		at++
+	}
+	return min(at+len(r.s.agent.spec.Messages), len(msgs))
+}
+
+// ownHistory is what the next run of the conversation starts from: the
+// transcript after the system prompt and the spec's messages (the
+// history it started from, compacted as it may have been, its task, its
+// calls and their results, its answer).
+func (r *run) ownHistory() []llm.Message {
+	return r.st.Messages[r.historyAt():]
+}
+
+// carried is what a run carries of msgs, as its spec's context.history
+// says: without tool calls and results when tools is false (an answer
+// that came with calls keeps its text), at most the newest max messages,
+// never starting inside a call's results.
+func carried(msgs []llm.Message, cx *spec.Context) []llm.Message {
+	if cx == nil || cx.History == nil {
+		return msgs
+	}
+	h := cx.History
+	if h.Tools != nil && !*h.Tools {
+		out := make([]llm.Message, 0, len(msgs))
+		for _, m := range msgs {
+			switch {
+			case m.Role == llm.RoleTool:
+			case len(m.ToolCalls) > 0 && m.Content == "":
+			case len(m.ToolCalls) > 0:
+				m.ToolCalls = nil
+				out = append(out, m)
+			default:
+				out = append(out, m)
+			}
+		}
+		msgs = out
+	}
+	if n := h.MaxMessages; n > 0 && len(msgs) > n {
+		from := len(msgs) - n
+		for from < len(msgs) && msgs[from].Role == llm.RoleTool {
+			from++ // a result without its call: the call was cut
+		}
+		msgs = slices.Clone(msgs[from:])
+	}
+	return msgs
+}

@@ -1,0 +1,178 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/agentry/agentry/llm"
+	"github.com/agentry/agentry/store"
+)
+
+const chatSpec = `{"agent_name": "chat", "version": "v1", "model_name": "m", "system_text": "Be brief.", "tools": ["add"],
+	"messages": [{"role": "user", "content": "Hello?"}, {"role": "assistant", "content": "Hello."}]}`
+
+// said is the text of a request's messages after the system prompt, one
+// "role: content" a message, tool calls as "→ name".
+func said(req llm.Request) []string {
+	var out []string
+	for _, m := range req.Messages {
+		switch {
+		case m.Role == llm.RoleSystem:
+		case len(m.ToolCalls) > 0:
+			out = append(out, m.Role.String()+": → "+m.ToolCalls[0].Name)
+		default:
+			out = append(out, m.Role.String()+": "+m.Content)
+		}
+	}
+	return out
+}
+
+// TestConversation: each run of a conversation starts from what was said
+// before it (tasks, tool calls and results, answers), after the system
+// prompt and the spec's messages and before its own task; the run's
+// Result holds what the model was sent; a replay sends the same; a
+// conversation of another user is not found.
+func TestConversation(t *testing.T) {
+	ctx := context.Background()
+	st := openStore(t, filepath.Join(t.TempDir(), "runs.db")).Store
+	model := &recorder{replies: []reply{
+		answer("Hi Ada!"),
+		calls(call("c1", "add", `{"a": 2, "b": 3}`)), answer("5."),
+		answer("You are Ada, and 2 + 3 is 5."),
+	}}
+	a := newTestAgent(t, chatSpec, model)
+	ask := func(text string, opts ...RunOption) *Result {
+		t.Helper()
+		res, err := a.Run(ctx, map[string]any{"task": text}, append([]RunOption{WithStore(st), WithConversation("conv_1"), WithUser("ada")}, opts...)...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res
+	}
+	ask("My name is Ada.")
+	second := ask("What is 2 + 3?")
+	ask("Who am I, and what was the sum?")
+	want := []string{"user: Hello?", "assistant: Hello.",
+		"user: task = \"My name is Ada.\"", "assistant: Hi Ada!",
+		"user: task = \"What is 2 + 3?\"", "assistant: → add", "tool: 5", "assistant: 5.",
+		"user: task = \"Who am I, and what was the sum?\""}
+	if got := said(model.reqs[3]); strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("the third run's model was sent:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	if got := said(llm.Request{Messages: second.Messages}); len(got) != 8 || got[2] != `user: task = "My name is Ada."` {
+		t.Errorf("the second run's Result: %q", got)
+	}
+	rep, err := a.Replay(ctx, st, second.ID)
+	if err != nil || !rep.Identical() {
+		t.Errorf("the replay of the second run: %v %+v", err, rep)
+	}
+	cs := st.(store.Conversations)
+	if c, err := cs.Conversation(ctx, "conv_1"); err != nil || c.Runs != 3 || c.User != "ada" {
+		t.Errorf("the conversation: %+v %v", c, err)
+	}
+	_, err = a.Run(ctx, map[string]any{"task": "Hi."}, WithStore(st), WithConversation("conv_1"), WithUser("bob"))
+	if !errors.Is(err, store.ErrNoConversation) {
+		t.Errorf("another user's conversation: %v", err)
+	}
+	if _, err := a.Run(ctx, nil, WithConversation("conv_1")); !errors.Is(err, ErrConfig) {
+		t.Errorf("a conversation without a store: %v", err)
+	}
+}
+
+// TestConversationHistoryCarried: context.history leaves the earlier
+// runs' tool traffic out, and caps what is carried without starting
+// inside a call's results.
+func TestConversationHistoryCarried(t *testing.T) {
+	for _, tc := range []struct {
+		name, history string
+		want          []string
+	}{
+		{"tools left out", `{"tools": false}`, []string{`user: task = "Add."`, "assistant: 5.", `user: task = "Again."`}},
+		{"capped", `{"max_messages": 3}`, []string{"assistant: → add", "tool: 5", "assistant: 5.", `user: task = "Again."`}},
+		{"capped inside a call", `{"max_messages": 2}`, []string{"assistant: 5.", `user: task = "Again."`}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := context.Background()
+			st := openStore(t, filepath.Join(t.TempDir(), "runs.db")).Store
+			model := &recorder{replies: []reply{calls(call("c1", "add", `{"a": 2, "b": 3}`)), answer("5."), answer("5 again.")}}
+			a := newTestAgent(t, `{"agent_name": "chat", "version": "v1", "model_name": "m", "system_text": "S.", "tools": ["add"],
+				"context": {"history": `+tc.history+`}}`, model)
+			for _, text := range []string{"Add.", "Again."} {
+				if _, err := a.Run(ctx, map[string]any{"task": text}, WithStore(st), WithConversation("c")); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if got := said(model.reqs[2]); strings.Join(got, "\n") != strings.Join(tc.want, "\n") {
+				t.Errorf("sent %q, want %q", got, tc.want)
+			}
+		})
+	}
+}
+
+// TestConversationOneRunAtATime: while a run of a conversation waits for
+// approval (or goes on), another is refused at once, naming it; once it
+// is decided, the next run starts from it.
+func TestConversationOneRunAtATime(t *testing.T) {
+	ctx := context.Background()
+	st := openStore(t, filepath.Join(t.TempDir(), "runs.db")).Store
+	model := &recorder{replies: []reply{calls(call("c1", "add", `{"a": 1, "b": 1}`)), answer("2."), answer("Yes, 2.")}}
+	a := newTestAgent(t, `{"agent_name": "chat", "version": "v1", "model_name": "m", "system_text": "S.", "tools": ["add"],
+		"policy": {"approval": {"tools": ["add"]}}}`, model)
+	paused, err := a.Run(ctx, map[string]any{"task": "Add."}, WithStore(st), WithConversation("c"))
+	if !errors.Is(err, ErrAwaitingApproval) {
+		t.Fatalf("the first run: %v", err)
+	}
+	_, err = a.Run(ctx, map[string]any{"task": "Sure?"}, WithStore(st), WithConversation("c"))
+	var busy *store.BusyError
+	if !errors.As(err, &busy) || busy.RunID != paused.ID || busy.Status != store.AwaitingApproval || !errors.Is(err, store.ErrBusy) {
+		t.Fatalf("a second run while the first waits: %v", err)
+	}
+	sess, err := a.Resume(ctx, st, paused.ID, Approve(paused.Waiting[0].Key))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := sess.Run(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.Run(ctx, map[string]any{"task": "Sure?"}, WithStore(st), WithConversation("c")); err != nil {
+		t.Fatal(err)
+	}
+	if got := said(model.reqs[len(model.reqs)-1]); len(got) != 5 || got[3] != "assistant: 2." {
+		t.Errorf("the run after the decided one was sent %q", got)
+	}
+}
+
+// TestConversationSealed: with an encryption key, a conversation's
+// history is sealed in the store's file like the rest of its runs' logs,
+// and read back.
+func TestConversationSealed(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "runs.db")
+	st := openStore(t, path).Store
+	key := []byte("0123456789abcdef0123456789abcdef")
+	model := &recorder{replies: []reply{answer("Noted: the-canary-word."), answer("It was the-canary-word.")}}
+	a, err := New(mustSpec(t, `{"agent_name": "chat", "version": "v1", "model_name": "m", "system_text": "S."}`),
+		WithProvider(model, "test"), WithEncryptionKey(key))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, text := range []string{"Remember the-canary-word.", "What was it?"} {
+		if _, err := a.Run(ctx, map[string]any{"task": text}, WithStore(st), WithConversation("c")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := said(model.reqs[1]); len(got) != 3 || got[1] != "assistant: Noted: the-canary-word." {
+		t.Errorf("the second run was sent %q", got)
+	}
+	st.Close()
+	for _, f := range []string{path, path + "-wal"} {
+		data, _ := os.ReadFile(f)
+		if strings.Contains(string(data), "the-canary-word") {
+			t.Errorf("%s holds the conversation in the clear", filepath.Base(f))
+		}
+	}
+}
