@@ -70,16 +70,20 @@ func (r *run) fit(ctx context.Context, force bool) error {
 		return nil
 	}
 	target := int(float64(room) * fitTo)
-	var changed int
-	var err error
-	if r.a.compaction == spec.CompactSummarize {
-		changed, err = r.summarize(ctx)
+	changed, err := 0, error(nil)
+	if hl := r.historyLen(); hl > 0 {
+		// A conversation's history is the oldest of what the model is
+		// sent: it is compacted first, and what compaction makes of it
+		// (a summary) is what the next run starts from, made once.
+		at := r.historyAt()
+		changed, _ = r.compact(ctx, at, at+hl, target, before, true)
 	}
-	if r.a.compaction == spec.CompactDropOldest || err != nil && !errors.Is(err, ErrContextTooLong) {
-		changed = r.dropOldest(target, before)
-		err = nil
+	if est := tokens(r.st.Messages, r.req.Tools); est > target {
+		from, to := span(r.st.Messages, r.a.keepTurns, r.lead())
+		n, cerr := r.compact(ctx, from, to, target, est, false)
+		changed, err = changed+n, cerr
 	}
-	if err != nil {
+	if err != nil && (changed == 0 || !errors.Is(err, ErrContextTooLong)) {
 		return err
 	}
 	after := tokens(r.st.Messages, r.req.Tools)
@@ -98,6 +102,35 @@ func (r *run) fit(ctx context.Context, force bool) error {
 	return nil
 }
 
+// compact compacts the messages from..to of the transcript by the
+// agent's strategy, a summary falling back to dropping what is oldest
+// when the model cannot write one; history says the range is the
+// conversation's history, whose length it keeps.
+func (r *run) compact(ctx context.Context, from, to, target, est int, history bool) (int, error) {
+	n := len(r.st.Messages)
+	var changed int
+	var err error
+	if r.a.compaction == spec.CompactSummarize {
+		changed, err = r.summarize(ctx, from, to)
+	}
+	if r.a.compaction == spec.CompactDropOldest || err != nil && !errors.Is(err, ErrContextTooLong) {
+		changed, err = r.dropOldest(from, to, target, est), nil
+	}
+	if history {
+		r.notes.historyLen += len(r.st.Messages) - n
+	}
+	return changed, err
+}
+
+// historyLen is how many messages of the transcript are the
+// conversation's history.
+func (r *run) historyLen() int {
+	if r.notes == nil {
+		return 0
+	}
+	return r.notes.historyLen
+}
+
 // lead is how many messages open the transcript: the system prompt, the
 // template's few-shot turns, the spec's history and the task, which
 // compaction never changes. It renders them again (compaction is rare),
@@ -111,9 +144,7 @@ func (r *run) lead() int {
 	if msgs := r.st.Messages; len(msgs) > 0 && msgs[0].Role == llm.RoleSystem && init[0].Role != llm.RoleSystem {
 		n++ // a handoff gave the transcript a system prompt
 	}
-	if r.notes != nil {
-		n += len(r.notes.history) // a conversation's history, before the task
-	}
+	n += r.historyLen() // a conversation's history, before the task
 	if n > len(r.st.Messages) {
 		return -1
 	}
@@ -154,13 +185,13 @@ func observation(m *llm.Message) bool {
 	return m.Role == llm.RoleTool || m.Role == llm.RoleUser && strings.HasPrefix(m.Content, "Observation: ")
 }
 
-// dropOldest replaces the oldest observations with a note until the
-// transcript's estimate is at most target, then, if it must, drops the
-// oldest whole turns (an assistant message and the results of its calls).
-// It returns how many messages it changed or dropped.
-func (r *run) dropOldest(target, est int) int {
+// dropOldest replaces the oldest observations of msgs[from:to] with a
+// note until the transcript's estimate is at most target, then, if it
+// must, drops the oldest whole turns (an assistant message and the
+// results of its calls). It returns how many messages it changed or
+// dropped.
+func (r *run) dropOldest(from, to, target, est int) int {
 	msgs := r.st.Messages
-	from, to := span(msgs, r.a.keepTurns, r.lead())
 	changed := 0
 	for i := from; i < to && est > target; i++ {
 		m := &msgs[i]
@@ -199,12 +230,11 @@ func (r *run) dropOldest(target, est int) int {
 	return changed
 }
 
-// summarize replaces the turns compaction may change with a summary the
-// model writes, in one call through the run's provider chain (so the run
-// log records it and a resume replays it).
-func (r *run) summarize(ctx context.Context) (int, error) {
+// summarize replaces msgs[from:to] with a summary the model writes, in
+// one call through the run's provider chain (so the run log records it
+// and a resume replays it).
+func (r *run) summarize(ctx context.Context, from, to int) (int, error) {
 	msgs := r.st.Messages
-	from, to := span(msgs, r.a.keepTurns, r.lead())
 	if to-from < 2 {
 		return 0, fmt.Errorf("%w: nothing older than the last %d turns to summarise", ErrContextTooLong, r.a.keepTurns)
 	}

@@ -73,7 +73,8 @@ func (r *run) joinConversation(ctx context.Context) error {
 	msgs := r.st.Messages
 	out := make([]llm.Message, 0, len(msgs)+len(hist))
 	r.st.Messages = append(append(append(out, msgs[:at]...), hist...), msgs[at:]...)
-	r.note().history = hist
+	n := r.note()
+	n.history, n.historyLen = hist, len(hist)
 	return nil
 }
 

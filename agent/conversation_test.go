@@ -176,3 +176,39 @@ func TestConversationSealed(t *testing.T) {
 		}
 	}
 }
+
+// TestConversationCompacted: when a conversation's history no longer
+// fits, it is what compaction summarises first, and the summary is what
+// the next runs start from: the words it replaced are never sent again.
+func TestConversationCompacted(t *testing.T) {
+	ctx := context.Background()
+	st := openStore(t, filepath.Join(t.TempDir(), "runs.db")).Store
+	long := func(word string) string { return strings.Repeat(word+" ", 30) }
+	model := &recorder{replies: []reply{
+		answer(long("first-answer")),
+		answer("SUMMARY-ONE"), answer(long("second-answer")),
+		answer("SUMMARY-TWO"), answer("third"),
+	}}
+	a := newTestAgent(t, `{"agent_name": "chat", "version": "v1", "model_name": "m", "system_text": "S.",
+		"context": {"compaction": "summarize", "window": 256, "keep_turns": 1}}`, model)
+	for _, task := range []string{long("first-task"), long("second-task"), "third?"} {
+		if _, err := a.Run(ctx, map[string]any{"task": task}, WithStore(st), WithConversation("c")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var sent []string
+	for _, req := range model.reqs {
+		sent = append(sent, strings.Join(said(req), "\n"))
+	}
+	if len(sent) != 5 || !strings.Contains(sent[1], "first-task") || strings.Contains(sent[2], "first-task") || !strings.Contains(sent[2], "SUMMARY-ONE") {
+		t.Fatalf("the second run: a summary of the first, then its call with it:\n%s", strings.Join(sent, "\n---\n"))
+	}
+	for i, s := range sent[3:] {
+		if strings.Contains(s, "first-task") || strings.Contains(s, "first-answer") {
+			t.Errorf("call %d of the third run sent the first run's words again:\n%s", i+1, s)
+		}
+	}
+	if !strings.Contains(sent[4], "SUMMARY-TWO") {
+		t.Errorf("the third run's call:\n%s", sent[4])
+	}
+}

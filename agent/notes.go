@@ -21,6 +21,7 @@ type runNotes struct {
 	rememberedAt   int            // the turn of the Turn.Remember calls counted in remembered
 	remembered     int
 	history        []llm.Message // the conversation's history the run started from
+	historyLen     int           // how many messages of the transcript are that history now
 }
 
 // note is the run's notes, made when something first adds to them.
