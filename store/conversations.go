@@ -62,8 +62,10 @@ type Conversations interface {
 	Fork(ctx context.Context, from, at string, c Conversation) error
 	// DeleteConversation deletes the conversation, its runs, their
 	// sub-runs and all their logs, and returns the ids of the runs it
-	// deleted. A run that goes on is not deleted: ErrBusy.
-	DeleteConversation(ctx context.Context, id string) ([]string, error)
+	// deleted. The audit log says so in the same transaction, with no
+	// content: the conversation, how many runs, and by (who deleted it).
+	// A conversation whose run goes on is not deleted: ErrBusy.
+	DeleteConversation(ctx context.Context, id, by string) ([]string, error)
 }
 
 // RunRecord is a record with the run whose log it is of.

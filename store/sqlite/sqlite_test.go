@@ -209,3 +209,44 @@ func TestWatch(t *testing.T) {
 	default:
 	}
 }
+
+// TestDeletedConversationLeavesNothing: a deleted conversation's words
+// are in neither the database file nor its WAL, free pages included.
+func TestDeletedConversationLeavesNothing(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "runs.db")
+	s, err := sqlite.Open(ctx, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.CreateConversation(ctx, store.Conversation{ID: "conv_1"}); err != nil {
+		t.Fatal(err)
+	}
+	canary := strings.Repeat("the-secret-canary ", 400) // large enough to fill pages of its own
+	for i, id := range []string{"run_1", "run_2"} {
+		run := store.Run{ID: id, Kind: "agent", Name: "chat", Status: store.Running, Holder: "h", Conversation: "conv_1"}
+		recs := []store.Record{{Kind: store.KindStart, Data: []byte(`{"input": "` + canary + `"}`)}}
+		if err := s.Append(ctx, store.Write{RunID: id, Holder: "h", Create: &run, Records: recs}); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Append(ctx, store.Write{RunID: id, Holder: "h", Status: store.Completed, Release: true,
+			Records: []store.Record{{Kind: store.KindHistory, Turn: i, Data: []byte(`{"messages": ["` + canary + `"]}`)}}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := s.DeleteConversation(ctx, "conv_1", "ada"); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []string{path, path + "-wal"} {
+		data, err := os.ReadFile(f)
+		if err != nil && !os.IsNotExist(err) {
+			t.Fatal(err)
+		}
+		if strings.Contains(string(data), "the-secret-canary") {
+			t.Errorf("%s still holds the deleted conversation", filepath.Base(f))
+		}
+	}
+}

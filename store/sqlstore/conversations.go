@@ -223,8 +223,8 @@ func (s *DB) Fork(ctx context.Context, from, at string, c store.Conversation) er
 }
 
 // DeleteConversation deletes a conversation with its runs, their sub-runs
-// and their logs (store.Conversations).
-func (s *DB) DeleteConversation(ctx context.Context, id string) ([]string, error) {
+// and their logs, and audits it (store.Conversations).
+func (s *DB) DeleteConversation(ctx context.Context, id, by string) ([]string, error) {
 	tx, done, err := s.beginWrite(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("store: delete conversation %s: %w", id, err)
@@ -257,6 +257,10 @@ func (s *DB) DeleteConversation(ctx context.Context, id string) ([]string, error
 	}
 	if _, err := tx.ExecContext(ctx, s.q(`DELETE FROM agentry_conversations WHERE id = ?`), id); err != nil {
 		return nil, fmt.Errorf("store: delete conversation %s: %w", id, err)
+	}
+	if _, err := s.appendAudit(ctx, tx, store.AuditRecord{UserID: by, Rule: "conversation.delete", Decision: "delete",
+		Target: "conversation:" + id, Reason: fmt.Sprintf("deleted with its %d runs and their logs", len(ids))}); err != nil {
+		return nil, err
 	}
 	if err := tx.Commit(); err != nil {
 		return nil, fmt.Errorf("store: delete conversation %s: %w", id, err)

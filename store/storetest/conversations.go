@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -188,7 +189,7 @@ func testConversationFork(t *testing.T, s store.Store) {
 		t.Errorf("the fork's history: %+v", h)
 	}
 	end(t, s, "run_o3", `{"at": 3}`)
-	if _, err := cs.DeleteConversation(ctx, "conv_o"); err != nil {
+	if _, err := cs.DeleteConversation(ctx, "conv_o", "ada"); err != nil {
 		t.Fatal(err)
 	}
 	if h, _ := cs.History(ctx, "conv_f"); h == nil || string(h.Data) != `{"at": 1}` {
@@ -220,14 +221,14 @@ func testConversationDelete(t *testing.T, s store.Store) {
 	sub := newRun("run_d1_sub")
 	sub.ParentID = "run_d1"
 	mustCreate(t, s, sub)
-	if _, err := cs.DeleteConversation(ctx, "conv_d"); !errors.Is(err, store.ErrBusy) {
+	if _, err := cs.DeleteConversation(ctx, "conv_d", "ops"); !errors.Is(err, store.ErrBusy) {
 		t.Errorf("deleting a conversation whose run goes on: %v", err)
 	}
 	end(t, s, "run_d1", `{}`)
 	if err := runIn(t, s, "run_k1", "conv_keep", ""); err != nil {
 		t.Fatal(err)
 	}
-	ids, err := cs.DeleteConversation(ctx, "conv_d")
+	ids, err := cs.DeleteConversation(ctx, "conv_d", "ops")
 	if err != nil || !slices.Equal(ids, []string{"run_d1", "run_d1_sub"}) {
 		t.Fatalf("delete: %v %v", ids, err)
 	}
@@ -242,10 +243,26 @@ func testConversationDelete(t *testing.T, s store.Store) {
 	if _, err := cs.Conversation(ctx, "conv_d"); !errors.Is(err, store.ErrNoConversation) {
 		t.Errorf("the conversation is left: %v", err)
 	}
-	if _, err := cs.DeleteConversation(ctx, "conv_d"); !errors.Is(err, store.ErrNoConversation) {
+	if _, err := cs.DeleteConversation(ctx, "conv_d", "ops"); !errors.Is(err, store.ErrNoConversation) {
 		t.Errorf("deleting it again: %v", err)
 	}
 	if _, err := s.Get(ctx, "run_k1"); err != nil {
 		t.Errorf("another conversation's run went too: %v", err)
+	}
+	audit, err := s.AuditLog(ctx, "")
+	var found bool
+	for _, a := range audit {
+		if a.Target == "conversation:conv_d" {
+			found = a.Rule == "conversation.delete" && a.Decision == "delete" && a.UserID == "ops" && a.Reason == "deleted with its 2 runs and their logs"
+		}
+		if strings.Contains(a.Reason+a.Target, "s1") {
+			t.Errorf("the audit log holds content: %+v", a)
+		}
+	}
+	if err != nil || !found {
+		t.Errorf("no audit record of the deletion: %+v %v", audit, err)
+	}
+	if err := s.VerifyAudit(ctx); err != nil {
+		t.Errorf("the audit chain after a deletion: %v", err)
 	}
 }
