@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 
 	"github.com/agentry/agentry/llm"
 	"github.com/agentry/agentry/runlog"
@@ -162,4 +163,22 @@ func carried(msgs []llm.Message, cx *spec.Context) []llm.Message {
 		msgs = slices.Clone(msgs[from:])
 	}
 	return msgs
+}
+
+// MessageInput is the input of a run whose task is a person's message
+// (a chat's): the message as the agent's one input key; as the input,
+// when it is a JSON object and the agent takes several keys or none;
+// otherwise as "task". An agent of several keys needs a JSON object.
+func (a *Agent) MessageInput(text string) (map[string]any, error) {
+	keys := a.spec.InputKeys
+	var obj map[string]any
+	switch {
+	case len(keys) == 1:
+		return map[string]any{keys[0]: text}, nil
+	case json.Unmarshal([]byte(text), &obj) == nil && obj != nil:
+		return obj, nil
+	case len(keys) > 1:
+		return nil, fmt.Errorf("%w: agent %s takes %s: send them as a JSON object", ErrInvalidInput, a.spec.AgentName, strings.Join(keys, ", "))
+	}
+	return map[string]any{"task": text}, nil
 }

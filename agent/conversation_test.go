@@ -126,7 +126,10 @@ func TestConversationOneRunAtATime(t *testing.T) {
 	if !errors.Is(err, ErrAwaitingApproval) {
 		t.Fatalf("the first run: %v", err)
 	}
-	_, err = a.Run(ctx, map[string]any{"task": "Sure?"}, WithStore(st), WithConversation("c"))
+	refused, err := a.Run(ctx, map[string]any{"task": "Sure?"}, WithStore(st), WithConversation("c"))
+	if refused.Error == nil || refused.Error.Code != CodeConversationBusy || refused.Error.Details["run_id"] != paused.ID {
+		t.Errorf("the refused run's Result: %+v", refused.Error)
+	}
 	var busy *store.BusyError
 	if !errors.As(err, &busy) || busy.RunID != paused.ID || busy.Status != store.AwaitingApproval || !errors.Is(err, store.ErrBusy) {
 		t.Fatalf("a second run while the first waits: %v", err)

@@ -7,6 +7,7 @@ import (
 	"github.com/agentry/agentry/agent/drive"
 	"github.com/agentry/agentry/llm"
 	"github.com/agentry/agentry/spec"
+	"github.com/agentry/agentry/store"
 	"github.com/agentry/agentry/tool"
 )
 
@@ -65,6 +66,10 @@ const (
 	CodeInterrupted = "interrupted"
 	// CodeStoreError is the code of a run its store could not keep.
 	CodeStoreError = "store_error"
+	// CodeConversationBusy is the code of a run that could not join its
+	// conversation: another run of it goes on (details: its run_id and
+	// status).
+	CodeConversationBusy = "conversation_busy"
 	// CodeDiverged is the code of a resumed run that left its log.
 	CodeDiverged = "diverged"
 	// CodeInternal is the code of an error no row of the ending table
@@ -94,6 +99,7 @@ var endings = []ending{
 	{ErrBudgetExceeded, ReasonBudgetExceeded, CodeBudgetExceeded, OutcomePartial, true},
 	{ErrValidation, ReasonCompleted, CodeValidation, OutcomePartial, true},
 	{ErrAwaitingApproval, ReasonAwaitingApproval, CodeAwaitingApproval, OutcomeConfirm, true},
+	{store.ErrBusy, ReasonError, CodeConversationBusy, OutcomeError, true},
 	{ErrStore, ReasonError, CodeStoreError, OutcomeError, true},
 	{ErrMemory, ReasonError, CodeMemoryError, OutcomePartial, true},
 	{ErrDiverged, ReasonError, CodeDiverged, OutcomeError, false},

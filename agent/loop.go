@@ -21,6 +21,7 @@ import (
 	"github.com/agentry/agentry/llm"
 	"github.com/agentry/agentry/policy"
 	"github.com/agentry/agentry/retry"
+	"github.com/agentry/agentry/store"
 	"github.com/agentry/agentry/tool"
 )
 
@@ -205,6 +206,10 @@ func (r *run) begin(ctx context.Context) (_ context.Context, j *runJournal, refu
 		applied = r.filterInput() // before the log's start record: it keeps what passed
 	}
 	if j, err = r.s.openJournal(ctx, r); err != nil {
+		var busy *store.BusyError
+		if errors.As(err, &busy) {
+			err = withDetails(err, map[string]any{"conversation": busy.Conversation, "run_id": busy.RunID, "status": string(busy.Status)})
+		}
 		return ctx, nil, nil, err
 	}
 	refused = r.reportDenials(ctx)

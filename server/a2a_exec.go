@@ -90,7 +90,7 @@ func (x *a2aExecutor) Execute(ctx context.Context, ec *a2asrv.ExecutorContext) i
 func (x *a2aExecutor) start(ctx context.Context, t *a2aTarget, ec *a2asrv.ExecutorContext, yield yielder) {
 	task := a2a.NewSubmittedTask(ec, ec.Message)
 	sp := t.agent.Spec()
-	input, err := messageInput(&sp, ec)
+	input, err := messageInput(t.agent, ec)
 	if err != nil {
 		task.Status = a2a.TaskStatus{State: a2a.TaskStateRejected, Message: agentSays(ec, err.Error())}
 		yield(task, nil)
@@ -119,7 +119,7 @@ func (x *a2aExecutor) start(ctx context.Context, t *a2aTarget, ec *a2asrv.Execut
 // OpenAI-compatible endpoint takes a user message: its text parts, or
 // its data part (a JSON object), as the agent's one input key, its
 // input, or "task".
-func messageInput(sp *spec.Spec, ec *a2asrv.ExecutorContext) (map[string]any, error) {
+func messageInput(a *agent.Agent, ec *a2asrv.ExecutorContext) (map[string]any, error) {
 	if len(ec.ContextID) > maxThreadID {
 		return nil, fmt.Errorf("contextId is over %d bytes", maxThreadID)
 	}
@@ -139,7 +139,7 @@ func messageInput(sp *spec.Spec, ec *a2asrv.ExecutorContext) (map[string]any, er
 		}
 	}
 	content, _ := json.Marshal(text.String())
-	return chatInput(sp, []chatMessage{{Role: "user", Content: content}})
+	return chatInput(a, []chatMessage{{Role: "user", Content: content}})
 }
 
 // follow yields first, the task working, then the run's progress as it

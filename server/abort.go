@@ -1,6 +1,7 @@
 package server
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -20,21 +21,29 @@ func (s *Server) abort(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
+	if rf := s.abortRun(r.Context(), run); rf != nil {
+		rf.write(w, writeError)
+		return
+	}
+	writeJSON(w, http.StatusAccepted, map[string]string{"run_id": run.ID, "status": "aborting"})
+}
+
+// abortRun aborts run, for the caller of ctx: one this server drives, or one
+// another drives (abortElsewhere); a refusal says why not.
+func (s *Server) abortRun(ctx context.Context, run store.Run) *refusal {
 	s.mu.Lock()
 	sess := s.runs[run.ID]
 	s.mu.Unlock()
 	if sess == nil {
-		s.abortElsewhere(w, r, run)
-		return
+		return s.abortElsewhere(ctx, run)
 	}
 	if run.Status != store.Running {
 		// Ended (or paused) in the store, though its goroutine may not
 		// have let go of it yet.
-		writeError(w, http.StatusConflict, "conflict", fmt.Sprintf("run %s is %s: it cannot be aborted", run.ID, run.Status))
-		return
+		return &refusal{http.StatusConflict, "conflict", fmt.Sprintf("run %s is %s: it cannot be aborted", run.ID, run.Status)}
 	}
 	sess.Abort()
-	writeJSON(w, http.StatusAccepted, map[string]string{"run_id": run.ID, "status": "aborting"})
+	return nil
 }
 
 // abortElsewhere aborts a run this server does not drive: through the
@@ -43,46 +52,36 @@ func (s *Server) abort(w http.ResponseWriter, r *http.Request) {
 // for a resume), here: the other process's lease is broken, which stops
 // it at its next write, and the run is resumed only to end aborted with
 // what it did.
-func (s *Server) abortElsewhere(w http.ResponseWriter, r *http.Request, run store.Run) {
-	ctx := r.Context()
+func (s *Server) abortElsewhere(ctx context.Context, run store.Run) *refusal {
 	if driver := runlog.Driver(ctx, s.cfg.Store, run.ID, s.logOptions()...); driver != "" {
 		if rf := s.remoteRefusal(run, driver); rf != nil {
-			rf.write(w, writeError)
-			return
+			return rf
 		}
 		if ended(run.Status) {
-			writeError(w, http.StatusConflict, "conflict", fmt.Sprintf("run %s is %s: it cannot be aborted", run.ID, run.Status))
-			return
+			return &refusal{http.StatusConflict, "conflict", fmt.Sprintf("run %s is %s: it cannot be aborted", run.ID, run.Status)}
 		}
 		if err := s.cfg.Remote.Abort(ctx, run.ID); err != nil {
-			writeError(w, http.StatusBadGateway, "remote_error", err.Error())
-			return
+			return &refusal{http.StatusBadGateway, "remote_error", err.Error()}
 		}
-		writeJSON(w, http.StatusAccepted, map[string]string{"run_id": run.ID, "status": "aborting"})
-		return
+		return nil
 	}
 	switch {
 	case run.ParentID != "":
-		writeError(w, http.StatusConflict, "conflict", fmt.Sprintf("run %s is part of run %s: abort that one", run.ID, run.ParentID))
-		return
+		return &refusal{http.StatusConflict, "conflict", fmt.Sprintf("run %s is part of run %s: abort that one", run.ID, run.ParentID)}
 	case run.Kind != "agent" || ended(run.Status):
-		writeError(w, http.StatusConflict, "conflict", fmt.Sprintf("run %s is %s and not driven by this server: it cannot be aborted here", run.ID, run.Status))
-		return
+		return &refusal{http.StatusConflict, "conflict", fmt.Sprintf("run %s is %s and not driven by this server: it cannot be aborted here", run.ID, run.Status)}
 	case run.Status == store.Running && run.Holder != "":
 		if err := s.cfg.Store.Break(ctx, run.ID, run.Holder); err != nil && !errors.Is(err, store.ErrLeaseLost) {
-			writeError(w, http.StatusInternalServerError, "error", err.Error())
-			return
+			return &refusal{http.StatusInternalServerError, "error", err.Error()}
 		}
 		var err error
 		if run, err = s.cfg.Store.Get(ctx, run.ID); err != nil {
-			writeError(w, http.StatusInternalServerError, "error", err.Error())
-			return
+			return &refusal{http.StatusInternalServerError, "error", err.Error()}
 		}
 	}
 	sess, a, rf := s.resumeRun(ctx, run, resumeRequest{}, s.admitted)
 	if rf != nil {
-		rf.write(w, writeError)
-		return
+		return rf
 	}
 	sess.Abort()
 	p, err := s.startedFor(ctx, run.ID)
@@ -90,7 +89,7 @@ func (s *Server) abortElsewhere(w http.ResponseWriter, r *http.Request, run stor
 		p = *policy.PrincipalFrom(ctx)
 	}
 	s.background(sess, a, true, p)
-	writeJSON(w, http.StatusAccepted, map[string]string{"run_id": run.ID, "status": "aborting"})
+	return nil
 }
 
 // takenOver is the Result of a run another process took from this one

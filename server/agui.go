@@ -134,8 +134,7 @@ func (s *Server) agui(w http.ResponseWriter, r *http.Request) {
 // OpenAI-compatible endpoint does, in the session of the input's thread;
 // nil when it answered why not.
 func (s *Server) aguiStart(w http.ResponseWriter, r *http.Request, a *agent.Agent, in *aguiInput, st *aguiStream) <-chan any {
-	sp := a.Spec()
-	input, err := chatInput(&sp, in.Messages)
+	input, err := chatInput(a, in.Messages)
 	if err != nil {
 		writeError(w, http.StatusBadRequest, "invalid_request", err.Error())
 		return nil

@@ -25,6 +25,8 @@ type launch struct {
 	// begun is told the run's id before the run starts (a listener that
 	// keeps only the run's own events needs it first).
 	begun func(runID string)
+	// conversation is the conversation the run is part of; "": none.
+	conversation string
 }
 
 // start takes a slot for l's run (slot takes it, or says why not), makes
@@ -66,6 +68,9 @@ func (s *Server) runOptions(ctx context.Context, l *launch) []agent.RunOption {
 	opts := append(sessionOptions(ctx, l), agent.WithStore(s.cfg.Store))
 	if l.listen != nil {
 		opts = append(opts, l.listen)
+	}
+	if l.conversation != "" {
+		opts = append(opts, agent.WithConversation(l.conversation))
 	}
 	return opts
 }

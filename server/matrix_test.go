@@ -73,6 +73,12 @@ func routeMatrix(o *ownersFixture) map[string]routeCase {
 		"GET /healthz":                                 {path: "/healthz", want: everyone},
 		"GET /readyz":                                  {path: "/readyz", want: everyone},
 		"GET /openapi.json":                            {path: "/openapi.json", want: everyone},
+		"POST /v1/conversations":                       {path: "/v1/conversations", body: `{}`, want: outcomes{no, bad, created, bad, created, bad, created, created}},
+		"GET /v1/conversations":                        {path: "/v1/conversations", want: keyed},
+		"GET /v1/conversations/{id}":                   {path: "/v1/conversations/" + o.conv, want: reach, owned: true},
+		"POST /v1/conversations/{id}/messages":         {path: "/v1/conversations/" + o.conv + "/messages", body: `{"message": "hello"}`, want: outcomes{no, bad, created, bad, nf, bad, bad, bad}, owned: true},
+		"POST /v1/conversations/{id}/fork":             {path: "/v1/conversations/" + o.conv + "/fork", body: `{}`, want: outcomes{no, bad, created, bad, nf, bad, bad, created}, owned: true},
+		"DELETE /v1/conversations/{id}":                {path: "/v1/conversations/" + o.busy, want: outcomes{no, bad, 409, bad, nf, bad, bad, 409}, owned: true},
 	}
 }
 
@@ -131,7 +137,7 @@ func TestRouteMatrix(t *testing.T) {
 
 // idIn is the fixture's id a path names.
 func idIn(path string, o *ownersFixture) string {
-	for _, id := range []string{o.done, o.paused, o.eval} {
+	for _, id := range []string{o.done, o.paused, o.eval, o.conv, o.busy} {
 		if strings.Contains(path, id) {
 			return id
 		}

@@ -16,7 +16,6 @@ import (
 
 	"github.com/agentry/agentry/agent"
 	"github.com/agentry/agentry/event"
-	"github.com/agentry/agentry/spec"
 )
 
 // chatRequest is what agentry reads of OpenAI's chat completion request;
@@ -59,11 +58,11 @@ func (m chatMessage) text() (string, error) {
 	return b.String(), nil
 }
 
-// chatInput is the run's input: the last user message, as the agent's
-// one input key, as its input when it is a JSON object, or as "task".
-// The agent's own system prompt stands; the client's system messages and
-// earlier turns are not its input (a run is one task).
-func chatInput(sp *spec.Spec, msgs []chatMessage) (map[string]any, error) {
+// chatInput is the run's input: the last user message, as
+// agent.MessageInput makes it. The agent's own system prompt stands; the
+// client's system messages and earlier turns are not its input (a run is
+// one task).
+func chatInput(a *agent.Agent, msgs []chatMessage) (map[string]any, error) {
 	for i := len(msgs) - 1; i >= 0; i-- {
 		if msgs[i].Role != "user" {
 			continue
@@ -72,17 +71,7 @@ func chatInput(sp *spec.Spec, msgs []chatMessage) (map[string]any, error) {
 		if err != nil {
 			return nil, err
 		}
-		var obj map[string]any
-		keys := sp.InputKeys
-		switch {
-		case json.Unmarshal([]byte(text), &obj) == nil && len(keys) != 1:
-			return obj, nil
-		case len(keys) == 1:
-			return map[string]any{keys[0]: text}, nil
-		case len(keys) > 1:
-			return nil, fmt.Errorf("agent %s takes %s: send them as a JSON object in the user message", sp.AgentName, strings.Join(keys, ", "))
-		}
-		return map[string]any{"task": text}, nil
+		return a.MessageInput(text)
 	}
 	return nil, errors.New("messages: no user message")
 }
@@ -109,8 +98,7 @@ func (s *Server) chatCompletions(w http.ResponseWriter, r *http.Request) {
 		writeOpenAIError(w, http.StatusNotFound, "model_not_found", fmt.Sprintf("model %q: no such agent is served (GET /v1/models lists them)", req.Model))
 		return
 	}
-	sp := a.Spec()
-	input, err := chatInput(&sp, req.Messages)
+	input, err := chatInput(a, req.Messages)
 	if err != nil {
 		writeOpenAIError(w, http.StatusBadRequest, "invalid_messages", err.Error())
 		return
@@ -118,7 +106,7 @@ func (s *Server) chatCompletions(w http.ResponseWriter, r *http.Request) {
 	l := &launch{agent: a, input: input, user: req.User, trace: traceOf(r)}
 	var text *chunks
 	if req.Stream {
-		text = &chunks{ready: make(chan struct{}, 1), live: len(sp.Tools) == 0}
+		text = &chunks{ready: make(chan struct{}, 1), live: len(a.Tools()) == 0}
 		l.listen = agent.WithEvents(text.add, event.Inline(), event.Types(event.ContentChunk, event.ToolCallStart, event.TurnEnd))
 		l.begun = func(id string) { text.runID = id } // before the run starts: its sub-runs' text is not its answer
 	}

@@ -93,6 +93,7 @@ func politeAgents(tb testing.TB) (*agent.Registry, []agent.Option) {
 type ownersFixture struct {
 	*fixture
 	done, paused, eval string // alice's completed run, paused run and evaluation
+	conv, busy         string // alice's conversations: one with a run that ended, one whose run goes on
 }
 
 func newOwnersFixture(t *testing.T, c Config) *ownersFixture {
@@ -145,7 +146,24 @@ func newOwnersFixture(t *testing.T, c Config) *ownersFixture {
 		t.Fatal(err)
 	}
 	o.eval = rep.ID
+	o.conv = o.conversation(t, "greeter", "?wait=true")
+	o.busy = o.conversation(t, "waiter", "")
 	return o
+}
+
+// conversation makes one of alice's conversations with agent, and says
+// something in it (wait: "?wait=true" to let the run end).
+func (o *ownersFixture) conversation(t *testing.T, agent, wait string) string {
+	t.Helper()
+	code, conv := o.do(t, "POST", "/v1/conversations", "alice-run", `{"agent": "`+agent+`"}`)
+	if code != 201 {
+		t.Fatalf("alice's conversation: %d %v", code, conv)
+	}
+	id := conv["id"].(string)
+	if code, res := o.do(t, "POST", "/v1/conversations/"+id+"/messages"+wait, "alice-run", `{"message": "hi"}`); code != 200 && code != 201 {
+		t.Fatalf("alice's message: %d %v", code, res)
+	}
+	return id
 }
 
 // raw sends a request and returns its status, headers and body, whatever

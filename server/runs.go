@@ -401,7 +401,7 @@ func (s *Server) ownedBy(r *http.Request, f *store.Filter) bool {
 func filterOf(r *http.Request) (store.Filter, error) {
 	q := r.URL.Query()
 	f := store.Filter{Name: q.Get("agent"), Status: store.Status(q.Get("status")), Cursor: q.Get("cursor"), Limit: 100,
-		User: q.Get("user")}
+		User: q.Get("user"), Conversation: q.Get("conversation")}
 	if f.Status != "" && !f.Status.Valid() {
 		return f, fmt.Errorf("status %q is not a run status", f.Status)
 	}

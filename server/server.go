@@ -166,26 +166,7 @@ func New(c Config) (*Server, error) {
 		return nil, fmt.Errorf("server: the viewer's files: %w", err)
 	}
 	s.base, s.close = context.WithCancel(context.Background())
-	s.route("POST /v1/runs", RoleRunner, s.createRun)
-	s.route("GET /v1/runs", RoleViewer, s.listRuns)
-	s.route("GET /v1/runs/{id}", RoleViewer, s.getRun)
-	s.route("GET /v1/runs/{id}/events", RoleViewer, s.events)
-	s.route("POST /v1/runs/{id}/abort", RoleRunner, s.abort)
-	s.route("POST /v1/runs/{id}/resume", RoleRunner, s.resume)
-	s.route("GET /v1/runs/{id}/audit", RoleViewer, s.audit)
-	s.route("GET /v1/evals", RoleViewer, s.listEvals)
-	s.route("GET /v1/evals/{id}", RoleViewer, s.getEval)
-	s.route("GET /v1/evals/{id}/compare/{baseline}", RoleViewer, s.compareEvals)
-	s.route("GET /v1/agents", RoleViewer, s.listAgents)
-	s.route("GET /v1/whoami", RoleViewer, s.whoami)
-	s.route("POST /ag-ui/{agent}", RoleRunner, s.agui)
-	s.routeWith("POST /v1/chat/completions", RoleRunner, writeOpenAIError, s.chatCompletions)
-	s.routeWith("GET /v1/models", RoleViewer, writeOpenAIError, s.models)
-	s.route("POST /mcp", RoleRunner, s.mcpHTTP().ServeHTTP)
-	// Stateless: no stream to GET, no session to DELETE (the protocol's
-	// answer to both is 405).
-	s.open("GET /mcp", mcpNotAllowed)
-	s.open("DELETE /mcp", mcpNotAllowed)
+	s.apiRoutes()
 	s.a2aRoutes()
 	s.open("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
 		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
@@ -203,6 +184,36 @@ func New(c Config) (*Server, error) {
 		writeError(w, http.StatusNotFound, "not_found", fmt.Sprintf("no route %s %s", r.Method, r.URL.Path))
 	})
 	return s, nil
+}
+
+// apiRoutes serves the API's routes, each to the role it needs.
+func (s *Server) apiRoutes() {
+	s.route("POST /v1/runs", RoleRunner, s.createRun)
+	s.route("GET /v1/runs", RoleViewer, s.listRuns)
+	s.route("GET /v1/runs/{id}", RoleViewer, s.getRun)
+	s.route("GET /v1/runs/{id}/events", RoleViewer, s.events)
+	s.route("POST /v1/runs/{id}/abort", RoleRunner, s.abort)
+	s.route("POST /v1/runs/{id}/resume", RoleRunner, s.resume)
+	s.route("GET /v1/runs/{id}/audit", RoleViewer, s.audit)
+	s.route("GET /v1/evals", RoleViewer, s.listEvals)
+	s.route("GET /v1/evals/{id}", RoleViewer, s.getEval)
+	s.route("GET /v1/evals/{id}/compare/{baseline}", RoleViewer, s.compareEvals)
+	s.route("GET /v1/agents", RoleViewer, s.listAgents)
+	s.route("POST /v1/conversations", RoleRunner, s.createConversation)
+	s.route("GET /v1/conversations", RoleViewer, s.listConversations)
+	s.route("GET /v1/conversations/{id}", RoleViewer, s.getConversation)
+	s.route("DELETE /v1/conversations/{id}", RoleRunner, s.deleteConversation)
+	s.route("POST /v1/conversations/{id}/messages", RoleRunner, s.postMessage)
+	s.route("POST /v1/conversations/{id}/fork", RoleRunner, s.forkConversation)
+	s.route("GET /v1/whoami", RoleViewer, s.whoami)
+	s.route("POST /ag-ui/{agent}", RoleRunner, s.agui)
+	s.routeWith("POST /v1/chat/completions", RoleRunner, writeOpenAIError, s.chatCompletions)
+	s.routeWith("GET /v1/models", RoleViewer, writeOpenAIError, s.models)
+	s.route("POST /mcp", RoleRunner, s.mcpHTTP().ServeHTTP)
+	// Stateless: no stream to GET, no session to DELETE (the protocol's
+	// answer to both is 405).
+	s.open("GET /mcp", mcpNotAllowed)
+	s.open("DELETE /mcp", mcpNotAllowed)
 }
 
 // ServeHTTP serves one request.
