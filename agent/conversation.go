@@ -63,11 +63,16 @@ func (r *run) joinConversation(ctx context.Context) error {
 	if id == "" {
 		return nil
 	}
-	hist := c.extra.history
+	hist, calls := c.extra.history, c.extra.historyCalls
 	if !c.extra.historySet {
 		var err error
-		if hist, err = r.readHistory(ctx, id); err != nil {
+		if hist, calls, err = r.readHistory(ctx, id); err != nil {
 			return err
+		}
+		if f := r.a.script(); f != nil && c.provider == nil {
+			// A scripted model plays the conversation's script: this run
+			// goes on where the runs before it left off, in any process.
+			r.s.provider = r.a.sessionChain(f.From(calls), c.store != nil)
 		}
 	}
 	at := r.historyAt()
@@ -75,14 +80,15 @@ func (r *run) joinConversation(ctx context.Context) error {
 	out := make([]llm.Message, 0, len(msgs)+len(hist))
 	r.st.Messages = append(append(append(out, msgs[:at]...), hist...), msgs[at:]...)
 	n := r.note()
-	n.history, n.historyLen = hist, len(hist)
+	n.history, n.historyLen, n.historyCalls = hist, len(hist), calls
 	return nil
 }
 
 // readHistory is the conversation's history as the run's spec carries
-// it; the conversation is made for the run's user when it does not
-// exist, and another user's is not found.
-func (r *run) readHistory(ctx context.Context, id string) ([]llm.Message, error) {
+// it, and how many model attempts its runs made; the conversation is
+// made for the run's user when it does not exist, and another user's is
+// not found.
+func (r *run) readHistory(ctx context.Context, id string) ([]llm.Message, int, error) {
 	cs := r.s.cfg.store.(store.Conversations)
 	user := r.info.UserID
 	conv, err := cs.Conversation(ctx, id)
@@ -90,26 +96,26 @@ func (r *run) readHistory(ctx context.Context, id string) ([]llm.Message, error)
 	case errors.Is(err, store.ErrNoConversation):
 		err = cs.CreateConversation(ctx, store.Conversation{ID: id, User: user})
 		if err != nil && !errors.Is(err, store.ErrExists) { // made meanwhile: the store checks its owner
-			return nil, fmt.Errorf("conversation %s: %w", id, err)
+			return nil, 0, fmt.Errorf("conversation %s: %w", id, err)
 		}
-		return nil, nil
+		return nil, 0, nil
 	case err != nil:
-		return nil, fmt.Errorf("conversation %s: %w", id, err)
+		return nil, 0, fmt.Errorf("conversation %s: %w", id, err)
 	case conv.User != user:
-		return nil, fmt.Errorf("%w: %s", store.ErrNoConversation, id) // another user's is not there
+		return nil, 0, fmt.Errorf("%w: %s", store.ErrNoConversation, id) // another user's is not there
 	}
 	rec, err := cs.History(ctx, id)
 	if err != nil || rec == nil {
-		return nil, err
+		return nil, 0, err
 	}
 	if err := runlog.OpenRecord(r.a.logSeal, rec.RunID, &rec.Record); err != nil {
-		return nil, fmt.Errorf("conversation %s: the history of run %s: %w", id, rec.RunID, err)
+		return nil, 0, fmt.Errorf("conversation %s: the history of run %s: %w", id, rec.RunID, err)
 	}
 	var h runlog.History
 	if err := json.Unmarshal(rec.Data, &h); err != nil {
-		return nil, fmt.Errorf("conversation %s: the history of run %s: %w", id, rec.RunID, err)
+		return nil, 0, fmt.Errorf("conversation %s: the history of run %s: %w", id, rec.RunID, err)
 	}
-	return carried(h.Messages, r.a.spec.Context), nil
+	return carried(h.Messages, r.a.spec.Context), h.Attempts, nil
 }
 
 // historyAt is where a conversation's history goes in the transcript:

@@ -316,7 +316,7 @@ func startedAs(db store.Store, l *runlog.Log) []RunOption {
 	if st.Conversation != "" { // it goes on from the history it started from
 		opts = append(opts, func(c *runConfig) {
 			e := c.more()
-			e.conversation, e.history, e.historySet = st.Conversation, st.History, true
+			e.conversation, e.history, e.historySet, e.historyCalls = st.Conversation, st.History, true, st.HistoryAttempts
 		})
 	}
 	return opts
@@ -375,9 +375,18 @@ type playsFrom interface{ From(n int) llm.Provider }
 // (WithProvider), or the one the spec names, opened again. Any other
 // model just answers the next call.
 func (a *Agent) playOn(l *runlog.Log) llm.Provider {
-	if l.Attempts == 0 || a.o.model != l.Start.Model {
+	at := l.Start.HistoryAttempts + l.Attempts // a conversation's script went on through its runs
+	if at == 0 || a.o.model != l.Start.Model {
 		return nil
 	}
+	if f := a.script(); f != nil {
+		return f.From(at)
+	}
+	return nil
+}
+
+// script is the agent's model when it plays a script, or nil.
+func (a *Agent) script() playsFrom {
 	var p llm.Provider
 	if a.o.provider != nil {
 		p = a.o.provider.p
@@ -391,10 +400,8 @@ func (a *Agent) playOn(l *runlog.Log) llm.Provider {
 		}
 		p = m.Provider
 	}
-	if f, ok := p.(playsFrom); ok {
-		return f.From(l.Attempts)
-	}
-	return nil
+	f, _ := p.(playsFrom)
+	return f
 }
 
 // traceKey is what a run is sampled by: its trace id, else its run id.

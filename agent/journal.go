@@ -146,7 +146,7 @@ func (j *runJournal) begin(ctx context.Context, s *Session) error {
 		}
 		conv := s.cfg.conversation()
 		if conv != "" {
-			start.Conversation, start.History = conv, r.notes.history
+			start.Conversation, start.History, start.HistoryAttempts = conv, r.notes.history, r.notes.historyCalls
 		}
 		if e := s.cfg.extra; e != nil && e.seeded {
 			seed := e.seed
@@ -193,7 +193,11 @@ func (j *runJournal) end(ctx context.Context, res *Result) error {
 	status, sum := res.StoreStatus()
 	if j.r.s.cfg.conversation() != "" {
 		// Where the conversation's next run starts, in the same write.
-		j.w.Add(journal.Record(store.KindHistory, res.Iterations, "", runlog.History{Messages: j.r.ownHistory()}))
+		calls := j.r.notes.historyCalls
+		for _, mc := range res.ModelCalls {
+			calls += max(mc.Attempts, 1)
+		}
+		j.w.Add(journal.Record(store.KindHistory, res.Iterations, "", runlog.History{Messages: j.r.ownHistory(), Attempts: calls}))
 	}
 	return j.w.End(ctx, status, sum, res.Iterations, res)
 }

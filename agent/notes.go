@@ -22,6 +22,7 @@ type runNotes struct {
 	remembered     int
 	history        []llm.Message // the conversation's history the run started from
 	historyLen     int           // how many messages of the transcript are that history now
+	historyCalls   int           // the model attempts of the conversation's runs before this one
 }
 
 // note is the run's notes, made when something first adds to them.

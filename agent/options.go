@@ -59,6 +59,7 @@ type runExtra struct {
 	conversation string        // WithConversation
 	history      []llm.Message // the history a resumed or replayed run started from
 	historySet   bool
+	historyCalls int // the model attempts of the conversation before it
 }
 
 // more is c's extra options, made when an option first sets one.

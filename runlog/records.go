@@ -54,6 +54,9 @@ type Start struct {
 	// them: a resume and a replay put them back as they were.
 	Conversation string        `json:"conversation,omitempty"`
 	History      []llm.Message `json:"history,omitempty"`
+	// HistoryAttempts is how many model attempts the conversation's runs
+	// made before this one: where a scripted model stands in its script.
+	HistoryAttempts int `json:"history_attempts,omitempty"`
 	// Driver names what drives the run when it is not one process (a
 	// Temporal workflow, "temporal:NAMESPACE/WORKFLOW_ID"): only a
 	// session of the same driver may resume it (drive.Plan.Driver).
@@ -176,4 +179,47 @@ type Approval struct {
 // among them (its task, its tool calls and results, its answer).
 type History struct {
 	Messages []llm.Message `json:"messages"`
+	// Attempts is how many model attempts the conversation's runs made
+	// up to this one's end: where a scripted model stands in its script
+	// when the next run begins, in whatever process.
+	Attempts int `json:"attempts,omitempty"`
+}
+
+// Exchange is what a run of a conversation was told and what it answered,
+// as a chat shows it.
+type Exchange struct {
+	// Message is what was said: the text of an input of one text (a
+	// message), else the input.
+	Message any `json:"message"`
+	// Answer is the run's result, once it has one; Error why it failed.
+	Answer any    `json:"answer,omitempty"`
+	Error  string `json:"error,omitempty"`
+}
+
+// Exchange is what the run was told and answered.
+func (l *Log) Exchange() Exchange {
+	var x Exchange
+	x.Message = l.Start.Input
+	if len(l.Start.Input) == 1 {
+		for _, v := range l.Start.Input {
+			if text, ok := v.(string); ok {
+				x.Message = text
+			}
+		}
+	}
+	if l.Result != nil {
+		var res struct {
+			Result any `json:"result"`
+			Error  *struct {
+				Message string `json:"message"`
+			} `json:"error"`
+		}
+		if json.Unmarshal(l.Result, &res) == nil {
+			x.Answer = res.Result
+			if res.Error != nil {
+				x.Error = res.Error.Message
+			}
+		}
+	}
+	return x
 }

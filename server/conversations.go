@@ -2,9 +2,6 @@ package server
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -15,6 +12,7 @@ import (
 
 	"github.com/agentry/agentry/agent"
 	"github.com/agentry/agentry/event"
+	"github.com/agentry/agentry/internal/ids"
 	"github.com/agentry/agentry/runlog"
 	"github.com/agentry/agentry/store"
 )
@@ -39,17 +37,14 @@ func conversationOf(c store.Conversation) conversationView {
 		CreatedAt: c.CreatedAt, UpdatedAt: c.UpdatedAt}
 }
 
-// turnView is one run of a conversation, as a chat shows it.
+// turnView is one run of a conversation, as a chat shows it: what was
+// said, and what the agent answered.
 type turnView struct {
 	RunID     string       `json:"run_id"`
 	Agent     string       `json:"agent"`
 	Status    store.Status `json:"status"`
 	CreatedAt time.Time    `json:"created_at"`
-	// Message is what was said (the run's input), Answer what the agent
-	// answered (its Result's result), Error why it did not.
-	Message any    `json:"message"`
-	Answer  any    `json:"answer,omitempty"`
-	Error   string `json:"error,omitempty"`
+	runlog.Exchange
 }
 
 // conversations is the store's conversations, or the answer that it
@@ -78,13 +73,6 @@ func (s *Server) conversationOwned(w http.ResponseWriter, r *http.Request, cs st
 	return c, true
 }
 
-// newConversationID is a fresh conversation id.
-func newConversationID() string {
-	var b [8]byte
-	rand.Read(b[:])
-	return "conv_" + hex.EncodeToString(b[:])
-}
-
 // createConversation makes a conversation for the caller, its id the
 // server's (so that no id tells whether another user's exists): 201
 // with it.
@@ -101,7 +89,7 @@ func (s *Server) createConversation(w http.ResponseWriter, r *http.Request) {
 		writeBodyError(w, err)
 		return
 	}
-	c := store.Conversation{ID: newConversationID(), User: callerOf(r.Context()).user}
+	c := store.Conversation{ID: ids.New("conv"), User: callerOf(r.Context()).user}
 	if req.Agent != "" {
 		a, err := s.cfg.Agents.Get(req.Agent)
 		if err != nil {
@@ -197,44 +185,16 @@ func (s *Server) getConversation(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, v)
 }
 
-// turnOf is a run of a conversation as a chat shows it: its message
-// from its start record, its answer from its Result.
+// turnOf is a run of a conversation as a chat shows it.
 func (s *Server) turnOf(ctx context.Context, run store.Run) turnView {
-	t := turnView{RunID: run.ID, Agent: run.Name + "@" + run.Version, Status: run.Status, CreatedAt: run.CreatedAt, Error: run.Error}
+	t := turnView{RunID: run.ID, Agent: run.Name + "@" + run.Version, Status: run.Status, CreatedAt: run.CreatedAt}
 	l, err := runlog.Read(ctx, s.cfg.Store, run.ID, s.logOptions()...)
 	if err != nil {
 		t.Error = "its log does not read: " + err.Error()
 		return t
 	}
-	t.Message = messageOf(l.Start.Input)
-	if l.Result != nil {
-		var res struct {
-			Result any `json:"result"`
-			Error  *struct {
-				Message string `json:"message"`
-			} `json:"error"`
-		}
-		if json.Unmarshal(l.Result, &res) == nil {
-			t.Answer = res.Result
-			if res.Error != nil {
-				t.Error = res.Error.Message
-			}
-		}
-	}
+	t.Exchange = l.Exchange()
 	return t
-}
-
-// messageOf is what a person said, from the input a message became: the
-// text of an input of one text, else the input.
-func messageOf(input map[string]any) any {
-	if len(input) == 1 {
-		for _, v := range input {
-			if text, ok := v.(string); ok {
-				return text
-			}
-		}
-	}
-	return input
 }
 
 // messageRequest is the body of POST /v1/conversations/{id}/messages.
@@ -450,7 +410,7 @@ func (s *Server) forkConversation(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	id := newConversationID()
+	id := ids.New("conv")
 	err := cs.Fork(r.Context(), conv.ID, req.At, store.Conversation{ID: id, User: c.user, Agent: conv.Agent})
 	switch {
 	case errors.Is(err, store.ErrNotFound):

@@ -105,7 +105,7 @@ func newRoot(stdout, stderr io.Writer) *cobra.Command {
 	}
 	root.SetOut(stdout)
 	root.SetErr(stderr)
-	root.AddCommand(newRunCmd(stdout, stderr), newValidateCmd(stdout, stderr), newRunsCmd(stdout), newTraceCmd(stdout),
+	root.AddCommand(newRunCmd(stdout, stderr), newChatCmd(stdout, stderr), newConversationsCmd(stdout), newValidateCmd(stdout, stderr), newRunsCmd(stdout), newTraceCmd(stdout),
 		newReplayCmd(stdout, stderr), newResumeCmd(stdout, stderr), newAuditCmd(stdout), newPromptCmd(stdout), newAgentsCmd(stdout), newServeCmd(stdout, stderr), newHashKeyCmd(stdout), newMCPCmd(stdout, stderr), newEvalCmd(stdout, stderr), newWorkerCmd(stderr), newVersionCmd(stdout))
 	root.Version = version()
 	root.SetVersionTemplate("{{.Version}}\n")

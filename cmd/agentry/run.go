@@ -131,6 +131,13 @@ func outputFlags(cmd *cobra.Command, f *runFlags) {
 	fl.BoolVar(&f.json, "json", false, "print the whole result as JSON on stdout")
 	fl.StringVar(&f.events, "events", "", "write every event as a JSON line to this file")
 	fl.BoolVarP(&f.quiet, "quiet", "q", false, "no progress on stderr")
+	agentFlags(cmd, f)
+}
+
+// agentFlags are the flags of every command that builds agents: pricing,
+// the network guard, logs, the prompt store.
+func agentFlags(cmd *cobra.Command, f *runFlags) {
+	fl := cmd.Flags()
 	fl.StringVar(&f.pricing, "pricing", os.Getenv("AGENTRY_PRICING"), "pricing file to add to the built-in table (env AGENTRY_PRICING)")
 	fl.BoolVar(&f.allowPrivate, "allow-private-network", false, "let http_get and http_request reach loopback and private addresses")
 	fl.StringVar(&f.logLevel, "log-level", os.Getenv("AGENTRY_LOG_LEVEL"), "log records on stderr at this level: debug, info, warn, error, off (env AGENTRY_LOG_LEVEL; off by default)")
