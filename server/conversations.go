@@ -250,6 +250,15 @@ func (s *Server) postMessage(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	l := &launch{agent: a, input: input, metadata: req.Metadata, trace: traceOf(r), conversation: id}
+	if s.cfg.Remote != nil {
+		runID, rf := s.converseRemote(r.Context(), l, req.IfBusy)
+		if rf != nil {
+			rf.write(w, writeError)
+			return
+		}
+		s.answerRemote(w, r, runID, 0, http.StatusCreated)
+		return
+	}
 	runID, done, rf := s.converse(r.Context(), l, req.IfBusy)
 	if rf != nil {
 		rf.write(w, writeError)
@@ -302,31 +311,79 @@ func (s *Server) answerer(ref string, conv store.Conversation) (*agent.Agent, *r
 // (queue), or after it was aborted (interrupt). It answers once the run
 // is in the conversation, or ended before it could join it.
 func (s *Server) converse(ctx context.Context, l *launch, ifBusy string) (string, <-chan any, *refusal) {
-	interrupted := ""
-	for {
+	for interrupted := ""; ; {
 		id, done, busy, rf := s.join(ctx, l)
 		if rf != nil || busy == "" {
 			return id, done, rf
 		}
-		switch ifBusy {
-		case "", "refuse":
-			return "", nil, &refusal{http.StatusConflict, "conversation_busy",
-				fmt.Sprintf("run %s of conversation %s goes on: one run of a conversation goes at a time (if_busy: queue waits for it, interrupt aborts it)", busy, l.conversation)}
-		case "interrupt":
-			if busy != interrupted { // abort it once; then wait as a queue does
-				run, err := s.cfg.Store.Get(ctx, busy)
-				if err == nil {
-					if rf := s.abortRun(ctx, run); rf != nil && rf.status != http.StatusConflict {
-						return "", nil, rf
-					}
-				}
-				interrupted = busy
-			}
-		}
-		if err := s.awaitEnd(ctx, busy); err != nil {
-			return "", nil, &refusal{http.StatusServiceUnavailable, "stopping", err.Error()}
+		if rf := s.whileBusy(ctx, l.conversation, busy, ifBusy, &interrupted); rf != nil {
+			return "", nil, rf
 		}
 	}
+}
+
+// converseRemote is converse for a server whose runs go on the Remote:
+// the store says which run holds the conversation before the run starts
+// (two servers that race are told apart by the store, in the worker).
+func (s *Server) converseRemote(ctx context.Context, l *launch, ifBusy string) (string, *refusal) {
+	for interrupted := ""; ; {
+		busy, err := s.holder(ctx, l.conversation)
+		if err != nil {
+			return "", &refusal{http.StatusInternalServerError, "store_error", "the run store failed to list the conversation's runs"}
+		}
+		if busy == "" {
+			p := callerOf(ctx).principal()
+			rr := RemoteRun{Agent: l.agent.Name() + "@" + l.agent.Spec().Version, Conversation: l.conversation, Input: l.input,
+				UserID: p.UserID, Roles: p.Roles, Metadata: l.metadata, TraceParent: l.trace.parent, TraceState: l.trace.state}
+			return s.startRemote(ctx, rr)
+		}
+		if rf := s.whileBusy(ctx, l.conversation, busy, ifBusy, &interrupted); rf != nil {
+			return "", rf
+		}
+	}
+}
+
+// holder is the run that holds the conversation (it goes on, waits for
+// approval, or was interrupted), or "".
+func (s *Server) holder(ctx context.Context, conv string) (string, error) {
+	for _, st := range []store.Status{store.Running, store.AwaitingApproval, store.Interrupted} {
+		runs, err := s.cfg.Store.List(ctx, store.Filter{Conversation: conv, Status: st, Limit: 1})
+		if err != nil || len(runs) > 0 {
+			return firstID(runs), err
+		}
+	}
+	return "", nil
+}
+
+func firstID(runs []store.Run) string {
+	if len(runs) == 0 {
+		return ""
+	}
+	return runs[0].ID
+}
+
+// whileBusy does what ifBusy says while the run busy holds conv: a
+// refusal (refuse), or nothing once it ended (queue), after it was
+// aborted once (interrupt; *interrupted remembers which).
+func (s *Server) whileBusy(ctx context.Context, conv, busy, ifBusy string, interrupted *string) *refusal {
+	switch ifBusy {
+	case "", "refuse":
+		return &refusal{http.StatusConflict, "conversation_busy",
+			fmt.Sprintf("run %s of conversation %s goes on: one run of a conversation goes at a time (if_busy: queue waits for it, interrupt aborts it)", busy, conv)}
+	case "interrupt":
+		if busy != *interrupted { // abort it once; then wait as a queue does
+			if run, err := s.cfg.Store.Get(ctx, busy); err == nil {
+				if rf := s.abortRun(ctx, run); rf != nil && rf.status != http.StatusConflict {
+					return rf
+				}
+			}
+			*interrupted = busy
+		}
+	}
+	if err := s.awaitEnd(ctx, busy); err != nil {
+		return &refusal{http.StatusServiceUnavailable, "stopping", err.Error()}
+	}
+	return nil
 }
 
 // join starts l's run and waits until it is in its conversation (its

@@ -41,12 +41,14 @@ type Remote interface {
 // RemoteRun is a run a Remote starts: a served agent by name (the
 // workers find it in their agents directory) or an inline spec.
 type RemoteRun struct {
-	Agent  string
-	Spec   json.RawMessage
-	Model  string
-	Input  map[string]any
-	UserID string
-	Roles  []string // the caller's: the policy's access rules read them
+	Agent string
+	// Conversation is the conversation the run is part of; "": none.
+	Conversation string
+	Spec         json.RawMessage
+	Model        string
+	Input        map[string]any
+	UserID       string
+	Roles        []string // the caller's: the policy's access rules read them
 	// TraceParent and TraceState are the caller's W3C trace context.
 	TraceParent, TraceState string
 	Metadata                map[string]string
@@ -73,15 +75,25 @@ func (s *Server) createRemote(w http.ResponseWriter, r *http.Request, req *runRe
 	} else {
 		rr.Agent = a.Name() + "@" + a.Spec().Version
 	}
-	if rf := s.admittedRemote(); rf != nil {
+	id, rf := s.startRemote(r.Context(), rr)
+	if rf != nil {
 		rf.write(w, writeError)
 		return
 	}
-	id, err := s.cfg.Remote.Start(r.Context(), rr)
+	s.answerRemote(w, r, id, 0, http.StatusCreated)
+}
+
+// startRemote starts rr on the Remote in a slot, and returns its id once
+// the run is in the store (or after remoteBegin, when no worker took it
+// yet).
+func (s *Server) startRemote(ctx context.Context, rr RemoteRun) (string, *refusal) {
+	if rf := s.admittedRemote(); rf != nil {
+		return "", rf
+	}
+	id, err := s.cfg.Remote.Start(ctx, rr)
 	if err != nil {
 		s.releaseRemote()
-		writeError(w, http.StatusBadGateway, "remote_error", err.Error())
-		return
+		return "", &refusal{http.StatusBadGateway, "remote_error", err.Error()}
 	}
 	// Until the run stops, a request for it waits for it to reach the
 	// store: a client watches it from the moment it has its id.
@@ -91,8 +103,8 @@ func (s *Server) createRemote(w http.ResponseWriter, r *http.Request, req *runRe
 	}
 	s.started[id] = true
 	s.mu.Unlock()
-	s.begun(r.Context(), id, s.followRemote(id, 0))
-	s.answerRemote(w, r, id, 0, http.StatusCreated)
+	s.begun(ctx, id, s.followRemote(id, 0))
+	return id, nil
 }
 
 // followRemote holds the slot taken for a run the Remote drives until

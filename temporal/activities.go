@@ -154,6 +154,9 @@ func (x *activities) sessionOptions(in advanceIn, req *Request, limits spec.Limi
 		if req.Seed != nil {
 			opts = append(opts, agent.WithSeed(*req.Seed))
 		}
+		if req.Conversation != "" {
+			opts = append(opts, agent.WithConversation(req.Conversation))
+		}
 	}
 	if d := in.Decision; d != nil {
 		if len(d.Approve) > 0 {

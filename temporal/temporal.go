@@ -67,6 +67,10 @@ type Request struct {
 	BaseDir   string         `json:"base_dir,omitempty"`
 	Model     string         `json:"model,omitempty"`
 	Input     map[string]any `json:"input"`
+	// Conversation is the conversation the run is part of: it starts
+	// from the conversation's history, read from the store as a local
+	// run's is.
+	Conversation string `json:"conversation,omitempty"`
 	// Who runs it, as for a local run: Roles are the principal's (the
 	// policy's access rules read them).
 	SessionID     string            `json:"session_id,omitempty"`

@@ -349,7 +349,7 @@ type temporalRemote struct {
 
 func (r temporalRemote) Start(ctx context.Context, rr server.RemoteRun) (string, error) {
 	return temporal.Start(ctx, r.c, r.t.taskQueue, temporal.Request{Agent: rr.Agent, Spec: rr.Spec, Model: rr.Model, Input: rr.Input,
-		UserID: rr.UserID, Roles: rr.Roles, TraceParent: rr.TraceParent, TraceState: rr.TraceState, Metadata: rr.Metadata})
+		Conversation: rr.Conversation, UserID: rr.UserID, Roles: rr.Roles, TraceParent: rr.TraceParent, TraceState: rr.TraceState, Metadata: rr.Metadata})
 }
 
 func (r temporalRemote) Decide(ctx context.Context, runID string, approve, deny []string, reason, by string) error {

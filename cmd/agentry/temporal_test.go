@@ -684,3 +684,32 @@ func TestServeOnTemporalCreationRules(t *testing.T) {
 		t.Errorf("decided where they do: %d %v", code, res)
 	}
 }
+
+// TestServeOnTemporalConversation: a conversation's runs go on the
+// workers, and each reads the conversation's history from the store as
+// a local run does: the second run's model is sent the first exchange.
+func TestServeOnTemporalConversation(t *testing.T) {
+	hostPort, _ := testdb.Temporal(t)
+	db := testdb.Postgres(t)
+	base := t.TempDir()
+	agents := filepath.Join(base, "agents")
+	os.MkdirAll(filepath.Join(agents, "chat"), 0o755)
+	os.WriteFile(filepath.Join(agents, "chat", "v1.json"), []byte(`{"agent_name": "chat", "version": "v1", "model_name": "scripted:../../turns.json",
+		"system_text": "Chat.", "user_text": "${message}", "input_keys": ["message"]}`), 0o600)
+	os.WriteFile(filepath.Join(base, "turns.json"), []byte(`{"turns": [{"content": "Hello, Ada!"}, {"content": "You are Ada."}]}`), 0o600)
+	startWorker(t, "--temporal", hostPort, "--db", db, "--agents", agents)
+	s := startServe(t, "--agents", agents, "--db", db, "--temporal", hostPort)
+	code, conv := s.call(t, "POST", "/v1/conversations", "", `{"agent": "chat"}`)
+	if code != 201 {
+		t.Fatalf("create: %d %v\n%s", code, conv, s.out)
+	}
+	path := "/v1/conversations/" + conv["id"].(string) + "/messages?wait=true"
+	if code, res := s.call(t, "POST", path, "", `{"message": "My name is Ada."}`); code != 200 || res["result"] != "Hello, Ada!" {
+		t.Fatalf("the first message: %d %v\n%s", code, res, s.out)
+	}
+	code, res := s.call(t, "POST", path, "", `{"message": "Who am I?"}`)
+	msgs, _ := res["messages"].([]any)
+	if code != 200 || res["result"] != "You are Ada." || len(msgs) != 5 || msgs[1].(map[string]any)["content"] != "My name is Ada." {
+		t.Errorf("the second message, on a worker: %d %v", code, res)
+	}
+}
