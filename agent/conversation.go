@@ -29,6 +29,19 @@ func WithConversation(id string) RunOption {
 	return func(c *runConfig) { c.more().conversation = id }
 }
 
+// WithHistory makes the run start from msgs, what was said before it,
+// placed as a conversation's history is (after the system prompt and the
+// spec's messages, before the task, compacted first), without joining a
+// conversation: for a host that keeps the history itself, as a pipeline
+// in a conversation gives its stages the history its run was given. The
+// run's start record keeps it, for a resume and a replay.
+func WithHistory(msgs ...llm.Message) RunOption {
+	return func(c *runConfig) {
+		e := c.more()
+		e.history, e.historySet = slices.Clone(msgs), true
+	}
+}
+
 // conversation is the run's conversation, or "".
 func (c *runConfig) conversation() string {
 	if c.extra == nil {
@@ -60,7 +73,7 @@ func (c *runConfig) checkConversation() error {
 func (r *run) joinConversation(ctx context.Context) error {
 	c := &r.s.cfg
 	id := c.conversation()
-	if id == "" {
+	if id == "" && (c.extra == nil || !c.extra.historySet) {
 		return nil
 	}
 	hist, calls := c.extra.history, c.extra.historyCalls

@@ -313,7 +313,7 @@ func startedAs(db store.Store, l *runlog.Log) []RunOption {
 	if len(st.Images) > 0 {
 		opts = append(opts, WithImages(st.Images...))
 	}
-	if st.Conversation != "" { // it goes on from the history it started from
+	if st.Conversation != "" || len(st.History) > 0 { // it goes on from the history it started from
 		opts = append(opts, func(c *runConfig) {
 			e := c.more()
 			e.conversation, e.history, e.historySet, e.historyCalls = st.Conversation, st.History, true, st.HistoryAttempts

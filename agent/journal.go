@@ -145,8 +145,8 @@ func (j *runJournal) begin(ctx context.Context, s *Session) error {
 			start.Memory = r.mem.startRecord(r.st.RunID)
 		}
 		conv := s.cfg.conversation()
-		if conv != "" {
-			start.Conversation, start.History, start.HistoryAttempts = conv, r.notes.history, r.notes.historyCalls
+		if n := r.notes; n != nil {
+			start.Conversation, start.History, start.HistoryAttempts = conv, n.history, n.historyCalls
 		}
 		if e := s.cfg.extra; e != nil && e.seeded {
 			seed := e.seed

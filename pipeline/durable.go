@@ -9,6 +9,7 @@ import (
 	"github.com/agentry/agentry/agent"
 	"github.com/agentry/agentry/event"
 	"github.com/agentry/agentry/internal/journal"
+	"github.com/agentry/agentry/llm"
 	"github.com/agentry/agentry/policy"
 	"github.com/agentry/agentry/runlog"
 	"github.com/agentry/agentry/store"
@@ -43,6 +44,9 @@ func (r *runState) openStore(ctx context.Context, c *runConfig) error {
 		if c.runID != "" {
 			return fmt.Errorf("%w: WithRunID continues a stored run: give its store (WithStore)", agent.ErrNotResumable)
 		}
+		if c.conversation != "" {
+			return fmt.Errorf("%w: WithConversation needs a run store (WithStore): a conversation lives there", ErrInvalid)
+		}
 		return nil
 	}
 	def := r.p.def
@@ -56,8 +60,15 @@ func (r *runState) openStore(ctx context.Context, c *runConfig) error {
 		}
 	}
 	if fresh {
+		var hist []llm.Message
+		if c.conversation != "" {
+			if hist, err = r.readHistory(ctx, c.store, c.conversation); err != nil {
+				return err
+			}
+			r.joined(c.conversation, hist)
+		}
 		start := &runlog.Start{Kind: "pipeline", RunID: r.runID, Definition: journal.JSON(def), BaseDir: journal.AbsDir(r.p.baseDir),
-			AgentsDir: journal.AbsDir(r.p.agentsDir), Input: r.env.RawInput, StartedAt: r.start}
+			AgentsDir: journal.AbsDir(r.p.agentsDir), Input: r.env.RawInput, StartedAt: r.start, Conversation: c.conversation, History: hist}
 		if p := policy.PrincipalFrom(ctx); p != nil {
 			start.UserID = p.UserID // the run's owner: the user its stages act for
 		}
@@ -67,7 +78,7 @@ func (r *runState) openStore(ctx context.Context, c *runConfig) error {
 			start.Driver = c.driver // aborted through its driver; a pause for the user is answered here
 		}
 		w, err = journal.Create(ctx, c.store, store.Run{ID: r.runID, Kind: "pipeline", Name: def.PipelineName, Version: def.Version,
-			SessionID: r.env.ID, CreatedAt: r.start}, start, r.p.red, opts...)
+			SessionID: r.env.ID, Conversation: c.conversation, CreatedAt: r.start}, start, r.p.red, opts...)
 	} else {
 		w, err = r.takeOver(ctx, c.store, c.driver, c.cont != nil)
 	}
@@ -114,13 +125,20 @@ func (r *runState) takeOver(ctx context.Context, st store.Store, driver string, 
 		return nil, err
 	}
 	var more []journal.Option
+	var ro []runlog.Option
+	if r.p.seal != nil {
+		ro = append(ro, runlog.Sealed(r.p.seal))
+	}
+	l, err := runlog.Read(ctx, st, r.runID, ro...)
+	if err != nil {
+		journal.Release(ctx, st, r.runID, holder)
+		return nil, err
+	}
 	if r.p.seal != nil { // the next sealed record follows the log's last
-		l, err := runlog.Read(ctx, st, r.runID, runlog.Sealed(r.p.seal))
-		if err != nil {
-			journal.Release(ctx, st, r.runID, holder)
-			return nil, err
-		}
 		more = r.p.logOptions(journal.Continuing(l))
+	}
+	if l.Start.Conversation != "" { // it goes on from the history it started from
+		r.joined(l.Start.Conversation, l.Start.History)
 	}
 	w, err := journal.Take(ctx, st, r.runID, holder, r.p.red,
 		journal.Record(store.KindResume, r.env.HopCount+1, "", runlog.Resume{Turn: r.env.HopCount, Holder: holder, Dispatched: dispatched}), more...)
@@ -157,6 +175,10 @@ func (r *runState) closeStore() error {
 	r.unsub()
 	t := &r.res.Result
 	status, sum := t.StoreStatus()
+	if r.conversation != "" {
+		// Where the conversation's next run starts, in the same write.
+		w.Add(journal.Record(store.KindHistory, t.Iterations, "", r.ownHistory()))
+	}
 	return w.End(context.Background(), status, sum, t.Iterations, r.res)
 }
 

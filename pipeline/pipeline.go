@@ -285,16 +285,17 @@ func (p *Pipeline) Definition() *Definition { return p.def }
 type RunOption func(*runConfig)
 
 type runConfig struct {
-	onEvent     []listener
-	bus         *event.Bus
-	sessionOpts []agent.RunOption
-	store       store.Store
-	runID       string
-	oneStage    bool          // ProcessStage: stop after the first stage
-	dispatch    bool          // Dispatch
-	driver      string        // Drive
-	cont        *continuation // Continue
-	badPlan     bool          // Drive was given an agent run's fields
+	onEvent      []listener
+	bus          *event.Bus
+	sessionOpts  []agent.RunOption
+	store        store.Store
+	runID        string
+	oneStage     bool          // ProcessStage: stop after the first stage
+	dispatch     bool          // Dispatch
+	driver       string        // Drive
+	cont         *continuation // Continue
+	badPlan      bool          // Drive was given an agent run's fields
+	conversation string        // WithConversation
 }
 
 type listener struct {

@@ -47,6 +47,10 @@ type runState struct {
 	dispatch bool
 	given    *agent.Result
 	started  *StageRecord // the stage it handed out, begun before it stopped
+	// conversation is the conversation the run is part of, and history
+	// what was said in it before the run, which its stages start from.
+	conversation string
+	history      []llm.Message
 }
 
 // now is the run's clock: the fixed instant of a deterministic run.

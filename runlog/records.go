@@ -196,17 +196,22 @@ type Exchange struct {
 	Error  string `json:"error,omitempty"`
 }
 
-// Exchange is what the run was told and answered.
-func (l *Log) Exchange() Exchange {
-	var x Exchange
-	x.Message = l.Start.Input
-	if len(l.Start.Input) == 1 {
-		for _, v := range l.Start.Input {
+// MessageOf is what a person said, from the input a message became: the
+// text of an input of one text, else the input.
+func MessageOf(input map[string]any) any {
+	if len(input) == 1 {
+		for _, v := range input {
 			if text, ok := v.(string); ok {
-				x.Message = text
+				return text
 			}
 		}
 	}
+	return input
+}
+
+// Exchange is what the run was told and answered.
+func (l *Log) Exchange() Exchange {
+	x := Exchange{Message: MessageOf(l.Start.Input)}
 	if l.Result != nil {
 		var res struct {
 			Result any `json:"result"`
