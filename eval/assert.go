@@ -28,6 +28,8 @@ type Check struct {
 	JudgeRun string   `json:"judge_run,omitempty"`
 	Judge    string   `json:"judge,omitempty"`
 	Rubric   string   `json:"rubric,omitempty"`
+	// Turn is the turn of a conversation case the check is of (from 1).
+	Turn int `json:"turn,omitempty"`
 }
 
 // Judge scores an output against a rubric: it runs the judge agent ref

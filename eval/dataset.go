@@ -39,6 +39,22 @@ type Case struct {
 	Expected json.RawMessage `json:"expected,omitempty"`
 	Tags     []string        `json:"tags,omitempty"`
 	Assert   []Assertion     `json:"assert,omitempty"`
+	// Conversation, in place of input, makes the case a conversation:
+	// each turn a user's message, a run of the agent that starts from
+	// what was said before it, with its own assertions. The case passes
+	// when every turn does.
+	Conversation []Turn `json:"conversation,omitempty"`
+}
+
+// Turn is one message of a conversation case: the message (as
+// agent.MessageInput makes a run's input of it) or the input itself,
+// what the answer should be, and the assertions its run must pass (the
+// dataset's apply to every turn).
+type Turn struct {
+	Message  string          `json:"message,omitempty"`
+	Input    map[string]any  `json:"input,omitempty"`
+	Expected json.RawMessage `json:"expected,omitempty"`
+	Assert   []Assertion     `json:"assert,omitempty"`
 }
 
 // Assertion is one check of a run (docs/evals.md lists the types).
@@ -107,7 +123,7 @@ func decode(data []byte) (*Dataset, error) {
 	if json.Valid(trimmed) {
 		var probe map[string]json.RawMessage
 		_ = json.Unmarshal(trimmed, &probe)
-		if _, isCase := probe["input"]; !isCase {
+		if !isCase(probe) {
 			if err := strictjson.Decode(trimmed, &d); err != nil {
 				return nil, err
 			}
@@ -130,7 +146,7 @@ func decode(data []byte) (*Dataset, error) {
 		if err := json.Unmarshal(line, &probe); err != nil {
 			return nil, fmt.Errorf("line %d: %v", n, err)
 		}
-		if _, isCase := probe["input"]; !isCase && n == 1 {
+		if !isCase(probe) && n == 1 {
 			var head struct {
 				Name   string      `json:"name"`
 				Assert []Assertion `json:"assert"`
@@ -148,6 +164,14 @@ func decode(data []byte) (*Dataset, error) {
 		d.Cases = append(d.Cases, c)
 	}
 	return &d, sc.Err()
+}
+
+// isCase says whether a JSON object is a case: it has an input or a
+// conversation.
+func isCase(obj map[string]json.RawMessage) bool {
+	_, input := obj["input"]
+	_, conv := obj["conversation"]
+	return input || conv
 }
 
 func (d *Dataset) check() []string {
@@ -170,19 +194,40 @@ func (d *Dataset) check() []string {
 		if c.Name != "" {
 			at = fmt.Sprintf("cases[%d] %q", i, c.Name)
 		}
-		if c.Input == nil {
-			probs = append(probs, at+": input is required (a JSON object)")
-		}
-		if len(c.Expected) > 0 && !json.Valid(c.Expected) {
-			probs = append(probs, at+": expected is not JSON")
-		}
-		for j, a := range c.Assert {
-			probs = append(probs, a.check(fmt.Sprintf("%s: assert[%d]", at, j))...)
-		}
-		for _, a := range d.Assertions(c) {
-			if (a.Type == "equals" || a.Type == "equals_subset") && len(c.Expected) == 0 && len(a.Value) == 0 {
-				probs = append(probs, fmt.Sprintf("%s: expected is required by its %s assertion (or give the assertion a value)", at, a.Type))
+		switch {
+		case len(c.Conversation) > 0:
+			if c.Input != nil || len(c.Expected) > 0 || len(c.Assert) > 0 {
+				probs = append(probs, at+": a conversation's input, expected and assertions are its turns'")
 			}
+			for j, turn := range c.Conversation {
+				tat := fmt.Sprintf("%s: conversation[%d]", at, j)
+				if (turn.Message == "") == (turn.Input == nil) {
+					probs = append(probs, tat+": give a message or an input")
+				}
+				probs = append(probs, d.checkTurn(tat, turn.asCase(c, turn.Input))...)
+			}
+		case c.Input == nil:
+			probs = append(probs, at+": input (a JSON object) or conversation is required")
+		default:
+			probs = append(probs, d.checkTurn(at, c)...)
+		}
+	}
+	return probs
+}
+
+// checkTurn checks a case's (or a conversation turn's) expected answer
+// and assertions.
+func (d *Dataset) checkTurn(at string, c *Case) []string {
+	var probs []string
+	if len(c.Expected) > 0 && !json.Valid(c.Expected) {
+		probs = append(probs, at+": expected is not JSON")
+	}
+	for j, a := range c.Assert {
+		probs = append(probs, a.check(fmt.Sprintf("%s: assert[%d]", at, j))...)
+	}
+	for _, a := range d.Assertions(c) {
+		if (a.Type == "equals" || a.Type == "equals_subset") && len(c.Expected) == 0 && len(a.Value) == 0 {
+			probs = append(probs, fmt.Sprintf("%s: expected is required by its %s assertion (or give the assertion a value)", at, a.Type))
 		}
 	}
 	return probs

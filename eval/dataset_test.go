@@ -28,7 +28,7 @@ func TestBadDatasets(t *testing.T) {
 		{"no cases", `{"name": "d", "cases": []}`, "cases: the dataset has none"},
 		{"no name", `{"cases": [{"input": {}}]}`, "cases[0]: name is required"},
 		{"a name twice", `{"cases": [{"name": "a", "input": {}}, {"name": "a", "input": {}}]}`, `cases[1] "a": the name is taken`},
-		{"no input", `{"cases": [{"name": "a"}]}`, `cases[0] "a": input is required`},
+		{"no input", `{"cases": [{"name": "a"}]}`, `cases[0] "a": input (a JSON object) or conversation is required`},
 		{"unknown type", `{"cases": [{"name": "a", "input": {}, "assert": [{"type": "vibes"}]}]}`, `cases[0] "a": assert[0] (vibes): unknown type`},
 		{"bad regex", `{"cases": [{"name": "a", "input": {}, "assert": [{"type": "regex", "value": "("}]}]}`, `assert[0] (regex): value: error parsing regexp`},
 		{"a tool check without a tool", `{"cases": [{"name": "a", "input": {}, "assert": [{"type": "tool_called"}]}]}`, `assert[0] (tool_called): tool is required`},

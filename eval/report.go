@@ -55,6 +55,10 @@ type CaseResult struct {
 	Passed bool    `json:"passed"`
 	Checks []Check `json:"checks"`
 	RunID  string  `json:"run_id"`
+	// Conversation and Runs are a conversation case's: its conversation,
+	// and each turn's run (RunID is the last).
+	Conversation string   `json:"conversation,omitempty"`
+	Runs         []string `json:"runs,omitempty"`
 	// Error is the run's, when it failed.
 	Error string `json:"error,omitempty"`
 	// The run's figures.
@@ -109,7 +113,10 @@ func summarize(label string, trials []trialResult) AgentReport {
 		res := t.res
 		r := CaseResult{Case: t.c.Name, Trial: t.trial, Passed: true, Checks: t.checks, RunID: res.ID, Steps: res.Iterations,
 			ToolCalls: res.Metrics.ToolCalls, ToolErrors: res.Metrics.ToolErrors, Tokens: res.TokenUsage.TotalTokens,
-			CostUSD: res.EstimatedCost, DurationMS: res.Metrics.DurationMS}
+			CostUSD: res.EstimatedCost, DurationMS: res.Metrics.DurationMS, Conversation: t.conversation}
+		for _, tr := range t.turns {
+			r.Runs = append(r.Runs, tr.res.ID)
+		}
 		for _, ck := range t.checks {
 			r.Passed = r.Passed && ck.Passed
 		}

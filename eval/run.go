@@ -99,7 +99,7 @@ func Run(ctx context.Context, d *Dataset, targets []Target, o Options) (*Report,
 				wg.Go(func() {
 					defer func() { <-slots }()
 					r := runCase(ctx, id, t, d, &d.Cases[ci], trial, o)
-					r.checks = score(ctx, d, &d.Cases[ci], r.res, o.Judge, known)
+					r.checks = scoreTrial(ctx, d, r, o.Judge, known)
 					mu.Lock()
 					results[ti][slot] = r
 					done++
@@ -129,8 +129,11 @@ func Run(ctx context.Context, d *Dataset, targets []Target, o Options) (*Report,
 type trialResult struct {
 	c      *Case
 	trial  int
-	res    *agent.Result
+	res    *agent.Result // a conversation's: its turns' figures together
 	checks []Check
+	// conversation and turns are a conversation case's.
+	conversation string
+	turns        []turnRun
 }
 
 // runCase runs one trial of c: a stored run, child of the evaluation.
@@ -146,11 +149,16 @@ func runCase(ctx context.Context, evalID string, t Target, d *Dataset, c *Case, 
 			opts = append(opts, more...)
 		}
 	}
+	if err == nil && len(c.Conversation) > 0 {
+		r := runConversation(ctx, t, c, opts)
+		r.trial = trial
+		return r
+	}
 	if err == nil {
 		res, err = t.Agent.Run(ctx, c.Input, opts...)
 	}
 	if res == nil { // not even a Result: the input was refused before a run began
-		res = &agent.Result{Outcome: agent.OutcomeError, Error: &agent.ErrorInfo{Code: "error", Message: fmt.Sprint(err)}}
+		res = refused(err)
 	}
 	return trialResult{c: c, trial: trial, res: res}
 }

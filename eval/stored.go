@@ -79,7 +79,15 @@ func Rescore(ctx context.Context, st store.Store, id string, d *Dataset, judge J
 			if c == nil {
 				continue
 			}
-			res, err := storedResult(ctx, st, cr.RunID, opts)
+			if len(c.Conversation) > 0 {
+				tr, err := storedConversation(ctx, st, c, cr, d, known, opts)
+				if err != nil {
+					return nil, err
+				}
+				trials = append(trials, tr)
+				continue
+			}
+			res, _, err := storedResult(ctx, st, cr.RunID, opts)
 			switch {
 			case errors.Is(err, store.ErrNotFound) && cr.Error != "":
 				// Refused before it began (a bad input): it fails again.
@@ -91,7 +99,7 @@ func Rescore(ctx context.Context, st store.Store, id string, d *Dataset, judge J
 			trials = append(trials, trialResult{c: c, trial: cr.Trial, res: res})
 		}
 		for i := range trials {
-			trials[i].checks = score(ctx, d, trials[i].c, trials[i].res, judge, known)
+			trials[i].checks = scoreTrial(ctx, d, trials[i], judge, known)
 		}
 		rep.Agents = append(rep.Agents, summarize(a.Agent, trials))
 	}
@@ -131,19 +139,44 @@ func remember(known *verdicts, cr CaseResult, c *Case, d *Dataset, res *agent.Re
 }
 
 // storedResult is the Result a stored run ended with.
-func storedResult(ctx context.Context, st store.Store, runID string, opts []runlog.Option) (*agent.Result, error) {
+// storedResult is the Result a stored run ended with, and its input.
+func storedResult(ctx context.Context, st store.Store, runID string, opts []runlog.Option) (*agent.Result, map[string]any, error) {
 	l, err := runlog.Read(ctx, st, runID, opts...)
 	if err != nil {
-		return nil, fmt.Errorf("run %s: %w", runID, err)
+		return nil, nil, fmt.Errorf("run %s: %w", runID, err)
 	}
 	var res agent.Result
 	if l.Result == nil {
-		return nil, fmt.Errorf("run %s has no Result: it did not end", runID)
+		return nil, nil, fmt.Errorf("run %s has no Result: it did not end", runID)
 	}
 	if err := json.Unmarshal(l.Result, &res); err != nil {
-		return nil, fmt.Errorf("run %s: its Result does not read: %w", runID, err)
+		return nil, nil, fmt.Errorf("run %s: its Result does not read: %w", runID, err)
 	}
-	return &res, nil
+	return &res, l.Start.Input, nil
+}
+
+// storedConversation is a conversation case's trial as its stored runs
+// left it, each turn's judge verdicts kept for the rescore to reuse.
+func storedConversation(ctx context.Context, st store.Store, c *Case, cr CaseResult, d *Dataset, known *verdicts, opts []runlog.Option) (trialResult, error) {
+	tr := trialResult{c: c, trial: cr.Trial, conversation: cr.Conversation}
+	for i, id := range cr.Runs[:min(len(cr.Runs), len(c.Conversation))] {
+		res, input, err := storedResult(ctx, st, id, opts)
+		if err != nil {
+			return tr, err
+		}
+		tc := c.Conversation[i].asCase(c, input)
+		turn := cr
+		turn.Checks = nil
+		for _, ck := range cr.Checks {
+			if ck.Turn == i+1 {
+				turn.Checks = append(turn.Checks, ck)
+			}
+		}
+		remember(known, turn, tc, d, res)
+		tr.turns = append(tr.turns, turnRun{input: input, res: res})
+	}
+	tr.res = combined(tr.turns)
+	return tr, nil
 }
 
 // StoredDataset is the dataset the evaluation id ran, as its log keeps

@@ -173,8 +173,23 @@ func precheck(ds *eval.Dataset, targets []eval.Target, agentsDir string, opts []
 	for i, c := range ds.Cases {
 		at := fmt.Sprintf("cases[%d] %q", i, c.Name)
 		for _, t := range targets {
-			if _, err := t.Agent.NewSession(c.Input); err != nil {
-				probs = append(probs, fmt.Sprintf("%s: input: %s: %v", at, t.Label, err))
+			if len(c.Conversation) == 0 {
+				if _, err := t.Agent.NewSession(c.Input); err != nil {
+					probs = append(probs, fmt.Sprintf("%s: input: %s: %v", at, t.Label, err))
+				}
+				continue
+			}
+			for j, turn := range c.Conversation {
+				input, err := turn.Input, error(nil)
+				if input == nil {
+					input, err = t.Agent.MessageInput(turn.Message)
+				}
+				if err == nil {
+					_, err = t.Agent.NewSession(input)
+				}
+				if err != nil {
+					probs = append(probs, fmt.Sprintf("%s: conversation[%d]: %s: %v", at, j, t.Label, err))
+				}
 			}
 		}
 	}

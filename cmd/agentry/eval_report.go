@@ -161,7 +161,7 @@ func printDetails(w io.Writer, rep *eval.Report) {
 		for _, cr := range a.Cases {
 			for _, ck := range cr.Checks {
 				if !ck.Passed {
-					fmt.Fprintf(w, "  %s#%d on %s: %s: %s (run %s)\n", cr.Case, cr.Trial, a.Agent, ck.Type, ck.Reason, cr.RunID)
+					fmt.Fprintf(w, "  %s#%d on %s: %s (run %s)\n", cr.Case, cr.Trial, a.Agent, checkText(ck), runOf(cr, ck))
 				}
 			}
 		}
@@ -181,6 +181,24 @@ func printComparison(w io.Writer, c *eval.Comparison) {
 	fmt.Fprintf(w, "  regressions (passed, now fail): %s\n  fixes (failed, now pass): %s\n", listOrNone(c.Regressions), listOrNone(c.Fixes))
 }
 
+// checkText is a check as a line says it: its type and reason, and the
+// turn of a conversation case it is of.
+func checkText(ck eval.Check) string {
+	s := ck.Type + ": " + ck.Reason
+	if ck.Turn > 0 {
+		s = fmt.Sprintf("turn %d %s", ck.Turn, s)
+	}
+	return s
+}
+
+// runOf is the run a check is of: its turn's, in a conversation case.
+func runOf(cr eval.CaseResult, ck eval.Check) string {
+	if ck.Turn > 0 && ck.Turn <= len(cr.Runs) {
+		return cr.Runs[ck.Turn-1]
+	}
+	return cr.RunID
+}
+
 // verdict is PASS, or FAIL with the first failed check's reason (cut
 // to keep the table readable: --json has it whole).
 func verdict(cr eval.CaseResult) string {
@@ -189,7 +207,7 @@ func verdict(cr eval.CaseResult) string {
 	}
 	for _, ck := range cr.Checks {
 		if !ck.Passed {
-			s := "FAIL " + ck.Type + ": " + ck.Reason
+			s := "FAIL " + checkText(ck)
 			if r := []rune(s); len(r) > 72 {
 				s = string(r[:69]) + "..."
 			}
@@ -253,7 +271,7 @@ func writeJUnit(path string, rep *eval.Report) error {
 				var lines []string
 				for _, ck := range cr.Checks {
 					if !ck.Passed {
-						lines = append(lines, ck.Type+": "+ck.Reason)
+						lines = append(lines, checkText(ck))
 					}
 				}
 				jc.Failure = &junitFailure{Message: verdict(cr), Text: strings.Join(lines, "\n") + "\nrun " + cr.RunID}

@@ -238,3 +238,24 @@ func checkJUnit(t *testing.T, path string) {
 		t.Errorf("junit %+v", s)
 	}
 }
+
+// TestEvalConversationThroughTheBinary: a dataset case that is a
+// conversation runs through agentry eval turn by turn, each turn a run
+// of one conversation; a failed check names its turn and that turn's run.
+func TestEvalConversationThroughTheBinary(t *testing.T) {
+	dir := t.TempDir()
+	spec := chatDir(t, `{"turns": [{"content": "Hello, Ada!"}, {"content": "You are Ada."}]}`)
+	data := filepath.Join(dir, "chat.json")
+	os.WriteFile(data, []byte(`{"name": "chat", "cases": [
+		{"name": "remembers", "conversation": [{"message": "My name is Ada."},
+			{"message": "Who am I?", "assert": [{"type": "contains", "value": "Ada"}]}]},
+		{"name": "bob", "conversation": [{"message": "My name is Ada."},
+			{"message": "Who am I?", "assert": [{"type": "contains", "value": "Bob"}]}]}]}`), 0o600)
+	code, out, errs := run(t, "eval", data, "--agent", spec, "--db", filepath.Join(dir, "runs.db"))
+	if code != 0 || !strings.Contains(out, "1/2") {
+		t.Fatalf("exit %d\n%s%s", code, out, errs)
+	}
+	if !strings.Contains(out, "bob#1 on chat@v1: turn 2 contains:") {
+		t.Errorf("the failed turn is not named:\n%s", out)
+	}
+}
