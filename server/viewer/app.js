@@ -1,12 +1,14 @@
 // The trace viewer: routes (#/ the runs, #/runs/ID a run, #/evals the
-// evaluations, #/evals/ID one, #/evals/ID?vs=OTHER two compared), who
-// the caller is, the key dialog, and the keys that work everywhere.
+// evaluations, #/evals/ID one, #/evals/ID?vs=OTHER two compared,
+// #/conversations the conversations, #/conversations/ID one as a chat),
+// who the caller is, the key dialog, and the keys that work everywhere.
 
 import {api, setKeyPrompt, getKey, setKey} from './api.js';
 import {mountRuns} from './runs.js';
 import {mountRun} from './run.js';
 import {mountEvals, mountEval} from './evals.js';
 import {mountCompare} from './evalcompare.js';
+import {mountConversations, mountConversation} from './conversations.js';
 import {h, fill} from './util.js';
 
 const main = document.getElementById('main');
@@ -15,6 +17,7 @@ let unmount = () => {};
 let me = {role: ''}; // the caller, as GET /v1/whoami says
 let lastRun = ''; // the run shown last: its row has the focus back in the list
 let lastEval = ''; // likewise, the evaluation
+let lastConv = ''; // and the conversation
 
 // route reads the hash: {view: 'runs', query}, {view: 'run', id, tab},
 // {view: 'evals', query}, {view: 'eval', id} or {view: 'compare', id, query}.
@@ -23,6 +26,9 @@ function route() {
   const query = new URLSearchParams(qs || '');
   const m = path.match(/^\/runs\/([^/]+)$/);
   if (m) return {view: 'run', id: decodeURIComponent(m[1]), tab: query.get('tab') || ''};
+  const c = path.match(/^\/conversations\/([^/]+)$/);
+  if (c) return {view: 'conversation', id: decodeURIComponent(c[1])};
+  if (path === '/conversations') return {view: 'conversations', query};
   const e = path.match(/^\/evals\/([^/]+)$/);
   if (e) return {view: query.get('vs') ? 'compare' : 'eval', id: decodeURIComponent(e[1]), query};
   if (path === '/evals') return {view: 'evals', query};
@@ -35,6 +41,7 @@ function up(r) {
   if (r.view === 'run') return '#/';
   if (r.view === 'eval') return '#/evals';
   if (r.view === 'compare') return '#/evals/' + encodeURIComponent(r.id);
+  if (r.view === 'conversation') return '#/conversations';
   return '';
 }
 
@@ -54,11 +61,24 @@ function show() {
   unmount();
   const r = route();
   const evals = r.view === 'evals' || r.view === 'eval' || r.view === 'compare';
+  const convs = r.view === 'conversations' || r.view === 'conversation';
+  const section = evals ? 'evals' : convs ? 'conversations' : 'runs';
   for (const a of document.querySelectorAll('.top-nav a')) {
-    if ((a.dataset.nav === 'evals') === evals) a.setAttribute('aria-current', 'page');
+    if (a.dataset.nav === section) a.setAttribute('aria-current', 'page');
     else a.removeAttribute('aria-current');
   }
-  document.title = evals ? 'agentry · evaluations' : 'agentry · runs';
+  document.title = 'agentry · ' + (evals ? 'evaluations' : section);
+  if (r.view === 'conversation') {
+    lastConv = r.id;
+    unmount = mountConversation(main, r.id, me);
+    return;
+  }
+  if (r.view === 'conversations') {
+    unmount = mountConversations(main, r.query, lastConv, me);
+    const t = document.getElementById('conversations-title');
+    if (t && document.activeElement === document.body) t.focus({preventScroll: true});
+    return;
+  }
   if (r.view === 'run') {
     lastRun = r.id;
     unmount = mountRun(main, r.id, me, r.tab);

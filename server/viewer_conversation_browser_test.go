@@ -1,0 +1,57 @@
+package server
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/chromedp/chromedp"
+)
+
+// TestViewerConversation: a person starts a conversation from the list,
+// says something in the composer, approves the call the run waits for
+// inline, and reads the answer linked to its run's trace; the chat
+// reads at a wide and a narrow width (written to docs/ with
+// AGENTRY_VIEWER_DOCS=1), and the list shows it.
+func TestViewerConversation(t *testing.T) {
+	f, _ := newViewerFixture(t, nil)
+	p := openPage(t, f.http.URL, 1280, 900)
+	p.open("#/conversations")
+	p.waitJS("the empty list and the form", `document.querySelector('.conversations-table td.empty') && document.querySelector('#new-agent option[value="approve@v1"]')`)
+	p.do("pick the agent", chromedp.SetValue(chromedp.ID("new-agent"), "approve@v1"))
+	p.click("start", ".new-conversation button.primary")
+	p.waitJS("the chat", `location.hash.startsWith('#/conversations/conv_') && document.querySelector('#message')`)
+	id := strings.TrimPrefix(eval[string](p, `location.hash`), "#/conversations/")
+	p.do("type a message", chromedp.SendKeys(chromedp.ID("message"), "Store release 2.0.0"))
+	p.key("\r")
+	p.waitJS("the message, and the call it waits for", `document.querySelector('.msg.user .text') &&
+		document.querySelector('.msg.user .text').textContent === 'Store release 2.0.0' && document.querySelector('.approval.inline button.approve')`)
+	if got := p.text(".approval.inline"); !strings.Contains(got, "kv_set") || !strings.Contains(got, "[REDACTED") {
+		t.Errorf("the call waiting: %q", got)
+	}
+	docs(t, p.screenshot("conversation-approval-wide"), "viewer-conversation-approval.png")
+	p.click("approve", ".approval.inline button.approve")
+	p.waitJS("the answer", `[...document.querySelectorAll('.msg.agent .text')].some(e => e.textContent === 'The release 2.0.0 is stored.') && !document.querySelector('.msg.live')`)
+	runID := eval[string](p, `decodeURIComponent(document.querySelector('.msg.agent .trace-link').getAttribute('href').replace('#/runs/', ''))`)
+	if run, err := f.st.Get(t.Context(), runID); err != nil || run.Status != "completed" || run.Conversation != id {
+		t.Errorf("the run the answer links to: %+v %v", run, err)
+	}
+	docs(t, p.screenshot("conversation-wide"), "viewer-conversation-wide.png")
+	p.do("a narrow window", chromedp.EmulateViewport(390, 844))
+	p.waitJS("the narrow layout", `window.innerWidth === 390`)
+	p.noOverflow("the chat", 390)
+	docs(t, p.screenshot("conversation-narrow"), "viewer-conversation-narrow.png")
+	p.do("a wide window", chromedp.EmulateViewport(1280, 900))
+
+	// A message while nothing goes: the script is spent, and the error
+	// shows in the chat, not as a lost message.
+	p.do("type again", chromedp.SendKeys(chromedp.ID("message"), "And again"))
+	p.key("\r")
+	p.waitJS("the failed answer", `document.querySelectorAll('.msg.user').length === 2 && document.querySelector('.msg.agent .error-box') && !document.querySelector('.msg.live')`)
+
+	p.click("back to the list", ".crumbs a")
+	p.waitJS("the list, with it", `document.querySelector('tr[data-conv-id="`+id+`"]')`)
+	if got := p.text(`tr[data-conv-id="` + id + `"]`); !strings.Contains(got, "approve@v1") || !strings.Contains(got, "2") {
+		t.Errorf("the list's row: %q", got)
+	}
+	p.screenshot("conversations-wide")
+}
