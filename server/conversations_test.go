@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"iter"
 	"net/http/httptest"
 	"path/filepath"
 	"strings"
@@ -196,5 +197,67 @@ func TestConversationBusy(t *testing.T) {
 	_, got := f.do(t, "GET", "/v1/conversations/"+id, "", "")
 	if turns := got["turns"].([]any); len(turns) != 3 || turns[0].(map[string]any)["status"] != "aborted" {
 		t.Errorf("the turns: %v", turns)
+	}
+}
+
+// streamer is a model that writes its answer in two pieces, the second
+// once told to: a reply a stream can be watched in the middle of.
+type streamer struct{ more chan struct{} }
+
+func (m streamer) Generate(ctx context.Context, req *llm.Request) (*llm.Response, error) {
+	return llm.Collect(m.Stream(ctx, req), nil)
+}
+
+func (m streamer) Stream(ctx context.Context, _ *llm.Request) iter.Seq2[llm.Chunk, error] {
+	return func(yield func(llm.Chunk, error) bool) {
+		if !yield(llm.Chunk{Text: strings.Repeat("Hello, Ada. ", 20)}, nil) { // past the 64 bytes a stream stays behind
+			return
+		}
+		select {
+		case <-m.more:
+		case <-ctx.Done():
+			yield(llm.Chunk{}, ctx.Err())
+			return
+		}
+		yield(llm.Chunk{Text: "Bye!", FinishReason: "stop"}, nil)
+	}
+}
+
+// TestConversationStreams: a message's answer reaches the run's event
+// stream as the model writes it: what was written before the stream
+// opened, then each piece, then the run's end.
+func TestConversationStreams(t *testing.T) {
+	st, err := store.Open(context.Background(), filepath.Join(t.TempDir(), "runs.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	more := make(chan struct{})
+	a, err := agent.New(&spec.Spec{AgentName: "talker", Version: "v1", SystemText: "Talk.", UserText: "${message}", InputKeys: []string{"message"}},
+		agent.WithProvider(streamer{more}, "stream"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg := agent.NewRegistry()
+	reg.Register(a)
+	f := &fixture{st: st, release: more}
+	if f.srv, err = New(Config{Store: st, Agents: reg}); err != nil {
+		t.Fatal(err)
+	}
+	f.http = httptest.NewServer(f.srv)
+	f.cleanup(t, reg)
+	_, conv := f.do(t, "POST", "/v1/conversations", "", `{}`)
+	_, started := f.do(t, "POST", "/v1/conversations/"+conv["id"].(string)+"/messages", "", `{"message": "Hi."}`)
+	id := started["run_id"].(string)
+	time.AfterFunc(300*time.Millisecond, func() { close(more) }) // the rest, once the stream has the first piece
+	events := f.stream(t, id, 0)
+	var text []string
+	for _, e := range events {
+		if e.typ == "content_chunk" {
+			text = append(text, e.data["content"].(string))
+		}
+	}
+	if strings.Join(text, "") != strings.Repeat("Hello, Ada. ", 20)+"Bye!" || len(text) < 2 || events[len(events)-1].typ != "run_end" {
+		t.Errorf("the chunks %q, the events %v", text, events)
 	}
 }

@@ -108,11 +108,27 @@ func (st *eventStream) follow(ctx context.Context) {
 	defer poll.Stop()
 	st.quietSince = time.Now()
 	closing := s.closing
-	for {
-		if done := st.next(ctx); done {
+	var chunks <-chan []byte // a chat's answer as it is written, while this server drives it
+	if rl := s.relayOf(st.runID); rl != nil {
+		var stop func()
+		chunks, stop = rl.subscribe(st.runID)
+		defer stop()
+	}
+	for chunked := false; ; {
+		if !st.relayed(chunks) {
 			return
 		}
+		if done := !chunked && st.next(ctx); done { // a chunk wakes the stream, not the store
+			return
+		}
+		chunked = false
 		select {
+		case data := <-chunks:
+			fmt.Fprintf(st.w, "event: content_chunk\ndata: %s\n\n", data)
+			if !st.flush() {
+				return
+			}
+			chunked = true
 		case <-ctx.Done():
 			return
 		case <-closing:
@@ -122,6 +138,20 @@ func (st *eventStream) follow(ctx context.Context) {
 			closing = nil // the server's own run: its stream ends as it stops
 		case <-poll.C:
 		case <-changed:
+		}
+	}
+}
+
+// relayed writes the chunks that wait (before the log's next records,
+// which came after them); false when the client is gone.
+func (st *eventStream) relayed(chunks <-chan []byte) bool {
+	for wrote := false; ; {
+		select {
+		case data := <-chunks:
+			fmt.Fprintf(st.w, "event: content_chunk\ndata: %s\n\n", data)
+			wrote = true
+		default:
+			return !wrote || st.flush()
 		}
 	}
 }

@@ -27,6 +27,9 @@ type launch struct {
 	begun func(runID string)
 	// conversation is the conversation the run is part of; "": none.
 	conversation string
+	// relay carries the run's answer to its event streams as it is
+	// written; nil: none.
+	relay *relay
 }
 
 // start takes a slot for l's run (slot takes it, or says why not), makes
@@ -59,6 +62,9 @@ func (s *Server) start(ctx context.Context, l *launch, slot func() *refusal, tra
 		}
 		return sess, nil, nil
 	}
+	if l.relay != nil {
+		s.relaying(sess.RunID(), l.relay)
+	}
 	return sess, s.background(sess, l.agent, l.owned, callerOf(ctx).principal()), nil
 }
 
@@ -71,6 +77,9 @@ func (s *Server) runOptions(ctx context.Context, l *launch) []agent.RunOption {
 	}
 	if l.conversation != "" {
 		opts = append(opts, agent.WithConversation(l.conversation))
+	}
+	if l.relay != nil {
+		opts = append(opts, l.relay.listen())
 	}
 	return opts
 }

@@ -442,6 +442,7 @@ func (s *Server) drive(id string, st stopper) {
 func (s *Server) undrive(id string) {
 	s.mu.Lock()
 	delete(s.runs, id)
+	delete(s.relays, id)
 	s.mu.Unlock()
 }
 

@@ -112,6 +112,7 @@ type Server struct {
 	mu       sync.Mutex
 	runs     map[string]stopper // the runs this server drives, by id
 	started  map[string]bool    // the runs the Remote drives that this server started, until they stop
+	relays   map[string]*relay  // the relays of runs this server drives that stream their answer
 	stopping bool               // Close began
 
 	heartbeat time.Duration // how often a quiet event stream gets a comment

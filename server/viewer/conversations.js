@@ -154,7 +154,7 @@ export function mountConversation(root, id, me) {
     st.sending = true;
     st.busy = null;
     st.notice = ifBusy === 'queue' ? 'Waiting for the run that goes on…' : '';
-    st.live = {message: text, answer: '', thoughts: [], tools: [], calls: [], waiting: [], runId: ''};
+    st.live = {message: text, said: new Map(), tools: [], calls: [], waiting: [], runId: ''};
     renderLog();
     renderNotice();
     try {
@@ -187,9 +187,9 @@ export function mountConversation(root, id, me) {
     st.follower = new Follower(runId, {
       onEvent: (ev) => {
         if (!st.live || ev.data.parent_run_id) return;
-        if (ev.type === 'content_chunk') st.live.answer += ev.data.content || '';
-        else if (ev.type === 'resume') st.live.answer = '';
-        else if (ev.type === 'thinking' && ev.data.content) st.live.thoughts.push(ev.data.content);
+        const said = st.live.said;
+        if (ev.type === 'content_chunk') said.set(ev.data.turn, (said.get(ev.data.turn) || '') + (ev.data.content || ''));
+        else if (ev.type === 'thinking' && ev.data.content && !said.get(ev.data.turn)) said.set(ev.data.turn, ev.data.content);
         else if (ev.type === 'tool_call_start' && ev.data.tool && !st.live.tools.includes(ev.data.tool.id)) {
           st.live.tools.push(ev.data.tool.id);
           st.live.calls.push(ev.data.tool.name);
@@ -229,8 +229,9 @@ export function mountConversation(root, id, me) {
     }
   }
 
-  // liveItems are the message being answered: what was said, and the
-  // answer as it comes (the calls it made; those it waits for).
+  // liveItems are the message being answered: what was said, and what the
+  // agent says as it comes, turn by turn (its words before each call, the
+  // answer as the model writes it), the calls it made, those it waits for.
   function liveItems(live) {
     const waiting = live.waiting.length ? h('div', {class: 'approval inline', role: 'group', 'aria-label': 'Calls waiting for approval'},
       live.waiting.map((w) => h('div', {class: 'call'}, h('strong', {}, w.tool), ' ', h('code', {class: 'muted'}, oneLine(w.arguments, 120)),
@@ -239,9 +240,9 @@ export function mountConversation(root, id, me) {
           h('button', {type: 'button', class: 'deny', onclick: () => decide(live.runId, [], [w.key])}, 'Deny'))))) : null;
     return [h('li', {class: 'msg user'}, h('p', {class: 'text'}, live.message)),
       h('li', {class: 'msg agent live', 'aria-busy': live.waiting.length ? null : 'true'},
-        live.thoughts.map((t) => h('p', {class: 'thought muted'}, t)),
+        [...live.said.keys()].sort((a, b) => a - b).map((turn) => h('p', {class: 'text'}, live.said.get(turn))),
         live.calls.length ? h('p', {class: 'tools muted'}, live.calls.map((t) => '→ ' + t).join('  ')) : null,
-        h('p', {class: 'text'}, live.answer || (live.waiting.length ? '' : '…')), waiting)];
+        live.said.size || live.waiting.length ? null : h('p', {class: 'text muted'}, '…'), waiting)];
   }
 
   async function load() {
