@@ -17,7 +17,7 @@ import (
 // answer).
 type relay struct {
 	mu    sync.Mutex
-	turns []chunk            // what was written, a chunk a turn
+	turns []chunk // what was written, a chunk a turn
 	subs  map[chan []byte]bool
 }
 
