@@ -38,7 +38,7 @@ func WithConversation(id string) RunOption {
 func WithHistory(msgs ...llm.Message) RunOption {
 	return func(c *runConfig) {
 		e := c.more()
-		e.history, e.historySet = slices.Clone(msgs), true
+		e.history, e.historySet = msgs, true // copied into the transcript: the run does not change msgs
 	}
 }
 
@@ -90,10 +90,16 @@ func (r *run) joinConversation(ctx context.Context) error {
 	}
 	at := r.historyAt()
 	msgs := r.st.Messages
-	out := make([]llm.Message, 0, len(msgs)+len(hist))
+	// Room for the run's own messages (a call and a result a turn, an
+	// answer): the history is not copied again as they come.
+	room := min(2*max(int(r.limits.maxTurns), 1)+1, 64)
+	out := make([]llm.Message, 0, len(msgs)+len(hist)+room)
 	r.st.Messages = append(append(append(out, msgs[:at]...), hist...), msgs[at:]...)
 	n := r.note()
 	n.history, n.historyLen, n.historyCalls = hist, len(hist), calls
+	// Read from the store, or kept in the start record: redacted when
+	// it was written. A host's own (WithHistory) is not.
+	n.historyClean = id != ""
 	return nil
 }
 
@@ -129,6 +135,18 @@ func (r *run) readHistory(ctx context.Context, id string) ([]llm.Message, int, e
 		return nil, 0, fmt.Errorf("conversation %s: the history of run %s: %w", id, rec.RunID, err)
 	}
 	return carried(h.Messages, r.a.spec.Context), h.Attempts, nil
+}
+
+// cleanHistory is where the transcript holds a conversation's history as
+// the store gave it, redacted when it was written and not changed since
+// (no compaction): what the Result's redaction need not read again.
+func (r *run) cleanHistory() [2]int {
+	n := r.notes
+	if n == nil || !n.historyClean || n.historyLen != len(n.history) || n.historyLen == 0 {
+		return [2]int{}
+	}
+	at := r.historyAt()
+	return [2]int{at, at + n.historyLen}
 }
 
 // historyAt is where a conversation's history goes in the transcript:

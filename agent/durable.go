@@ -385,8 +385,13 @@ func (a *Agent) playOn(l *runlog.Log) llm.Provider {
 	return nil
 }
 
-// script is the agent's model when it plays a script, or nil.
+// script is the agent's model when it plays a script, or nil: the one
+// the agent opened (its script read once), else opened again.
 func (a *Agent) script() playsFrom {
+	if len(a.models) > 0 {
+		f, _ := a.models[0].(playsFrom)
+		return f
+	}
 	var p llm.Provider
 	if a.o.provider != nil {
 		p = a.o.provider.p

@@ -64,7 +64,7 @@ func (r *run) finish(final *Final, err error) (*Result, error) {
 		err = checkQuality(res, c.quality)
 	}
 	r.hidePrivate(res)
-	redactResult(res, a.redact)
+	redactResult(res, a.redact, r.cleanHistory())
 	res.Decision = decision(res) // of redacted parts: it needs no redaction of its own
 	paused := errors.Is(err, ErrInterrupted) || errors.Is(err, drive.ErrDispatched)
 	if !errors.Is(err, drive.ErrDispatched) { // a run that handed its calls out goes on elsewhere

@@ -23,6 +23,7 @@ type runNotes struct {
 	history        []llm.Message // the conversation's history the run started from
 	historyLen     int           // how many messages of the transcript are that history now
 	historyCalls   int           // the model attempts of the conversation's runs before this one
+	historyClean   bool          // the history came through the store's redaction
 }
 
 // note is the run's notes, made when something first adds to them.

@@ -21,7 +21,7 @@ func raw(red *policy.Redactor, b json.RawMessage) json.RawMessage {
 // redactResult redacts the text of a finished run's Result: the answer,
 // the transcript, the trace and the error. The run is over: its state
 // may be changed.
-func redactResult(res *Result, red *policy.Redactor) {
+func redactResult(res *Result, red *policy.Redactor, clean [2]int) {
 	// The answer is in the Result three times over (raw_content, result,
 	// the last reply): it is looked at once.
 	answer := res.RawContent
@@ -63,6 +63,9 @@ func redactResult(res *Result, red *policy.Redactor) {
 		res.Attachments[k] = red.String(v)
 	}
 	for i := range res.Messages {
+		if i >= clean[0] && i < clean[1] {
+			continue // a conversation's history as the store gave it: redacted when it was written
+		}
 		m := &res.Messages[i]
 		if m.Content == answer && len(m.ToolCalls) == 0 {
 			m.Content = res.RawContent

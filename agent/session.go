@@ -226,7 +226,7 @@ func (a *Agent) refused(ie *InputError, input map[string]any, opts []RunOption) 
 			Details: map[string]any{"problems": ie.Problems}}}
 	res.EstimatedCost = &res.cost
 	res.Seed, res.Deterministic = set.Seed, set.Seed != nil && !set.Now.IsZero()
-	redactResult(res, a.redact)
+	redactResult(res, a.redact, [2]int{})
 	res.Decision = decision(res)
 	return res
 }

@@ -27,10 +27,12 @@ var secretShapes = regexp.MustCompile(`sk-ant-[A-Za-z0-9_-]{16,}` +
 	`|-----BEGIN [A-Z ]*PRIVATE KEY-----[^"]*?-----END [A-Z ]*PRIVATE KEY-----`)
 
 // secretMarks are strings every secret shape holds: text without any of
-// them needs no regular expression (which would cost a pooled matcher).
+// them needs no regular expression (which would cost a pooled matcher,
+// and a pass over the whole text). They are as long as the shapes allow,
+// so that words ("thought", "right") do not hold one.
 // "earer" stands for Bearer and bearer; the rest of the case-insensitive
 // word is left to the expression.
-var secretMarks = []string{"sk-", "AIza", "gh", "github_pat_", "xox", "sk_", "rk_", "AKIA", "ASIA", "earer", "EARER", "eyJ", "-----BEGIN"}
+var secretMarks = []string{"sk-", "AIza", "ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_", "xox", "sk_", "rk_", "AKIA", "ASIA", "earer", "EARER", "eyJ", "-----BEGIN"}
 
 // markStarts holds, for each byte, the marks that begin with it: one
 // pass over a text finds whether any mark is in it.
