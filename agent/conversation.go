@@ -76,10 +76,10 @@ func (r *run) joinConversation(ctx context.Context) error {
 	if id == "" && (c.extra == nil || !c.extra.historySet) {
 		return nil
 	}
-	hist, calls := c.extra.history, c.extra.historyCalls
+	hist, calls, of := c.extra.history, c.extra.historyCalls, ""
 	if !c.extra.historySet {
 		var err error
-		if hist, calls, err = r.readHistory(ctx, id); err != nil {
+		if hist, calls, of, err = r.readHistory(ctx, id); err != nil {
 			return err
 		}
 		if f := r.a.script(); f != nil && c.provider == nil {
@@ -96,7 +96,7 @@ func (r *run) joinConversation(ctx context.Context) error {
 	out := make([]llm.Message, 0, len(msgs)+len(hist)+room)
 	r.st.Messages = append(append(append(out, msgs[:at]...), hist...), msgs[at:]...)
 	n := r.note()
-	n.history, n.historyLen, n.historyCalls = hist, len(hist), calls
+	n.history, n.historyLen, n.historyCalls, n.historyOf = hist, len(hist), calls, of
 	// Read from the store, or kept in the start record: redacted when
 	// it was written. A host's own (WithHistory) is not.
 	n.historyClean = id != ""
@@ -104,10 +104,10 @@ func (r *run) joinConversation(ctx context.Context) error {
 }
 
 // readHistory is the conversation's history as the run's spec carries
-// it, and how many model attempts its runs made; the conversation is
-// made for the run's user when it does not exist, and another user's is
-// not found.
-func (r *run) readHistory(ctx context.Context, id string) ([]llm.Message, int, error) {
+// it, how many model attempts its runs made, and the run whose history
+// it is; the conversation is made for the run's user when it does not
+// exist, and another user's is not found.
+func (r *run) readHistory(ctx context.Context, id string) ([]llm.Message, int, string, error) {
 	cs := r.s.cfg.store.(store.Conversations)
 	user := r.info.UserID
 	conv, err := cs.Conversation(ctx, id)
@@ -115,26 +115,44 @@ func (r *run) readHistory(ctx context.Context, id string) ([]llm.Message, int, e
 	case errors.Is(err, store.ErrNoConversation):
 		err = cs.CreateConversation(ctx, store.Conversation{ID: id, User: user})
 		if err != nil && !errors.Is(err, store.ErrExists) { // made meanwhile: the store checks its owner
-			return nil, 0, fmt.Errorf("conversation %s: %w", id, err)
+			return nil, 0, "", fmt.Errorf("conversation %s: %w", id, err)
 		}
-		return nil, 0, nil
+		return nil, 0, "", nil
 	case err != nil:
-		return nil, 0, fmt.Errorf("conversation %s: %w", id, err)
+		return nil, 0, "", fmt.Errorf("conversation %s: %w", id, err)
 	case conv.User != user:
-		return nil, 0, fmt.Errorf("%w: %s", store.ErrNoConversation, id) // another user's is not there
+		return nil, 0, "", fmt.Errorf("%w: %s", store.ErrNoConversation, id) // another user's is not there
 	}
 	rec, err := cs.History(ctx, id)
 	if err != nil || rec == nil {
-		return nil, 0, err
+		return nil, 0, "", err
 	}
 	if err := runlog.OpenRecord(r.a.logSeal, rec.RunID, &rec.Record); err != nil {
-		return nil, 0, fmt.Errorf("conversation %s: the history of run %s: %w", id, rec.RunID, err)
+		return nil, 0, "", fmt.Errorf("conversation %s: the history of run %s: %w", id, rec.RunID, err)
 	}
 	var h runlog.History
 	if err := json.Unmarshal(rec.Data, &h); err != nil {
-		return nil, 0, fmt.Errorf("conversation %s: the history of run %s: %w", id, rec.RunID, err)
+		return nil, 0, "", fmt.Errorf("conversation %s: the history of run %s: %w", id, rec.RunID, err)
 	}
-	return carried(h.Messages, r.a.spec.Context), h.Attempts, nil
+	return carried(h.Messages, r.a.spec.Context), h.Attempts, rec.RunID, nil
+}
+
+// historyOf is the run whose history the run read, or "".
+func (r *run) historyOf() string {
+	if r.notes == nil {
+		return ""
+	}
+	return r.notes.historyOf
+}
+
+// rejoin reads the conversation's history again, for a run the store
+// refused because another run of the conversation ended after it read
+// it (store.ErrStaleHistory): the history it holds goes, the newest
+// comes.
+func (r *run) rejoin(ctx context.Context) error {
+	at, n := r.historyAt(), r.historyLen()
+	r.st.Messages = append(r.st.Messages[:at:at], r.st.Messages[at+n:]...)
+	return r.joinConversation(ctx)
 }
 
 // cleanHistory is where the transcript holds a conversation's history as

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/agentry/agentry/llm"
@@ -213,5 +214,50 @@ func TestConversationCompacted(t *testing.T) {
 	}
 	if !strings.Contains(sent[4], "SUMMARY-TWO") {
 		t.Errorf("the third run's call:\n%s", sent[4])
+	}
+}
+
+// racing is a store whose first History read lets another run of the
+// conversation go and end before the reader's run is created: the
+// interleaving a busy conversation's next message can meet.
+type racing struct {
+	store.Store
+	store.Conversations
+	once   sync.Once
+	during func()
+}
+
+func (r *racing) History(ctx context.Context, id string) (*store.RunRecord, error) {
+	rec, err := r.Conversations.History(ctx, id)
+	r.once.Do(r.during)
+	return rec, err
+}
+
+// TestConversationHistoryRace: a run that read the history just before
+// another run of the conversation ended reads it again, so that what was
+// said last is neither missing from what its model is sent nor from the
+// history after it.
+func TestConversationHistoryRace(t *testing.T) {
+	ctx := context.Background()
+	st := openStore(t, filepath.Join(t.TempDir(), "runs.db")).Store
+	model := &recorder{replies: []reply{answer("Hi Ada."), answer("Tea, noted."), answer("Ada, who likes tea.")}}
+	a := newTestAgent(t, `{"agent_name": "chat", "version": "v1", "model_name": "m", "system_text": "S."}`, model)
+	say := func(st store.Store, text string) {
+		t.Helper()
+		if _, err := a.Run(ctx, map[string]any{"task": text}, WithStore(st), WithConversation("c")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	say(st, "My name is Ada.")
+	race := &racing{Store: st, Conversations: st.(store.Conversations)}
+	race.during = func() { say(st, "I like tea.") }
+	say(race, "Who am I?")
+	last := strings.Join(said(model.reqs[2]), "\n")
+	if !strings.Contains(last, "I like tea.") || !strings.Contains(last, "Tea, noted.") {
+		t.Errorf("the run that raced was sent:\n%s", last)
+	}
+	h, _ := st.(store.Conversations).History(ctx, "c")
+	if h == nil || !strings.Contains(string(h.Data), "I like tea.") || !strings.Contains(string(h.Data), "Who am I?") {
+		t.Errorf("the history after it: %v", h)
 	}
 }

@@ -165,7 +165,8 @@ func (j *runJournal) begin(ctx context.Context, s *Session) error {
 			start.AgentsDir = journal.AbsDir(a.o.agents.Path)
 		}
 		j.w, err = journal.Create(ctx, s.cfg.store, store.Run{ID: r.st.RunID, Kind: "agent", Name: a.spec.AgentName,
-			Version: a.spec.Version, ParentID: r.st.ParentRunID, SessionID: r.st.SessionID, Conversation: conv, CreatedAt: r.st.StartedAt.Time}, start, red,
+			Version: a.spec.Version, ParentID: r.st.ParentRunID, SessionID: r.st.SessionID, Conversation: conv, HistoryOf: r.historyOf(),
+			CreatedAt: r.st.StartedAt.Time}, start, red,
 			append(a.logOptions(), opts...)...)
 	} else {
 		rc := s.cfg.resume

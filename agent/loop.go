@@ -205,7 +205,15 @@ func (r *run) begin(ctx context.Context) (_ context.Context, j *runJournal, refu
 	if r.a.inFilters != nil {
 		applied = r.filterInput() // before the log's start record: it keeps what passed
 	}
-	if j, err = r.s.openJournal(ctx, r); err != nil {
+	j, err = r.s.openJournal(ctx, r)
+	for tries := 1; errors.Is(err, store.ErrStaleHistory) && tries < 8; tries++ {
+		// Another run of the conversation ended after this one read its
+		// history: it reads it again, so that nothing said is missed.
+		if err = r.rejoin(ctx); err == nil {
+			j, err = r.s.openJournal(ctx, r)
+		}
+	}
+	if err != nil {
 		var busy *store.BusyError
 		if errors.As(err, &busy) {
 			err = withDetails(err, map[string]any{"conversation": busy.Conversation, "run_id": busy.RunID, "status": string(busy.Status)})

@@ -24,6 +24,7 @@ type runNotes struct {
 	historyLen     int           // how many messages of the transcript are that history now
 	historyCalls   int           // the model attempts of the conversation's runs before this one
 	historyClean   bool          // the history came through the store's redaction
+	historyOf      string        // the run whose history it is (store.Run.HistoryOf)
 }
 
 // note is the run's notes, made when something first adds to them.

@@ -24,11 +24,12 @@ import (
 func WithConversation(id string) RunOption { return func(c *runConfig) { c.conversation = id } }
 
 // readHistory is the history a fresh run of conversation id starts from,
-// the conversation made for the run's user when it does not exist.
-func (r *runState) readHistory(ctx context.Context, st store.Store, id string) ([]llm.Message, error) {
+// and the run whose history it is; the conversation is made for the
+// run's user when it does not exist.
+func (r *runState) readHistory(ctx context.Context, st store.Store, id string) ([]llm.Message, string, error) {
 	cs, ok := st.(store.Conversations)
 	if !ok {
-		return nil, fmt.Errorf("%w: WithConversation: the run store (%T) keeps no conversations", ErrInvalid, st)
+		return nil, "", fmt.Errorf("%w: WithConversation: the run store (%T) keeps no conversations", ErrInvalid, st)
 	}
 	user := ""
 	if p := policy.PrincipalFrom(ctx); p != nil {
@@ -38,26 +39,26 @@ func (r *runState) readHistory(ctx context.Context, st store.Store, id string) (
 	switch {
 	case errors.Is(err, store.ErrNoConversation):
 		if err := cs.CreateConversation(ctx, store.Conversation{ID: id, User: user}); err != nil && !errors.Is(err, store.ErrExists) {
-			return nil, fmt.Errorf("conversation %s: %w", id, err)
+			return nil, "", fmt.Errorf("conversation %s: %w", id, err)
 		}
-		return nil, nil
+		return nil, "", nil
 	case err != nil:
-		return nil, fmt.Errorf("conversation %s: %w", id, err)
+		return nil, "", fmt.Errorf("conversation %s: %w", id, err)
 	case conv.User != user:
-		return nil, fmt.Errorf("%w: %s", store.ErrNoConversation, id)
+		return nil, "", fmt.Errorf("%w: %s", store.ErrNoConversation, id)
 	}
 	rec, err := cs.History(ctx, id)
 	if err != nil || rec == nil {
-		return nil, err
+		return nil, "", err
 	}
 	if err := runlog.OpenRecord(r.p.seal, rec.RunID, &rec.Record); err != nil {
-		return nil, fmt.Errorf("conversation %s: the history of run %s: %w", id, rec.RunID, err)
+		return nil, "", fmt.Errorf("conversation %s: the history of run %s: %w", id, rec.RunID, err)
 	}
 	var h runlog.History
 	if err := json.Unmarshal(rec.Data, &h); err != nil {
-		return nil, fmt.Errorf("conversation %s: the history of run %s: %w", id, rec.RunID, err)
+		return nil, "", fmt.Errorf("conversation %s: the history of run %s: %w", id, rec.RunID, err)
 	}
-	return h.Messages, nil
+	return h.Messages, rec.RunID, nil
 }
 
 // joined gives the stages the history the run started from.

@@ -49,7 +49,6 @@ func (r *runState) openStore(ctx context.Context, c *runConfig) error {
 		}
 		return nil
 	}
-	def := r.p.def
 	var w *journal.Writer
 	var err error
 	fresh := c.runID == ""
@@ -60,25 +59,7 @@ func (r *runState) openStore(ctx context.Context, c *runConfig) error {
 		}
 	}
 	if fresh {
-		var hist []llm.Message
-		if c.conversation != "" {
-			if hist, err = r.readHistory(ctx, c.store, c.conversation); err != nil {
-				return err
-			}
-			r.joined(c.conversation, hist)
-		}
-		start := &runlog.Start{Kind: "pipeline", RunID: r.runID, Definition: journal.JSON(def), BaseDir: journal.AbsDir(r.p.baseDir),
-			AgentsDir: journal.AbsDir(r.p.agentsDir), Input: r.env.RawInput, StartedAt: r.start, Conversation: c.conversation, History: hist}
-		if p := policy.PrincipalFrom(ctx); p != nil {
-			start.UserID = p.UserID // the run's owner: the user its stages act for
-		}
-		opts := r.p.logOptions()
-		if c.driver != "" {
-			opts = append(opts, journal.HeldAs(journal.DriverHolder(c.driver)))
-			start.Driver = c.driver // aborted through its driver; a pause for the user is answered here
-		}
-		w, err = journal.Create(ctx, c.store, store.Run{ID: r.runID, Kind: "pipeline", Name: def.PipelineName, Version: def.Version,
-			SessionID: r.env.ID, Conversation: c.conversation, CreatedAt: r.start}, start, r.p.red, opts...)
+		w, err = r.create(ctx, c)
 	} else {
 		w, err = r.takeOver(ctx, c.store, c.driver, c.cont != nil)
 	}
@@ -95,6 +76,42 @@ func (r *runState) openStore(ctx context.Context, c *runConfig) error {
 	}, event.Inline(), event.Except(event.ContentChunk))
 	w.KeepLease(nil)
 	return nil
+}
+
+// create creates the run in its store, in its conversation when it has
+// one: a run whose history another run of the conversation made stale
+// before it was created reads it again.
+func (r *runState) create(ctx context.Context, c *runConfig) (*journal.Writer, error) {
+	def := r.p.def
+	for tries := 0; ; tries++ {
+		var hist []llm.Message
+		var of string
+		if c.conversation != "" {
+			var err error
+			if hist, of, err = r.readHistory(ctx, c.store, c.conversation); err != nil {
+				return nil, err
+			}
+		}
+		start := &runlog.Start{Kind: "pipeline", RunID: r.runID, Definition: journal.JSON(def), BaseDir: journal.AbsDir(r.p.baseDir),
+			AgentsDir: journal.AbsDir(r.p.agentsDir), Input: r.env.RawInput, StartedAt: r.start, Conversation: c.conversation, History: hist}
+		if p := policy.PrincipalFrom(ctx); p != nil {
+			start.UserID = p.UserID // the run's owner: the user its stages act for
+		}
+		opts := r.p.logOptions()
+		if c.driver != "" {
+			opts = append(opts, journal.HeldAs(journal.DriverHolder(c.driver)))
+			start.Driver = c.driver // aborted through its driver; a pause for the user is answered here
+		}
+		w, err := journal.Create(ctx, c.store, store.Run{ID: r.runID, Kind: "pipeline", Name: def.PipelineName, Version: def.Version,
+			SessionID: r.env.ID, Conversation: c.conversation, HistoryOf: of, CreatedAt: r.start}, start, r.p.red, opts...)
+		if errors.Is(err, store.ErrStaleHistory) && tries < 8 {
+			continue
+		}
+		if err == nil && c.conversation != "" {
+			r.joined(c.conversation, hist)
+		}
+		return w, err
+	}
 }
 
 // takeOver continues the stored run r.runID: a pipeline's, waiting for

@@ -64,7 +64,8 @@ type Conversations interface {
 	// sub-runs and all their logs, and returns the ids of the runs it
 	// deleted. The audit log says so in the same transaction, with no
 	// content: the conversation, how many runs, and by (who deleted it).
-	// A conversation whose run goes on is not deleted: ErrBusy.
+	// A conversation whose run goes on or waits for approval is not
+	// deleted: ErrBusy.
 	DeleteConversation(ctx context.Context, id, by string) ([]string, error)
 }
 
@@ -81,6 +82,9 @@ const KindHistory Kind = "history"
 // Errors of conversations, matched with errors.Is.
 var (
 	ErrNoConversation = errors.New("store: conversation not found")
+	// ErrStaleHistory is a run that read its conversation's history
+	// before another run of it ended: it reads the history again.
+	ErrStaleHistory = errors.New("store: the conversation went on since its history was read")
 	// ErrBusy is matched by a *BusyError.
 	ErrBusy = errors.New("store: the conversation has a run going")
 )

@@ -73,6 +73,11 @@ type Run struct {
 	// Conversation is the conversation the run is part of, if any
 	// (Conversations): created with it, the run starts from its history.
 	Conversation string
+	// HistoryOf is, for a run created in a conversation, the run whose
+	// history it read (Conversations.History's RunID; "" for none): the
+	// store refuses the run (ErrStaleHistory) when another run's history
+	// is newer by then, so that no run starts without what was said last.
+	HistoryOf string
 	// User is the run's owner: the user it was created for (its start
 	// record's user). "" is the local operator's: a run made with no
 	// user named, or stored before runs had owners.

@@ -225,6 +225,9 @@ func TestDeletedConversationLeavesNothing(t *testing.T) {
 	canary := strings.Repeat("the-secret-canary ", 400) // large enough to fill pages of its own
 	for i, id := range []string{"run_1", "run_2"} {
 		run := store.Run{ID: id, Kind: "agent", Name: "chat", Status: store.Running, Holder: "h", Conversation: "conv_1"}
+		if i > 0 {
+			run.HistoryOf = "run_1"
+		}
 		recs := []store.Record{{Kind: store.KindStart, Data: []byte(`{"input": "` + canary + `"}`)}}
 		if err := s.Append(ctx, store.Write{RunID: id, Holder: "h", Create: &run, Records: recs}); err != nil {
 			t.Fatal(err)

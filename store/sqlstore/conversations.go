@@ -14,22 +14,25 @@ import (
 
 var _ store.Conversations = (*DB)(nil)
 
-// joinConversation admits r into its conversation, in r's transaction:
-// the conversation exists and is r's user's, and no other run of it goes
-// on (a *store.BusyError names the one that does). The conversation row
-// is locked first (Dialect.ForUpdate), so two runs that race to join see
-// each other.
-func (s *DB) joinConversation(ctx context.Context, ex execer, r *store.Run, now time.Time) error {
-	var user string
-	err := ex.QueryRowContext(ctx, s.q(`SELECT user_id FROM agentry_conversations WHERE id = ?`+s.d.ForUpdate), r.Conversation).Scan(&user)
+// joinConversation admits r into its conversation, in r's transaction,
+// and returns its place in it: the conversation exists and is r's
+// user's, no other run of it goes on (a *store.BusyError names the one
+// that does), and the history r read is still the newest
+// (ErrStaleHistory). The conversation row is locked first
+// (Dialect.ForUpdate), so two runs that race to join see each other.
+func (s *DB) joinConversation(ctx context.Context, ex execer, r *store.Run, now time.Time) (int64, error) {
+	var user, forkedAt string
+	var runs int64
+	err := ex.QueryRowContext(ctx, s.q(`SELECT user_id, forked_at, runs FROM agentry_conversations WHERE id = ?`+s.d.ForUpdate), r.Conversation).
+		Scan(&user, &forkedAt, &runs)
 	if errors.Is(err, sql.ErrNoRows) {
-		return fmt.Errorf("%w: %s", store.ErrNoConversation, r.Conversation)
+		return 0, fmt.Errorf("%w: %s", store.ErrNoConversation, r.Conversation)
 	}
 	if err != nil {
-		return fmt.Errorf("store: create run %s: %w", r.ID, err)
+		return 0, fmt.Errorf("store: create run %s: %w", r.ID, err)
 	}
 	if user != r.User {
-		return fmt.Errorf("store: create run %s: it is %s's, and conversation %s is %s's", r.ID, owner(r.User), r.Conversation, owner(user))
+		return 0, fmt.Errorf("store: create run %s: it is %s's, and conversation %s is %s's", r.ID, owner(r.User), r.Conversation, owner(user))
 	}
 	var id, status, holder string
 	var lease int64
@@ -42,9 +45,16 @@ func (s *DB) joinConversation(ctx context.Context, ex execer, r *store.Run, now 
 		if st == store.Running && (lease < now.UnixMicro() || store.HolderDead(holder)) {
 			st = store.Interrupted
 		}
-		return &store.BusyError{Conversation: r.Conversation, RunID: id, Status: st}
+		return 0, &store.BusyError{Conversation: r.Conversation, RunID: id, Status: st}
 	case !errors.Is(err, sql.ErrNoRows):
-		return fmt.Errorf("store: create run %s: %w", r.ID, err)
+		return 0, fmt.Errorf("store: create run %s: %w", r.ID, err)
+	}
+	newest, err := s.newestHistory(ctx, ex, r.Conversation, forkedAt)
+	if err != nil {
+		return 0, fmt.Errorf("store: create run %s: %w", r.ID, err)
+	}
+	if newest != r.HistoryOf {
+		return 0, fmt.Errorf("%w: run %s read the history of %q, and %q's is newer", store.ErrStaleHistory, r.ID, r.HistoryOf, newest)
 	}
 	agent := r.Name
 	if r.Version != "" {
@@ -52,9 +62,22 @@ func (s *DB) joinConversation(ctx context.Context, ex execer, r *store.Run, now 
 	}
 	if _, err := ex.ExecContext(ctx, s.q(`UPDATE agentry_conversations SET runs = runs + 1, agent = ?, updated_at = ? WHERE id = ?`),
 		agent, now.UnixMicro(), r.Conversation); err != nil {
-		return fmt.Errorf("store: create run %s: %w", r.ID, err)
+		return 0, fmt.Errorf("store: create run %s: %w", r.ID, err)
 	}
-	return nil
+	return runs + 1, nil
+}
+
+// newestHistory is the run whose history the conversation's next run
+// starts from: its newest run with one, by the store's order, else the
+// run a fork began from, else "".
+func (s *DB) newestHistory(ctx context.Context, ex execer, conv, forkedAt string) (string, error) {
+	var id string
+	err := ex.QueryRowContext(ctx, s.q(`SELECT r.id FROM agentry_runs r JOIN agentry_log l ON l.run_id = r.id
+		WHERE r.conversation_id = ? AND l.kind = 'history' ORDER BY r.conversation_seq DESC LIMIT 1`), conv).Scan(&id)
+	if errors.Is(err, sql.ErrNoRows) {
+		return forkedAt, nil
+	}
+	return id, err
 }
 
 // owner names a user in an error.
@@ -165,7 +188,7 @@ func (s *DB) History(ctx context.Context, id string) (*store.RunRecord, error) {
 	var data string
 	err := s.db.QueryRowContext(ctx, s.q(`SELECT r.id, l.seq, l.format, l.turn, l.at, l.data FROM agentry_runs r
 		JOIN agentry_log l ON l.run_id = r.id
-		WHERE r.conversation_id = ? AND l.kind = 'history' ORDER BY r.created_at DESC, l.seq DESC LIMIT 1`), id).
+		WHERE r.conversation_id = ? AND l.kind = 'history' ORDER BY r.conversation_seq DESC, l.seq DESC LIMIT 1`), id).
 		Scan(&rec.RunID, &rec.Seq, &rec.Format, &rec.Turn, &at, &data)
 	if err == nil {
 		rec.Time, rec.Data = fromMicros(at), []byte(data)
@@ -237,11 +260,14 @@ func (s *DB) DeleteConversation(ctx context.Context, id, by string) ([]string, e
 	} else if err != nil {
 		return nil, fmt.Errorf("store: delete conversation %s: %w", id, err)
 	}
-	var going string
-	err = tx.QueryRowContext(ctx, s.q(`SELECT id FROM agentry_runs WHERE conversation_id = ? AND status = 'running' AND lease_until >= ? LIMIT 1`),
-		id, s.now().UnixMicro()).Scan(&going)
-	if err == nil {
-		return nil, &store.BusyError{Conversation: id, RunID: going, Status: store.Running}
+	var going, status string
+	err = tx.QueryRowContext(ctx, s.q(`SELECT id, status FROM agentry_runs WHERE conversation_id = ?
+		AND (status = 'running' AND lease_until >= ? OR status = 'awaiting_approval') LIMIT 1`), id, s.now().UnixMicro()).Scan(&going, &status)
+	switch {
+	case err == nil: // a run that goes on, or waits for a person (a driver may wait on it)
+		return nil, &store.BusyError{Conversation: id, RunID: going, Status: store.Status(status)}
+	case !errors.Is(err, sql.ErrNoRows):
+		return nil, fmt.Errorf("store: delete conversation %s: %w", id, err)
 	}
 	ids, err := s.runsOf(ctx, tx, id)
 	if err != nil {
@@ -259,7 +285,7 @@ func (s *DB) DeleteConversation(ctx context.Context, id, by string) ([]string, e
 		return nil, fmt.Errorf("store: delete conversation %s: %w", id, err)
 	}
 	if _, err := s.appendAudit(ctx, tx, store.AuditRecord{UserID: by, Rule: "conversation.delete", Decision: "delete",
-		Target: "conversation:" + id, Reason: fmt.Sprintf("deleted with its %d runs and their logs", len(ids))}); err != nil {
+		Target: "conversation:" + id, Reason: fmt.Sprintf("deleted with %d runs (sub-runs included) and their logs", len(ids))}); err != nil {
 		return nil, err
 	}
 	if err := tx.Commit(); err != nil {

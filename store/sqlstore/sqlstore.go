@@ -181,7 +181,8 @@ var migrations = []string{
 	// 9: conversations (store.Conversations): each run's, and the
 	// conversations themselves, a fork with the history it began from.
 	`ALTER TABLE agentry_runs ADD COLUMN conversation_id TEXT NOT NULL DEFAULT '';
-	CREATE INDEX agentry_runs_conversation ON agentry_runs (conversation_id, created_at);
+	ALTER TABLE agentry_runs ADD COLUMN conversation_seq BIGINT NOT NULL DEFAULT 0;
+	CREATE INDEX agentry_runs_conversation ON agentry_runs (conversation_id, conversation_seq);
 	CREATE TABLE agentry_conversations (
 		id TEXT PRIMARY KEY,
 		user_id TEXT NOT NULL DEFAULT '',
@@ -398,16 +399,18 @@ func (s *DB) createRun(ctx context.Context, ex execer, r store.Run) error {
 	if r.CreatedAt.IsZero() {
 		r.CreatedAt = now
 	}
+	var seq int64 // the run's place in its conversation, the store's to give
 	if r.Conversation != "" {
-		if err := s.joinConversation(ctx, ex, &r, now); err != nil {
+		var err error
+		if seq, err = s.joinConversation(ctx, ex, &r, now); err != nil {
 			return err
 		}
 	}
 	res, err := ex.ExecContext(ctx, s.q(`INSERT INTO agentry_runs
-		(id, kind, name, version, parent_id, session_id, user_id, status, holder, lease_until, created_at, updated_at, outcome, turns, tokens, cost_usd, error, conversation_id)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING`),
+		(id, kind, name, version, parent_id, session_id, user_id, status, holder, lease_until, created_at, updated_at, outcome, turns, tokens, cost_usd, error, conversation_id, conversation_seq)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING`),
 		r.ID, r.Kind, r.Name, r.Version, r.ParentID, r.SessionID, r.User, string(r.Status), r.Holder, micros(r.LeaseUntil),
-		micros(r.CreatedAt), micros(now), r.Outcome, r.Turns, r.Tokens, nullFloat(r.CostUSD), r.Error, r.Conversation)
+		micros(r.CreatedAt), micros(now), r.Outcome, r.Turns, r.Tokens, nullFloat(r.CostUSD), r.Error, r.Conversation, seq)
 	if err != nil {
 		return fmt.Errorf("store: create run %s: %w", r.ID, err)
 	}

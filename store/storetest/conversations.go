@@ -23,11 +23,15 @@ func conversations(t *testing.T, s store.Store) store.Conversations {
 	return c
 }
 
-// runIn creates a run of conv for user, with records, its lease held.
+// runIn creates a run of conv for user, with records, its lease held,
+// as a run that read the conversation's history just before does.
 func runIn(t *testing.T, s store.Store, id, conv, user string, recs ...store.Record) error {
 	t.Helper()
 	r := newRun(id)
 	r.Conversation, r.User = conv, user
+	if h, _ := s.(store.Conversations).History(context.Background(), conv); h != nil {
+		r.HistoryOf = h.RunID
+	}
 	return s.Append(context.Background(), store.Write{RunID: id, Holder: r.Holder, Create: &r, Records: recs})
 }
 
@@ -224,6 +228,15 @@ func testConversationDelete(t *testing.T, s store.Store) {
 	if _, err := cs.DeleteConversation(ctx, "conv_d", "ops"); !errors.Is(err, store.ErrBusy) {
 		t.Errorf("deleting a conversation whose run goes on: %v", err)
 	}
+	if err := s.Append(ctx, store.Write{RunID: "run_d1", Holder: "h1", Status: store.AwaitingApproval, Release: true}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cs.DeleteConversation(ctx, "conv_d", "ops"); !errors.Is(err, store.ErrBusy) {
+		t.Errorf("deleting a conversation whose run waits for approval: %v", err)
+	}
+	if err := s.Acquire(ctx, "run_d1", "h1", ttl); err != nil {
+		t.Fatal(err)
+	}
 	end(t, s, "run_d1", `{}`)
 	if err := runIn(t, s, "run_k1", "conv_keep", ""); err != nil {
 		t.Fatal(err)
@@ -253,7 +266,7 @@ func testConversationDelete(t *testing.T, s store.Store) {
 	var found bool
 	for _, a := range audit {
 		if a.Target == "conversation:conv_d" {
-			found = a.Rule == "conversation.delete" && a.Decision == "delete" && a.UserID == "ops" && a.Reason == "deleted with its 2 runs and their logs"
+			found = a.Rule == "conversation.delete" && a.Decision == "delete" && a.UserID == "ops" && a.Reason == "deleted with 2 runs (sub-runs included) and their logs"
 		}
 		if strings.Contains(a.Reason+a.Target, "s1") {
 			t.Errorf("the audit log holds content: %+v", a)
@@ -264,5 +277,41 @@ func testConversationDelete(t *testing.T, s store.Store) {
 	}
 	if err := s.VerifyAudit(ctx); err != nil {
 		t.Errorf("the audit chain after a deletion: %v", err)
+	}
+}
+
+// testConversationOrder: the history the next run starts from is the
+// newest by the store's order, whatever the runs' clocks said; a run
+// that read the history before another run ended is refused, to read it
+// again.
+func testConversationOrder(t *testing.T, s store.Store) {
+	ctx := context.Background()
+	cs := conversations(t, s)
+	if err := cs.CreateConversation(ctx, store.Conversation{ID: "conv_o"}); err != nil {
+		t.Fatal(err)
+	}
+	late := time.Now().Add(time.Hour)
+	for i, at := range []time.Time{late, late.Add(-2 * time.Hour)} { // the second run's clock is behind
+		id := fmt.Sprintf("run_%d", i+1)
+		r := newRun(id)
+		r.Conversation, r.CreatedAt = "conv_o", at
+		if h, _ := cs.History(ctx, "conv_o"); h != nil {
+			r.HistoryOf = h.RunID
+		}
+		if err := s.Append(ctx, store.Write{RunID: id, Holder: r.Holder, Create: &r}); err != nil {
+			t.Fatal(err)
+		}
+		end(t, s, id, fmt.Sprintf(`{"n": %d}`, i+1))
+	}
+	if h, _ := cs.History(ctx, "conv_o"); h == nil || h.RunID != "run_2" {
+		t.Errorf("the newest history: %+v, want run_2's", h)
+	}
+	stale := newRun("run_stale")
+	stale.Conversation, stale.HistoryOf = "conv_o", "run_1"
+	if err := s.Append(ctx, store.Write{RunID: stale.ID, Holder: stale.Holder, Create: &stale}); !errors.Is(err, store.ErrStaleHistory) {
+		t.Errorf("a run that read an older history: %v", err)
+	}
+	if _, err := s.Get(ctx, "run_stale"); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("the refused run is on record: %v", err)
 	}
 }

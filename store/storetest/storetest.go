@@ -49,6 +49,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"ConversationList", testConversationList},
 		{"ConversationFork", testConversationFork},
 		{"ConversationDelete", testConversationDelete},
+		{"ConversationOrder", testConversationOrder},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
