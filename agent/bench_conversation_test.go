@@ -8,53 +8,71 @@ import (
 	"time"
 
 	"github.com/agentry/agentry/llm"
+	"github.com/agentry/agentry/llm/scripted"
 	"github.com/agentry/agentry/store"
 )
 
-// BenchmarkTurnInConversation: the reference workload's ten turns alone,
-// and the same turns after a conversation's history of 100 earlier
-// exchanges (200 messages, given with WithHistory: no store, as the
-// floor runs): what a turn costs beyond the messages the model is sent.
+// BenchmarkTurnInConversation: the reference workload alone, and the
+// same after a conversation's history of 100 earlier exchanges (200
+// messages, given with WithHistory: no store, as the floor runs).
 func BenchmarkTurnInConversation(b *testing.B) {
+	hist := chatHistory(100)
+	b.Run("alone", func(b *testing.B) { turnsAndStart(b, func() []RunOption { return nil }) })
+	b.Run("after-100-runs", func(b *testing.B) {
+		turnsAndStart(b, func() []RunOption { return []RunOption{WithHistory(hist...)} })
+	})
+}
+
+// turnsAndStart runs the reference workload at 2 and at 50 turns each
+// iteration, with the options opts gives (made before the clock runs),
+// so that what a turn costs (ns/turn: the 48 turns the longer run adds)
+// is told apart from what a run pays once (ns/start: the 2-turn run
+// less its two turns), where a conversation's history is read, copied
+// into the transcript and looked at by the redactor.
+func turnsAndStart(b *testing.B, opts func() []RunOption) {
+	short, long := benchScriptN(b, 2), benchScriptN(b, 50)
+	a := benchAgentN(b, long, 50)
+	input := map[string]any{"task": "add"}
+	ctx := context.Background()
+	run := func(s *scripted.Script, turns int) time.Duration {
+		b.StopTimer()
+		o := append(opts(), WithSessionProvider(s.Model()))
+		b.StartTimer()
+		start := time.Now()
+		res, err := a.Run(ctx, input, o...)
+		if err != nil || res.Iterations != turns {
+			b.Fatalf("%v after %d turns", err, res.Iterations)
+		}
+		return time.Since(start)
+	}
+	b.ReportAllocs()
+	var two, fifty time.Duration
+	for b.Loop() {
+		two += run(short, 2)
+		fifty += run(long, 50)
+	}
+	turn := float64((fifty - two).Nanoseconds()) / float64(b.N*48)
+	b.ReportMetric(turn, "ns/turn")
+	b.ReportMetric(float64(two.Nanoseconds())/float64(b.N)-2*turn, "ns/start")
+}
+
+// chatHistory is n exchanges of a chat: a question and its answer each.
+func chatHistory(n int) []llm.Message {
 	var hist []llm.Message
-	for i := range 100 {
+	for i := range n {
 		hist = append(hist, llm.Message{Role: llm.RoleUser, Content: fmt.Sprintf("Question %d: what is %d + %d?", i, i, i)},
 			llm.Message{Role: llm.RoleAssistant, Content: fmt.Sprintf("It is %d.", 2*i)})
 	}
-	for _, tc := range []struct {
-		name string
-		more []RunOption
-	}{{"alone", nil}, {"after-100-runs", []RunOption{WithHistory(hist...)}}} {
-		b.Run(tc.name, func(b *testing.B) {
-			s := benchScript(b)
-			a := benchAgent(b, s)
-			input := map[string]any{"task": "add"}
-			ctx := context.Background()
-			b.ReportAllocs()
-			start := time.Now()
-			for b.Loop() {
-				res, err := a.Run(ctx, input, append([]RunOption{WithSessionProvider(s.Model())}, tc.more...)...)
-				if err != nil || res.Iterations != 10 {
-					b.Fatalf("%v after %d turns", err, res.Iterations)
-				}
-			}
-			b.ReportMetric(float64(time.Since(start).Nanoseconds())/float64(b.N*10), "ns/turn")
-		})
-	}
+	return hist
 }
 
-// BenchmarkStoredTurnInConversation: the reference workload's ten turns
-// in a stored run alone, and in a stored run of a conversation of 100
-// earlier exchanges (200 messages; a fresh fork of it each time), on
-// SQLite.
+// BenchmarkStoredTurnInConversation: the same in stored runs on SQLite,
+// alone and in a conversation of 100 earlier exchanges (a fresh fork of
+// it each run, made before the clock runs).
 func BenchmarkStoredTurnInConversation(b *testing.B) {
 	ctx := context.Background()
 	st := openStore(b, filepath.Join(b.TempDir(), "runs.db")).Store
 	cs := st.(store.Conversations)
-	s := benchScript(b)
-	a := benchAgent(b, s)
-	input := map[string]any{"task": "add"}
-	// 100 exchanges of a chat before: a question and its answer each.
 	chat, err := New(mustSpec(b, `{"agent_name": "bench", "version": "v1", "model_name": "m", "system_text": "Add numbers."}`),
 		WithProvider(llm.ProviderFunc(func(context.Context, *llm.Request) (*llm.Response, error) {
 			return &llm.Response{Content: "It is done."}, nil
@@ -70,41 +88,18 @@ func BenchmarkStoredTurnInConversation(b *testing.B) {
 		}
 		last = res.ID
 	}
-	for _, tc := range []struct {
-		name string
-		conv func(i int) string
-	}{
-		{"alone", func(int) string { return "" }},
-		{"after-100-runs", func(i int) string {
-			id := fmt.Sprintf("fork-%d-%d", i, time.Now().UnixNano())
+	b.Run("alone", func(b *testing.B) { turnsAndStart(b, func() []RunOption { return []RunOption{WithStore(st)} }) })
+	forks := 0
+	b.Run("after-100-runs", func(b *testing.B) {
+		turnsAndStart(b, func() []RunOption {
+			forks++
+			id := fmt.Sprintf("fork-%d-%d", forks, time.Now().UnixNano())
 			if err := cs.Fork(ctx, "long", last, store.Conversation{ID: id}); err != nil {
 				b.Fatal(err)
 			}
-			return id
-		}},
-	} {
-		b.Run(tc.name, func(b *testing.B) {
-			b.ReportAllocs()
-			var elapsed time.Duration
-			i := 0
-			for b.Loop() {
-				b.StopTimer()
-				opts := []RunOption{WithStore(st), WithSessionProvider(s.Model())}
-				if id := tc.conv(i); id != "" {
-					opts = append(opts, WithConversation(id))
-				}
-				i++
-				b.StartTimer()
-				start := time.Now()
-				res, err := a.Run(ctx, input, opts...)
-				elapsed += time.Since(start)
-				if err != nil || res.Iterations != 10 {
-					b.Fatalf("%v after %d turns", err, res.Iterations)
-				}
-			}
-			b.ReportMetric(float64(elapsed.Nanoseconds())/float64(b.N*10), "ns/turn")
+			return []RunOption{WithStore(st), WithConversation(id)}
 		})
-	}
+	})
 }
 
 // BenchmarkConversationStart: a one-turn run that starts a conversation,

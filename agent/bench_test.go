@@ -37,13 +37,16 @@ func benchScriptN(b testing.TB, n int) *scripted.Script {
 	return s
 }
 
-func benchAgent(b testing.TB, s *scripted.Script) *Agent {
+func benchAgent(b testing.TB, s *scripted.Script) *Agent { return benchAgentN(b, s, 10) }
+
+// benchAgentN is the workload's agent with max_turns n.
+func benchAgentN(b testing.TB, s *scripted.Script, n int) *Agent {
 	add := tool.Must(tool.Func("add", "Add two integers.", func(_ context.Context, in addArgs) (int, error) {
 		return in.A + in.B, nil
 	}, tool.WithIdempotency(tool.Safe)))
 	reg, _ := tool.NewRegistry(add)
 	spec := mustSpec(b, `{"agent_name": "bench", "version": "v1", "model_name": "scripted:bench", "system_text": "Add numbers.",
-		"tools": ["add"], "limits": {"max_turns": 10}}`)
+		"tools": ["add"], "limits": {"max_turns": `+strconv.Itoa(n)+`}}`)
 	a, err := New(spec, WithProvider(s.Model(), "scripted"), WithTools(reg))
 	if err != nil {
 		b.Fatal(err)

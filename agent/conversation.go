@@ -30,8 +30,9 @@ func WithConversation(id string) RunOption {
 }
 
 // WithHistory makes the run start from msgs, what was said before it,
-// placed as a conversation's history is (after the system prompt and the
-// spec's messages, before the task, compacted first), without joining a
+// placed and carried as a conversation's history is (after the system
+// prompt and the spec's messages, before the task, as the spec's
+// context.history says, compacted first), without joining a
 // conversation: for a host that keeps the history itself, as a pipeline
 // in a conversation gives its stages the history its run was given. The
 // run's start record keeps it, for a resume and a replay.
@@ -76,7 +77,10 @@ func (r *run) joinConversation(ctx context.Context) error {
 	if id == "" && (c.extra == nil || !c.extra.historySet) {
 		return nil
 	}
-	hist, calls, of := c.extra.history, c.extra.historyCalls, ""
+	// A history given (WithHistory, or a resume's start record) is
+	// carried as the spec says too; what the start record kept was, and
+	// carrying it again leaves it as it is.
+	hist, calls, of := carried(c.extra.history, r.a.spec.Context), c.extra.historyCalls, ""
 	if !c.extra.historySet {
 		var err error
 		if hist, calls, of, err = r.readHistory(ctx, id); err != nil {
@@ -91,8 +95,9 @@ func (r *run) joinConversation(ctx context.Context) error {
 	at := r.historyAt()
 	msgs := r.st.Messages
 	// Room for the run's own messages (a call and a result a turn, an
-	// answer): the history is not copied again as they come.
-	room := min(2*max(int(r.limits.maxTurns), 1)+1, 64)
+	// answer): the history is not copied again as they come. Past 256
+	// (24 KiB) a run of many turns grows it as any slice grows.
+	room := min(2*max(int(r.limits.maxTurns), 1)+1, 256)
 	out := make([]llm.Message, 0, len(msgs)+len(hist)+room)
 	r.st.Messages = append(append(append(out, msgs[:at]...), hist...), msgs[at:]...)
 	n := r.note()
@@ -191,7 +196,7 @@ func (r *run) ownHistory() []llm.Message {
 // that came with calls keeps its text), at most the newest max messages,
 // never starting inside a call's results.
 func carried(msgs []llm.Message, cx *spec.Context) []llm.Message {
-	if cx == nil || cx.History == nil {
+	if cx == nil || cx.History == nil || len(msgs) == 0 {
 		return msgs
 	}
 	h := cx.History

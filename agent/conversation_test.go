@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"os"
@@ -86,7 +87,7 @@ func TestConversation(t *testing.T) {
 
 // TestConversationHistoryCarried: context.history leaves the earlier
 // runs' tool traffic out, and caps what is carried without starting
-// inside a call's results.
+// inside a call's results, read from the store or given in Go.
 func TestConversationHistoryCarried(t *testing.T) {
 	for _, tc := range []struct {
 		name, history string
@@ -102,13 +103,24 @@ func TestConversationHistoryCarried(t *testing.T) {
 			model := &recorder{replies: []reply{calls(call("c1", "add", `{"a": 2, "b": 3}`)), answer("5."), answer("5 again.")}}
 			a := newTestAgent(t, `{"agent_name": "chat", "version": "v1", "model_name": "m", "system_text": "S.", "tools": ["add"],
 				"context": {"history": `+tc.history+`}}`, model)
+			var first *Result
 			for _, text := range []string{"Add.", "Again."} {
-				if _, err := a.Run(ctx, map[string]any{"task": text}, WithStore(st), WithConversation("c")); err != nil {
+				res, err := a.Run(ctx, map[string]any{"task": text}, WithStore(st), WithConversation("c"))
+				if err != nil {
 					t.Fatal(err)
 				}
+				first = cmp.Or(first, res)
 			}
 			if got := said(model.reqs[2]); strings.Join(got, "\n") != strings.Join(tc.want, "\n") {
 				t.Errorf("sent %q, want %q", got, tc.want)
+			}
+			// A history given in Go is carried as the spec says too.
+			model.replies = append(model.replies, answer("5 once more."))
+			if _, err := a.Run(ctx, map[string]any{"task": "Again."}, WithHistory(first.Messages[1:]...)); err != nil {
+				t.Fatal(err)
+			}
+			if got := said(model.reqs[3]); strings.Join(got, "\n") != strings.Join(tc.want, "\n") {
+				t.Errorf("with the history in Go, sent %q, want %q", got, tc.want)
 			}
 		})
 	}
