@@ -220,15 +220,24 @@ func (c *chatter) run(ctx context.Context, sess *agent.Session) (*agent.Result, 
 
 // decide asks about each call the run waits for (y approves, anything
 // else denies) and returns the session that goes on with the decisions.
+// Ctrl-C (or the end of the input) at a question aborts the run: the
+// session returned ends it aborted, with what it did, at once.
 func (c *chatter) decide(ctx context.Context, res *agent.Result) *agent.Session {
 	var approve, deny []string
+	abort := false
 	for _, w := range res.Waiting {
 		fmt.Fprintf(c.out, "approve %s %s? [y/N] ", w.Tool, oneLine(string(w.Arguments), 200))
 		var answer string
+		var ok bool
 		select {
-		case answer = <-c.lines:
+		case answer, ok = <-c.lines:
+			abort = !ok
 		case <-c.sig:
+			abort = true
+		}
+		if abort {
 			fmt.Fprintln(c.out)
+			break
 		}
 		if a := strings.ToLower(strings.TrimSpace(answer)); a == "y" || a == "yes" {
 			approve = append(approve, w.Key)
@@ -236,10 +245,17 @@ func (c *chatter) decide(ctx context.Context, res *agent.Result) *agent.Session 
 			deny = append(deny, w.Key)
 		}
 	}
-	sess, err := c.a.Resume(ctx, c.st, res.ID, append(c.opts, agent.Approve(approve...), agent.Deny(deny...), agent.DecidedBy("chat"))...)
+	opts := append(c.opts[:len(c.opts):len(c.opts)], agent.Approve(approve...), agent.Deny(deny...), agent.DecidedBy("chat"))
+	if abort {
+		opts = c.opts
+	}
+	sess, err := c.a.Resume(ctx, c.st, res.ID, opts...)
 	if err != nil {
 		c.say("✗ %v", err)
 		return nil
+	}
+	if abort {
+		sess.Abort()
 	}
 	return sess
 }

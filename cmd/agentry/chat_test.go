@@ -102,8 +102,18 @@ func TestChatPiped(t *testing.T) {
 	}
 	// The fork still knows what was said.
 	code, out, _ = runWith(t, "Who am I?\n", "chat", spec, "--db", db, "--conversation", strings.TrimSpace(forked))
-	if code != 0 || out == "" {
+	if code != 0 || out != "You are still Ada.\n" { // the script goes on where the original left off
 		t.Errorf("the fork after the original went: exit %d %q", code, out)
+	}
+	runs, _ := openRuns(t, db).List(context.Background(), store.Filter{Conversation: strings.TrimSpace(forked)})
+	if len(runs) != 1 {
+		t.Fatalf("the fork's runs: %+v", runs)
+	}
+	code, trace, _ := run(t, "trace", runs[0].ID, "--db", db, "--json")
+	var sent struct{ Messages []struct{ Content string } }
+	json.Unmarshal([]byte(trace), &sent)
+	if code != 0 || len(sent.Messages) != 11 || sent.Messages[1].Content != "My name is Ada." || sent.Messages[8].Content != "You are Ada." || sent.Messages[10].Content != "You are still Ada." {
+		t.Errorf("the fork's run was not sent what was said before it: %+v", sent.Messages)
 	}
 }
 
@@ -166,10 +176,13 @@ func (p *pty) waitFor(t *testing.T, from int, want string) int {
 }
 
 // TestChatOnATerminal drives agentry chat through a pseudo-terminal as a
-// person would: a prompt, answers, Ctrl-C that aborts the run and not the
-// chat, and /exit.
+// person would: a prompt, answers, Ctrl-C at an approval's question and
+// while the model thinks, each aborting the run and not the chat, and
+// /exit.
 func TestChatOnATerminal(t *testing.T) {
-	spec := chatDir(t, `{"turns": [{"content": "Hello, Ada!"}, {"content": "Pondering.", "delay_ms": 60000}, {"content": "You are Ada."}]}`)
+	spec := chatDir(t, `{"turns": [{"content": "Hello, Ada!"},
+		{"content": "Saving.", "tool_calls": [{"name": "kv_set", "arguments": {"key": "name", "value": "Ada"}}]},
+		{"content": "Pondering.", "delay_ms": 60000}, {"content": "You are Ada."}]}`)
 	db := filepath.Join(t.TempDir(), "runs.db")
 	p, tty := openPTY(t)
 	cmd := exec.Command(binary(t), "chat", spec, "--db", db)
@@ -192,15 +205,18 @@ func TestChatOnATerminal(t *testing.T) {
 	for _, s := range []step{
 		{"My name is Ada.\n", "Hello, Ada!"},
 		{"", "> "},
-		{"Take your time.\n", "Take your time."}, // the echo: the run is under way
+		{"Remember it.\n", "[y/N] "},
+		{"\x03", "(aborted)"}, // Ctrl-C at the question
+		{"", "> "},
+		{"Take your time.\n", "Take your time."}, // the echo
 	} {
 		if s.send != "" {
 			p.master.WriteString(s.send)
 		}
 		at = p.waitFor(t, at, s.expect)
 	}
-	time.Sleep(200 * time.Millisecond) // the model is thinking
-	p.master.WriteString("\x03")       // Ctrl-C
+	waitRunning(t, db) // the model is thinking
+	p.master.WriteString("\x03")
 	at = p.waitFor(t, at, "(aborted)")
 	at = p.waitFor(t, at, "> ")
 	p.master.WriteString("Who am I?\n")
@@ -220,7 +236,40 @@ func TestChatOnATerminal(t *testing.T) {
 	}
 	defer st.Close()
 	runs, _ := st.List(context.Background(), store.Filter{Kind: "agent"})
-	if len(runs) != 3 || runs[1].Status != store.Aborted || runs[0].Conversation == "" || runs[0].Conversation != runs[2].Conversation {
+	if len(runs) != 4 || runs[1].Status != store.Aborted || runs[2].Status != store.Aborted || runs[0].Conversation == "" || runs[0].Conversation != runs[3].Conversation {
 		t.Errorf("the runs: %+v", runs)
 	}
+	// Aborted at the question: the call was never made.
+	recs, err := st.Records(context.Background(), runs[2].ID, 0)
+	for _, r := range recs {
+		if r.Kind == store.KindToolResult {
+			t.Errorf("the run aborted at its question has a %s record", r.Kind)
+		}
+	}
+	if err != nil || len(recs) == 0 {
+		t.Errorf("the aborted run's records: %v", err)
+	}
+}
+
+// openRuns opens the run store db for the test.
+func openRuns(t *testing.T, db string) store.Store {
+	t.Helper()
+	st, err := store.Open(context.Background(), db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	return st
+}
+
+// waitRunning waits until the chat's store shows a run under way.
+func waitRunning(t *testing.T, db string) {
+	t.Helper()
+	st := openRuns(t, db)
+	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		if runs, err := st.List(context.Background(), store.Filter{Status: store.Running}); err == nil && len(runs) > 0 {
+			return
+		}
+	}
+	t.Fatal("no run began")
 }
