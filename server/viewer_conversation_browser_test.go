@@ -9,7 +9,7 @@ import (
 
 // TestViewerConversation: a person starts a conversation from the list,
 // says something in the composer, approves the call the run waits for
-// inline, and reads the answer linked to its run's trace; the chat
+// inline (asked again when the page is opened anew), and reads the answer linked to its run's trace; the chat
 // reads at a wide and a narrow width (written to docs/ with
 // AGENTRY_VIEWER_DOCS=1), and the list shows it.
 func TestViewerConversation(t *testing.T) {
@@ -29,6 +29,10 @@ func TestViewerConversation(t *testing.T) {
 		t.Errorf("the call waiting: %q", got)
 	}
 	docs(t, p.screenshot("conversation-approval-wide"), "viewer-conversation-approval.png")
+	// Opened again, the chat asks about the call the stored run waits for.
+	p.do("reload", chromedp.Reload())
+	p.waitJS("the call asked about again", `document.querySelectorAll('.msg.user').length === 1 &&
+		document.querySelector('.msg.live .approval.inline button.approve') && !document.querySelector('.msg.agent:not(.live)')`)
 	p.click("approve", ".approval.inline button.approve")
 	p.waitJS("the answer", `[...document.querySelectorAll('.msg.agent .text')].some(e => e.textContent === 'The release 2.0.0 is stored.') && !document.querySelector('.msg.live')`)
 	runID := eval[string](p, `decodeURIComponent(document.querySelector('.msg.agent .trace-link').getAttribute('href').replace('#/runs/', ''))`)

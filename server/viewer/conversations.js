@@ -108,7 +108,7 @@ export function mountConversation(root, id, me) {
   }
 
   function renderLog() {
-    const turns = st.conv ? st.conv.turns || [] : [];
+    const turns = (st.conv ? st.conv.turns || [] : []).filter((t) => !st.live || t.run_id !== st.live.runId);
     const items = turns.map(turnItems).flat();
     if (st.live) items.push(...liveItems(st.live));
     fill(log, items.length ? items : h('li', {class: 'empty'}, st.error || 'Nothing was said yet.'));
@@ -253,9 +253,23 @@ export function mountConversation(root, id, me) {
       st.error = e.status === 404 ? `No conversation ${id}.` : 'The conversation could not be read: ' + e.message;
     }
     if (st.gone) return;
+    adopt();
     renderHead();
     renderLog();
     renderComposer();
+  }
+
+  // adopt follows the conversation's newest run, when it goes on or waits
+  // for approval and this page did not start it (it was opened again, or
+  // the run began elsewhere): its answer streams, its calls are asked
+  // about, as if it had been sent from here.
+  function adopt() {
+    const turns = (st.conv && st.conv.turns) || [];
+    const last = turns[turns.length - 1];
+    if (st.live || !mine() || !last || (last.status !== 'running' && last.status !== 'awaiting_approval')) return;
+    st.live = {message: messageText(last.message), said: new Map(), tools: [], calls: [], waiting: [], runId: last.run_id};
+    st.sending = true;
+    follow(last.run_id);
   }
 
   renderHead();
@@ -267,11 +281,16 @@ export function mountConversation(root, id, me) {
 // was said, and the answer, linked to the run's trace.
 function turnItems(t) {
   const answer = t.answer === undefined || t.answer === null ? '' : typeof t.answer === 'string' ? t.answer : JSON.stringify(t.answer, null, 2);
-  const message = typeof t.message === 'string' ? t.message : JSON.stringify(t.message);
-  return [h('li', {class: 'msg user'}, h('p', {class: 'text'}, message)),
+  return [h('li', {class: 'msg user'}, h('p', {class: 'text'}, messageText(t.message))),
     h('li', {class: 'msg agent'},
       t.error ? h('p', {class: 'error-box'}, t.error) : null,
       answer ? h('p', {class: 'text'}, answer) : (t.status === 'completed' || t.error ? null : h('p', {class: 'muted'}, t.status.replaceAll('_', ' '))),
       h('p', {class: 'meta'}, t.status !== 'completed' ? badge(t.status) : null, ' ',
         h('a', {href: '#/runs/' + encodeURIComponent(t.run_id), class: 'trace-link', title: 'the run\'s trace'}, 'trace ', h('code', {}, shortId(t.run_id)))))];
+}
+
+// messageText is a run's message as the chat shows it: its text, or the
+// JSON of an input of several keys.
+function messageText(m) {
+  return typeof m === 'string' ? m : JSON.stringify(m);
 }
