@@ -311,12 +311,14 @@ func (s *Server) answerer(ref string, conv store.Conversation) (*agent.Agent, *r
 // (queue), or after it was aborted (interrupt). It answers once the run
 // is in the conversation, or ended before it could join it.
 func (s *Server) converse(ctx context.Context, l *launch, ifBusy string) (string, <-chan any, *refusal) {
-	for interrupted := ""; ; {
+	var at *place
+	defer func() { at.leave() }()
+	for {
 		id, done, busy, rf := s.join(ctx, l)
 		if rf != nil || busy == "" {
 			return id, done, rf
 		}
-		if rf := s.whileBusy(ctx, l.conversation, busy, ifBusy, &interrupted); rf != nil {
+		if rf := s.whileBusy(ctx, l.conversation, busy, ifBusy, &at); rf != nil {
 			return "", nil, rf
 		}
 	}
@@ -326,7 +328,9 @@ func (s *Server) converse(ctx context.Context, l *launch, ifBusy string) (string
 // the store says which run holds the conversation before the run starts
 // (two servers that race are told apart by the store, in the worker).
 func (s *Server) converseRemote(ctx context.Context, l *launch, ifBusy string) (string, *refusal) {
-	for interrupted := ""; ; {
+	var at *place
+	defer func() { at.leave() }()
+	for {
 		busy, err := s.holder(ctx, l.conversation)
 		if err != nil {
 			return "", &refusal{http.StatusInternalServerError, "store_error", "the run store failed to list the conversation's runs"}
@@ -337,7 +341,7 @@ func (s *Server) converseRemote(ctx context.Context, l *launch, ifBusy string) (
 				UserID: p.UserID, Roles: p.Roles, Metadata: l.metadata, TraceParent: l.trace.parent, TraceState: l.trace.state}
 			return s.startRemote(ctx, rr)
 		}
-		if rf := s.whileBusy(ctx, l.conversation, busy, ifBusy, &interrupted); rf != nil {
+		if rf := s.whileBusy(ctx, l.conversation, busy, ifBusy, &at); rf != nil {
 			return "", rf
 		}
 	}
@@ -363,22 +367,29 @@ func firstID(runs []store.Run) string {
 }
 
 // whileBusy does what ifBusy says while the run busy holds conv: a
-// refusal (refuse), or nothing once it ended (queue), after it was
-// aborted once (interrupt; *interrupted remembers which).
-func (s *Server) whileBusy(ctx context.Context, conv, busy, ifBusy string, interrupted *string) *refusal {
-	switch ifBusy {
-	case "", "refuse":
+// refusal (refuse); or, the first time, a place at the end of the
+// conversation's line on this server (*at), the run aborted (interrupt),
+// and the wait for the messages ahead to go; then the wait for the run
+// that holds it to end. Messages that wait thus run in the order they
+// came.
+func (s *Server) whileBusy(ctx context.Context, conv, busy, ifBusy string, at **place) *refusal {
+	if ifBusy == "" || ifBusy == "refuse" {
 		return &refusal{http.StatusConflict, "conversation_busy",
 			fmt.Sprintf("run %s of conversation %s goes on: one run of a conversation goes at a time (if_busy: queue waits for it, interrupt aborts it)", busy, conv)}
-	case "interrupt":
-		if busy != *interrupted { // abort it once; then wait as a queue does
+	}
+	if *at == nil {
+		*at = s.lineUp(conv)
+		if ifBusy == "interrupt" {
 			if run, err := s.cfg.Store.Get(ctx, busy); err == nil {
 				if rf := s.abortRun(ctx, run); rf != nil && rf.status != http.StatusConflict {
 					return rf
 				}
 			}
-			*interrupted = busy
 		}
+		if err := (*at).wait(ctx); err != nil {
+			return &refusal{http.StatusServiceUnavailable, "stopping", err.Error()}
+		}
+		return nil // the run that holds it now may be another
 	}
 	if err := s.awaitEnd(ctx, busy); err != nil {
 		return &refusal{http.StatusServiceUnavailable, "stopping", err.Error()}
@@ -426,7 +437,7 @@ func (s *Server) awaitEnd(ctx context.Context, id string) error {
 		case <-ctx.Done():
 			return ctx.Err()
 		case <-s.closing:
-			return errors.New("the server is shutting down; send the message again")
+			return errClosing
 		case <-t.C:
 		}
 	}

@@ -200,6 +200,61 @@ func TestConversationBusy(t *testing.T) {
 	}
 }
 
+// TestConversationQueueOrder: messages queued behind a busy conversation
+// run in the order they came, each starting from the one before it.
+func TestConversationQueueOrder(t *testing.T) {
+	st, err := store.Open(context.Background(), filepath.Join(t.TempDir(), "runs.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	f := chatServer(t, st, nil)
+	_, conv := f.do(t, "POST", "/v1/conversations", "", `{}`)
+	id := conv["id"].(string)
+	path := "/v1/conversations/" + id + "/messages"
+	_, held := f.do(t, "POST", path, "", `{"message": "Please hold."}`)
+	waiting := func() int {
+		f.srv.mu.Lock()
+		defer f.srv.mu.Unlock()
+		if l := f.srv.lines[id]; l != nil {
+			return l.waiting
+		}
+		return 0
+	}
+	texts := []string{"First.", "Second.", "Third.", "Fourth."}
+	answered := make(chan int, len(texts))
+	for i, text := range texts {
+		go func() {
+			code, _ := f.do(t, "POST", path+"?wait=true", "", `{"message": "`+text+`", "if_busy": "queue"}`)
+			answered <- code
+		}()
+		for deadline := time.Now().Add(20 * time.Second); waiting() != i+1; time.Sleep(5 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("message %d never lined up", i+1)
+			}
+		}
+	}
+	if code, _ := f.do(t, "POST", "/v1/runs/"+held["run_id"].(string)+"/abort", "", ""); code != 202 {
+		t.Fatalf("abort: %d", code)
+	}
+	for range texts {
+		if code := <-answered; code != 200 {
+			t.Errorf("a queued message: %d", code)
+		}
+	}
+	_, got := f.do(t, "GET", "/v1/conversations/"+id, "", "")
+	var said []string
+	for _, turn := range got["turns"].([]any) {
+		said = append(said, turn.(map[string]any)["message"].(string))
+	}
+	if want := append([]string{"Please hold."}, texts...); strings.Join(said, " ") != strings.Join(want, " ") {
+		t.Errorf("the conversation's runs, in order: %q, want %q", said, want)
+	}
+	if n := waiting(); n != 0 {
+		t.Errorf("%d still in line", n)
+	}
+}
+
 // streamer is a model that writes its answer in two pieces, the second
 // once told to: a reply a stream can be watched in the middle of.
 type streamer struct{ more chan struct{} }

@@ -113,6 +113,7 @@ type Server struct {
 	runs     map[string]stopper // the runs this server drives, by id
 	started  map[string]bool    // the runs the Remote drives that this server started, until they stop
 	relays   map[string]*relay  // the relays of runs this server drives that stream their answer
+	lines    map[string]*line   // the messages waiting for a busy conversation, by conversation
 	stopping bool               // Close began
 
 	heartbeat time.Duration // how often a quiet event stream gets a comment
