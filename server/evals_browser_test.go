@@ -22,10 +22,10 @@ func TestViewerEvals(t *testing.T) {
 	sides, v3, rescore := storedEvals(t, f.st)
 	for _, w := range viewports {
 		p := openPage(t, f.http.URL, w.width, w.height)
-		p.open("")
-		p.waitJS("the runs", `document.querySelector('.runs-table tbody tr[data-run-id]')`)
-		p.click("the evaluations", `.top-nav a[data-nav=evals]`)
-		p.waitJS("the evaluations", `location.hash === '#/evals' && document.querySelectorAll('tr[data-eval-id]').length === 3 &&
+		p.Open("")
+		p.WaitJS("the runs", `document.querySelector('.runs-table tbody tr[data-run-id]')`)
+		p.Click("the evaluations", `.top-nav a[data-nav=evals]`)
+		p.WaitJS("the evaluations", `location.hash === '#/evals' && document.querySelectorAll('tr[data-eval-id]').length === 3 &&
 			document.querySelector('.top-nav a[data-nav=evals]').getAttribute('aria-current') === 'page'`)
 		rows := eval[[]string](p, `[...document.querySelectorAll('tr[data-eval-id]')].map(r => r.dataset.evalId)`)
 		if strings.Join(rows, " ") != strings.Join([]string{rescore.ID, v3.ID, sides.ID}, " ") {
@@ -36,27 +36,27 @@ func TestViewerEvals(t *testing.T) {
 			!strings.Contains(got, "triage@v2 80%") || !strings.Contains(got, "8/10 passed") {
 			t.Errorf("the first evaluation's row: %q", got)
 		}
-		if got := p.text(rowOf(rescore.ID)); !strings.Contains(got, "rescore") {
+		if got := p.Text(rowOf(rescore.ID)); !strings.Contains(got, "rescore") {
 			t.Errorf("the rescore's row: %q", got)
 		}
-		p.noOverflow("the evaluations", w.width)
-		p.screenshot("evals-list-" + w.name)
+		p.NoOverflow("the evaluations", w.width)
+		p.Screenshot("evals-list-" + w.name)
 
 		// Clicked by script: the list is drawn anew as it refreshes, and a
 		// click by position may find its row replaced.
-		p.do("open the first", chromedp.Evaluate[chromedp.Void](fmt.Sprintf(`document.querySelector('%s td').click()`, rowOf(sides.ID))))
-		p.waitJS("its report", fmt.Sprintf(`location.hash === '#/evals/%s' && document.querySelectorAll('.agent-card').length === 2 &&
+		p.Do("open the first", chromedp.Evaluate[chromedp.Void](fmt.Sprintf(`document.querySelector('%s td').click()`, rowOf(sides.ID))))
+		p.WaitJS("its report", fmt.Sprintf(`location.hash === '#/evals/%s' && document.querySelectorAll('.agent-card').length === 2 &&
 			document.querySelectorAll('.cases-table tbody tr').length === 5`, sides.ID))
 		checkEvalPage(t, p)
-		p.noOverflow("the evaluation", w.width)
-		shot := p.screenshot("evals-report-" + w.name)
+		p.NoOverflow("the evaluation", w.width)
+		shot := p.Screenshot("evals-report-" + w.name)
 		docs(t, shot, "viewer-evals-"+w.name+".png")
 
-		p.open("#/evals/" + v3.ID + "?vs=" + sides.ID + "&base=triage@v2")
-		p.waitJS("the comparison", `document.querySelector('.cmp-table') && document.querySelectorAll('.cases-table tbody tr').length === 5`)
+		p.Open("#/evals/" + v3.ID + "?vs=" + sides.ID + "&base=triage@v2")
+		p.WaitJS("the comparison", `document.querySelector('.cmp-table') && document.querySelectorAll('.cases-table tbody tr').length === 5`)
 		checkComparePage(t, p)
-		p.noOverflow("the comparison", w.width)
-		shot = p.screenshot("evals-compare-" + w.name)
+		p.NoOverflow("the comparison", w.width)
+		shot = p.Screenshot("evals-compare-" + w.name)
 		docs(t, shot, "viewer-evals-compare-"+w.name+".png")
 	}
 }
@@ -65,13 +65,13 @@ func TestViewerEvals(t *testing.T) {
 // password broken), and the cases' verdicts with the failed checks.
 func checkEvalPage(t *testing.T, p *page) {
 	t.Helper()
-	card := p.text(".agent-card")
+	card := p.Text(".agent-card")
 	for _, want := range []string{"triage@v1", "4/5 passed", "80%", "1.40", "350", "$0.0014", "lookup_order", "billing 2/2", "tech 0/1"} {
 		if !strings.Contains(card, want) {
 			t.Errorf("v1's card has no %q: %q", want, card)
 		}
 	}
-	cmp := p.text(".comparison")
+	cmp := p.Text(".comparison")
 	if !strings.Contains(cmp, "triage@v2 against triage@v1") || !strings.Contains(cmp, "Regressions (1)\npassword#1") || !strings.Contains(cmp, "Fixes (1)\ncrash#1") {
 		t.Errorf("the comparison: %q", cmp)
 	}
@@ -92,7 +92,7 @@ func checkEvalPage(t *testing.T, p *page) {
 // and their changes, password fixed and invoice broken, first.
 func checkComparePage(t *testing.T, p *page) {
 	t.Helper()
-	if got := p.text(".run-head"); !strings.Contains(got, "triage@v3") || !strings.Contains(got, "against") || !strings.Contains(got, "triage@v2") {
+	if got := p.Text(".run-head"); !strings.Contains(got, "triage@v3") || !strings.Contains(got, "against") || !strings.Contains(got, "triage@v2") {
 		t.Errorf("the comparison's head: %q", got)
 	}
 	figs := eval[[]string](p, `[...document.querySelectorAll('.cmp-table tbody tr')].map(tr => tr.innerText.replace(/\s+/g, ' ').trim())`)
@@ -106,7 +106,7 @@ func checkComparePage(t *testing.T, p *page) {
 	if len(rows) != 5 || rows[0] != "invoice#1 row-regressed" || rows[1] != "password#1 row-fixed" {
 		t.Errorf("the cases compared: %v", rows)
 	}
-	if got := p.text(".comparison"); !strings.Contains(got, "Regressions (1)\ninvoice#1") || !strings.Contains(got, "Fixes (1)\npassword#1") {
+	if got := p.Text(".comparison"); !strings.Contains(got, "Regressions (1)\ninvoice#1") || !strings.Contains(got, "Fixes (1)\npassword#1") {
 		t.Errorf("the changes: %q", got)
 	}
 }
@@ -120,53 +120,53 @@ func TestViewerEvalsNavigate(t *testing.T) {
 	f, _ := newViewerFixture(t, nil)
 	sides, v3, _ := storedEvals(t, f.st)
 	p := openPage(t, f.http.URL, 1280, 900)
-	p.open("#/evals")
-	p.waitJS("the evaluations", `document.querySelectorAll('tr[data-eval-id]').length === 3`)
-	p.do("focus the first row", chromedp.Focus(chromedp.CSS(`tr[data-eval-id]`)))
-	p.key("j")
-	p.key("\r")
-	p.waitJS("v3's evaluation", fmt.Sprintf(`location.hash === '#/evals/%s' && document.querySelectorAll('.agent-card').length === 1`, v3.ID))
-	if got := p.text(".run-head"); !strings.Contains(got, "support-triage") || !strings.Contains(got, v3.ID) {
+	p.Open("#/evals")
+	p.WaitJS("the evaluations", `document.querySelectorAll('tr[data-eval-id]').length === 3`)
+	p.Do("focus the first row", chromedp.Focus(chromedp.CSS(`tr[data-eval-id]`)))
+	p.Key("j")
+	p.Key("\r")
+	p.WaitJS("v3's evaluation", fmt.Sprintf(`location.hash === '#/evals/%s' && document.querySelectorAll('.agent-card').length === 1`, v3.ID))
+	if got := p.Text(".run-head"); !strings.Contains(got, "support-triage") || !strings.Contains(got, v3.ID) {
 		t.Errorf("the head: %q", got)
 	}
-	p.key("\x1b")
-	p.waitJS("back on its row", fmt.Sprintf(`location.hash === '#/evals' && document.activeElement.dataset.evalId === %q`, v3.ID))
+	p.Key("\x1b")
+	p.WaitJS("back on its row", fmt.Sprintf(`location.hash === '#/evals' && document.activeElement.dataset.evalId === %q`, v3.ID))
 
 	// A failed case's run, and back to its evaluation by its parent.
-	p.open("#/evals/" + sides.ID)
-	p.waitJS("the cases", `document.querySelectorAll('.cases-table tbody tr').length === 5`)
+	p.Open("#/evals/" + sides.ID)
+	p.WaitJS("the cases", `document.querySelectorAll('.cases-table tbody tr').length === 5`)
 	runID := sides.Agents[0].Cases[1].RunID
-	p.click("v1's failed crash", `tr[data-case="crash#1"] a.verdict`)
-	p.waitJS("its run", fmt.Sprintf(`location.hash === '#/runs/%s' && (document.querySelector('.head-meta .badge') || {}).textContent === 'completed' &&
+	p.Click("v1's failed crash", `tr[data-case="crash#1"] a.verdict`)
+	p.WaitJS("its run", fmt.Sprintf(`location.hash === '#/runs/%s' && (document.querySelector('.head-meta .badge') || {}).textContent === 'completed' &&
 		document.querySelector('.wf-row.k-model') && !document.querySelector('.conn')`, runID))
-	if got := p.text(".answer"); !strings.Contains(got, `"queue": "billing"`) {
+	if got := p.Text(".answer"); !strings.Contains(got, `"queue": "billing"`) {
 		t.Errorf("the crash run's answer: %q", got)
 	}
 	// (By script: the run's head is drawn anew when its audit records
 	// come, and a click by position may find its link replaced.)
-	p.do("its parent", chromedp.Evaluate[chromedp.Void](`document.querySelector('.head-meta a[href="#/runs/`+sides.ID+`"]').click()`))
-	p.waitJS("the evaluation again", fmt.Sprintf(`location.hash === '#/evals/%s' && document.querySelectorAll('.agent-card').length === 2`, sides.ID))
+	p.Do("its parent", chromedp.Evaluate[chromedp.Void](`document.querySelector('.head-meta a[href="#/runs/`+sides.ID+`"]').click()`))
+	p.WaitJS("the evaluation again", fmt.Sprintf(`location.hash === '#/evals/%s' && document.querySelectorAll('.agent-card').length === 2`, sides.ID))
 
 	// Compare v3's evaluation with the first: v1 by default (no agent of
 	// the same name), then v2, then swapped.
-	p.open("#/evals/" + v3.ID)
-	p.waitJS("the evaluations to compare with", fmt.Sprintf(`document.querySelector('#vs option[value=%q]')`, sides.ID))
+	p.Open("#/evals/" + v3.ID)
+	p.WaitJS("the evaluations to compare with", fmt.Sprintf(`document.querySelector('#vs option[value=%q]')`, sides.ID))
 	// (SetValue sends the input and change events a person's choice does.)
-	p.do("pick the first", chromedp.SetValue(chromedp.ID("vs"), sides.ID))
-	p.click("compare", ".compare-form button[type=submit]")
-	p.waitJS("v3 against v1", fmt.Sprintf(`location.hash === '#/evals/%s?vs=%s' && document.querySelector('.cmp-table') &&
+	p.Do("pick the first", chromedp.SetValue(chromedp.ID("vs"), sides.ID))
+	p.Click("compare", ".compare-form button[type=submit]")
+	p.WaitJS("v3 against v1", fmt.Sprintf(`location.hash === '#/evals/%s?vs=%s' && document.querySelector('.cmp-table') &&
 		document.querySelector('#cmp-base').value === 'triage@v1'`, v3.ID, sides.ID))
-	if got := p.text(".comparison"); !strings.Contains(got, "Fixes (1)\ncrash#1") {
+	if got := p.Text(".comparison"); !strings.Contains(got, "Fixes (1)\ncrash#1") {
 		t.Errorf("v3 against v1: %q", got)
 	}
-	p.do("against v2", chromedp.SetValue(chromedp.ID("cmp-base"), "triage@v2"))
-	p.do("a helper", chromedp.Evaluate[chromedp.Void](`window.firstCase = () => (document.querySelector('.cases-table tbody tr') || {dataset: {}}).dataset.case`))
-	p.waitJS("v3 against v2", `location.hash.includes('base=triage%40v2') && firstCase() === 'invoice#1'`)
-	p.click("swap", "#cmp-swap")
-	p.waitJS("v2 against v3", fmt.Sprintf(`location.hash.startsWith('#/evals/%s?vs=%s') && document.querySelector('.cases-table tbody tr.row-regressed') &&
+	p.Do("against v2", chromedp.SetValue(chromedp.ID("cmp-base"), "triage@v2"))
+	p.Do("a helper", chromedp.Evaluate[chromedp.Void](`window.firstCase = () => (document.querySelector('.cases-table tbody tr') || {dataset: {}}).dataset.case`))
+	p.WaitJS("v3 against v2", `location.hash.includes('base=triage%40v2') && firstCase() === 'invoice#1'`)
+	p.Click("swap", "#cmp-swap")
+	p.WaitJS("v2 against v3", fmt.Sprintf(`location.hash.startsWith('#/evals/%s?vs=%s') && document.querySelector('.cases-table tbody tr.row-regressed') &&
 		firstCase() === 'password#1'`, sides.ID, v3.ID))
-	p.key("\x1b")
-	p.waitJS("the compared evaluation", fmt.Sprintf(`location.hash === '#/evals/%s' && document.querySelector('.agent-card')`, sides.ID))
+	p.Key("\x1b")
+	p.WaitJS("the compared evaluation", fmt.Sprintf(`location.hash === '#/evals/%s' && document.querySelector('.agent-card')`, sides.ID))
 }
 
 // viewports are the windows the viewer is checked in: a desktop's and a

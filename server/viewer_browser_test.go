@@ -19,49 +19,49 @@ import (
 func TestViewerLive(t *testing.T) {
 	f, cut := newViewerFixture(t, nil)
 	p := openPage(t, f.http.URL, 1280, 900)
-	p.open("")
-	p.waitJS("the empty list", `document.querySelector('.runs-table td.empty')`)
+	p.Open("")
+	p.WaitJS("the empty list", `document.querySelector('.runs-table td.empty')`)
 	done := startRun(t, f, "", `{"agent": "trip", "input": {"task": "three days in Lisbon"}}`)
 	id := startRun(t, f, "", `{"agent": "stepper", "input": {"task": "step"}}`)
-	p.waitJS("the running run in the list", fmt.Sprintf(`(document.querySelector('%s .badge') || {}).textContent === 'running'`, rowSel(id)))
-	p.waitJS("the other run in the list", fmt.Sprintf(`document.querySelector('%s')`, rowSel(done)))
+	p.WaitJS("the running run in the list", fmt.Sprintf(`(document.querySelector('%s .badge') || {}).textContent === 'running'`, rowSel(id)))
+	p.WaitJS("the other run in the list", fmt.Sprintf(`document.querySelector('%s')`, rowSel(done)))
 
 	// The keyboard: from the filters' last button, Tab goes through the
 	// eight columns' sort buttons to the newest row; j to the next, k
 	// back, Enter opens it.
-	p.do("focus the filters' last button", chromedp.Focus(chromedp.CSS(".filters button")))
+	p.Do("focus the filters' last button", chromedp.Focus(chromedp.CSS(".filters button")))
 	for range 9 {
-		p.key("\t")
+		p.Key("\t")
 	}
 	if got := eval[string](p, `document.activeElement.dataset.runId || document.activeElement.outerHTML`); got != id {
 		t.Fatalf("Tab went to %q, want the newest row, %s", got, id)
 	}
-	p.key("j")
+	p.Key("j")
 	if got := eval[string](p, `document.activeElement.dataset.runId`); got != done {
 		t.Errorf("j went to %q, want %s", got, done)
 	}
-	p.key("k")
+	p.Key("k")
 	if got := eval[string](p, `getComputedStyle(document.activeElement).outlineStyle`); got == "none" {
 		t.Error("the focused row shows no focus")
 	}
-	p.key("\r")
-	p.waitJS("the run's page", fmt.Sprintf(`location.hash === '#/runs/%s' && document.querySelector('.conn.c-live')`, id))
-	p.waitJS("its first turn, and the second going", `document.querySelectorAll('.wf-row.k-turn').length === 2 && document.querySelector('.wf-row.k-tool') && document.querySelector('.wf-bar.open')`)
-	p.screenshot("live-wide")
-	if got := p.text(".head-meta .badge"); got != "running" {
+	p.Key("\r")
+	p.WaitJS("the run's page", fmt.Sprintf(`location.hash === '#/runs/%s' && document.querySelector('.conn.c-live')`, id))
+	p.WaitJS("its first turn, and the second going", `document.querySelectorAll('.wf-row.k-turn').length === 2 && document.querySelector('.wf-row.k-tool') && document.querySelector('.wf-bar.open')`)
+	p.Screenshot("live-wide")
+	if got := p.Text(".head-meta .badge"); got != "running" {
 		t.Errorf("status %q while it goes", got)
 	}
 
 	close(f.release)
-	p.waitJS("its end", `(document.querySelector('.head-meta .badge') || {}).textContent === 'completed' && !document.querySelector('.conn')`)
-	if got := p.text(".answer .text"); got != "released" {
+	p.WaitJS("its end", `(document.querySelector('.head-meta .badge') || {}).textContent === 'completed' && !document.querySelector('.conn')`)
+	if got := p.Text(".answer .text"); got != "released" {
 		t.Errorf("the answer shown is %q", got)
 	}
 	if !cut.resumed() {
 		t.Error("the dropped stream was not resumed with Last-Event-ID")
 	}
 	// Every event once: the ids of the events tab are unique, one run_end.
-	p.click("the events tab", "#tab-events")
+	p.Click("the events tab", "#tab-events")
 	ids := eval[[]string](p, `[...document.querySelectorAll('table.events tbody tr td:first-child')].map(td => td.textContent)`)
 	seen := map[string]bool{}
 	for _, i := range ids {
@@ -73,8 +73,8 @@ func TestViewerLive(t *testing.T) {
 	if n := eval[int](p, `[...document.querySelectorAll('table.events code')].filter(c => c.textContent === 'run_end').length`); n != 1 || len(ids) < 4 {
 		t.Errorf("%d events, %d run_end", len(ids), n)
 	}
-	p.key("\x1b")
-	p.waitJS("back to the list, on the run's row", fmt.Sprintf(`(document.querySelector('%s .badge') || {}).textContent === 'completed' &&
+	p.Key("\x1b")
+	p.WaitJS("back to the list, on the run's row", fmt.Sprintf(`(document.querySelector('%s .badge') || {}).textContent === 'completed' &&
 		document.activeElement.dataset.runId === %q`, rowSel(id), id))
 }
 
@@ -93,9 +93,9 @@ func TestViewerRun(t *testing.T) {
 	f.do(t, "POST", "/v1/runs?wait=true", "", `{"agent": "approve", "input": {"task": "2.0.0"}}`)
 	for _, w := range viewports {
 		p := openPage(t, f.http.URL, w.width, w.height)
-		p.open("")
-		p.waitJS("the runs", `document.querySelectorAll('.runs-table tbody tr[data-run-id]').length === 3`)
-		p.noOverflow("the list", w.width)
+		p.Open("")
+		p.WaitJS("the runs", `document.querySelectorAll('.runs-table tbody tr[data-run-id]').length === 3`)
+		p.NoOverflow("the list", w.width)
 		// Every run's tokens and cost are in sight, as columns in a wide
 		// window and as a line under the agent in a narrow one.
 		if !eval[bool](p, fmt.Sprintf(`[...document.querySelectorAll('.runs-table tbody tr[data-run-id]')].every(tr =>
@@ -104,34 +104,34 @@ func TestViewerRun(t *testing.T) {
 			[...tr.querySelectorAll('td.c-opt:last-child, .c-sub')].some(e => { const b = e.getBoundingClientRect(); return b.width > 0 && b.right <= %d + 1 }))`, w.width, w.width)) {
 			t.Errorf("at %d px a run's tokens or cost is out of sight", w.width)
 		}
-		p.screenshot("list-" + w.name)
-		p.open("#/runs/" + id)
-		p.waitJS("the timeline", `document.querySelectorAll('.wf-row.k-tool').length === 3 && !document.querySelector('.conn') &&
+		p.Screenshot("list-" + w.name)
+		p.Open("#/runs/" + id)
+		p.WaitJS("the timeline", `document.querySelectorAll('.wf-row.k-tool').length === 3 && !document.querySelector('.conn') &&
 			(document.querySelector('.head-meta .badge') || {}).textContent === 'completed'`)
 		checkTimeline(t, p)
-		p.noOverflow("the timeline", w.width)
+		p.NoOverflow("the timeline", w.width)
 		// Opened until it shows its arguments: a render of the timeline
 		// may close it again, and the next poll opens it once more.
-		p.waitJS("a tool call opened, its arguments", `(() => {
+		p.WaitJS("a tool call opened, its arguments", `(() => {
 			const open = document.querySelector('.wf-fold[open]');
 			if (open) return !!open.querySelector('.wf-detail pre');
 			const s = document.querySelector('.wf-row.k-tool summary');
 			if (s) s.click();
 			return false })()`)
-		shot := p.screenshot("run-" + w.name)
+		shot := p.Screenshot("run-" + w.name)
 		docs(t, shot, "viewer-"+w.name+".png")
 		for _, tab := range []string{"transcript", "reasoning", "policy", "events"} {
-			p.click("the "+tab+" tab", "#tab-"+tab)
-			p.waitJS("the "+tab+" panel", fmt.Sprintf(`!document.querySelector('#panel-%s').hidden`, tab))
-			p.noOverflow("the "+tab+" tab", w.width)
-			p.screenshot(tab + "-" + w.name)
+			p.Click("the "+tab+" tab", "#tab-"+tab)
+			p.WaitJS("the "+tab+" panel", fmt.Sprintf(`!document.querySelector('#panel-%s').hidden`, tab))
+			p.NoOverflow("the "+tab+" tab", w.width)
+			p.Screenshot(tab + "-" + w.name)
 		}
-		p.click("the transcript tab", "#tab-transcript")
-		if got := p.text("#panel-transcript"); !strings.Contains(got, "kv_set") || !strings.Contains(got, "Sintra") {
+		p.Click("the transcript tab", "#tab-transcript")
+		if got := p.Text("#panel-transcript"); !strings.Contains(got, "kv_set") || !strings.Contains(got, "Sintra") {
 			t.Errorf("the transcript: %s", got)
 		}
-		p.click("the reasoning tab", "#tab-reasoning")
-		if got := p.text("#panel-reasoning"); !strings.Contains(got, "Confidence") || !strings.Contains(got, "Steps (3)") {
+		p.Click("the reasoning tab", "#tab-reasoning")
+		if got := p.Text("#panel-reasoning"); !strings.Contains(got, "Confidence") || !strings.Contains(got, "Steps (3)") {
 			t.Errorf("the reasoning: %s", got)
 		}
 	}
@@ -150,31 +150,31 @@ func TestViewerList(t *testing.T) {
 	}
 	_, paused := f.do(t, "POST", "/v1/runs?wait=true", "", `{"agent": "approve", "input": {"task": "2.0.0"}}`)
 	p := openPage(t, f.http.URL, 1280, 900)
-	p.open("#/?limit=2")
-	p.waitJS("the first page", `document.querySelectorAll('.runs-table tbody tr[data-run-id]').length === 2 && !document.querySelector('.pager button:last-child').disabled`)
+	p.Open("#/?limit=2")
+	p.WaitJS("the first page", `document.querySelectorAll('.runs-table tbody tr[data-run-id]').length === 2 && !document.querySelector('.pager button:last-child').disabled`)
 	rows := `[...document.querySelectorAll('.runs-table tbody tr[data-run-id]')].map(r => r.dataset.runId).join(' ')`
 	if got := eval[string](p, rows); got != paused["id"].(string)+" "+trips[1] {
 		t.Errorf("the first page: %s", got)
 	}
-	p.click("older", ".pager button:last-child")
-	p.waitJS("the second page", fmt.Sprintf(`document.querySelectorAll('.runs-table tbody tr[data-run-id]').length === 1 && document.querySelector('%s')`, rowSel(trips[0])))
-	p.click("newer", ".pager button:first-child")
-	p.waitJS("the first page again", fmt.Sprintf(`document.querySelector('%s')`, rowSel(paused["id"].(string))))
+	p.Click("older", ".pager button:last-child")
+	p.WaitJS("the second page", fmt.Sprintf(`document.querySelectorAll('.runs-table tbody tr[data-run-id]').length === 1 && document.querySelector('%s')`, rowSel(trips[0])))
+	p.Click("newer", ".pager button:first-child")
+	p.WaitJS("the first page again", fmt.Sprintf(`document.querySelector('%s')`, rowSel(paused["id"].(string))))
 
-	p.open("#/")
-	p.waitJS("the agents in the filter", `document.querySelectorAll('#f-agent option').length === 5`)
-	p.do("the runs awaiting approval", chromedp.SetValue(chromedp.ID("f-status"), "awaiting_approval"),
+	p.Open("#/")
+	p.WaitJS("the agents in the filter", `document.querySelectorAll('#f-agent option').length === 5`)
+	p.Do("the runs awaiting approval", chromedp.SetValue(chromedp.ID("f-status"), "awaiting_approval"),
 		chromedp.Evaluate[chromedp.Void](`document.querySelector('#f-status').dispatchEvent(new Event('change', {bubbles: true}))`))
-	p.waitJS("only the paused run", fmt.Sprintf(`location.hash === '#/?status=awaiting_approval' &&
+	p.WaitJS("only the paused run", fmt.Sprintf(`location.hash === '#/?status=awaiting_approval' &&
 		document.querySelectorAll('.runs-table tbody tr[data-run-id]').length === 1 && document.querySelector('%s')`, rowSel(paused["id"].(string))))
-	p.do("the trip agent's", chromedp.SetValue(chromedp.ID("f-agent"), "trip"), chromedp.SetValue(chromedp.ID("f-status"), ""),
+	p.Do("the trip agent's", chromedp.SetValue(chromedp.ID("f-agent"), "trip"), chromedp.SetValue(chromedp.ID("f-status"), ""),
 		chromedp.Evaluate[chromedp.Void](`document.querySelector('#f-agent').dispatchEvent(new Event('change', {bubbles: true}))`))
-	p.waitJS("only the trips", fmt.Sprintf(`location.hash === '#/?agent=trip' && document.querySelectorAll('.runs-table tbody tr[data-run-id]').length === 2 &&
+	p.WaitJS("only the trips", fmt.Sprintf(`location.hash === '#/?agent=trip' && document.querySelectorAll('.runs-table tbody tr[data-run-id]').length === 2 &&
 		document.querySelector('%s') && document.querySelector('%s')`, rowSel(trips[0]), rowSel(trips[1])))
-	p.click("clear", ".filters button")
-	p.waitJS("every run", `location.hash === '#/' && document.querySelectorAll('.runs-table tbody tr[data-run-id]').length === 3`)
-	p.click("sort by tokens", "th[data-key=tokens] button")
-	p.waitJS("the most tokens first", fmt.Sprintf(`document.querySelector('th[data-key=tokens]').getAttribute('aria-sort') === 'descending' &&
+	p.Click("clear", ".filters button")
+	p.WaitJS("every run", `location.hash === '#/' && document.querySelectorAll('.runs-table tbody tr[data-run-id]').length === 3`)
+	p.Click("sort by tokens", "th[data-key=tokens] button")
+	p.WaitJS("the most tokens first", fmt.Sprintf(`document.querySelector('th[data-key=tokens]').getAttribute('aria-sort') === 'descending' &&
 		document.querySelector('.runs-table tbody tr:first-child').dataset.runId === %q`, trips[0]))
 }
 
@@ -185,11 +185,11 @@ func checkTimeline(t *testing.T, p *page) {
 	if n := eval[int](p, `document.querySelectorAll('.wf-row.k-turn').length`); n != 3 {
 		t.Errorf("%d turns in the timeline, want 3", n)
 	}
-	model := p.text(".wf-row.k-model")
+	model := p.Text(".wf-row.k-model")
 	if !strings.Contains(model, "gpt-4.1-mini") || !strings.Contains(model, "182 in / 61 out") || !strings.Contains(model, "$") {
 		t.Errorf("the first model call: %q", model)
 	}
-	if got := p.text(".stats"); !strings.Contains(got, "1,041") || !strings.Contains(got, "$0.") {
+	if got := p.Text(".stats"); !strings.Contains(got, "1,041") || !strings.Contains(got, "$0.") {
 		t.Errorf("the stats: %q", got)
 	}
 	bad := eval[int](p, `[...document.querySelectorAll('.wf-bar')].filter(b => {
@@ -238,33 +238,33 @@ func TestViewerApprove(t *testing.T) {
 	}
 	id := res["id"].(string)
 	p := openPage(t, f.http.URL, 1280, 900)
-	p.open("#/runs/" + id)
-	p.waitJS("the approval", `document.querySelector('.approval button.approve')`)
-	if got := p.text(".approval"); !strings.Contains(got, "kv_set") || !strings.Contains(got, "call_1_1") || !strings.Contains(got, "[REDACTED") {
+	p.Open("#/runs/" + id)
+	p.WaitJS("the approval", `document.querySelector('.approval button.approve')`)
+	if got := p.Text(".approval"); !strings.Contains(got, "kv_set") || !strings.Contains(got, "call_1_1") || !strings.Contains(got, "[REDACTED") {
 		t.Errorf("the approval panel: %q", got)
 	}
-	p.screenshot("approval-wide")
-	p.do("a narrow window", chromedp.EmulateViewport(390, 844))
-	p.waitJS("the narrow layout", `window.innerWidth === 390`)
-	p.noOverflow("the approval", 390)
-	p.screenshot("approval-narrow")
-	p.do("a wide window", chromedp.EmulateViewport(1280, 900))
-	p.colorScheme("dark")
-	p.waitJS("the dark colours", `matchMedia('(prefers-color-scheme: dark)').matches`)
-	p.screenshot("approval-dark")
-	p.colorScheme("light")
-	p.click("approve", ".approval button.approve")
-	p.waitJS("the end", `(document.querySelector('.head-meta .badge') || {}).textContent === 'completed' && !document.querySelector('.conn')`)
-	if got := p.text(".answer .text"); got != "The release 2.0.0 is stored." {
+	p.Screenshot("approval-wide")
+	p.Do("a narrow window", chromedp.EmulateViewport(390, 844))
+	p.WaitJS("the narrow layout", `window.innerWidth === 390`)
+	p.NoOverflow("the approval", 390)
+	p.Screenshot("approval-narrow")
+	p.Do("a wide window", chromedp.EmulateViewport(1280, 900))
+	p.ColorScheme("dark")
+	p.WaitJS("the dark colours", `matchMedia('(prefers-color-scheme: dark)').matches`)
+	p.Screenshot("approval-dark")
+	p.ColorScheme("light")
+	p.Click("approve", ".approval button.approve")
+	p.WaitJS("the end", `(document.querySelector('.head-meta .badge') || {}).textContent === 'completed' && !document.querySelector('.conn')`)
+	if got := p.Text(".answer .text"); got != "The release 2.0.0 is stored." {
 		t.Errorf("the answer: %q", got)
 	}
 	if n := eval[int](p, `document.querySelectorAll('.wf-row.k-tool').length`); n != 1 {
 		t.Errorf("%d tool calls in the timeline, want 1", n)
 	}
 	checkTurnsInOrder(t, p)
-	p.click("the policy tab", "#tab-policy")
-	p.waitJS("the audit records", `document.querySelectorAll('table.audit tbody tr').length >= 2`)
-	if got := p.text("table.audit tbody"); !strings.Contains(got, "pause") || !strings.Contains(got, "approve") {
+	p.Click("the policy tab", "#tab-policy")
+	p.WaitJS("the audit records", `document.querySelectorAll('table.audit tbody tr').length >= 2`)
+	if got := p.Text("table.audit tbody"); !strings.Contains(got, "pause") || !strings.Contains(got, "approve") {
 		t.Errorf("the audit records: %q", got)
 	}
 	if run, _ := f.st.Get(context.Background(), id); run.Status != "completed" {
@@ -286,29 +286,29 @@ func TestViewerRoles(t *testing.T) {
 	}
 	id := res["id"].(string)
 	p := openPage(t, f.http.URL, 1280, 900)
-	p.open("#/runs/" + id)
-	p.waitJS("the key dialog", `document.querySelector('#key-dialog').open && document.activeElement.id === 'key-input'`)
-	p.do("type the viewer's key", chromedp.SendKeys(chromedp.CSS("#key-input"), "view-key\r"))
-	p.waitJS("the paused run", `document.querySelector('.approval')`)
-	if got := p.text("#who"); got != "val · viewer" {
+	p.Open("#/runs/" + id)
+	p.WaitJS("the key dialog", `document.querySelector('#key-dialog').open && document.activeElement.id === 'key-input'`)
+	p.Do("type the viewer's key", chromedp.SendKeys(chromedp.CSS("#key-input"), "view-key\r"))
+	p.WaitJS("the paused run", `document.querySelector('.approval')`)
+	if got := p.Text("#who"); got != "val · viewer" {
 		t.Errorf("who: %q", got)
 	}
-	if n := eval[int](p, `document.querySelectorAll('.approval button').length`); n != 0 || !strings.Contains(p.text(".approval"), "may not approve") {
-		t.Errorf("a viewer sees %d buttons: %q", n, p.text(".approval"))
+	if n := eval[int](p, `document.querySelectorAll('.approval button').length`); n != 0 || !strings.Contains(p.Text(".approval"), "may not approve") {
+		t.Errorf("a viewer sees %d buttons: %q", n, p.Text(".approval"))
 	}
-	p.do("the runner's key", chromedp.Evaluate[chromedp.Void](`sessionStorage.setItem('agentry.key', 'run-key')`), chromedp.Reload())
-	p.waitJS("the buttons", `document.querySelector('.approval button.approve') && document.querySelector('.approval button.deny')`)
-	if got := p.text("#who"); got != "rui · runner" {
+	p.Do("the runner's key", chromedp.Evaluate[chromedp.Void](`sessionStorage.setItem('agentry.key', 'run-key')`), chromedp.Reload())
+	p.WaitJS("the buttons", `document.querySelector('.approval button.approve') && document.querySelector('.approval button.deny')`)
+	if got := p.Text("#who"); got != "rui · runner" {
 		t.Errorf("who: %q", got)
 	}
 	// The runner denies the call, saying why: the run goes on without it.
-	p.do("a reason", chromedp.SendKeys(chromedp.ID("deny-reason"), "not this release"))
-	p.click("deny", ".approval button.deny")
-	p.waitJS("the end", `(document.querySelector('.head-meta .badge') || {}).textContent === 'completed' && !document.querySelector('.conn')`)
-	p.click("the policy tab", "#tab-policy")
-	p.waitJS("the denial in the audit", `[...document.querySelectorAll('table.audit tbody tr')].some(tr => tr.innerText.includes('deny') && tr.innerText.includes('rui'))`)
-	p.click("the transcript tab", "#tab-transcript")
-	if got := p.text("#panel-transcript"); !strings.Contains(got, "not this release") {
+	p.Do("a reason", chromedp.SendKeys(chromedp.ID("deny-reason"), "not this release"))
+	p.Click("deny", ".approval button.deny")
+	p.WaitJS("the end", `(document.querySelector('.head-meta .badge') || {}).textContent === 'completed' && !document.querySelector('.conn')`)
+	p.Click("the policy tab", "#tab-policy")
+	p.WaitJS("the denial in the audit", `[...document.querySelectorAll('table.audit tbody tr')].some(tr => tr.innerText.includes('deny') && tr.innerText.includes('rui'))`)
+	p.Click("the transcript tab", "#tab-transcript")
+	if got := p.Text("#panel-transcript"); !strings.Contains(got, "not this release") {
 		t.Errorf("the model was not told why: %q", got)
 	}
 }
@@ -325,21 +325,21 @@ func TestViewerOwner(t *testing.T) {
 		t.Fatalf("%d %v", code, res)
 	}
 	p := openPage(t, f.http.URL, 1280, 900)
-	p.open("#/runs/" + res["id"].(string))
-	p.waitJS("the key dialog", `document.querySelector('#key-dialog').open && document.activeElement.id === 'key-input'`)
-	p.do("dora's key", chromedp.SendKeys(chromedp.CSS("#key-input"), "dora-key\r"))
-	p.waitJS("the paused run", `document.querySelector('.approval')`)
-	if n := eval[int](p, `document.querySelectorAll('.approval button').length`); n != 0 || !strings.Contains(p.text(".approval"), "This run is rui's") {
-		t.Errorf("another user's runner sees %d buttons: %q", n, p.text(".approval"))
+	p.Open("#/runs/" + res["id"].(string))
+	p.WaitJS("the key dialog", `document.querySelector('#key-dialog').open && document.activeElement.id === 'key-input'`)
+	p.Do("dora's key", chromedp.SendKeys(chromedp.CSS("#key-input"), "dora-key\r"))
+	p.WaitJS("the paused run", `document.querySelector('.approval')`)
+	if n := eval[int](p, `document.querySelectorAll('.approval button').length`); n != 0 || !strings.Contains(p.Text(".approval"), "This run is rui's") {
+		t.Errorf("another user's runner sees %d buttons: %q", n, p.Text(".approval"))
 	}
-	p.screenshot("viewer-owner-wide")
+	p.Screenshot("viewer-owner-wide")
 	narrow := openPage(t, f.http.URL, 390, 844)
-	narrow.open("#/runs/" + res["id"].(string))
-	narrow.waitJS("the key dialog", `document.querySelector('#key-dialog').open && document.activeElement.id === 'key-input'`)
-	narrow.do("dora's key", chromedp.SendKeys(chromedp.CSS("#key-input"), "dora-key\r"))
-	narrow.waitJS("the paused run", `document.querySelector('.approval')`)
-	narrow.noOverflow("another user's paused run", 390)
-	narrow.screenshot("viewer-owner-narrow")
+	narrow.Open("#/runs/" + res["id"].(string))
+	narrow.WaitJS("the key dialog", `document.querySelector('#key-dialog').open && document.activeElement.id === 'key-input'`)
+	narrow.Do("dora's key", chromedp.SendKeys(chromedp.CSS("#key-input"), "dora-key\r"))
+	narrow.WaitJS("the paused run", `document.querySelector('.approval')`)
+	narrow.NoOverflow("another user's paused run", 390)
+	narrow.Screenshot("viewer-owner-narrow")
 }
 
 // TestViewerCanary: a secret in a run's input and in its tool call's
@@ -354,11 +354,11 @@ func TestViewerCanary(t *testing.T) {
 	_, paused := f.do(t, "POST", "/v1/runs?wait=true", "", `{"agent": "approve", "input": {"task": "use `+canary+`"}}`)
 	p := openPage(t, f.http.URL, 1280, 900)
 	for _, id := range []string{res["id"].(string), paused["id"].(string)} {
-		p.open("#/runs/" + id)
-		p.waitJS("the run", `document.querySelector('.stats .stat') && !document.querySelector('.conn')`)
+		p.Open("#/runs/" + id)
+		p.WaitJS("the run", `document.querySelector('.stats .stat') && !document.querySelector('.conn')`)
 		for _, tab := range []string{"timeline", "transcript", "reasoning", "policy", "events"} {
-			p.click("the "+tab+" tab", "#tab-"+tab)
-			p.do("open every fold", chromedp.Evaluate[chromedp.Void](`document.querySelectorAll('details').forEach(d => d.open = true)`))
+			p.Click("the "+tab+" tab", "#tab-"+tab)
+			p.Do("open every fold", chromedp.Evaluate[chromedp.Void](`document.querySelectorAll('details').forEach(d => d.open = true)`))
 			html := eval[string](p, `document.documentElement.outerHTML`)
 			if strings.Contains(html, "CANARYviewer") {
 				t.Errorf("run %s, tab %s: the page holds the secret", id, tab)
@@ -388,15 +388,15 @@ func TestViewerPipeline(t *testing.T) {
 		want = append(want, s.Stage)
 	}
 	p := openPage(t, f.http.URL, 1280, 900)
-	p.open("#/runs/" + res.ID)
-	p.waitJS("the stages, shown first", `document.querySelectorAll('.stage-list .stage').length > 0 && !document.querySelector('#panel-stages').hidden`)
+	p.Open("#/runs/" + res.ID)
+	p.WaitJS("the stages, shown first", `document.querySelectorAll('.stage-list .stage').length > 0 && !document.querySelector('#panel-stages').hidden`)
 	chips := eval[[]string](p, `[...document.querySelectorAll('.path .chip')].map(c => c.textContent)`)
 	if strings.Join(chips, " ") != strings.Join(append(want, "end"), " ") {
 		t.Errorf("the path shown %v, want %v then end", chips, want)
 	}
-	p.screenshot("pipeline-wide")
-	p.click("a stage's run", ".stage a")
-	p.waitJS("the stage's run", `(document.querySelector('.run-title') || {}).textContent.startsWith('planner')`)
+	p.Screenshot("pipeline-wide")
+	p.Click("a stage's run", ".stage a")
+	p.WaitJS("the stage's run", `(document.querySelector('.run-title') || {}).textContent.startsWith('planner')`)
 }
 
 func copyFile(t *testing.T, from, to string) {

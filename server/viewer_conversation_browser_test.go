@@ -15,47 +15,47 @@ import (
 func TestViewerConversation(t *testing.T) {
 	f, _ := newViewerFixture(t, nil)
 	p := openPage(t, f.http.URL, 1280, 900)
-	p.open("#/conversations")
-	p.waitJS("the empty list and the form", `document.querySelector('.conversations-table td.empty') && document.querySelector('#new-agent option[value="approve@v1"]')`)
-	p.do("pick the agent", chromedp.SetValue(chromedp.ID("new-agent"), "approve@v1"))
-	p.click("start", ".new-conversation button.primary")
-	p.waitJS("the chat", `location.hash.startsWith('#/conversations/conv_') && document.querySelector('#message')`)
+	p.Open("#/conversations")
+	p.WaitJS("the empty list and the form", `document.querySelector('.conversations-table td.empty') && document.querySelector('#new-agent option[value="approve@v1"]')`)
+	p.Do("pick the agent", chromedp.SetValue(chromedp.ID("new-agent"), "approve@v1"))
+	p.Click("start", ".new-conversation button.primary")
+	p.WaitJS("the chat", `location.hash.startsWith('#/conversations/conv_') && document.querySelector('#message')`)
 	id := strings.TrimPrefix(eval[string](p, `location.hash`), "#/conversations/")
-	p.do("type a message", chromedp.SendKeys(chromedp.ID("message"), "Store release 2.0.0"))
-	p.key("\r")
-	p.waitJS("the message, and the call it waits for", `document.querySelector('.msg.user .text') &&
+	p.Do("type a message", chromedp.SendKeys(chromedp.ID("message"), "Store release 2.0.0"))
+	p.Key("\r")
+	p.WaitJS("the message, and the call it waits for", `document.querySelector('.msg.user .text') &&
 		document.querySelector('.msg.user .text').textContent === 'Store release 2.0.0' && document.querySelector('.approval.inline button.approve')`)
-	if got := p.text(".approval.inline"); !strings.Contains(got, "kv_set") || !strings.Contains(got, "[REDACTED") {
+	if got := p.Text(".approval.inline"); !strings.Contains(got, "kv_set") || !strings.Contains(got, "[REDACTED") {
 		t.Errorf("the call waiting: %q", got)
 	}
-	docs(t, p.screenshot("conversation-approval-wide"), "viewer-conversation-approval.png")
+	docs(t, p.Screenshot("conversation-approval-wide"), "viewer-conversation-approval.png")
 	// Opened again, the chat asks about the call the stored run waits for.
-	p.do("reload", chromedp.Reload())
-	p.waitJS("the call asked about again", `document.querySelectorAll('.msg.user').length === 1 &&
+	p.Do("reload", chromedp.Reload())
+	p.WaitJS("the call asked about again", `document.querySelectorAll('.msg.user').length === 1 &&
 		document.querySelector('.msg.live .approval.inline button.approve') && !document.querySelector('.msg.agent:not(.live)')`)
-	p.click("approve", ".approval.inline button.approve")
-	p.waitJS("the answer", `[...document.querySelectorAll('.msg.agent .text')].some(e => e.textContent === 'The release 2.0.0 is stored.') && !document.querySelector('.msg.live')`)
+	p.Click("approve", ".approval.inline button.approve")
+	p.WaitJS("the answer", `[...document.querySelectorAll('.msg.agent .text')].some(e => e.textContent === 'The release 2.0.0 is stored.') && !document.querySelector('.msg.live')`)
 	runID := eval[string](p, `decodeURIComponent(document.querySelector('.msg.agent .trace-link').getAttribute('href').replace('#/runs/', ''))`)
 	if run, err := f.st.Get(t.Context(), runID); err != nil || run.Status != "completed" || run.Conversation != id {
 		t.Errorf("the run the answer links to: %+v %v", run, err)
 	}
-	docs(t, p.screenshot("conversation-wide"), "viewer-conversation-wide.png")
-	p.do("a narrow window", chromedp.EmulateViewport(390, 844))
-	p.waitJS("the narrow layout", `window.innerWidth === 390`)
-	p.noOverflow("the chat", 390)
-	docs(t, p.screenshot("conversation-narrow"), "viewer-conversation-narrow.png")
-	p.do("a wide window", chromedp.EmulateViewport(1280, 900))
+	docs(t, p.Screenshot("conversation-wide"), "viewer-conversation-wide.png")
+	p.Do("a narrow window", chromedp.EmulateViewport(390, 844))
+	p.WaitJS("the narrow layout", `window.innerWidth === 390`)
+	p.NoOverflow("the chat", 390)
+	docs(t, p.Screenshot("conversation-narrow"), "viewer-conversation-narrow.png")
+	p.Do("a wide window", chromedp.EmulateViewport(1280, 900))
 
 	// A message while nothing goes: the script is spent, and the error
 	// shows in the chat, not as a lost message.
-	p.do("type again", chromedp.SendKeys(chromedp.ID("message"), "And again"))
-	p.key("\r")
-	p.waitJS("the failed answer", `document.querySelectorAll('.msg.user').length === 2 && document.querySelector('.msg.agent .error-box') && !document.querySelector('.msg.live')`)
+	p.Do("type again", chromedp.SendKeys(chromedp.ID("message"), "And again"))
+	p.Key("\r")
+	p.WaitJS("the failed answer", `document.querySelectorAll('.msg.user').length === 2 && document.querySelector('.msg.agent .error-box') && !document.querySelector('.msg.live')`)
 
-	p.click("back to the list", ".crumbs a")
-	p.waitJS("the list, with it", `document.querySelector('tr[data-conv-id="`+id+`"]')`)
-	if got := p.text(`tr[data-conv-id="` + id + `"]`); !strings.Contains(got, "approve@v1") || !strings.Contains(got, "2") {
+	p.Click("back to the list", ".crumbs a")
+	p.WaitJS("the list, with it", `document.querySelector('tr[data-conv-id="`+id+`"]')`)
+	if got := p.Text(`tr[data-conv-id="` + id + `"]`); !strings.Contains(got, "approve@v1") || !strings.Contains(got, "2") {
 		t.Errorf("the list's row: %q", got)
 	}
-	p.screenshot("conversations-wide")
+	p.Screenshot("conversations-wide")
 }

@@ -24,6 +24,7 @@ import (
 var exempt = map[string]string{
 	"examples":                "runnable examples: each a main checked by its own test, not a library",
 	"internal/testdb":         "test infrastructure: starting the services the tests need",
+	"internal/browsertest":    "test infrastructure: driving Chromium for the viewer's tests",
 	"internal/wiretest":       "test infrastructure: a fake vendor server",
 	"internal/livetest":       "test infrastructure: live tests' key checks, which CI never runs",
 	"internal/coverfloor":     "this command",
