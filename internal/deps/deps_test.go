@@ -49,7 +49,7 @@ func list(t *testing.T, patterns ...string) map[string]pkg {
 // lower layers, never a higher one's.
 var layers = [][]string{
 	{"event", "schema", "retry", "internal/ids", "internal/registry", "internal/strictjson", "internal/httphdr",
-		"internal/lazyctx", "internal/syncbuf", "internal/telemetry", "internal/testdb", "internal/wiretest", "internal/coverfloor"},
+		"internal/lazyctx", "internal/syncbuf", "internal/telemetry", "internal/testdb", "internal/wiretest", "internal/coverfloor", "internal/browsertest"},
 	{"spec", "llm", "tool", "prompt", "react", "policy", "memory", "store", "runlog", "internal/journal", "internal/memseal", "internal/livetest",
 		"internal/teststore"},
 	{"agent"},
