@@ -7,10 +7,14 @@
 package runlog
 
 import (
+	"cmp"
+	"context"
 	"encoding/json"
+	"fmt"
 	"time"
 
 	"github.com/agentry/agentry/llm"
+	"github.com/agentry/agentry/store"
 	"github.com/agentry/agentry/tool"
 )
 
@@ -209,20 +213,64 @@ func MessageOf(input map[string]any) any {
 	return input
 }
 
-// Exchange is what the run was told and answered.
-func (l *Log) Exchange() Exchange {
-	x := Exchange{Message: MessageOf(l.Start.Input)}
-	if l.Result != nil {
-		var res struct {
+// ReadExchange is what run runID was told and answered, read from its
+// start and result records alone: a chat of many runs shows each without
+// decoding the rest of its log (its history, its calls, its events).
+func ReadExchange(ctx context.Context, st store.Store, runID string, opts ...Option) (Exchange, error) {
+	var c config
+	for _, o := range opts {
+		o(&c)
+	}
+	recs, err := st.Records(ctx, runID, 0)
+	if err != nil {
+		return Exchange{}, err
+	}
+	var start, result *store.Record
+	for i := range recs {
+		switch recs[i].Kind {
+		case store.KindStart:
+			start = cmp.Or(start, &recs[i])
+		case store.KindResult:
+			result = &recs[i] // a resumed run's last is its Result
+		}
+	}
+	if start == nil {
+		return Exchange{}, fmt.Errorf("run %s: its log has no start record", runID)
+	}
+	var in struct {
+		Input map[string]any `json:"input"`
+	}
+	if err := OpenRecord(c.seal, runID, start); err != nil {
+		return Exchange{}, fmt.Errorf("run %s: %w", runID, err)
+	}
+	if err := json.Unmarshal(start.Data, &in); err != nil {
+		return Exchange{}, fmt.Errorf("run %s: record %d (start): %w", runID, start.Seq, err)
+	}
+	var res json.RawMessage
+	if result != nil {
+		if err := OpenRecord(c.seal, runID, result); err != nil {
+			return Exchange{}, fmt.Errorf("run %s: %w", runID, err)
+		}
+		res = result.Data
+	}
+	return exchangeOf(in.Input, res), nil
+}
+
+// exchangeOf is the Exchange of a run given input, whose Result (its
+// JSON, nil before it has one) is res.
+func exchangeOf(input map[string]any, res json.RawMessage) Exchange {
+	x := Exchange{Message: MessageOf(input)}
+	if res != nil {
+		var r struct {
 			Result any `json:"result"`
 			Error  *struct {
 				Message string `json:"message"`
 			} `json:"error"`
 		}
-		if json.Unmarshal(l.Result, &res) == nil {
-			x.Answer = res.Result
-			if res.Error != nil {
-				x.Error = res.Error.Message
+		if json.Unmarshal(res, &r) == nil {
+			x.Answer = r.Result
+			if r.Error != nil {
+				x.Error = r.Error.Message
 			}
 		}
 	}

@@ -188,12 +188,12 @@ func (s *Server) getConversation(w http.ResponseWriter, r *http.Request) {
 // turnOf is a run of a conversation as a chat shows it.
 func (s *Server) turnOf(ctx context.Context, run store.Run) turnView {
 	t := turnView{RunID: run.ID, Agent: run.Name + "@" + run.Version, Status: run.Status, CreatedAt: run.CreatedAt}
-	l, err := runlog.Read(ctx, s.cfg.Store, run.ID, s.logOptions()...)
+	x, err := runlog.ReadExchange(ctx, s.cfg.Store, run.ID, s.logOptions()...)
 	if err != nil {
 		t.Error = "its log does not read: " + err.Error()
 		return t
 	}
-	t.Exchange = l.Exchange()
+	t.Exchange = x
 	return t
 }
 

@@ -107,8 +107,8 @@ func newConversationShowCmd(stdout io.Writer) *cobra.Command {
 				turns := make([]turn, 0, len(runs))
 				for _, run := range runs {
 					t := turn{RunID: run.ID, Agent: run.Name + "@" + run.Version, Status: run.Status}
-					if l, err := runlog.Read(ctx, st, run.ID, opts...); err == nil {
-						t.Exchange = l.Exchange()
+					if x, err := runlog.ReadExchange(ctx, st, run.ID, opts...); err == nil {
+						t.Exchange = x
 					} else {
 						t.Error = err.Error()
 					}
