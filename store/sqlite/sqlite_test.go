@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"go.uber.org/goleak"
 
@@ -213,43 +214,61 @@ func TestWatch(t *testing.T) {
 // TestDeletedConversationLeavesNothing: a deleted conversation's words
 // are in neither the database file nor its WAL, free pages included.
 func TestDeletedConversationLeavesNothing(t *testing.T) {
-	ctx := context.Background()
-	path := filepath.Join(t.TempDir(), "runs.db")
-	s, err := sqlite.Open(ctx, path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := s.CreateConversation(ctx, store.Conversation{ID: "conv_1"}); err != nil {
-		t.Fatal(err)
-	}
-	canary := strings.Repeat("the-secret-canary ", 400) // large enough to fill pages of its own
-	for i, id := range []string{"run_1", "run_2"} {
-		run := store.Run{ID: id, Kind: "agent", Name: "chat", Status: store.Running, Holder: "h", Conversation: "conv_1"}
-		if i > 0 {
-			run.HistoryOf = "run_1"
-		}
-		recs := []store.Record{{Kind: store.KindStart, Data: []byte(`{"input": "` + canary + `"}`)}}
-		if err := s.Append(ctx, store.Write{RunID: id, Holder: "h", Create: &run, Records: recs}); err != nil {
-			t.Fatal(err)
-		}
-		if err := s.Append(ctx, store.Write{RunID: id, Holder: "h", Status: store.Completed, Release: true,
-			Records: []store.Record{{Kind: store.KindHistory, Turn: i, Data: []byte(`{"messages": ["` + canary + `"]}`)}}}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if _, err := s.DeleteConversation(ctx, "conv_1", "ada"); err != nil {
-		t.Fatal(err)
-	}
-	if err := s.Close(); err != nil {
-		t.Fatal(err)
-	}
-	for _, f := range []string{path, path + "-wal"} {
-		data, err := os.ReadFile(f)
-		if err != nil && !os.IsNotExist(err) {
-			t.Fatal(err)
-		}
-		if strings.Contains(string(data), "the-secret-canary") {
-			t.Errorf("%s still holds the deleted conversation", filepath.Base(f))
-		}
+	for _, tc := range []struct {
+		name   string
+		reader time.Duration // how long another connection holds a read snapshot while the deletion runs
+	}{{"alone", 0}, {"a reader that lets go", 300 * time.Millisecond}} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := context.Background()
+			path := filepath.Join(t.TempDir(), "runs.db")
+			s, err := sqlite.Open(ctx, path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s.Close()
+			if err := s.CreateConversation(ctx, store.Conversation{ID: "conv_1"}); err != nil {
+				t.Fatal(err)
+			}
+			canary := strings.Repeat("the-secret-canary ", 400) // large enough to fill pages of its own
+			for i, id := range []string{"run_1", "run_2"} {
+				run := store.Run{ID: id, Kind: "agent", Name: "chat", Status: store.Running, Holder: "h", Conversation: "conv_1"}
+				if i > 0 {
+					run.HistoryOf = "run_1"
+				}
+				recs := []store.Record{{Kind: store.KindStart, Data: []byte(`{"input": "` + canary + `"}`)}}
+				if err := s.Append(ctx, store.Write{RunID: id, Holder: "h", Create: &run, Records: recs}); err != nil {
+					t.Fatal(err)
+				}
+				if err := s.Append(ctx, store.Write{RunID: id, Holder: "h", Status: store.Completed, Release: true,
+					Records: []store.Record{{Kind: store.KindHistory, Turn: i, Data: []byte(`{"messages": ["` + canary + `"]}`)}}}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if tc.reader > 0 { // a read transaction holds the WAL as it is, then lets go
+				tx, err := s.SQL().BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+				if err != nil {
+					t.Fatal(err)
+				}
+				var n int
+				if err := tx.QueryRow(`SELECT count(*) FROM agentry_log`).Scan(&n); err != nil {
+					t.Fatal(err)
+				}
+				time.AfterFunc(tc.reader, func() { tx.Rollback() })
+			}
+			if _, err := s.DeleteConversation(ctx, "conv_1", "ada"); err != nil {
+				t.Fatal(err)
+			}
+			// The store is still open: what its files hold now is what a
+			// copy of them taken now would hold.
+			for _, f := range []string{path, path + "-wal"} {
+				data, err := os.ReadFile(f)
+				if err != nil && !os.IsNotExist(err) {
+					t.Fatal(err)
+				}
+				if strings.Contains(string(data), "the-secret-canary") {
+					t.Errorf("%s still holds the deleted conversation", filepath.Base(f))
+				}
+			}
+		})
 	}
 }

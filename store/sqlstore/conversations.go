@@ -291,10 +291,44 @@ func (s *DB) DeleteConversation(ctx context.Context, id, by string) ([]string, e
 	if err := tx.Commit(); err != nil {
 		return nil, fmt.Errorf("store: delete conversation %s: %w", id, err)
 	}
-	if s.d.AfterDelete != "" {
-		s.db.ExecContext(context.WithoutCancel(ctx), s.d.AfterDelete) // best effort: the rows are gone either way
-	}
+	s.afterDelete(ctx)
 	return ids, nil
+}
+
+// afterDelete runs the dialect's AfterDelete (SQLite: a checkpoint that
+// truncates the write-ahead log, waiting up to the busy timeout for
+// readers of an older snapshot). When it cannot finish, a reader holding
+// on longer, it is tried again in the background until it does or the
+// store closes: the rows are gone either way, and the deletion is not
+// failed for the bytes a reader keeps alive.
+func (s *DB) afterDelete(ctx context.Context) {
+	if s.d.AfterDelete == "" || s.fold(context.WithoutCancel(ctx)) {
+		return
+	}
+	s.bg.Add(1)
+	go func() {
+		defer s.bg.Done()
+		t := time.NewTicker(time.Second)
+		defer t.Stop()
+		for {
+			select {
+			case <-s.closed:
+				return
+			case <-t.C:
+				if s.fold(context.Background()) {
+					return
+				}
+			}
+		}
+	}()
+}
+
+// fold runs AfterDelete once and says whether it finished (its row's
+// first column, SQLite's "busy", is 0).
+func (s *DB) fold(ctx context.Context) bool {
+	var busy, log, done int
+	err := s.db.QueryRowContext(ctx, s.d.AfterDelete).Scan(&busy, &log, &done)
+	return err == nil && busy == 0
 }
 
 // runsOf is the ids of a conversation's runs and of all their sub-runs

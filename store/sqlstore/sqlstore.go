@@ -54,7 +54,8 @@ type Dialect struct {
 	Text TextDialect
 	// AfterDelete, when set, runs after a conversation is deleted, so
 	// that nothing of it stays in the database's files (SQLite: a WAL
-	// checkpoint, the pages zeroed by secure_delete).
+	// checkpoint, the pages zeroed by secure_delete). It answers one row
+	// of three integers, the first non-zero while it could not finish.
 	AfterDelete string
 }
 
@@ -219,8 +220,11 @@ type DB struct {
 	watchers watchers      // the readers waiting for a run's writes (Watch)
 	done     func()        // ends a write turn
 	now      func() time.Time
-	queries  sync.Map // query text with ? → the dialect's text
-	inserts  sync.Map // number of records → prepared INSERT
+	closed   chan struct{}  // closed by Close: background work stops
+	stop     sync.Once      // closes closed
+	bg       sync.WaitGroup // background work (afterDelete's retries)
+	queries  sync.Map       // query text with ? → the dialect's text
+	inserts  sync.Map       // number of records → prepared INSERT
 }
 
 // What DB promises to be.
@@ -234,7 +238,7 @@ var (
 // d, and returns the store. It takes ownership of db: Close closes it,
 // and so does Open when it fails.
 func Open(ctx context.Context, db *sql.DB, d Dialect) (*DB, error) {
-	s := &DB{db: db, d: d, now: time.Now, done: func() {}}
+	s := &DB{db: db, d: d, now: time.Now, done: func() {}, closed: make(chan struct{})}
 	if d.SerialWrites {
 		s.writer = make(chan struct{}, 1)
 		s.done = func() { <-s.writer }
@@ -248,6 +252,8 @@ func Open(ctx context.Context, db *sql.DB, d Dialect) (*DB, error) {
 
 // Close closes the database and the statements prepared on it.
 func (s *DB) Close() error {
+	s.stop.Do(func() { close(s.closed) })
+	s.bg.Wait()
 	s.inserts.Range(func(_, v any) bool {
 		v.(*sql.Stmt).Close()
 		return true
