@@ -5,6 +5,7 @@
 package agent
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -55,7 +56,7 @@ func (r *run) startSpan(ctx context.Context) context.Context {
 	ctx = telemetry.Join(ctx, info.TraceParent, info.TraceState)
 	o := &runSpan{tracer: tracer, content: telemetry.CaptureContent()}
 	o.agent = [3]attribute.KeyValue{semconv.GenAIAgentName(st.AgentName), semconv.GenAIAgentVersion(st.AgentVersion),
-		semconv.GenAIConversationID(st.SessionID)}
+		semconv.GenAIConversationID(cmp.Or(r.s.cfg.conversation(), st.SessionID))}
 	attrs := make([]attribute.KeyValue, 0, 8)
 	attrs = append(attrs, semconv.GenAIOperationNameKey.String(string(genaiconv.OperationNameInvokeAgent)),
 		semconv.GenAIProviderNameKey.String(providerNameOf(a.providerName)), semconv.GenAIRequestModel(a.model),

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"iter"
 	"log/slog"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -63,6 +64,23 @@ func attrs(s sdktrace.ReadOnlySpan) map[attribute.Key]attribute.Value {
 		m[kv.Key] = kv.Value
 	}
 	return m
+}
+
+// TestSpanConversation: a run of a conversation names the conversation
+// as gen_ai.conversation.id, so that a trace backend groups its runs; a
+// run of none names its session.
+func TestSpanConversation(t *testing.T) {
+	st := openStore(t, filepath.Join(t.TempDir(), "runs.db")).Store
+	res, spans := tracedRun(t, WithStore(st), WithConversation("conv_7"))
+	for _, s := range spans {
+		if s.Name() == "invoke_agent boss" {
+			if got := attrs(s)["gen_ai.conversation.id"].AsString(); got != "conv_7" || res.SessionID == "conv_7" {
+				t.Errorf("gen_ai.conversation.id %q, want conv_7", got)
+			}
+			return
+		}
+	}
+	t.Fatal("no invoke_agent span")
 }
 
 func TestSpans(t *testing.T) {
