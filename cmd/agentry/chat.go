@@ -174,25 +174,65 @@ func (c *chatter) message(ctx context.Context, line string) {
 		c.say("✗ %v", err)
 		return
 	}
-	sess, err := c.a.NewSession(input, append(c.opts, agent.WithConversation(c.conv))...)
-	if err != nil {
-		c.say("✗ %v", err)
-		return
+	for settled := false; ; settled = true {
+		sess, err := c.a.NewSession(input, append(c.opts, agent.WithConversation(c.conv))...)
+		if err != nil {
+			c.say("✗ %v", err)
+			return
+		}
+		var busy *store.BusyError
+		if !errors.As(c.drive(ctx, sess), &busy) || settled || !settles(busy) || !c.settle(ctx, busy) {
+			return
+		}
 	}
-	for sess != nil {
+}
+
+// drive runs sess to its end, asking about the calls it waits for, and
+// answers the error it ended with.
+func (c *chatter) drive(ctx context.Context, sess *agent.Session) error {
+	for {
 		res, err := c.run(ctx, sess)
-		sess = nil
 		switch {
 		case errors.Is(err, agent.ErrAwaitingApproval):
-			sess = c.decide(ctx, res)
+			if sess = c.decide(ctx, res); sess != nil {
+				continue
+			}
 		case errors.Is(err, agent.ErrAborted):
 			c.say("(aborted)")
 		case errors.Is(err, store.ErrBusy):
-			c.say("✗ %v", err)
+			if busy := (*store.BusyError)(nil); !errors.As(err, &busy) || !settles(busy) {
+				c.say("✗ %v", err)
+			}
 		case err != nil:
 			c.say("✗ %s", res.Error.Message)
 		}
+		return err
 	}
+}
+
+// settles says whether the chat can end the run that holds the
+// conversation (settle): one that waits for a person, or whose process died.
+func settles(busy *store.BusyError) bool {
+	return busy.Status == store.Interrupted || busy.Status == store.AwaitingApproval
+}
+
+// settle ends the run that holds the conversation when the chat can: one
+// that waits for approval (its calls are asked about) or was interrupted
+// (its process died: it goes on where it stopped). It says whether that
+// run ended, so that the message can be sent.
+func (c *chatter) settle(ctx context.Context, busy *store.BusyError) bool {
+	sess, err := c.a.Resume(ctx, c.st, busy.RunID, c.opts...)
+	if err != nil {
+		c.say("✗ run %s of conversation %s is %s and does not go on here: %v (agentry resume %s)", busy.RunID, busy.Conversation, busy.Status, err, busy.RunID)
+		return false
+	}
+	state := "was interrupted"
+	if busy.Status == store.AwaitingApproval {
+		state = "waits for approval"
+	}
+	c.say("run %s of this conversation %s: it goes on first", busy.RunID, state)
+	err = c.drive(ctx, sess)
+	return err == nil || !errors.Is(err, agent.ErrAwaitingApproval) && !errors.Is(err, store.ErrBusy)
 }
 
 // run runs sess, streaming its answer; Ctrl-C aborts it.

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"syscall"
@@ -16,6 +17,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/agentry/agentry/internal/syncbuf"
 	"github.com/agentry/agentry/store"
 )
 
@@ -272,4 +274,45 @@ func waitRunning(t *testing.T, db string) {
 		}
 	}
 	t.Fatal("no run began")
+}
+
+// TestChatSettlesWhatWasLeft: a chat killed while a call waits for
+// approval leaves the conversation held; the next chat in it asks about
+// that call first (the message is read, then the answer), then sends
+// its own message.
+func TestChatSettlesWhatWasLeft(t *testing.T) {
+	spec := chatDir(t, `{"turns": [{"content": "Saving.", "tool_calls": [{"name": "kv_set", "arguments": {"key": "name", "value": "Ada"}}]},
+		{"content": "Saved."}, {"content": "You are Ada."}]}`)
+	db := filepath.Join(t.TempDir(), "runs.db")
+	first := exec.Command(binary(t), "chat", spec, "--db", db)
+	stdin, _ := first.StdinPipe()
+	out := &syncbuf.Buffer{}
+	first.Stdout, first.Stderr = out, out
+	if err := first.Start(); err != nil {
+		t.Fatal(err)
+	}
+	stdin.Write([]byte("My name is Ada. Remember it.\n"))
+	for deadline := time.Now().Add(20 * time.Second); !strings.Contains(out.String(), "[y/N] "); time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("no question:\n%s", out)
+		}
+	}
+	first.Process.Kill()
+	first.Wait()
+	id := regexp.MustCompile(`conversation (conv_\w+)`).FindStringSubmatch(out.String())
+	if id == nil {
+		t.Fatalf("no conversation id:\n%s", out)
+	}
+	code, stdout, errs := runWith(t, "Who am I?\ny\n", "chat", spec, "--db", db, "--conversation", id[1])
+	if code != 0 || !strings.Contains(errs, "waits for approval: it goes on first") {
+		t.Fatalf("exit %d\n%s", code, errs)
+	}
+	// What the run said before it paused is shown again, then its question.
+	if want := "Saving.\napprove kv_set {\"key\": \"name\", \"value\": \"Ada\"}? [y/N] Saved.\nYou are Ada.\n"; stdout != want {
+		t.Errorf("stdout %q, want %q", stdout, want)
+	}
+	runs, _ := openRuns(t, db).List(context.Background(), store.Filter{Conversation: id[1]})
+	if len(runs) != 2 || runs[0].Status != store.Completed || runs[1].Status != store.Completed {
+		t.Errorf("the conversation's runs: %+v", runs)
+	}
 }
