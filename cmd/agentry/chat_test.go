@@ -277,9 +277,9 @@ func waitRunning(t *testing.T, db string) {
 }
 
 // TestChatSettlesWhatWasLeft: a chat killed while a call waits for
-// approval leaves the conversation held; the next chat in it asks about
-// that call first (the message is read, then the answer), then sends
-// its own message.
+// approval leaves the conversation held; the next chat in it (the
+// binary: an approval through it) asks about that call first (the
+// message is read, then the answer), then sends its own message.
 func TestChatSettlesWhatWasLeft(t *testing.T) {
 	spec := chatDir(t, `{"turns": [{"content": "Saving.", "tool_calls": [{"name": "kv_set", "arguments": {"key": "name", "value": "Ada"}}]},
 		{"content": "Saved."}, {"content": "You are Ada."}]}`)
@@ -303,7 +303,7 @@ func TestChatSettlesWhatWasLeft(t *testing.T) {
 	if id == nil {
 		t.Fatalf("no conversation id:\n%s", out)
 	}
-	code, stdout, errs := runWith(t, "Who am I?\ny\n", "chat", spec, "--db", db, "--conversation", id[1])
+	code, stdout, errs := runStdin(t, "Who am I?\ny\n", "chat", spec, "--db", db, "--conversation", id[1])
 	if code != 0 || !strings.Contains(errs, "waits for approval: it goes on first") {
 		t.Fatalf("exit %d\n%s", code, errs)
 	}

@@ -1,9 +1,7 @@
 package main
 
 import (
-	"bytes"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -31,13 +29,11 @@ func TestConversationAcrossSurfaces(t *testing.T) {
 	db := filepath.Join(dir, "runs.db")
 	chat := func(stdin string, args ...string) (stdout, stderr string) {
 		t.Helper()
-		cmd := exec.Command(binary(t), append([]string{"chat", "chat", "--agents", agents, "--db", db}, args...)...)
-		var out, errs bytes.Buffer
-		cmd.Stdin, cmd.Stdout, cmd.Stderr = strings.NewReader(stdin), &out, &errs
-		if err := cmd.Run(); err != nil {
-			t.Fatalf("agentry chat: %v\n%s", err, errs.String())
+		code, stdout, stderr := runStdin(t, stdin, append([]string{"chat", "chat", "--agents", agents, "--db", db}, args...)...)
+		if code != 0 {
+			t.Fatalf("agentry chat: exit %d\n%s", code, stderr)
 		}
-		return out.String(), errs.String()
+		return stdout, stderr
 	}
 
 	out, errs := chat("My name is Ada.\n")

@@ -137,8 +137,21 @@ func runCLI(t *testing.T, args ...string) (int, string, string) {
 // runEnv runs the binary with extra environment variables.
 func runEnv(t *testing.T, env []string, args ...string) (int, string, string) {
 	t.Helper()
+	return runProc(t, env, nil, args...)
+}
+
+// runStdin runs the binary with stdin.
+func runStdin(t *testing.T, stdin string, args ...string) (int, string, string) {
+	t.Helper()
+	return runProc(t, nil, strings.NewReader(stdin), args...)
+}
+
+// runProc runs the binary with extra environment variables and stdin.
+func runProc(t *testing.T, env []string, stdin io.Reader, args ...string) (int, string, string) {
+	t.Helper()
 	cmd := exec.Command(binary(t), args...)
 	cmd.Env = append(os.Environ(), env...)
+	cmd.Stdin = stdin
 	var out, errs bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errs
 	code := 0
