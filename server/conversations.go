@@ -381,8 +381,12 @@ func (s *Server) whileBusy(ctx context.Context, conv, busy, ifBusy string, at **
 		*at = s.lineUp(conv)
 		if ifBusy == "interrupt" {
 			if run, err := s.cfg.Store.Get(ctx, busy); err == nil {
-				if rf := s.abortRun(ctx, run); rf != nil && rf.status != http.StatusConflict {
-					return rf
+				if rf := s.abortRun(ctx, run); rf != nil {
+					// Refused: fine when it ended meanwhile; otherwise the
+					// message says why it cannot interrupt, not waits.
+					if now, err := s.cfg.Store.Get(ctx, busy); err != nil || !ended(now.Status) {
+						return rf
+					}
 				}
 			}
 		}

@@ -255,6 +255,32 @@ func TestConversationQueueOrder(t *testing.T) {
 	}
 }
 
+// TestConversationInterruptsApproval: a message that interrupts a run
+// waiting for approval aborts it (its call never made) and runs after it.
+func TestConversationInterruptsApproval(t *testing.T) {
+	f, _ := newViewerFixture(t, nil)
+	_, conv := f.do(t, "POST", "/v1/conversations", "", `{"agent": "approve"}`)
+	path := "/v1/conversations/" + conv["id"].(string) + "/messages"
+	code, held := f.do(t, "POST", path+"?wait=true", "", `{"message": "Store release 2.0.0"}`)
+	if code != 200 || held["terminate_reason"] != "awaiting_approval" {
+		t.Fatalf("the first message: %d %v", code, held)
+	}
+	heldID := held["id"].(string)
+	code, res := f.do(t, "POST", path+"?wait=true", "", `{"message": "Never mind.", "if_busy": "interrupt"}`)
+	if code != 200 || res["success"] != true {
+		t.Fatalf("the interrupting message: %d %v", code, res)
+	}
+	if run, _ := f.st.Get(context.Background(), heldID); run.Status != store.Aborted {
+		t.Errorf("the run that waited: %s", run.Status)
+	}
+	recs, _ := f.st.Records(context.Background(), heldID, 0)
+	for _, r := range recs {
+		if r.Kind == store.KindToolResult {
+			t.Error("the call that waited was made")
+		}
+	}
+}
+
 // streamer is a model that writes its answer in two pieces, the second
 // once told to: a reply a stream can be watched in the middle of.
 type streamer struct{ more chan struct{} }
