@@ -393,10 +393,20 @@ func (s *Server) whileBusy(ctx context.Context, conv, busy, ifBusy string, at **
 		if err := (*at).wait(ctx); err != nil {
 			return &refusal{http.StatusServiceUnavailable, "stopping", err.Error()}
 		}
-		return nil // the run that holds it now may be another
+		return s.stillThere(ctx, conv) // the run that holds it now may be another
 	}
 	if err := s.awaitEnd(ctx, busy); err != nil {
 		return &refusal{http.StatusServiceUnavailable, "stopping", err.Error()}
+	}
+	return s.stillThere(ctx, conv)
+}
+
+// stillThere refuses a message whose conversation was deleted while it
+// waited: its run would make it again, empty.
+func (s *Server) stillThere(ctx context.Context, conv string) *refusal {
+	cs, _ := s.cfg.Store.(store.Conversations)
+	if _, err := cs.Conversation(ctx, conv); errors.Is(err, store.ErrNoConversation) {
+		return &refusal{http.StatusNotFound, "not_found", fmt.Sprintf("conversation %s was deleted while the message waited", conv)}
 	}
 	return nil
 }

@@ -281,6 +281,28 @@ func TestConversationInterruptsApproval(t *testing.T) {
 	}
 }
 
+// TestMessageOfADeletedConversation: a message that waited while its
+// conversation was deleted is refused (404), rather than making it anew.
+func TestMessageOfADeletedConversation(t *testing.T) {
+	st, err := store.Open(context.Background(), filepath.Join(t.TempDir(), "runs.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	f := chatServer(t, st, nil)
+	_, conv := f.do(t, "POST", "/v1/conversations", "", `{}`)
+	id := conv["id"].(string)
+	if rf := f.srv.stillThere(context.Background(), id); rf != nil {
+		t.Fatalf("the conversation: %+v", rf)
+	}
+	if code, _ := f.do(t, "DELETE", "/v1/conversations/"+id, "", ""); code != 204 {
+		t.Fatalf("delete: %d", code)
+	}
+	if rf := f.srv.stillThere(context.Background(), id); rf == nil || rf.status != 404 {
+		t.Errorf("after the deletion: %+v", rf)
+	}
+}
+
 // streamer is a model that writes its answer in two pieces, the second
 // once told to: a reply a stream can be watched in the middle of.
 type streamer struct{ more chan struct{} }
