@@ -331,15 +331,9 @@ func (s *Server) converseRemote(ctx context.Context, l *launch, ifBusy string) (
 	var at *place
 	defer func() { at.leave() }()
 	for {
-		busy, err := s.holder(ctx, l.conversation)
-		if err != nil {
-			return "", &refusal{http.StatusInternalServerError, "store_error", "the run store failed to list the conversation's runs"}
-		}
-		if busy == "" {
-			p := callerOf(ctx).principal()
-			rr := RemoteRun{Agent: l.agent.Name() + "@" + l.agent.Spec().Version, Conversation: l.conversation, Input: l.input,
-				UserID: p.UserID, Roles: p.Roles, Metadata: l.metadata, TraceParent: l.trace.parent, TraceState: l.trace.state}
-			return s.startRemote(ctx, rr)
+		id, busy, rf := s.startInConversation(ctx, l)
+		if rf != nil || busy == "" {
+			return id, rf
 		}
 		if rf := s.whileBusy(ctx, l.conversation, busy, ifBusy, &at); rf != nil {
 			return "", rf
@@ -347,9 +341,40 @@ func (s *Server) converseRemote(ctx context.Context, l *launch, ifBusy string) (
 	}
 }
 
+// startInConversation starts l's run on the Remote when no run holds its
+// conversation, or names the run that does. The messages of one
+// conversation start one at a time on this server, so that two cannot
+// both find it free before either run reaches the store.
+func (s *Server) startInConversation(ctx context.Context, l *launch) (id, busy string, rf *refusal) {
+	turn := s.lineUp("\x00start " + l.conversation)
+	defer turn.leave()
+	if err := turn.wait(ctx); err != nil {
+		return "", "", &refusal{http.StatusServiceUnavailable, "stopping", err.Error()}
+	}
+	busy, err := s.holder(ctx, l.conversation)
+	if err != nil {
+		return "", "", &refusal{http.StatusInternalServerError, "store_error", "the run store failed to list the conversation's runs"}
+	}
+	if busy != "" {
+		return "", busy, nil
+	}
+	p := callerOf(ctx).principal()
+	rr := RemoteRun{Agent: l.agent.Name() + "@" + l.agent.Spec().Version, Conversation: l.conversation, Input: l.input,
+		UserID: p.UserID, Roles: p.Roles, Metadata: l.metadata, TraceParent: l.trace.parent, TraceState: l.trace.state}
+	id, rf = s.startRemote(ctx, rr)
+	return id, "", rf
+}
+
 // holder is the run that holds the conversation (it goes on, waits for
-// approval, or was interrupted), or "".
+// approval, or was interrupted), or "": a run this server started on the
+// Remote that no worker has put in the store yet too.
 func (s *Server) holder(ctx context.Context, conv string) (string, error) {
+	if id := s.startedIn(conv); id != "" {
+		run, err := s.cfg.Store.Get(ctx, id)
+		if errors.Is(err, store.ErrNotFound) || err == nil && !ended(run.Status) {
+			return id, nil
+		}
+	}
 	for _, st := range []store.Status{store.Running, store.AwaitingApproval, store.Interrupted} {
 		runs, err := s.cfg.Store.List(ctx, store.Filter{Conversation: conv, Status: st, Limit: 1})
 		if err != nil || len(runs) > 0 {
@@ -357,6 +382,19 @@ func (s *Server) holder(ctx context.Context, conv string) (string, error) {
 		}
 	}
 	return "", nil
+}
+
+// startedIn is a run of conversation conv this server started on the
+// Remote and follows until it stops, or "".
+func (s *Server) startedIn(conv string) string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for id, c := range s.started {
+		if c == conv && conv != "" {
+			return id
+		}
+	}
+	return ""
 }
 
 func firstID(runs []store.Run) string {

@@ -99,9 +99,9 @@ func (s *Server) startRemote(ctx context.Context, rr RemoteRun) (string, *refusa
 	// store: a client watches it from the moment it has its id.
 	s.mu.Lock()
 	if s.started == nil {
-		s.started = map[string]bool{}
+		s.started = map[string]string{}
 	}
-	s.started[id] = true
+	s.started[id] = rr.Conversation
 	s.mu.Unlock()
 	s.begun(ctx, id, s.followRemote(id, 0))
 	return id, nil

@@ -451,7 +451,8 @@ func (s *Server) driving(id string) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	_, ok := s.runs[id]
-	return ok || s.started[id]
+	_, started := s.started[id]
+	return ok || started
 }
 
 // audit answers the run's records of the audit log, in order: every

@@ -111,7 +111,7 @@ type Server struct {
 
 	mu       sync.Mutex
 	runs     map[string]stopper // the runs this server drives, by id
-	started  map[string]bool    // the runs the Remote drives that this server started, until they stop
+	started  map[string]string  // the runs the Remote drives that this server started, until they stop: their conversation, or ""
 	relays   map[string]*relay  // the relays of runs this server drives that stream their answer
 	lines    map[string]*line   // the messages waiting for a busy conversation, by conversation
 	stopping bool               // Close began

@@ -713,3 +713,35 @@ func TestServeOnTemporalConversation(t *testing.T) {
 		t.Errorf("the second message, on a worker: %d %v", code, res)
 	}
 }
+
+// TestServeOnTemporalConversationBusy: a message whose run is started on
+// Temporal holds its conversation before any worker has begun it: a
+// second message is refused (409) naming it, not started beside it.
+func TestServeOnTemporalConversationBusy(t *testing.T) {
+	hostPort, _ := testdb.Temporal(t)
+	db := testdb.Postgres(t)
+	base := t.TempDir()
+	agents := filepath.Join(base, "agents")
+	os.MkdirAll(filepath.Join(agents, "chat"), 0o755)
+	os.WriteFile(filepath.Join(agents, "chat", "v1.json"), []byte(`{"agent_name": "chat", "version": "v1", "model_name": "scripted:../../turns.json",
+		"system_text": "Chat.", "user_text": "${message}", "input_keys": ["message"]}`), 0o600)
+	os.WriteFile(filepath.Join(base, "turns.json"), []byte(`{"turns": [{"content": "Hello, Ada!"}, {"content": "You are Ada."}]}`), 0o600)
+	s := startServe(t, "--agents", agents, "--db", db, "--temporal", hostPort)
+	_, conv := s.call(t, "POST", "/v1/conversations", "", `{"agent": "chat"}`)
+	path := "/v1/conversations/" + conv["id"].(string) + "/messages"
+	code, first := s.call(t, "POST", path, "", `{"message": "My name is Ada."}`) // no worker yet: answered once the wait for one runs out
+	if code != 201 {
+		t.Fatalf("the first message: %d %v\n%s", code, first, s.out)
+	}
+	id := first["run_id"].(string)
+	code, body := s.call(t, "POST", path, "", `{"message": "Who am I?"}`)
+	if e, _ := body["error"].(map[string]any); code != 409 || !strings.Contains(fmt.Sprint(e["message"]), id) {
+		t.Fatalf("the second message while the first waits for a worker: %d %v", code, body)
+	}
+	startWorker(t, "--temporal", hostPort, "--db", db, "--agents", agents)
+	s.waitStatus(t, id, "completed")
+	code, res := s.call(t, "POST", path+"?wait=true", "", `{"message": "Who am I?"}`)
+	if code != 200 || res["result"] != "You are Ada." {
+		t.Errorf("the second message once the first ended: %d %v", code, res)
+	}
+}
