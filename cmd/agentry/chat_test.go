@@ -160,6 +160,13 @@ func openPTY(t *testing.T) (*pty, *os.File) {
 	return p, s
 }
 
+// shown is what the terminal showed so far.
+func (p *pty) shown() string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.out.String()
+}
+
 // waitFor waits until the terminal shows want after from (an offset in
 // what it showed), and returns where it ends.
 func (p *pty) waitFor(t *testing.T, from int, want string) int {
@@ -178,11 +185,14 @@ func (p *pty) waitFor(t *testing.T, from int, want string) int {
 }
 
 // TestChatOnATerminal drives agentry chat through a pseudo-terminal as a
-// person would: a prompt, answers, Ctrl-C at an approval's question and
+// person would: a prompt, answers that stream as they are written, Ctrl-C at an approval's question and
 // while the model thinks, each aborting the run and not the chat, and
 // /exit.
 func TestChatOnATerminal(t *testing.T) {
-	spec := chatDir(t, `{"turns": [{"content": "Hello, Ada!"},
+	// The first answer comes a word each quarter second: what streams
+	// shows long before the last word is written (the run's events keep
+	// 64 bytes back, for the redactor).
+	spec := chatDir(t, `{"turns": [{"content": "Hello, Ada! It is good to meet you, and I will keep your name in mind from now on, whatever we talk about next.", "chunk_delay_ms": 250},
 		{"content": "Saving.", "tool_calls": [{"name": "kv_set", "arguments": {"key": "name", "value": "Ada"}}]},
 		{"content": "Pondering.", "delay_ms": 60000}, {"content": "You are Ada."}]}`)
 	db := filepath.Join(t.TempDir(), "runs.db")
@@ -204,8 +214,13 @@ func TestChatOnATerminal(t *testing.T) {
 	})
 	type step struct{ send, expect string }
 	at := p.waitFor(t, 0, "> ")
+	p.master.WriteString("My name is Ada.\n")
+	at = p.waitFor(t, at, "Hello,")
+	if shown := p.shown(); strings.Contains(shown[at:], "next.") { // written two seconds after what shows first
+		t.Errorf("the answer was not streamed: it showed whole, %q", shown[at:])
+	}
 	for _, s := range []step{
-		{"My name is Ada.\n", "Hello, Ada!"},
+		{"", "talk about next."},
 		{"", "> "},
 		{"Remember it.\n", "[y/N] "},
 		{"\x03", "(aborted)"}, // Ctrl-C at the question

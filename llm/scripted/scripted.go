@@ -60,6 +60,9 @@ type Turn struct {
 	Error     *Error     `json:"error,omitempty"`
 	// DelayMS makes the call take this long (or until its context ends).
 	DelayMS int `json:"delay_ms,omitempty"`
+	// ChunkDelayMS makes a streamed reply wait this long before each of
+	// its pieces after the first: an answer written as a model writes it.
+	ChunkDelayMS int `json:"chunk_delay_ms,omitempty"`
 }
 
 // ToolCall is a tool call of a scripted turn. ID may be omitted: it is then
@@ -140,6 +143,7 @@ type step struct {
 	chunks []llm.Chunk // resp as Stream plays it, built once
 	err    *llm.APIError
 	delay  time.Duration
+	pace   time.Duration // between streamed pieces
 }
 
 // Parse reads and validates a script. name identifies it in errors (a
@@ -183,7 +187,10 @@ func buildStep(n int, t Turn, model string) (step, error) {
 	if t.DelayMS < 0 {
 		return step{}, fmt.Errorf("delay_ms %d is negative", t.DelayMS)
 	}
-	st := step{delay: time.Duration(t.DelayMS) * time.Millisecond}
+	if t.ChunkDelayMS < 0 {
+		return step{}, fmt.Errorf("chunk_delay_ms %d is negative", t.ChunkDelayMS)
+	}
+	st := step{delay: time.Duration(t.DelayMS) * time.Millisecond, pace: time.Duration(t.ChunkDelayMS) * time.Millisecond}
 	if t.Error != nil {
 		if t.Content != "" || len(t.ToolCalls) > 0 || t.Usage != nil {
 			return step{}, errors.New("an error turn cannot also have content, tool_calls or usage")
@@ -394,7 +401,13 @@ func (m *Model) Stream(ctx context.Context, req *llm.Request) iter.Seq2[llm.Chun
 			yield(llm.Chunk{}, err)
 			return
 		}
-		for _, c := range st.chunks {
+		for i, c := range st.chunks {
+			if i > 0 && st.pace > 0 {
+				if err := wait(ctx, st.pace); err != nil {
+					yield(llm.Chunk{}, err)
+					return
+				}
+			}
 			if !yield(c, nil) {
 				return
 			}

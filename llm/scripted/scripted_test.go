@@ -121,6 +121,32 @@ func TestDelayHonoursContext(t *testing.T) {
 	}
 }
 
+// TestChunkDelay: a turn's streamed pieces come chunk_delay_ms apart (at
+// least), and a context that ends between them ends the stream with its
+// error.
+func TestChunkDelay(t *testing.T) {
+	s, err := Parse("paced", []byte(`{"turns": [{"content": "one two three", "chunk_delay_ms": 30}, {"content": "one two three", "chunk_delay_ms": 60000}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := s.Model()
+	var at []time.Time
+	if _, err := llm.Collect(m.Stream(context.Background(), &llm.Request{}), func(llm.Chunk) { at = append(at, time.Now()) }); err != nil {
+		t.Fatal(err)
+	}
+	if len(at) < 3 || at[len(at)-1].Sub(at[0]) < time.Duration(len(at)-1)*30*time.Millisecond {
+		t.Errorf("%d pieces within %v", len(at), at[len(at)-1].Sub(at[0]))
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	_, err = llm.Collect(m.Stream(ctx, &llm.Request{}), func(llm.Chunk) { cancel() })
+	if !errors.Is(err, context.Canceled) {
+		t.Errorf("cancelled between pieces: %v", err)
+	}
+	if _, err := Parse("bad", []byte(`{"turns": [{"content": "x", "chunk_delay_ms": -1}]}`)); err == nil || !strings.Contains(err.Error(), "chunk_delay_ms -1") {
+		t.Errorf("a negative delay: %v", err)
+	}
+}
+
 func TestStreamMatchesGenerate(t *testing.T) {
 	s, err := Parse("st", []byte(`{"model": "gpt-4.1-mini", "turns": [
 		{"content": "Héllo wörld, twice over", "tool_calls": [{"id": "x", "name": "t", "arguments": {"q": "ünï"}}],
