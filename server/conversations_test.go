@@ -326,6 +326,26 @@ func (m streamer) Stream(ctx context.Context, _ *llm.Request) iter.Seq2[llm.Chun
 	}
 }
 
+// streamServer is a server over st with one agent, talker, whose model
+// writes its answer in two pieces, the second once f.release closes.
+func streamServer(t *testing.T, st store.Store) *fixture {
+	t.Helper()
+	f := &fixture{st: st, release: make(chan struct{})}
+	a, err := agent.New(&spec.Spec{AgentName: "talker", Version: "v1", SystemText: "Talk.", UserText: "${message}", InputKeys: []string{"message"}},
+		agent.WithProvider(streamer{f.release}, "stream"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg := agent.NewRegistry()
+	reg.Register(a)
+	if f.srv, err = New(Config{Store: st, Agents: reg}); err != nil {
+		t.Fatal(err)
+	}
+	f.http = httptest.NewServer(f.srv)
+	f.cleanup(t, reg)
+	return f
+}
+
 // TestConversationStreams: a message's answer reaches the run's event
 // stream as the model writes it: what was written before the stream
 // opened, then each piece, then the run's end.
@@ -335,20 +355,8 @@ func TestConversationStreams(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() })
-	more := make(chan struct{})
-	a, err := agent.New(&spec.Spec{AgentName: "talker", Version: "v1", SystemText: "Talk.", UserText: "${message}", InputKeys: []string{"message"}},
-		agent.WithProvider(streamer{more}, "stream"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	reg := agent.NewRegistry()
-	reg.Register(a)
-	f := &fixture{st: st, release: more}
-	if f.srv, err = New(Config{Store: st, Agents: reg}); err != nil {
-		t.Fatal(err)
-	}
-	f.http = httptest.NewServer(f.srv)
-	f.cleanup(t, reg)
+	f := streamServer(t, st)
+	more := f.release
 	_, conv := f.do(t, "POST", "/v1/conversations", "", `{}`)
 	_, started := f.do(t, "POST", "/v1/conversations/"+conv["id"].(string)+"/messages", "", `{"message": "Hi."}`)
 	id := started["run_id"].(string)

@@ -1,9 +1,12 @@
 package server
 
 import (
+	"context"
+	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/agentry/agentry/store"
 	"github.com/chromedp/chromedp"
 )
 
@@ -58,4 +61,27 @@ func TestViewerConversation(t *testing.T) {
 		t.Errorf("the list's row: %q", got)
 	}
 	p.Screenshot("conversations-wide")
+}
+
+// TestViewerConversationStreams: the chat shows the answer as the model
+// writes it: its first piece while the run goes on, then the rest.
+func TestViewerConversationStreams(t *testing.T) {
+	st, err := store.Open(context.Background(), filepath.Join(t.TempDir(), "runs.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	f := streamServer(t, st)
+	_, conv := f.do(t, "POST", "/v1/conversations", "", `{}`)
+	p := openPage(t, f.http.URL, 1280, 900)
+	p.Open("#/conversations/" + conv["id"].(string))
+	p.WaitJS("the composer", `document.querySelector('#message')`)
+	p.Do("type a message", chromedp.SendKeys(chromedp.ID("message"), "Hi."))
+	p.Key("\r")
+	p.WaitJS("the first piece, the run going on", `(document.querySelector('.msg.live') || {}).textContent?.includes('Hello, Ada.')`)
+	if got := p.Text(".msg.live"); strings.Contains(got, "Bye!") {
+		t.Fatalf("the rest showed before it was written: %q", got)
+	}
+	close(f.release) // the model writes the rest
+	p.WaitJS("the whole answer, stored", `!document.querySelector('.msg.live') && [...document.querySelectorAll('.msg.agent .text')].some(e => e.textContent.endsWith('Bye!'))`)
 }
