@@ -17,43 +17,55 @@ import (
 // messages, given with WithHistory: no store, as the floor runs).
 func BenchmarkTurnInConversation(b *testing.B) {
 	hist := chatHistory(100)
-	b.Run("alone", func(b *testing.B) { turnsAndStart(b, func() []RunOption { return nil }) })
-	b.Run("after-100-runs", func(b *testing.B) {
-		turnsAndStart(b, func() []RunOption { return []RunOption{WithHistory(hist...)} })
+	turnsAndStart(b, []variant{
+		{"alone", func() []RunOption { return nil }},
+		{"conversation", func() []RunOption { return []RunOption{WithHistory(hist...)} }},
 	})
 }
 
+// variant is a way to run the workload: its name, and the options of a
+// run (made before the clock runs).
+type variant struct {
+	name string
+	opts func() []RunOption
+}
+
 // turnsAndStart runs the reference workload at 2 and at 50 turns each
-// iteration, with the options opts gives (made before the clock runs),
-// so that what a turn costs (ns/turn: the 48 turns the longer run adds)
-// is told apart from what a run pays once (ns/start: the 2-turn run
-// less its two turns), where a conversation's history is read, copied
-// into the transcript and looked at by the redactor.
-func turnsAndStart(b *testing.B, opts func() []RunOption) {
+// iteration in every variant in turn (so that the machine's drift and
+// the store's growth reach all alike), and reports for each what a turn
+// costs (ns/turn-NAME: the 48 turns the longer run adds) apart from what
+// a run pays once (ns/start-NAME: the 2-turn run less its two turns),
+// where a conversation's history is read, copied into the transcript and
+// looked at by the redactor.
+func turnsAndStart(b *testing.B, variants []variant) {
 	short, long := benchScriptN(b, 2), benchScriptN(b, 50)
 	a := benchAgentN(b, long, 50)
 	input := map[string]any{"task": "add"}
 	ctx := context.Background()
-	run := func(s *scripted.Script, turns int) time.Duration {
+	run := func(v variant, s *scripted.Script, turns int) time.Duration {
 		b.StopTimer()
-		o := append(opts(), WithSessionProvider(s.Model()))
+		o := append(v.opts(), WithSessionProvider(s.Model()))
 		b.StartTimer()
 		start := time.Now()
 		res, err := a.Run(ctx, input, o...)
 		if err != nil || res.Iterations != turns {
-			b.Fatalf("%v after %d turns", err, res.Iterations)
+			b.Fatalf("%s: %v after %d turns", v.name, err, res.Iterations)
 		}
 		return time.Since(start)
 	}
 	b.ReportAllocs()
-	var two, fifty time.Duration
+	two, fifty := make([]time.Duration, len(variants)), make([]time.Duration, len(variants))
 	for b.Loop() {
-		two += run(short, 2)
-		fifty += run(long, 50)
+		for i, v := range variants {
+			two[i] += run(v, short, 2)
+			fifty[i] += run(v, long, 50)
+		}
 	}
-	turn := float64((fifty - two).Nanoseconds()) / float64(b.N*48)
-	b.ReportMetric(turn, "ns/turn")
-	b.ReportMetric(float64(two.Nanoseconds())/float64(b.N)-2*turn, "ns/start")
+	for i, v := range variants {
+		turn := float64((fifty[i] - two[i]).Nanoseconds()) / float64(b.N*48)
+		b.ReportMetric(turn, "ns/turn-"+v.name)
+		b.ReportMetric(float64(two[i].Nanoseconds())/float64(b.N)-2*turn, "ns/start-"+v.name)
+	}
 }
 
 // chatHistory is n exchanges of a chat: a question and its answer each.
@@ -68,7 +80,7 @@ func chatHistory(n int) []llm.Message {
 
 // BenchmarkStoredTurnInConversation: the same in stored runs on SQLite,
 // alone and in a conversation of 100 earlier exchanges (a fresh fork of
-// it each run, made before the clock runs).
+// it each run, made before the clock runs), on one store.
 func BenchmarkStoredTurnInConversation(b *testing.B) {
 	ctx := context.Background()
 	st := openStore(b, filepath.Join(b.TempDir(), "runs.db")).Store
@@ -88,17 +100,17 @@ func BenchmarkStoredTurnInConversation(b *testing.B) {
 		}
 		last = res.ID
 	}
-	b.Run("alone", func(b *testing.B) { turnsAndStart(b, func() []RunOption { return []RunOption{WithStore(st)} }) })
 	forks := 0
-	b.Run("after-100-runs", func(b *testing.B) {
-		turnsAndStart(b, func() []RunOption {
+	turnsAndStart(b, []variant{
+		{"alone", func() []RunOption { return []RunOption{WithStore(st)} }},
+		{"conversation", func() []RunOption {
 			forks++
 			id := fmt.Sprintf("fork-%d-%d", forks, time.Now().UnixNano())
 			if err := cs.Fork(ctx, "long", last, store.Conversation{ID: id}); err != nil {
 				b.Fatal(err)
 			}
 			return []RunOption{WithStore(st), WithConversation(id)}
-		})
+		}},
 	})
 }
 
