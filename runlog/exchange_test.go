@@ -61,12 +61,16 @@ func TestReadExchange(t *testing.T) {
 		{id: "run_sealed", opts: []runlog.Option{runlog.Sealed(s)}, message: "Secret.", want: "Sealed answer."},
 	} {
 		t.Run(tc.id, func(t *testing.T) {
-			x, err := runlog.ReadExchange(ctx, db, tc.id, tc.opts...)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if !equalJSON(x.Message, tc.message) || !equalJSON(x.Answer, tc.want) || x.Error != tc.err {
-				t.Errorf("got %+v", x)
+			// A store that reads records by kind, and one that reads the
+			// whole log.
+			for _, st := range []store.Store{db, struct{ store.Store }{db}} {
+				x, err := runlog.ReadExchange(ctx, st, tc.id, tc.opts...)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if !equalJSON(x.Message, tc.message) || !equalJSON(x.Answer, tc.want) || x.Error != tc.err {
+					t.Errorf("%T: got %+v", st, x)
+				}
 			}
 		})
 	}

@@ -7,6 +7,7 @@
 package runlog
 
 import (
+	"bytes"
 	"cmp"
 	"context"
 	"encoding/json"
@@ -221,7 +222,13 @@ func ReadExchange(ctx context.Context, st store.Store, runID string, opts ...Opt
 	for _, o := range opts {
 		o(&c)
 	}
-	recs, err := st.Records(ctx, runID, 0)
+	var recs []store.Record
+	var err error
+	if kr, ok := st.(store.KindReader); ok {
+		recs, err = kr.RecordsOf(ctx, runID, store.KindStart, store.KindResult)
+	} else {
+		recs, err = st.Records(ctx, runID, 0)
+	}
 	if err != nil {
 		return Exchange{}, err
 	}
@@ -237,42 +244,61 @@ func ReadExchange(ctx context.Context, st store.Store, runID string, opts ...Opt
 	if start == nil {
 		return Exchange{}, fmt.Errorf("run %s: its log has no start record", runID)
 	}
-	var in struct {
-		Input map[string]any `json:"input"`
-	}
 	if err := OpenRecord(c.seal, runID, start); err != nil {
 		return Exchange{}, fmt.Errorf("run %s: %w", runID, err)
 	}
-	if err := json.Unmarshal(start.Data, &in); err != nil {
+	// The start record's input comes before its history, and a Result's
+	// answer and error before its transcript: read up to them only.
+	var input map[string]any
+	if err := leading(start.Data, map[string]any{"input": &input}, ""); err != nil {
 		return Exchange{}, fmt.Errorf("run %s: record %d (start): %w", runID, start.Seq, err)
 	}
-	var res json.RawMessage
-	if result != nil {
-		if err := OpenRecord(c.seal, runID, result); err != nil {
-			return Exchange{}, fmt.Errorf("run %s: %w", runID, err)
-		}
-		res = result.Data
+	x := Exchange{Message: MessageOf(input)}
+	if result == nil {
+		return x, nil
 	}
-	return exchangeOf(in.Input, res), nil
+	if err := OpenRecord(c.seal, runID, result); err != nil {
+		return Exchange{}, fmt.Errorf("run %s: %w", runID, err)
+	}
+	var failed *struct {
+		Message string `json:"message"`
+	}
+	if err := leading(result.Data, map[string]any{"result": &x.Answer, "error": &failed}, "started_at"); err != nil {
+		return Exchange{}, fmt.Errorf("run %s: record %d (result): %w", runID, result.Seq, err)
+	}
+	if failed != nil {
+		x.Error = failed.Message
+	}
+	return x, nil
 }
 
-// exchangeOf is the Exchange of a run given input, whose Result (its
-// JSON, nil before it has one) is res.
-func exchangeOf(input map[string]any, res json.RawMessage) Exchange {
-	x := Exchange{Message: MessageOf(input)}
-	if res != nil {
-		var r struct {
-			Result any `json:"result"`
-			Error  *struct {
-				Message string `json:"message"`
-			} `json:"error"`
+// leading decodes the keys of the JSON object data that want names into
+// their targets, reading no further than the last of them, or than the
+// key stop ("" for none: an omitted key is then looked for to the end).
+func leading(data []byte, want map[string]any, stop string) error {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
+		return fmt.Errorf("not a JSON object")
+	}
+	for left := len(want); left > 0 && dec.More(); {
+		t, err := dec.Token()
+		if err != nil {
+			return err
 		}
-		if json.Unmarshal(res, &r) == nil {
-			x.Answer = r.Result
-			if r.Error != nil {
-				x.Error = r.Error.Message
-			}
+		key, _ := t.(string)
+		if key == stop {
+			return nil
+		}
+		into, ok := want[key]
+		if !ok {
+			var skip json.RawMessage
+			into = &skip
+		} else {
+			left--
+		}
+		if err := dec.Decode(into); err != nil {
+			return fmt.Errorf("%s: %w", key, err)
 		}
 	}
-	return x
+	return nil
 }

@@ -251,6 +251,15 @@ type Watcher interface {
 	Watch(runID string) (<-chan struct{}, func())
 }
 
+// KindReader is what a store that reads part of a run's log can do:
+// what a chat shows of each run (its start and its result) is read
+// without the rest (its events, its calls, its history).
+type KindReader interface {
+	// RecordsOf returns the run's records of the kinds named, in order.
+	// A run that does not exist is ErrNotFound.
+	RecordsOf(ctx context.Context, runID string, kinds ...Kind) ([]Record, error)
+}
+
 // Pins is what a store that remembers agent versions can do: the first
 // run of NAME@VERSION pins the digest of what defines the version (its
 // output schema), and a later run with another digest is refused, so

@@ -148,8 +148,26 @@ func (s *DB) update(ctx context.Context, tx *sql.Tx, w *store.Write, now time.Ti
 
 // Records returns a run's records after a sequence number.
 func (s *DB) Records(ctx context.Context, runID string, after int64) ([]store.Record, error) {
+	return s.records(ctx, runID, `seq > ?`, after)
+}
+
+// RecordsOf returns a run's records of the kinds named (store.KindReader).
+func (s *DB) RecordsOf(ctx context.Context, runID string, kinds ...store.Kind) ([]store.Record, error) {
+	if len(kinds) == 0 {
+		return nil, fmt.Errorf("store: read the log of run %s: no kind named", runID)
+	}
+	args := make([]any, len(kinds))
+	for i, k := range kinds {
+		args[i] = string(k)
+	}
+	return s.records(ctx, runID, `kind IN (?`+strings.Repeat(", ?", len(kinds)-1)+`)`, args...)
+}
+
+// records returns a run's records that cond (on the log's columns, its
+// arguments args) keeps, in order; a run with none must exist.
+func (s *DB) records(ctx context.Context, runID, cond string, args ...any) ([]store.Record, error) {
 	rows, err := s.db.QueryContext(ctx, s.q(`SELECT seq, kind, format, turn, call_key, at, data FROM agentry_log
-		WHERE run_id = ? AND seq > ? ORDER BY seq`), runID, after)
+		WHERE run_id = ? AND `+cond+` ORDER BY seq`), append([]any{runID}, args...)...)
 	if err != nil {
 		return nil, fmt.Errorf("store: read the log of run %s: %w", runID, err)
 	}

@@ -229,9 +229,10 @@ type DB struct {
 
 // What DB promises to be.
 var (
-	_ store.Store    = (*DB)(nil)
-	_ store.Watcher  = (*DB)(nil)
-	_ memory.Backend = (*DB)(nil)
+	_ store.Store      = (*DB)(nil)
+	_ store.Watcher    = (*DB)(nil)
+	_ store.KindReader = (*DB)(nil)
+	_ memory.Backend   = (*DB)(nil)
 )
 
 // Open wraps db, runs the migrations it has not seen under the dialect

@@ -252,6 +252,18 @@ func testAppendAndRead(t *testing.T, s store.Store) {
 	if _, err := s.Records(ctx, "run_missing", 0); !errors.Is(err, store.ErrNotFound) {
 		t.Errorf("Records(missing) = %v, want ErrNotFound", err)
 	}
+	if kr, ok := s.(store.KindReader); ok {
+		some, err := kr.RecordsOf(ctx, "run_a", store.KindResult, store.KindStart)
+		if err != nil || len(some) != 2 || some[0].Kind != store.KindStart || string(some[1].Data) != `"done"` || some[0].Seq != got[0].Seq {
+			t.Errorf("RecordsOf(start, result) = %+v, %v; want the two, in order", some, err)
+		}
+		if none, err := kr.RecordsOf(ctx, "run_b", store.KindResult); err != nil || len(none) != 0 {
+			t.Errorf("RecordsOf a kind the run has none of = %v, %v", none, err)
+		}
+		if _, err := kr.RecordsOf(ctx, "run_missing", store.KindStart); !errors.Is(err, store.ErrNotFound) {
+			t.Errorf("RecordsOf(missing) = %v, want ErrNotFound", err)
+		}
+	}
 	if err := s.Append(ctx, store.Write{RunID: "run_missing", Holder: "h1"}); !errors.Is(err, store.ErrNotFound) {
 		t.Errorf("Append(missing) = %v, want ErrNotFound", err)
 	}
