@@ -193,6 +193,40 @@ func TestConversationSealed(t *testing.T) {
 	}
 }
 
+// TestConversationRedacted: a secret said in a conversation reaches the
+// model of the run it was said in, and nothing else: no record of the
+// store holds it (the history the next run reads, that run's start
+// record), and the next run's model is sent the redacted history.
+func TestConversationRedacted(t *testing.T) {
+	ctx := context.Background()
+	st := openStore(t, filepath.Join(t.TempDir(), "runs.db")).Store
+	const secret = "sk-proj-CANARYconv0000000000000000000000000001"
+	model := &recorder{replies: []reply{answer("Noted your key."), answer("I cannot show it.")}}
+	a := newTestAgent(t, `{"agent_name": "chat", "version": "v1", "model_name": "m", "system_text": "S."}`, model)
+	var ids []string
+	for _, text := range []string{"My key is " + secret + ".", "What is my key?"} {
+		res, err := a.Run(ctx, map[string]any{"task": text}, WithStore(st), WithConversation("c"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, res.ID)
+	}
+	for _, id := range ids {
+		recs, err := st.Records(ctx, id, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range recs {
+			if strings.Contains(string(r.Data), "CANARYconv") {
+				t.Errorf("run %s's %s record holds the secret", id, r.Kind)
+			}
+		}
+	}
+	if got := strings.Join(said(model.reqs[1]), "\n"); strings.Contains(got, "CANARYconv") || !strings.Contains(got, "[REDACTED") {
+		t.Errorf("the second run was sent:\n%s", got)
+	}
+}
+
 // TestConversationCompacted: when a conversation's history no longer
 // fits, it is what compaction summarises first, and the summary is what
 // the next runs start from: the words it replaced are never sent again.
