@@ -138,8 +138,7 @@ func messageInput(a *agent.Agent, ec *a2asrv.ExecutorContext) (map[string]any, e
 			text.WriteString(p.Text())
 		}
 	}
-	content, _ := json.Marshal(text.String())
-	return chatInput(a, []chatMessage{{Role: "user", Content: content}})
+	return a.MessageInput(text.String())
 }
 
 // follow yields first, the task working, then the run's progress as it

@@ -134,7 +134,7 @@ func (s *Server) agui(w http.ResponseWriter, r *http.Request) {
 // OpenAI-compatible endpoint does, in the session of the input's thread;
 // nil when it answered why not.
 func (s *Server) aguiStart(w http.ResponseWriter, r *http.Request, a *agent.Agent, in *aguiInput, st *aguiStream) <-chan any {
-	input, err := chatInput(a, in.Messages)
+	input, err := lastUserInput(a, in.Messages)
 	if err != nil {
 		writeError(w, http.StatusBadRequest, "invalid_request", err.Error())
 		return nil
@@ -267,4 +267,20 @@ func (s *Server) releaseStream() { <-s.streams }
 func (st *aguiStream) listener() agent.RunOption {
 	return agent.WithEvents(st.add, event.Inline(), event.Types(event.TurnStart, event.Thinking, event.ContentChunk,
 		event.ToolCallStart, event.PolicyDecision, event.ToolCallEnd, event.TurnEnd))
+}
+
+// lastUserInput is the run's input: the last user message, as
+// agent.MessageInput makes it.
+func lastUserInput(a *agent.Agent, msgs []chatMessage) (map[string]any, error) {
+	for i := len(msgs) - 1; i >= 0; i-- {
+		if msgs[i].Role != "user" {
+			continue
+		}
+		text, err := msgs[i].text(fmt.Sprintf("messages[%d]", i))
+		if err != nil {
+			return nil, err
+		}
+		return a.MessageInput(text)
+	}
+	return nil, errors.New("messages: no user message")
 }

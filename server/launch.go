@@ -5,6 +5,7 @@ import (
 	"net/http"
 
 	"github.com/agentry/agentry/agent"
+	"github.com/agentry/agentry/llm"
 )
 
 // launch is a run the server starts for a request, on any of its entry
@@ -27,6 +28,9 @@ type launch struct {
 	begun func(runID string)
 	// conversation is the conversation the run is part of; "": none.
 	conversation string
+	// history is what was said before the run, as the request gives it
+	// (a stateless protocol's earlier messages); nil: none.
+	history []llm.Message
 	// relay carries the run's answer to its event streams as it is
 	// written; nil: none.
 	relay *relay
@@ -77,6 +81,9 @@ func (s *Server) runOptions(ctx context.Context, l *launch) []agent.RunOption {
 	}
 	if l.conversation != "" {
 		opts = append(opts, agent.WithConversation(l.conversation))
+	}
+	if l.history != nil {
+		opts = append(opts, agent.WithHistory(l.history...))
 	}
 	if l.relay != nil {
 		opts = append(opts, l.relay.listen())

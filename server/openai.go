@@ -6,7 +6,6 @@
 package server
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -18,74 +17,20 @@ import (
 	"github.com/agentry/agentry/event"
 )
 
-// chatRequest is what agentry reads of OpenAI's chat completion request;
-// the rest (temperature, tools, …) belongs to the agent's spec and is
-// ignored.
-type chatRequest struct {
-	Model         string        `json:"model"`
-	Messages      []chatMessage `json:"messages"`
-	Stream        bool          `json:"stream"`
-	StreamOptions *struct {
-		IncludeUsage bool `json:"include_usage"`
-	} `json:"stream_options"`
-	User string `json:"user"`
-}
-
-type chatMessage struct {
-	Role    string          `json:"role"`
-	Content json.RawMessage `json:"content"` // a string, or an array of parts
-}
-
-// text is the message's text: its string, or its text parts joined.
-func (m chatMessage) text() (string, error) {
-	var s string
-	if json.Unmarshal(m.Content, &s) == nil {
-		return s, nil
-	}
-	var parts []struct {
-		Type string `json:"type"`
-		Text string `json:"text"`
-	}
-	if err := json.Unmarshal(m.Content, &parts); err != nil {
-		return "", errors.New("messages: content is neither a string nor an array of parts")
-	}
-	var b strings.Builder
-	for _, p := range parts {
-		if p.Type == "text" {
-			b.WriteString(p.Text)
-		}
-	}
-	return b.String(), nil
-}
-
-// chatInput is the run's input: the last user message, as
-// agent.MessageInput makes it. The agent's own system prompt stands; the
-// client's system messages and earlier turns are not its input (a run is
-// one task).
-func chatInput(a *agent.Agent, msgs []chatMessage) (map[string]any, error) {
-	for i := len(msgs) - 1; i >= 0; i-- {
-		if msgs[i].Role != "user" {
-			continue
-		}
-		text, err := msgs[i].text()
-		if err != nil {
-			return nil, err
-		}
-		return a.MessageInput(text)
-	}
-	return nil, errors.New("messages: no user message")
-}
-
 // chatCompletions runs the agent "model" names on the last user message
 // and answers as OpenAI's API does, streamed (server-sent chunks, then
 // "data: [DONE]") or not. The run goes on if the client goes away.
 func (s *Server) chatCompletions(w http.ResponseWriter, r *http.Request) {
-	var req chatRequest
 	data, err := bodyOf(r)
+	var req *chatRequest
 	if err == nil {
-		err = json.Unmarshal(data, &req)
+		req, err = decodeChatRequest(data)
 	}
 	if err != nil {
+		if pe, ok := errorsAsParam(err); ok {
+			writeOpenAIParamError(w, pe)
+			return
+		}
 		status := http.StatusBadRequest
 		if errors.Is(err, errMediaType) {
 			status = http.StatusUnsupportedMediaType
@@ -98,12 +43,17 @@ func (s *Server) chatCompletions(w http.ResponseWriter, r *http.Request) {
 		writeOpenAIError(w, http.StatusNotFound, "model_not_found", fmt.Sprintf("model %q: no such agent is served (GET /v1/models lists them)", req.Model))
 		return
 	}
-	input, err := chatInput(a, req.Messages)
-	if err != nil {
-		writeOpenAIError(w, http.StatusBadRequest, "invalid_messages", err.Error())
+	sp := a.Spec()
+	if err := req.check(&sp); err != nil {
+		writeOpenAIParamError(w, err.(*paramError))
 		return
 	}
-	l := &launch{agent: a, input: input, user: req.User, trace: traceOf(r)}
+	history, input, err := chatTurn(a, &sp, req.Messages)
+	if err != nil {
+		writeOpenAIParamError(w, err.(*paramError))
+		return
+	}
+	l := &launch{agent: a, input: input, user: req.User, trace: traceOf(r), metadata: req.Metadata, history: history}
 	var text *chunks
 	if req.Stream {
 		text = &chunks{ready: make(chan struct{}, 1), live: len(a.Tools()) == 0}
@@ -214,6 +164,12 @@ func (s *Server) models(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"object": "list", "data": out})
+}
+
+// writeOpenAIParamError refuses a request for one of its fields, naming
+// it as OpenAI's errors do.
+func writeOpenAIParamError(w http.ResponseWriter, e *paramError) {
+	writeJSON(w, http.StatusBadRequest, map[string]any{"error": map[string]any{"message": e.Error(), "type": "invalid_request_error", "param": e.param, "code": e.code}})
 }
 
 // writeOpenAIError writes an error in OpenAI's shape:

@@ -29,8 +29,7 @@ func TestOpenAICompatible(t *testing.T) {
 	f := newFixture(t, Config{Keys: keys})
 	client := openAIClient(f, "run-key")
 	params := func(model string) openai.ChatCompletionNewParams {
-		return openai.ChatCompletionNewParams{Model: model, Messages: []openai.ChatCompletionMessageParamUnion{
-			openai.SystemMessage("ignored: the agent has its own"), openai.UserMessage("greet Ada")}}
+		return openai.ChatCompletionNewParams{Model: model, Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage("greet Ada")}}
 	}
 	t.Run("an agent with a tool", func(t *testing.T) {
 		c, err := client.Chat.Completions.New(ctx, params("greeter"))

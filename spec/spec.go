@@ -145,7 +145,23 @@ type Spec struct {
 	// Connectors configure the connectors whose tools the agent may name
 	// in Tools (files, shell, sql): each is off until configured here.
 	Connectors map[string]json.RawMessage `json:"connectors,omitempty"`
+	// Callers says what a caller of the agent over a protocol (OpenAI's
+	// chat completions, say) may add to a run; nil: nothing.
+	Callers *Callers `json:"callers,omitempty"`
 }
+
+// Callers is what callers of an agent may add to its runs. What they may
+// not is refused, never dropped.
+type Callers struct {
+	// Instructions lets a caller's system and developer messages into the
+	// run, after the agent's own system prompt (which stands): for an
+	// agent a client is trusted to steer.
+	Instructions bool `json:"instructions,omitempty"`
+}
+
+// TakesInstructions says whether callers may give the agent's runs
+// instructions of their own (Callers.Instructions).
+func (s *Spec) TakesInstructions() bool { return s.Callers != nil && s.Callers.Instructions }
 
 // ModelSelection is how the model of a request is picked among the
 // spec's model and its fallback_models.

@@ -1,0 +1,203 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"os/exec"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/openai/openai-go/v3"
+	"github.com/openai/openai-go/v3/option"
+	"github.com/openai/openai-go/v3/shared"
+
+	"github.com/agentry/agentry/agent"
+	"github.com/agentry/agentry/internal/testdb"
+	"github.com/agentry/agentry/llm"
+	"github.com/agentry/agentry/spec"
+)
+
+// listener is a model that answers from the name a user gave earlier in
+// what it is sent, and keeps each request.
+type listener struct {
+	mu   sync.Mutex
+	reqs []llm.Request
+}
+
+func (m *listener) Generate(_ context.Context, req *llm.Request) (*llm.Response, error) {
+	m.mu.Lock()
+	m.reqs = append(m.reqs, llm.Request{Messages: append([]llm.Message(nil), req.Messages...)})
+	m.mu.Unlock()
+	for _, msg := range req.Messages {
+		if _, name, ok := strings.Cut(msg.Content, "My name is "); ok && msg.Role == llm.RoleUser {
+			return &llm.Response{Content: "Your name is " + strings.TrimSuffix(name, ".") + "."}, nil
+		}
+	}
+	return &llm.Response{Content: "I do not know."}, nil
+}
+
+// sent is the last request's messages, one "role: content" each, a call
+// as "role: → name(arguments)", a result as "tool[id]: content".
+func (m *listener) sent() []string {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var out []string
+	for _, msg := range m.reqs[len(m.reqs)-1].Messages {
+		switch {
+		case len(msg.ToolCalls) > 0:
+			out = append(out, msg.Role.String()+": → "+msg.ToolCalls[0].Name+string(msg.ToolCalls[0].Arguments))
+		case msg.Role == llm.RoleTool:
+			out = append(out, "tool["+msg.ToolCallID+"]: "+msg.Content)
+		default:
+			out = append(out, msg.Role.String()+": "+msg.Content)
+		}
+	}
+	return out
+}
+
+// TestOpenAIHistory: a chat completion's earlier messages, of every role,
+// are what the run's model is sent before the last user message, in
+// order, streamed or not; a client's system message is taken only by an
+// agent whose spec takes instructions.
+func TestOpenAIHistory(t *testing.T) {
+	ctx := context.Background()
+	f := newFixture(t, Config{})
+	m := &listener{}
+	for _, sp := range []*spec.Spec{
+		{AgentName: "listener", Version: "v1", SystemText: "Listen.", UserText: "${message}", InputKeys: []string{"message"}},
+		{AgentName: "steered", Version: "v1", SystemText: "Listen.", UserText: "${message}", InputKeys: []string{"message"},
+			Callers: &spec.Callers{Instructions: true}},
+	} {
+		a, err := agent.New(sp, agent.WithProvider(m, "test"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { a.Close() })
+		if err := f.srv.cfg.Agents.Register(a); err != nil {
+			t.Fatal(err)
+		}
+	}
+	client := openai.NewClient(option.WithBaseURL(f.http.URL+"/v1/"), option.WithMaxRetries(0))
+	history := []openai.ChatCompletionMessageParamUnion{
+		openai.UserMessage("My name is Ada."),
+		openai.AssistantMessage("Hello, Ada."),
+		{OfAssistant: &openai.ChatCompletionAssistantMessageParam{ToolCalls: []openai.ChatCompletionMessageToolCallUnionParam{{
+			OfFunction: &openai.ChatCompletionMessageFunctionToolCallParam{ID: "call_1",
+				Function: openai.ChatCompletionMessageFunctionToolCallFunctionParam{Name: "lookup", Arguments: `{"q":"Ada"}`}}}}}},
+		openai.ToolMessage("Ada Lovelace, 1815", "call_1"),
+		openai.UserMessage("What is my name?"),
+	}
+	want := []string{"system: Listen.", "user: My name is Ada.", "assistant: Hello, Ada.", `assistant: → lookup{"q":"Ada"}`,
+		"tool[call_1]: Ada Lovelace, 1815", "user: What is my name?"}
+	t.Run("not streamed", func(t *testing.T) {
+		c, err := client.Chat.Completions.New(ctx, openai.ChatCompletionNewParams{Model: "listener", Messages: history})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c.Choices[0].Message.Content != "Your name is Ada." {
+			t.Errorf("answer %q", c.Choices[0].Message.Content)
+		}
+		if got := m.sent(); strings.Join(got, "\n") != strings.Join(want, "\n") {
+			t.Errorf("the model was sent:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+		}
+	})
+	t.Run("streamed", func(t *testing.T) {
+		stream := client.Chat.Completions.NewStreaming(ctx, openai.ChatCompletionNewParams{Model: "listener", Messages: history})
+		acc := openai.ChatCompletionAccumulator{}
+		for stream.Next() {
+			acc.AddChunk(stream.Current())
+		}
+		if err := stream.Err(); err != nil || acc.Choices[0].Message.Content != "Your name is Ada." {
+			t.Errorf("%v %+v", err, acc.ChatCompletion)
+		}
+		if got := m.sent(); strings.Join(got, "\n") != strings.Join(want, "\n") {
+			t.Errorf("the model was sent:\n%s", strings.Join(got, "\n"))
+		}
+	})
+	t.Run("instructions taken", func(t *testing.T) {
+		msgs := append([]openai.ChatCompletionMessageParamUnion{openai.SystemMessage("Answer in French.")}, history...)
+		if _, err := client.Chat.Completions.New(ctx, openai.ChatCompletionNewParams{Model: "steered", Messages: msgs}); err != nil {
+			t.Fatal(err)
+		}
+		if got := m.sent(); len(got) != 7 || got[0] != "system: Listen." || got[1] != "system: Answer in French." {
+			t.Errorf("the model was sent:\n%s", strings.Join(got, "\n"))
+		}
+	})
+	for _, tc := range []struct {
+		name   string
+		params openai.ChatCompletionNewParams
+		opts   []option.RequestOption
+		param  string
+	}{
+		{"a system message, not taken", openai.ChatCompletionNewParams{Model: "listener",
+			Messages: append([]openai.ChatCompletionMessageParamUnion{openai.SystemMessage("Obey me.")}, history...)}, nil, "messages[0].role"},
+		{"client tools", openai.ChatCompletionNewParams{Model: "listener", Messages: history,
+			Tools: []openai.ChatCompletionToolUnionParam{openai.ChatCompletionFunctionTool(shared.FunctionDefinitionParam{Name: "search"})}}, nil, "tools"},
+		{"a forced call", openai.ChatCompletionNewParams{Model: "listener", Messages: history,
+			ToolChoice: openai.ChatCompletionToolChoiceOptionUnionParam{OfAuto: openai.String("required")}}, nil, "tool_choice"},
+		{"two answers", openai.ChatCompletionNewParams{Model: "listener", Messages: history, N: openai.Int(2)}, nil, "n"},
+		{"a schema the agent has not", openai.ChatCompletionNewParams{Model: "listener", Messages: history,
+			ResponseFormat: openai.ChatCompletionNewParamsResponseFormatUnion{OfJSONSchema: &shared.ResponseFormatJSONSchemaParam{
+				JSONSchema: shared.ResponseFormatJSONSchemaJSONSchemaParam{Name: "x", Schema: map[string]any{"type": "object"}}}}}, nil, "response_format"},
+		{"a field agentry does not know", openai.ChatCompletionNewParams{Model: "listener", Messages: history},
+			[]option.RequestOption{option.WithJSONSet("frobnicate", true)}, "frobnicate"},
+		{"an answer after the last user message", openai.ChatCompletionNewParams{Model: "listener",
+			Messages: append(append([]openai.ChatCompletionMessageParamUnion(nil), history...), openai.AssistantMessage("Ada."))}, nil, "messages[5].role"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := client.Chat.Completions.New(ctx, tc.params, tc.opts...)
+			var apiErr *openai.Error
+			if !errors.As(err, &apiErr) || apiErr.StatusCode != 400 || apiErr.Param != tc.param || apiErr.Type != "invalid_request_error" {
+				t.Errorf("%v, want a 400 naming %s", err, tc.param)
+			}
+		})
+	}
+}
+
+// TestOpenAINodeClientHistory: the npm "openai" client sends a chat with
+// its history, streamed and not: the run's model is sent it, in order;
+// its client tools are refused with the field named.
+func TestOpenAINodeClientHistory(t *testing.T) {
+	modules := testdb.NPM(t, "openai")
+	f := newFixture(t, Config{})
+	m := &listener{}
+	a, err := agent.New(&spec.Spec{AgentName: "listener", Version: "v1", SystemText: "Listen.", UserText: "${message}", InputKeys: []string{"message"}},
+		agent.WithProvider(m, "test"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { a.Close() })
+	if err := f.srv.cfg.Agents.Register(a); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command("node", "testdata/openai-history.cjs", f.http.URL+"/v1", "listener")
+	cmd.Env = append(os.Environ(), "NODE_PATH="+modules)
+	out, err := cmd.Output()
+	if err != nil {
+		var stderr []byte
+		if ee, ok := err.(*exec.ExitError); ok {
+			stderr = ee.Stderr
+		}
+		t.Fatalf("node: %v\n%s", err, stderr)
+	}
+	var got struct {
+		Content, Streamed string
+		Refused           struct {
+			Status int
+			Param  string
+		}
+	}
+	if err := json.Unmarshal(out, &got); err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	if got.Content != "Your name is Ada." || got.Streamed != "Your name is Ada." || got.Refused.Status != 400 || got.Refused.Param != "tools" {
+		t.Errorf("%+v", got)
+	}
+	want := "system: Listen.|user: My name is Ada.|assistant: Hello, Ada.|assistant: → lookup{\"q\":\"Ada\"}|tool[call_1]: Ada Lovelace, 1815|user: What is my name?"
+	if sent := strings.Join(m.sent(), "|"); sent != want {
+		t.Errorf("the model was sent %s", sent)
+	}
+}
