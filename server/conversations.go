@@ -456,7 +456,7 @@ func (s *Server) join(ctx context.Context, l *launch) (id string, done <-chan an
 	started := make(chan struct{})
 	var once sync.Once
 	try := *l
-	try.listen = agent.WithEvents(func(event.Event) { once.Do(func() { close(started) }) }, event.Types(event.RunStart))
+	try.joined = agent.WithEvents(func(event.Event) { once.Do(func() { close(started) }) }, event.Types(event.RunStart))
 	try.relay = &relay{} // a chat's answer streams as it is written
 	sess, done, rf := s.start(ctx, &try, s.admitted, nil)
 	if rf != nil {

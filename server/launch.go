@@ -23,6 +23,7 @@ type launch struct {
 	metadata map[string]string // kept with the run
 	trace    traceContext      // the caller's W3C trace context
 	listen   agent.RunOption   // the protocol's listener to the run's events; nil: none
+	joined   agent.RunOption   // a listener of the run's start in its conversation; nil: none
 	// begun is told the run's id before the run starts (a listener that
 	// keeps only the run's own events needs it first).
 	begun func(runID string)
@@ -76,8 +77,10 @@ func (s *Server) start(ctx context.Context, l *launch, slot func() *refusal, tra
 // its session's (sessionOptions).
 func (s *Server) runOptions(ctx context.Context, l *launch) []agent.RunOption {
 	opts := append(sessionOptions(ctx, l), agent.WithStore(s.cfg.Store))
-	if l.listen != nil {
-		opts = append(opts, l.listen)
+	for _, o := range []agent.RunOption{l.listen, l.joined} {
+		if o != nil {
+			opts = append(opts, o)
+		}
 	}
 	if l.conversation != "" {
 		opts = append(opts, agent.WithConversation(l.conversation))

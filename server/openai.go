@@ -6,6 +6,7 @@
 package server
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net/http"
@@ -15,6 +16,8 @@ import (
 
 	"github.com/agentry/agentry/agent"
 	"github.com/agentry/agentry/event"
+	"github.com/agentry/agentry/llm"
+	"github.com/agentry/agentry/store"
 )
 
 // chatCompletions runs the agent "model" names on the last user message
@@ -60,13 +63,13 @@ func (s *Server) chatCompletions(w http.ResponseWriter, r *http.Request) {
 		l.listen = agent.WithEvents(text.add, event.Inline(), event.Types(event.ContentChunk, event.ToolCallStart, event.TurnEnd))
 		l.begun = func(id string) { text.runID = id } // before the run starts: its sub-runs' text is not its answer
 	}
-	sess, done, rf := s.start(r.Context(), l, s.admitted, nil)
+	runID, done, rf := s.startChat(r.Context(), l, history)
 	if rf != nil {
 		rf.write(w, writeOpenAIError)
 		return
 	}
-	c := completion{id: "chatcmpl-" + sess.RunID(), model: req.Model, created: time.Now().Unix()}
-	w.Header().Set("X-Agentry-Run-Id", sess.RunID())
+	c := completion{id: "chatcmpl-" + runID, model: req.Model, created: time.Now().Unix()}
+	w.Header().Set("X-Agentry-Run-Id", runID)
 	if !req.Stream {
 		select {
 		case res := <-done:
@@ -77,6 +80,35 @@ func (s *Server) chatCompletions(w http.ResponseWriter, r *http.Request) {
 	}
 	c.usage = req.StreamOptions != nil && req.StreamOptions.IncludeUsage
 	c.stream(r.Context(), w, text, done)
+}
+
+// startChat starts a chat completion's run: with the request's history,
+// or, when its metadata names a conversation of the caller's
+// (conversation_id), in that conversation, which holds the history (the
+// request then carries the new message only; a run of it going on is a
+// 409).
+func (s *Server) startChat(ctx context.Context, l *launch, history []llm.Message) (string, <-chan any, *refusal) {
+	id := l.metadata["conversation_id"]
+	if id == "" {
+		sess, done, rf := s.start(ctx, l, s.admitted, nil)
+		if rf != nil {
+			return "", nil, rf
+		}
+		return sess.RunID(), done, nil
+	}
+	cs, ok := s.cfg.Store.(store.Conversations)
+	switch {
+	case !ok:
+		return "", nil, &refusal{http.StatusNotImplemented, "not_implemented", fmt.Sprintf("metadata.conversation_id: the run store (%T) keeps no conversations", s.cfg.Store)}
+	case len(history) > 0:
+		return "", nil, &refusal{http.StatusBadRequest, "unsupported_parameter",
+			"messages: conversation " + id + " holds what was said before: send the new user message only"}
+	}
+	if _, rf := s.speaker(ctx, cs, id); rf != nil {
+		return "", nil, rf
+	}
+	l.conversation, l.history = id, nil
+	return s.converse(ctx, l, "refuse")
 }
 
 // chunks is the run's streamed text, kept for the handler: the run

@@ -117,6 +117,34 @@ func TestOpenAIHistory(t *testing.T) {
 			t.Errorf("the model was sent:\n%s", strings.Join(got, "\n"))
 		}
 	})
+	t.Run("in a conversation the server keeps", func(t *testing.T) {
+		_, conv := f.do(t, "POST", "/v1/conversations", "", `{"agent": "listener"}`)
+		meta := shared.Metadata{"conversation_id": conv["id"].(string)}
+		say := func(text string) (string, error) {
+			c, err := client.Chat.Completions.New(ctx, openai.ChatCompletionNewParams{Model: "listener", Metadata: meta,
+				Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage(text)}})
+			if err != nil {
+				return "", err
+			}
+			return c.Choices[0].Message.Content, nil
+		}
+		if _, err := say("My name is Ada."); err != nil {
+			t.Fatal(err)
+		}
+		if got, err := say("What is my name?"); err != nil || got != "Your name is Ada." {
+			t.Errorf("the second message: %q %v", got, err)
+		}
+		_, err := client.Chat.Completions.New(ctx, openai.ChatCompletionNewParams{Model: "listener", Metadata: meta, Messages: history})
+		var apiErr *openai.Error
+		if !errors.As(err, &apiErr) || apiErr.StatusCode != 400 || !strings.Contains(apiErr.Message, "new user message only") {
+			t.Errorf("a history sent to a conversation that keeps one: %v", err)
+		}
+		_, err = client.Chat.Completions.New(ctx, openai.ChatCompletionNewParams{Model: "listener", Metadata: shared.Metadata{"conversation_id": "conv_nobody"},
+			Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage("Hi.")}})
+		if !errors.As(err, &apiErr) || apiErr.StatusCode != 404 {
+			t.Errorf("a conversation that does not exist: %v", err)
+		}
+	})
 	t.Run("instructions taken", func(t *testing.T) {
 		msgs := append([]openai.ChatCompletionMessageParamUnion{openai.SystemMessage("Answer in French.")}, history...)
 		if _, err := client.Chat.Completions.New(ctx, openai.ChatCompletionNewParams{Model: "steered", Messages: msgs}); err != nil {
