@@ -9,6 +9,7 @@
 package server
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -28,7 +29,7 @@ import (
 type aguiInput struct {
 	ThreadID string          `json:"threadId"`
 	RunID    string          `json:"runId"`
-	Messages []chatMessage   `json:"messages"`
+	Messages []aguiMessage   `json:"messages"`
 	State    json.RawMessage `json:"state"`
 	Resume   []aguiResume    `json:"resume"`
 }
@@ -44,6 +45,10 @@ type aguiResume struct {
 // maxThreadID bounds the ids a client names its thread and run with:
 // the thread's is stored as the runs' session id.
 const maxThreadID = 256
+
+// maxConversationID bounds a conversation's id (agent.WithConversation):
+// a longer thread's runs are in none.
+const maxConversationID = 128
 
 // check says what the input lacks: AG-UI requires threadId, runId and
 // messages; a resume names each interrupt once, as resolved or
@@ -130,24 +135,65 @@ func (s *Server) agui(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// aguiStart starts a run of a on the input's last user message, as the
-// OpenAI-compatible endpoint does, in the session of the input's thread;
-// nil when it answered why not.
+// aguiStart starts a run of a on the input's last user message, in the
+// session of the input's thread and in its conversation: the one agentry
+// holds for the thread, which the run starts from, or, for a thread it
+// does not hold yet, one made for it that starts from the input's
+// earlier messages. Nil when it answered why not.
 func (s *Server) aguiStart(w http.ResponseWriter, r *http.Request, a *agent.Agent, in *aguiInput, st *aguiStream) <-chan any {
-	input, err := lastUserInput(a, in.Messages)
+	msgs := make([]chatMessage, len(in.Messages))
+	for i, m := range in.Messages {
+		msgs[i] = m.chat()
+	}
+	sp := a.Spec()
+	history, input, err := chatTurn(a, &sp, msgs)
 	if err != nil {
 		writeError(w, http.StatusBadRequest, "invalid_request", err.Error())
 		return nil
 	}
-	_, done, rf := s.start(r.Context(), &launch{agent: a, input: input, session: in.ThreadID, trace: traceOf(r),
+	l := &launch{agent: a, input: input, session: in.ThreadID, trace: traceOf(r), history: history,
 		metadata: map[string]string{"ag_ui_thread_id": in.ThreadID, "ag_ui_run_id": in.RunID}, listen: st.listener(),
-		begun: func(id string) { st.agentRun = id }}, // before the run starts: its sub-runs' events are not its own
-		s.admitted, nil)
+		begun: func(id string) { st.agentRun = id }} // before the run starts: its sub-runs' events are not its own
+	var done <-chan any
+	var rf *refusal
+	if s.holdThread(r.Context(), a, l) {
+		_, done, rf = s.converse(r.Context(), l, "refuse")
+	} else {
+		_, done, rf = s.start(r.Context(), l, s.admitted, nil)
+	}
 	if rf != nil {
 		rf.write(w, writeError)
 		return nil
 	}
 	return done
+}
+
+// holdThread makes l's run one of the conversation of its thread (its
+// session), when the store keeps conversations: the caller's, which then
+// holds the history (the input's earlier messages are what the client
+// keeps of the same), or one made for the thread now, whose first run
+// starts from the input's earlier messages. A thread id that is another
+// user's conversation runs as before, on the input's messages, in none.
+func (s *Server) holdThread(ctx context.Context, a *agent.Agent, l *launch) bool {
+	cs, ok := s.cfg.Store.(store.Conversations)
+	if !ok || len(l.session) > maxConversationID {
+		return false
+	}
+	user := callerOf(ctx).user
+	conv, err := cs.Conversation(ctx, l.session)
+	if errors.Is(err, store.ErrNoConversation) {
+		err = cs.CreateConversation(ctx, store.Conversation{ID: l.session, User: user, Agent: a.Name() + "@" + a.Spec().Version})
+		if err == nil {
+			l.conversation = l.session
+			return true
+		}
+		conv, err = cs.Conversation(ctx, l.session) // made meanwhile
+	}
+	if err != nil || conv.User != user {
+		return false
+	}
+	l.conversation, l.history = l.session, nil
+	return true
 }
 
 // aguiResume resumes the paused run the input's interrupts belong to,
@@ -269,18 +315,23 @@ func (st *aguiStream) listener() agent.RunOption {
 		event.ToolCallStart, event.PolicyDecision, event.ToolCallEnd, event.TurnEnd))
 }
 
-// lastUserInput is the run's input: the last user message, as
-// agent.MessageInput makes it.
-func lastUserInput(a *agent.Agent, msgs []chatMessage) (map[string]any, error) {
-	for i := len(msgs) - 1; i >= 0; i-- {
-		if msgs[i].Role != "user" {
-			continue
-		}
-		text, err := msgs[i].text(fmt.Sprintf("messages[%d]", i))
-		if err != nil {
-			return nil, err
-		}
-		return a.MessageInput(text)
+// aguiMessage is one of AG-UI's messages.
+type aguiMessage struct {
+	ID         string          `json:"id"`
+	Role       string          `json:"role"`
+	Content    json.RawMessage `json:"content"`
+	Name       string          `json:"name"`
+	ToolCallID string          `json:"toolCallId"`
+	ToolCalls  []chatToolCall  `json:"toolCalls"`
+}
+
+// chat is m as a chat message. A reasoning message is what the agent
+// said before a call (agentry's thoughts reach AG-UI as such): its words
+// are the assistant's.
+func (m aguiMessage) chat() chatMessage {
+	role := m.Role
+	if role == "reasoning" {
+		role = "assistant"
 	}
-	return nil, errors.New("messages: no user message")
+	return chatMessage{Role: role, Content: m.Content, Name: m.Name, ToolCallID: m.ToolCallID, ToolCalls: m.ToolCalls}
 }

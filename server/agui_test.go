@@ -131,7 +131,7 @@ func aguiResumeOf(thread, run string, entries ...string) string {
 // session of the thread.
 func TestAGUI(t *testing.T) {
 	f := newFixture(t, Config{})
-	in := aguiInputOf("thread-1", "run-a", "system", "ignored", "user", "hello", "assistant", "Hi.", "user", "greet Ada")
+	in := aguiInputOf("thread-1", "run-a", "user", "hello", "assistant", "Hi.", "user", "greet Ada")
 	got := f.agui(t, "greeter", "", in)
 	want := []string{"RUN_STARTED", "STATE_SNAPSHOT",
 		"STEP_STARTED", "REASONING_START", "REASONING_MESSAGE_START", "REASONING_MESSAGE_CONTENT", "REASONING_MESSAGE_END", "REASONING_END",

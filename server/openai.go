@@ -104,8 +104,13 @@ func (s *Server) startChat(ctx context.Context, l *launch, history []llm.Message
 		return "", nil, &refusal{http.StatusBadRequest, "unsupported_parameter",
 			"messages: conversation " + id + " holds what was said before: send the new user message only"}
 	}
-	if _, rf := s.speaker(ctx, cs, id); rf != nil {
+	conv, rf := s.speaker(ctx, cs, id)
+	if rf != nil {
 		return "", nil, rf
+	}
+	if l.user != "" && callerOf(ctx).user == "" && l.user != conv.User {
+		return "", nil, &refusal{http.StatusBadRequest, "unsupported_parameter",
+			fmt.Sprintf("user: conversation %s is %s's, and its runs are its user's", id, ownerName(conv.User))}
 	}
 	l.conversation, l.history = id, nil
 	return s.converse(ctx, l, "refuse")
