@@ -97,9 +97,16 @@ func (x *a2aExecutor) start(ctx context.Context, t *a2aTarget, ec *a2asrv.Execut
 		return
 	}
 	f := newA2AFollower(ec, &sp)
-	_, done, rf := x.s.start(ctx, &launch{agent: t.agent, input: input, session: ec.ContextID, trace: t.trace, listen: f.listener(),
-		metadata: map[string]string{"a2a_task_id": string(ec.TaskID), "a2a_context_id": ec.ContextID}, begun: f.run},
-		func() *refusal { return x.s.claimSlot(ctx) }, func(sess *agent.Session) bool { return x.track(ec.TaskID, sess) })
+	l := &launch{agent: t.agent, input: input, session: ec.ContextID, trace: t.trace, listen: f.listener(),
+		metadata: map[string]string{"a2a_task_id": string(ec.TaskID), "a2a_context_id": ec.ContextID}, begun: f.run}
+	slot, track := func() *refusal { return x.s.claimSlot(ctx) }, func(sess *agent.Session) bool { return x.track(ec.TaskID, sess) }
+	var done <-chan any
+	var rf *refusal
+	if x.s.joinSession(ctx, t.agent, l) { // every task of the context starts from the ones before
+		_, done, rf = x.s.converseOn(ctx, l, "refuse", slot, track)
+	} else {
+		_, done, rf = x.s.start(ctx, l, slot, track)
+	}
 	if rf != nil {
 		task.Status = a2a.TaskStatus{State: a2a.TaskStateRejected, Message: agentSays(ec, rf.message)}
 		yield(task, nil)

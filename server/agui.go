@@ -156,7 +156,7 @@ func (s *Server) aguiStart(w http.ResponseWriter, r *http.Request, a *agent.Agen
 		begun: func(id string) { st.agentRun = id }} // before the run starts: its sub-runs' events are not its own
 	var done <-chan any
 	var rf *refusal
-	if s.holdThread(r.Context(), a, l) {
+	if s.joinSession(r.Context(), a, l) {
 		_, done, rf = s.converse(r.Context(), l, "refuse")
 	} else {
 		_, done, rf = s.start(r.Context(), l, s.admitted, nil)
@@ -168,13 +168,14 @@ func (s *Server) aguiStart(w http.ResponseWriter, r *http.Request, a *agent.Agen
 	return done
 }
 
-// holdThread makes l's run one of the conversation of its thread (its
-// session), when the store keeps conversations: the caller's, which then
-// holds the history (the input's earlier messages are what the client
-// keeps of the same), or one made for the thread now, whose first run
-// starts from the input's earlier messages. A thread id that is another
-// user's conversation runs as before, on the input's messages, in none.
-func (s *Server) holdThread(ctx context.Context, a *agent.Agent, l *launch) bool {
+// joinSession makes l's run one of the conversation of its protocol's
+// session (an AG-UI thread, an A2A context), when the store keeps
+// conversations: the caller's, which then holds the history (what the
+// request carries of it is the client's copy), or one made for the
+// session now, whose first run starts from the request's earlier
+// messages. A session id that is another user's conversation runs as
+// before, on the request alone, in none.
+func (s *Server) joinSession(ctx context.Context, a *agent.Agent, l *launch) bool {
 	cs, ok := s.cfg.Store.(store.Conversations)
 	if !ok || len(l.session) > maxConversationID {
 		return false

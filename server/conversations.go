@@ -311,10 +311,17 @@ func (s *Server) answerer(ref string, conv store.Conversation) (*agent.Agent, *r
 // (queue), or after it was aborted (interrupt). It answers once the run
 // is in the conversation, or ended before it could join it.
 func (s *Server) converse(ctx context.Context, l *launch, ifBusy string) (string, <-chan any, *refusal) {
+	return s.converseOn(ctx, l, ifBusy, s.admitted, nil)
+}
+
+// converseOn is converse with the slot and the track that start takes
+// (a protocol's own: A2A's tasks): a run track refuses answers no
+// channel.
+func (s *Server) converseOn(ctx context.Context, l *launch, ifBusy string, slot func() *refusal, track func(*agent.Session) bool) (string, <-chan any, *refusal) {
 	var at *place
 	defer func() { at.leave() }()
 	for {
-		id, done, busy, rf := s.join(ctx, l)
+		id, done, busy, rf := s.join(ctx, l, slot, track)
 		if rf != nil || busy == "" {
 			return id, done, rf
 		}
@@ -449,18 +456,21 @@ func (s *Server) stillThere(ctx context.Context, conv string) *refusal {
 	return nil
 }
 
-// join starts l's run and waits until it is in its conversation (its
+// join starts l's run (as start does, with slot and track) and waits until it is in its conversation (its
 // run_start) or ended before: busy names the run that holds the
 // conversation when that is why.
-func (s *Server) join(ctx context.Context, l *launch) (id string, done <-chan any, busy string, rf *refusal) {
+func (s *Server) join(ctx context.Context, l *launch, slot func() *refusal, track func(*agent.Session) bool) (id string, done <-chan any, busy string, rf *refusal) {
 	started := make(chan struct{})
 	var once sync.Once
 	try := *l
 	try.joined = agent.WithEvents(func(event.Event) { once.Do(func() { close(started) }) }, event.Types(event.RunStart))
 	try.relay = &relay{} // a chat's answer streams as it is written
-	sess, done, rf := s.start(ctx, &try, s.admitted, nil)
+	sess, done, rf := s.start(ctx, &try, slot, track)
 	if rf != nil {
 		return "", nil, "", rf
+	}
+	if done == nil { // track refused it
+		return sess.RunID(), nil, "", nil
 	}
 	select {
 	case <-started:
