@@ -27,11 +27,15 @@ func (s *Server) MCP() *sdk.Server {
 }
 
 func (s *Server) buildMCP() {
-	s.mcp = sdk.NewServer(&sdk.Implementation{Name: "agentry", Title: "agentry agents", Version: s.cfg.Version}, &sdk.ServerOptions{
+	opts := &sdk.ServerOptions{
 		Instructions: "Each tool is an agentry agent: call it with its input and it runs to its answer.",
 		HasTools:     true,
 		HasPrompts:   s.cfg.Prompts != nil,
-	})
+	}
+	if s.cfg.Prompts != nil {
+		opts.CompletionHandler = s.complete // its prompts' arguments
+	}
+	s.mcp = sdk.NewServer(&sdk.Implementation{Name: "agentry", Title: "agentry agents", Version: s.cfg.Version}, opts)
 	s.mcpLists.tools, s.mcpLists.prompts = map[string]string{}, map[string]string{}
 	s.syncTools()
 	s.syncPrompts(s.base)
