@@ -229,3 +229,39 @@ func TestOpenAINodeClientHistory(t *testing.T) {
 		t.Errorf("the model was sent %s", sent)
 	}
 }
+
+// TestAISDKHistory: the Vercel AI SDK (ai, with its OpenAI-compatible
+// provider) sends a chat of several messages, generated and streamed:
+// the run's model is sent them, in order.
+func TestAISDKHistory(t *testing.T) {
+	modules := testdb.NPM(t, "ai")
+	f := newFixture(t, Config{})
+	m := &listener{}
+	a, err := agent.New(&spec.Spec{AgentName: "listener", Version: "v1", SystemText: "Listen.", UserText: "${message}", InputKeys: []string{"message"}},
+		agent.WithProvider(m, "test"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { a.Close() })
+	if err := f.srv.cfg.Agents.Register(a); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command("node", "testdata/ai-sdk-history.cjs", f.http.URL+"/v1", "listener")
+	cmd.Env = append(os.Environ(), "NODE_PATH="+modules)
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("node: %v\n%s", err, stderr.String())
+	}
+	var got struct{ Generated, Streamed, Error string }
+	if err := json.Unmarshal(out, &got); err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	if got.Generated != "Your name is Ada." || got.Streamed != "Your name is Ada." || got.Error != "" {
+		t.Errorf("%+v\n%s", got, stderr.String())
+	}
+	if sent := strings.Join(m.sent(), "|"); sent != "system: Listen.|user: My name is Ada.|assistant: Hello, Ada.|user: What is my name?" {
+		t.Errorf("the model was sent %s", sent)
+	}
+}

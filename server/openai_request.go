@@ -23,6 +23,9 @@ type chatRequest struct {
 	Stream        bool          `json:"stream"`
 	StreamOptions *struct {
 		IncludeUsage bool `json:"include_usage"`
+		// IncludeObfuscation pads deltas against length side channels:
+		// meaningless here (agentry's deltas are whole words).
+		IncludeObfuscation *bool `json:"include_obfuscation"`
 	} `json:"stream_options"`
 	User     string            `json:"user"`
 	Metadata map[string]string `json:"metadata"`
@@ -65,9 +68,10 @@ type chatRequest struct {
 type responseFormat struct {
 	Type       string `json:"type"` // text, json_object, json_schema
 	JSONSchema *struct {
-		Name   string          `json:"name"`
-		Schema json.RawMessage `json:"schema"`
-		Strict *bool           `json:"strict"`
+		Name        string          `json:"name"`
+		Description string          `json:"description"`
+		Schema      json.RawMessage `json:"schema"`
+		Strict      *bool           `json:"strict"`
 	} `json:"json_schema"`
 }
 
