@@ -146,7 +146,7 @@ func (j *runJournal) begin(ctx context.Context, s *Session) error {
 		}
 		conv := s.cfg.conversation()
 		if n := r.notes; n != nil {
-			start.Conversation, start.History, start.HistoryAttempts = conv, n.history, n.historyCalls
+			start.Conversation, start.History, start.HistoryAttempts, start.HistoryOf = conv, n.history, n.historyCalls, n.historyOf
 		}
 		if e := s.cfg.extra; e != nil && e.seeded {
 			seed := e.seed

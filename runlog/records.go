@@ -62,6 +62,9 @@ type Start struct {
 	// HistoryAttempts is how many model attempts the conversation's runs
 	// made before this one: where a scripted model stands in its script.
 	HistoryAttempts int `json:"history_attempts,omitempty"`
+	// HistoryOf is the run whose history this one started from (the one
+	// before it in its conversation); "" for none.
+	HistoryOf string `json:"history_of,omitempty"`
 	// Driver names what drives the run when it is not one process (a
 	// Temporal workflow, "temporal:NAMESPACE/WORKFLOW_ID"): only a
 	// session of the same driver may resume it (drive.Plan.Driver).

@@ -5,9 +5,6 @@ import (
 	"testing"
 
 	"github.com/a2aproject/a2a-go/v2/a2a"
-
-	"github.com/agentry/agentry/agent"
-	"github.com/agentry/agentry/spec"
 )
 
 // TestA2AContextHistory: with the a2a-go client, every task of a context
@@ -15,16 +12,7 @@ import (
 // context from nothing.
 func TestA2AContextHistory(t *testing.T) {
 	f := newFixture(t, Config{})
-	m := &listener{}
-	a, err := agent.New(&spec.Spec{AgentName: "listener", Version: "v1", SystemText: "Listen.", UserText: "${message}", InputKeys: []string{"message"}},
-		agent.WithProvider(m, "test"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { a.Close() })
-	if err := f.srv.cfg.Agents.Register(a); err != nil {
-		t.Fatal(err)
-	}
+	m := f.serveListener(t)
 	c, _ := a2aClient(t, f.http.URL+"/a2a/listener", "")
 	first := sent(t, c, say("My name is Ada."))
 	next := say("What is my name?")

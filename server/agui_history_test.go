@@ -8,9 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/agentry/agentry/agent"
 	"github.com/agentry/agentry/internal/testdb"
-	"github.com/agentry/agentry/spec"
 )
 
 // TestAGUIHistory: a thread agentry does not hold yet starts from the
@@ -19,16 +17,7 @@ import (
 // client sends of it; a system message is refused, naming it.
 func TestAGUIHistory(t *testing.T) {
 	f := newFixture(t, Config{})
-	m := &listener{}
-	a, err := agent.New(&spec.Spec{AgentName: "listener", Version: "v1", SystemText: "Listen.", UserText: "${message}", InputKeys: []string{"message"}},
-		agent.WithProvider(m, "test"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { a.Close() })
-	if err := f.srv.cfg.Agents.Register(a); err != nil {
-		t.Fatal(err)
-	}
+	m := f.serveListener(t)
 	first := f.agui(t, "listener", "", aguiInputOf("thread-h", "run-1",
 		"user", "My name is Ada.", "assistant", "Hello, Ada.", "reasoning", "Looking it up.", "user", "What is my name?"))
 	if first.status != 200 || first.last()["type"] != "RUN_FINISHED" {
@@ -63,16 +52,7 @@ func TestAGUIHistory(t *testing.T) {
 func TestAGUINodeClientHistory(t *testing.T) {
 	modules := testdb.NPM(t, "@ag-ui/client")
 	f := newFixture(t, Config{})
-	m := &listener{}
-	a, err := agent.New(&spec.Spec{AgentName: "listener", Version: "v1", SystemText: "Listen.", UserText: "${message}", InputKeys: []string{"message"}},
-		agent.WithProvider(m, "test"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { a.Close() })
-	if err := f.srv.cfg.Agents.Register(a); err != nil {
-		t.Fatal(err)
-	}
+	m := f.serveListener(t)
 	cmd := exec.Command("node", "testdata/agui-history.cjs", f.http.URL+"/ag-ui/listener")
 	cmd.Env = append(os.Environ(), "NODE_PATH="+modules)
 	var stderr strings.Builder

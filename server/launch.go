@@ -29,6 +29,8 @@ type launch struct {
 	begun func(runID string)
 	// conversation is the conversation the run is part of; "": none.
 	conversation string
+	// noStore runs it kept nowhere (a response with store false).
+	noStore bool
 	// history is what was said before the run, as the request gives it
 	// (a stateless protocol's earlier messages); nil: none.
 	history []llm.Message
@@ -76,7 +78,10 @@ func (s *Server) start(ctx context.Context, l *launch, slot func() *refusal, tra
 // runOptions are the options of l's run: stored, with its listener, and
 // its session's (sessionOptions).
 func (s *Server) runOptions(ctx context.Context, l *launch) []agent.RunOption {
-	opts := append(sessionOptions(ctx, l), agent.WithStore(s.cfg.Store))
+	opts := sessionOptions(ctx, l)
+	if !l.noStore {
+		opts = append(opts, agent.WithStore(s.cfg.Store))
+	}
 	for _, o := range []agent.RunOption{l.listen, l.joined} {
 		if o != nil {
 			opts = append(opts, o)

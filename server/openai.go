@@ -24,26 +24,8 @@ import (
 // and answers as OpenAI's API does, streamed (server-sent chunks, then
 // "data: [DONE]") or not. The run goes on if the client goes away.
 func (s *Server) chatCompletions(w http.ResponseWriter, r *http.Request) {
-	data, err := bodyOf(r)
-	var req *chatRequest
-	if err == nil {
-		req, err = decodeChatRequest(data)
-	}
-	if err != nil {
-		if pe, ok := errorsAsParam(err); ok {
-			writeOpenAIParamError(w, pe)
-			return
-		}
-		status := http.StatusBadRequest
-		if errors.Is(err, errMediaType) {
-			status = http.StatusUnsupportedMediaType
-		}
-		writeOpenAIError(w, status, "invalid_body", err.Error())
-		return
-	}
-	a, err := s.cfg.Agents.Get(req.Model)
-	if err != nil {
-		writeOpenAIError(w, http.StatusNotFound, "model_not_found", fmt.Sprintf("model %q: no such agent is served (GET /v1/models lists them)", req.Model))
+	req, a, ok := openAIRequest(s, w, r, decodeChatRequest, func(req *chatRequest) string { return req.Model })
+	if !ok {
 		return
 	}
 	sp := a.Spec()
@@ -80,6 +62,35 @@ func (s *Server) chatCompletions(w http.ResponseWriter, r *http.Request) {
 	}
 	c.usage = req.StreamOptions != nil && req.StreamOptions.IncludeUsage
 	c.stream(r.Context(), w, text, done)
+}
+
+// openAIRequest reads an OpenAI request's body with decode, and the
+// served agent its model names; false when it answered why not, in
+// OpenAI's shape (a field refused names it).
+func openAIRequest[T any](s *Server, w http.ResponseWriter, r *http.Request, decode func([]byte) (T, error), model func(T) string) (T, *agent.Agent, bool) {
+	data, err := bodyOf(r)
+	var req T
+	if err == nil {
+		req, err = decode(data)
+	}
+	if err != nil {
+		if pe, ok := errorsAsParam(err); ok {
+			writeOpenAIParamError(w, pe)
+			return req, nil, false
+		}
+		status := http.StatusBadRequest
+		if errors.Is(err, errMediaType) {
+			status = http.StatusUnsupportedMediaType
+		}
+		writeOpenAIError(w, status, "invalid_body", err.Error())
+		return req, nil, false
+	}
+	a, err := s.cfg.Agents.Get(model(req))
+	if err != nil {
+		writeOpenAIError(w, http.StatusNotFound, "model_not_found", fmt.Sprintf("model %q: no such agent is served (GET /v1/models lists them)", model(req)))
+		return req, nil, false
+	}
+	return req, a, true
 }
 
 // startChat starts a chat completion's run: with the request's history,

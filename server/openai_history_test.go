@@ -39,6 +39,23 @@ func (m *listener) Generate(_ context.Context, req *llm.Request) (*llm.Response,
 	return &llm.Response{Content: "I do not know."}, nil
 }
 
+// serveListener serves the listener agent ("Listen." its system prompt,
+// its one input the message), answered by a listener it returns.
+func (f *fixture) serveListener(t *testing.T) *listener {
+	t.Helper()
+	m := &listener{}
+	a, err := agent.New(&spec.Spec{AgentName: "listener", Version: "v1", SystemText: "Listen.", UserText: "${message}", InputKeys: []string{"message"}},
+		agent.WithProvider(m, "test"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { a.Close() })
+	if err := f.srv.cfg.Agents.Register(a); err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
 // sent is the last request's messages, one "role: content" each, a call
 // as "role: → name(arguments)", a result as "tool[id]: content".
 func (m *listener) sent() []string {
@@ -191,16 +208,7 @@ func TestOpenAIHistory(t *testing.T) {
 func TestOpenAINodeClientHistory(t *testing.T) {
 	modules := testdb.NPM(t, "openai")
 	f := newFixture(t, Config{})
-	m := &listener{}
-	a, err := agent.New(&spec.Spec{AgentName: "listener", Version: "v1", SystemText: "Listen.", UserText: "${message}", InputKeys: []string{"message"}},
-		agent.WithProvider(m, "test"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { a.Close() })
-	if err := f.srv.cfg.Agents.Register(a); err != nil {
-		t.Fatal(err)
-	}
+	m := f.serveListener(t)
 	cmd := exec.Command("node", "testdata/openai-history.cjs", f.http.URL+"/v1", "listener")
 	cmd.Env = append(os.Environ(), "NODE_PATH="+modules)
 	out, err := cmd.Output()
@@ -236,16 +244,7 @@ func TestOpenAINodeClientHistory(t *testing.T) {
 func TestAISDKHistory(t *testing.T) {
 	modules := testdb.NPM(t, "ai")
 	f := newFixture(t, Config{})
-	m := &listener{}
-	a, err := agent.New(&spec.Spec{AgentName: "listener", Version: "v1", SystemText: "Listen.", UserText: "${message}", InputKeys: []string{"message"}},
-		agent.WithProvider(m, "test"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { a.Close() })
-	if err := f.srv.cfg.Agents.Register(a); err != nil {
-		t.Fatal(err)
-	}
+	m := f.serveListener(t)
 	cmd := exec.Command("node", "testdata/ai-sdk-history.cjs", f.http.URL+"/v1", "listener")
 	cmd.Env = append(os.Environ(), "NODE_PATH="+modules)
 	var stderr strings.Builder

@@ -210,6 +210,10 @@ func (s *Server) apiRoutes() {
 	s.route("GET /v1/whoami", RoleViewer, s.whoami)
 	s.route("POST /ag-ui/{agent}", RoleRunner, s.agui)
 	s.routeWith("POST /v1/chat/completions", RoleRunner, writeOpenAIError, s.chatCompletions)
+	s.routeWith("POST /v1/responses", RoleRunner, writeOpenAIError, s.createResponse)
+	s.routeWith("GET /v1/responses/{id}", RoleViewer, writeOpenAIError, s.getResponse)
+	s.routeWith("POST /v1/responses/{id}/cancel", RoleRunner, writeOpenAIError, s.cancelResponse)
+	s.routeWith("DELETE /v1/responses/{id}", RoleRunner, writeOpenAIError, s.deleteResponse)
 	s.routeWith("GET /v1/models", RoleViewer, writeOpenAIError, s.models)
 	s.route("POST /mcp", RoleRunner, s.mcpHTTP().ServeHTTP)
 	// Stateless: no stream to GET, no session to DELETE (the protocol's
