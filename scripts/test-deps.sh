@@ -96,8 +96,8 @@ install_temporal() {
 
 # The npm packages the protocol tests run against, pinned with their
 # dependencies in scripts/npm (package.json and package-lock.json: the
-# OpenAI-compatible endpoint's clients, openai and the Vercel AI SDK; the
-# AG-UI client; the MCP reference servers; the MCP conformance suite and
+# OpenAI-compatible endpoints' clients, openai, the Vercel AI SDK and the
+# OpenAI Agents SDK; the AG-UI client; the MCP reference servers; the MCP conformance suite and
 # the Node 22 it needs), installed
 # with npm ci once into a cache outside the repository (AGENTRY_TEST_NPM:
 # its node_modules), again when the lockfile changes.
