@@ -10,8 +10,12 @@
 package agent
 
 import (
+	"bytes"
 	"cmp"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -472,6 +476,26 @@ func (a *Agent) buildSub(ref string, o options) (sub *Agent, owned bool, err err
 // Spec returns a copy of the agent's spec: changing it changes nothing
 // in the agent.
 func (a *Agent) Spec() spec.Spec { return *a.spec.Clone() }
+
+// WithOutputSchema returns an agent as a whose answers must match schema
+// (validated and corrected as the spec's output rules say): for a caller
+// that asks a run of an agent without an output schema for structured
+// output (OpenAI's response_format). It is built anew from a's spec and
+// options, its tools opened again, its version a's with the schema's
+// digest after "-schema."; the caller closes it. An agent that
+// has an output schema of its own keeps it: a different one is an error.
+func (a *Agent) WithOutputSchema(schema json.RawMessage) (*Agent, error) {
+	if len(a.spec.OutputSchema) > 0 {
+		return nil, fmt.Errorf("%w: agent %s has an output schema of its own", ErrConfig, a.spec.AgentName)
+	}
+	sp := a.spec.Clone()
+	sp.OutputSchema = bytes.Clone(schema)
+	// Another schema is another agent: its version says so (the store
+	// pins a version's schema), "v1-schema.1a2b3c4d".
+	sum := sha256.Sum256(schema)
+	sp.Version += "-schema." + hex.EncodeToString(sum[:4])
+	return build(sp, a.o)
+}
 
 // Name returns the agent's name.
 func (a *Agent) Name() string { return a.spec.AgentName }

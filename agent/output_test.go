@@ -2,6 +2,7 @@ package agent
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"strings"
 	"testing"
@@ -72,5 +73,32 @@ func TestOutputValidation(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestWithOutputSchema: an agent without an output schema, given one for
+// a caller, answers structured and validated, the agent it came from
+// unchanged; an agent with a schema of its own refuses another.
+func TestWithOutputSchema(t *testing.T) {
+	model := &recorder{replies: []reply{answer(`{"city": "Lisbon", "days": 3}`), answer("Lisbon, for three days.")}}
+	a := newTestAgent(t, `{"agent_name": "planner", "version": "v1", "model_name": "m", "system_text": "Plan."}`, model)
+	typed, err := a.WithOutputSchema(json.RawMessage(`{"type": "object", "required": ["city", "days"],
+		"properties": {"city": {"type": "string"}, "days": {"type": "integer"}}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer typed.Close()
+	res, err := typed.Run(context.Background(), map[string]any{"task": "Plan a trip."})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := res.Result.(map[string]any); got["city"] != "Lisbon" || res.Validated == nil || !*res.Validated || !strings.HasPrefix(res.AgentVersion, "v1-schema.") {
+		t.Errorf("the typed run: %#v validated %v", res.Result, res.Validated)
+	}
+	if res, err := a.Run(context.Background(), map[string]any{"task": "Plan a trip."}); err != nil || res.Result != "Lisbon, for three days." {
+		t.Errorf("the agent it came from: %#v %v", res.Result, err)
+	}
+	if _, err := typed.WithOutputSchema(json.RawMessage(`{"type": "object"}`)); !errors.Is(err, ErrConfig) {
+		t.Errorf("a second schema: %v", err)
 	}
 }

@@ -38,7 +38,12 @@ func (s *Server) chatCompletions(w http.ResponseWriter, r *http.Request) {
 		writeOpenAIParamError(w, err.(*paramError))
 		return
 	}
-	l := &launch{agent: a, input: input, user: req.User, trace: traceOf(r), metadata: req.Metadata, history: history}
+	run, owned, err := typed(a, &sp, req.ResponseFormat)
+	if err != nil {
+		writeOpenAIParamError(w, err.(*paramError))
+		return
+	}
+	l := &launch{agent: run, owned: owned, input: input, user: req.User, trace: traceOf(r), metadata: req.Metadata, history: history}
 	var text *chunks
 	if req.Stream {
 		text = &chunks{ready: make(chan struct{}, 1), live: len(a.Tools()) == 0}
@@ -100,6 +105,13 @@ func openAIRequest[T any](s *Server, w http.ResponseWriter, r *http.Request, dec
 // 409).
 func (s *Server) startChat(ctx context.Context, l *launch, history []llm.Message) (string, <-chan any, *refusal) {
 	id := l.metadata["conversation_id"]
+	if id != "" && l.owned {
+		defer func() {
+			if l.conversation == "" { // refused before it started: nothing else closes it
+				l.agent.Close()
+			}
+		}()
+	}
 	if id == "" {
 		sess, done, rf := s.start(ctx, l, s.admitted, nil)
 		if rf != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"strings"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
+	"github.com/openai/openai-go/v3/responses"
 	"github.com/openai/openai-go/v3/shared"
 
 	"github.com/agentry/agentry/agent"
@@ -184,9 +186,8 @@ func TestOpenAIHistory(t *testing.T) {
 		{"a forced call", openai.ChatCompletionNewParams{Model: "listener", Messages: history,
 			ToolChoice: openai.ChatCompletionToolChoiceOptionUnionParam{OfAuto: openai.String("required")}}, nil, "tool_choice"},
 		{"two answers", openai.ChatCompletionNewParams{Model: "listener", Messages: history, N: openai.Int(2)}, nil, "n"},
-		{"a schema the agent has not", openai.ChatCompletionNewParams{Model: "listener", Messages: history,
-			ResponseFormat: openai.ChatCompletionNewParamsResponseFormatUnion{OfJSONSchema: &shared.ResponseFormatJSONSchemaParam{
-				JSONSchema: shared.ResponseFormatJSONSchemaJSONSchemaParam{Name: "x", Schema: map[string]any{"type": "object"}}}}}, nil, "response_format"},
+		{"json without a schema", openai.ChatCompletionNewParams{Model: "listener", Messages: history,
+			ResponseFormat: openai.ChatCompletionNewParamsResponseFormatUnion{OfJSONObject: &shared.ResponseFormatJSONObjectParam{}}}, nil, "response_format"},
 		{"a field agentry does not know", openai.ChatCompletionNewParams{Model: "listener", Messages: history},
 			[]option.RequestOption{option.WithJSONSet("frobnicate", true)}, "frobnicate"},
 		{"an answer after the last user message", openai.ChatCompletionNewParams{Model: "listener",
@@ -262,5 +263,50 @@ func TestAISDKHistory(t *testing.T) {
 	}
 	if sent := strings.Join(m.sent(), "|"); sent != "system: Listen.|user: My name is Ada.|assistant: Hello, Ada.|user: What is my name?" {
 		t.Errorf("the model was sent %s", sent)
+	}
+}
+
+// TestOpenAIResponseFormat: a json_schema response format is the run's
+// output schema when the agent has none: the answer is JSON that matches
+// it, on chat completions and on the Responses API alike.
+func TestOpenAIResponseFormat(t *testing.T) {
+	ctx := context.Background()
+	f := newFixture(t, Config{})
+	model := llm.ProviderFunc(func(context.Context, *llm.Request) (*llm.Response, error) {
+		return &llm.Response{Content: `{"name": "Ada", "born": 1815}`}, nil
+	})
+	a, err := agent.New(&spec.Spec{AgentName: "namer", Version: "v1", SystemText: "Name them."}, agent.WithProvider(model, "test"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { a.Close() })
+	if err := f.srv.cfg.Agents.Register(a); err != nil {
+		t.Fatal(err)
+	}
+	schema := map[string]any{"type": "object", "required": []any{"name"}, "properties": map[string]any{"name": map[string]any{"type": "string"}, "born": map[string]any{"type": "integer"}}}
+	client := openai.NewClient(option.WithBaseURL(f.http.URL+"/v1/"), option.WithMaxRetries(0))
+	c, err := client.Chat.Completions.New(ctx, openai.ChatCompletionNewParams{Model: "namer", Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage("Who?")},
+		ResponseFormat: openai.ChatCompletionNewParamsResponseFormatUnion{OfJSONSchema: &shared.ResponseFormatJSONSchemaParam{
+			JSONSchema: shared.ResponseFormatJSONSchemaJSONSchemaParam{Name: "person", Schema: schema}}}})
+	if err != nil || c.Choices[0].Message.Content != `{"born":1815,"name":"Ada"}` {
+		t.Fatalf("chat completions: %v %+v", err, c)
+	}
+	// Its run is of the agent with the schema: another version of it.
+	if _, run := f.do(t, "GET", "/v1/runs/"+strings.TrimPrefix(c.ID, "chatcmpl-"), "", ""); !strings.HasPrefix(fmt.Sprint(run["version"]), "v1-schema.") {
+		t.Errorf("the typed run: %v", run)
+	}
+	r, err := client.Responses.New(ctx, responses.ResponseNewParams{Model: "namer", Input: responses.ResponseNewParamsInputUnion{OfString: openai.String("Who?")},
+		Text: responses.ResponseTextConfigParam{Format: responses.ResponseFormatTextConfigUnionParam{OfJSONSchema: &responses.ResponseFormatTextJSONSchemaConfigParam{
+			Name: "person", Schema: schema}}}})
+	if err != nil || r.OutputText() != `{"born":1815,"name":"Ada"}` {
+		t.Errorf("responses: %v %+v", err, r)
+	}
+	// The served agent itself is unchanged.
+	c, err = client.Chat.Completions.New(ctx, openai.ChatCompletionNewParams{Model: "namer", Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage("Who?")}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, run := f.do(t, "GET", "/v1/runs/"+strings.TrimPrefix(c.ID, "chatcmpl-"), "", ""); run["version"] != "v1" {
+		t.Errorf("the run without a format: %v", run)
 	}
 }

@@ -29,7 +29,7 @@ type chatRequest struct {
 	} `json:"stream_options"`
 	User     string            `json:"user"`
 	Metadata map[string]string `json:"metadata"`
-	// ResponseFormat asks for the agent's own output schema, or refuses.
+	// ResponseFormat is the run's output schema when the agent has none.
 	ResponseFormat *responseFormat `json:"response_format"`
 	// Tools and a forcing ToolChoice are the client's own tools: refused.
 	Tools      json.RawMessage `json:"tools"`
@@ -162,7 +162,8 @@ func forcing(choice json.RawMessage) bool {
 }
 
 // checkFormat refuses a response_format the agent cannot honour: a JSON
-// schema other than the agent's own output schema.
+// schema other than the agent's own output schema, or json_object from an
+// agent that has none (it names no schema to answer in).
 func (req *chatRequest) checkFormat(sp *spec.Spec) error {
 	f := req.ResponseFormat
 	if f == nil {
@@ -180,11 +181,7 @@ func (req *chatRequest) checkFormat(sp *spec.Spec) error {
 		if f.JSONSchema == nil || len(f.JSONSchema.Schema) == 0 {
 			return refuseParam("response_format.json_schema.schema", "a json_schema response format needs its schema")
 		}
-		own := sp.OutputSchema
-		switch {
-		case len(own) == 0:
-			return refuseParam("response_format", "the agent answers in text: it has no output schema to match this one")
-		case !sameJSON(own, f.JSONSchema.Schema):
+		if own := sp.OutputSchema; len(own) > 0 && !sameJSON(own, f.JSONSchema.Schema) {
 			return refuseParam("response_format", "the agent has an output schema of its own, and this one differs")
 		}
 		return nil
@@ -312,4 +309,18 @@ func (m chatMessage) history(param string, takes bool) (llm.Message, error) {
 func errorsAsParam(err error) (*paramError, bool) {
 	var pe *paramError
 	return pe, errors.As(err, &pe)
+}
+
+// typed is the agent a run of a request that asks for format (a
+// json_schema response format) is of: a with the format's schema when it
+// has none of its own (owned: the run closes it), else a itself.
+func typed(a *agent.Agent, sp *spec.Spec, format *responseFormat) (run *agent.Agent, owned bool, err error) {
+	if format == nil || format.Type != "json_schema" || format.JSONSchema == nil || len(sp.OutputSchema) > 0 {
+		return a, false, nil
+	}
+	t, err := a.WithOutputSchema(format.JSONSchema.Schema)
+	if err != nil {
+		return nil, false, refuseParam("response_format.json_schema.schema", "%v", err)
+	}
+	return t, true, nil
 }

@@ -43,10 +43,18 @@ func (s *Server) createResponse(w http.ResponseWriter, r *http.Request) {
 		writeOpenAIParamError(w, err.(*paramError))
 		return
 	}
-	l := &launch{agent: a, input: input, user: cmp.Or(req.User, req.SafetyIdentifier), trace: traceOf(r), metadata: req.Metadata, history: history}
+	run, owned, err := typed(a, &sp, req.textFormat())
+	if err != nil {
+		writeOpenAIParamError(w, err.(*paramError))
+		return
+	}
+	l := &launch{agent: run, owned: owned, input: input, user: cmp.Or(req.User, req.SafetyIdentifier), trace: traceOf(r), metadata: req.Metadata, history: history}
 	stored := req.Store == nil || *req.Store
 	if stored {
 		if rf := s.responseConversation(r.Context(), req, a, l); rf != nil {
+			if owned {
+				run.Close() // it never started
+			}
 			rf.write(w, writeOpenAIError)
 			return
 		}

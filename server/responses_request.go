@@ -28,8 +28,8 @@ type responseRequest struct {
 	User               string            `json:"user"`
 	SafetyIdentifier   string            `json:"safety_identifier"`
 	Text               *struct {
-		Format    *responseFormat `json:"format"`
-		Verbosity string          `json:"verbosity"`
+		Format    *textFormat `json:"format"`
+		Verbosity string      `json:"verbosity"`
 	} `json:"text"`
 	Tools             json.RawMessage `json:"tools"`
 	ToolChoice        json.RawMessage `json:"tool_choice"`
@@ -49,6 +49,41 @@ type responseRequest struct {
 	PromptCacheKey       string          `json:"prompt_cache_key"`
 	PromptCacheRetention string          `json:"prompt_cache_retention"`
 	ContextManagement    json.RawMessage `json:"context_management"`
+}
+
+// textFormat is the Responses API's text.format: response_format with
+// the json_schema's fields beside its type.
+type textFormat struct {
+	Type        string          `json:"type"`
+	Name        string          `json:"name"`
+	Description string          `json:"description"`
+	Schema      json.RawMessage `json:"schema"`
+	Strict      *bool           `json:"strict"`
+}
+
+// format is f as a chat completion's response_format; nil for none.
+func (f *textFormat) format() *responseFormat {
+	if f == nil {
+		return nil
+	}
+	out := &responseFormat{Type: f.Type}
+	if f.Type == "json_schema" {
+		out.JSONSchema = &struct {
+			Name        string          `json:"name"`
+			Description string          `json:"description"`
+			Schema      json.RawMessage `json:"schema"`
+			Strict      *bool           `json:"strict"`
+		}{f.Name, f.Description, f.Schema, f.Strict}
+	}
+	return out
+}
+
+// textFormat is the request's text.format as a response_format.
+func (req *responseRequest) textFormat() *responseFormat {
+	if req.Text == nil {
+		return nil
+	}
+	return req.Text.Format.format()
 }
 
 // responseItem is one item of a request's input: a message (of any
@@ -107,9 +142,9 @@ func (req *responseRequest) check(sp *spec.Spec) error {
 	case req.PreviousResponseID != "" && len(req.Conversation) > 0 && string(req.Conversation) != "null":
 		return refuseParam("conversation", "name the conversation or the previous response, not both")
 	}
-	if req.Text != nil && req.Text.Format != nil {
-		// A response format is what response_format is to chat completions.
-		f := &chatRequest{ResponseFormat: req.Text.Format}
+	if f := req.textFormat(); f != nil {
+		// A text format is what response_format is to chat completions.
+		f := &chatRequest{ResponseFormat: f}
 		if err := f.checkFormat(sp); err != nil {
 			err.(*paramError).param = "text.format"
 			return err
