@@ -299,6 +299,7 @@ func build(in *spec.Spec, o options) (*Agent, error) {
 	problems = append(problems, a.openMemory(o)...)
 	problems = append(problems, a.bindTools(o)...)
 	problems = append(problems, a.bindHandoffs(o)...)
+	problems = append(problems, a.bindCallerTools()...)
 	problems = append(problems, a.checkPolicy()...)
 	if sp.Mode == spec.ModeReAct && sp.Policy != nil && len(sp.Policy.PrivateTools) > 0 {
 		problems = append(problems, "policy.private_tools: mode react writes a tool's input into the model's text and shows its output as text, where they cannot be kept out; use mode tools")
@@ -494,6 +495,29 @@ func (a *Agent) WithOutputSchema(schema json.RawMessage) (*Agent, error) {
 	// pins a version's schema), "v1-schema.1a2b3c4d".
 	sum := sha256.Sum256(schema)
 	sp.Version += "-schema." + hex.EncodeToString(sum[:4])
+	return build(sp, a.o)
+}
+
+// WithCallerTools returns an agent as a whose model may also call
+// tools, the caller's (the spec's caller_tools, after a's own): a run
+// hands each call of one back and pauses until resumed with its result
+// (CallerResult). For a caller over a protocol that brings tools of its
+// own (OpenAI's tools). It is built anew from a's spec and options, its
+// tools opened again, its version a's with the tools' digest after
+// "-tools."; the caller closes it. A run stored by it resumes with the
+// agent Stored builds, which has them.
+func (a *Agent) WithCallerTools(tools ...llm.ToolSpec) (*Agent, error) {
+	sp := a.spec.Clone()
+	sp.CallerTools = append(sp.CallerTools, tools...)
+	b, err := json.Marshal(sp.CallerTools)
+	if err != nil {
+		return nil, fmt.Errorf("%w: caller tools: %v", ErrConfig, err)
+	}
+	sum := sha256.Sum256(b)
+	sp.Version += "-tools." + hex.EncodeToString(sum[:4])
+	if err := sp.Check(); err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrConfig, err)
+	}
 	return build(sp, a.o)
 }
 

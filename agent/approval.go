@@ -38,6 +38,9 @@ func (e *ApprovalError) Error() string {
 
 // reason is why the call waits, naming it.
 func (e *ApprovalError) reason() string {
+	if e.Rule == RuleCaller {
+		return fmt.Sprintf("call %s (%s, key %s) is the caller's tool's: the run handed it back, and waits for its result", e.CallID, e.Tool, e.Key)
+	}
 	if e.Rule != "" {
 		return fmt.Sprintf("call %s (%s, key %s) waits for a person's approval (policy.%s)", e.CallID, e.Tool, e.Key, e.Rule)
 	}

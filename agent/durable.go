@@ -91,7 +91,7 @@ func (s *Session) openJournal(ctx context.Context, r *run) (*runJournal, error) 
 	}
 	// The span, opened first, decided with the same key before it gave
 	// the run a trace id of its own: a run it traces is sampled.
-	if c.resume == nil && !e.dispatch && r.otel == nil && !s.agent.spec.Tracing.Records(s.traceKey()) {
+	if c.resume == nil && !e.dispatch && len(s.agent.spec.CallerTools) == 0 && r.otel == nil && !s.agent.spec.Tracing.Records(s.traceKey()) {
 		// Not sampled (spec tracing): the run is not recorded, but its
 		// version is still pinned and its policy decisions still audited.
 		return nil, s.agent.pin(ctx, c.store)
@@ -292,6 +292,17 @@ func (a *Agent) resumeSession(db store.Store, l *runlog.Log, holder string, opts
 	}
 	if s.cfg.decisions, err = bindDecisions(l, s.cfg.decisions); err != nil {
 		return nil, err
+	}
+	if err := refuseCallerApprovals(l, s.cfg.decisions); err != nil {
+		return nil, err
+	}
+	if e := s.cfg.extra; e != nil && len(e.answers) > 0 {
+		if e.results == nil {
+			e.results = map[string]runlog.ToolResult{}
+		}
+		if err := bindAnswers(l, e.answers, e.results); err != nil {
+			return nil, err
+		}
 	}
 	s.state.RunID = l.Start.RunID
 	return s, nil

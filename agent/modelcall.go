@@ -69,6 +69,7 @@ func (r *run) callModel(ctx context.Context) (*llm.Response, error) {
 		}
 	}
 	r.req.Messages = st.Messages
+	r.req.ToolChoice = r.toolChoice(st.Turn)
 	r.attempts, r.triedBefore = 1, 0
 	if r.notes != nil {
 		r.notes.fellFor = 0

@@ -51,6 +51,8 @@ type runExtra struct {
 	driver       string                       // drive.Plan.Driver
 	dispatch     bool                         // drive.Plan.Dispatch
 	results      map[string]runlog.ToolResult // drive.Plan.Results
+	answers      map[string]string            // CallerResult, by key or call id until Resume binds them to results
+	toolChoice   string                       // WithToolChoice
 	deadline     time.Time                    // drive.Plan.Deadline
 	ranThrough   int                          // drive.Plan.RanThrough
 	ranSet       bool
@@ -164,6 +166,14 @@ func WithMetadata(md map[string]string) RunOption { return func(c *runConfig) { 
 // store that fails mid-run stops the run (ErrStore).
 func WithStore(st store.Store) RunOption { return func(c *runConfig) { c.store = st } }
 
+// WithToolChoice says which tool the run's model must call: "required"
+// (one of its tools) or a tool's name on the run's first model call, the
+// turns after it left to the model (a model made to call a tool every
+// turn would never answer); "none" on every call (the run answers without
+// its tools); "auto" or "" leaves it to the model. For a caller that
+// wants a call of a tool it runs itself (spec caller_tools) made at once.
+func WithToolChoice(choice string) RunOption { return func(c *runConfig) { c.more().toolChoice = choice } }
+
 // WithLimits tightens the spec's budgets for this run (Noema's
 // context.budget): MaxTurns, TimeoutMS, MaxTotalTokens, MaxCostUSD and
 // MaxToolCalls each replace the spec's when lower; zero fields add
@@ -197,6 +207,9 @@ func (c *runConfig) check() error {
 	if e := c.extra; e != nil {
 		if e.dispatch && c.store == nil {
 			return fmt.Errorf("%w: Dispatch needs a store (WithStore): a dispatched run goes on from its log", ErrConfig)
+		}
+		if len(e.answers) > 0 && c.resume == nil {
+			return fmt.Errorf("%w: CallerResult gives the results of calls a stored run handed back to its caller; give it to Resume", ErrConfig)
 		}
 		if len(e.results) > 0 && c.resume == nil {
 			return fmt.Errorf("%w: WithResults gives the results of dispatched calls to Resume", ErrConfig)

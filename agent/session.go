@@ -95,6 +95,12 @@ func (a *Agent) NewSession(input map[string]any, opts ...RunOption) (*Session, e
 	if err := c.check(); err != nil {
 		return nil, err
 	}
+	if err := a.checkToolChoice(c); err != nil {
+		return nil, err
+	}
+	if len(a.spec.CallerTools) > 0 && c.store == nil {
+		return nil, fmt.Errorf("%w: agent %s hands calls of its caller_tools back, and goes on when given their results: its runs need a store (WithStore)", ErrConfig, a.spec.AgentName)
+	}
 	if c.provider == nil && (a.readiers != nil || a.subs != nil) {
 		if err := a.Ready(); err != nil {
 			return nil, err

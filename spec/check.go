@@ -283,6 +283,32 @@ func (s *Spec) checkTools(c *checker) {
 			c.bad("tools[%d] %q is listed twice", i, name)
 		}
 	}
+	s.checkCallerTools(c)
+}
+
+// checkCallerTools checks the tools the caller runs: named as tools are,
+// once each and apart from the agent's own, their parameters a schema
+// of an object, in a mode whose model calls tools.
+func (s *Spec) checkCallerTools(c *checker) {
+	if len(s.CallerTools) > 0 && s.mode() != ModeTools && s.mode() != ModeReAct {
+		c.bad("caller_tools: mode %s calls no tools (tools or react do)", s.mode())
+	}
+	for i, t := range s.CallerTools {
+		switch {
+		case !tool.ValidName(t.Name):
+			c.bad("caller_tools[%d] %q is not a valid tool name", i, t.Name)
+		case slices.Contains(s.Tools, t.Name):
+			c.bad("caller_tools[%d] %q is one of the agent's tools too", i, t.Name)
+		case slices.IndexFunc(s.CallerTools, func(o llm.ToolSpec) bool { return o.Name == t.Name }) != i:
+			c.bad("caller_tools[%d] %q is listed twice", i, t.Name)
+		}
+		if len(t.Parameters) > 0 {
+			var obj map[string]any
+			if json.Unmarshal(t.Parameters, &obj) != nil {
+				c.bad("caller_tools[%d] %q: parameters is not a JSON object (a JSON Schema of the arguments)", i, t.Name)
+			}
+		}
+	}
 }
 
 func (l Limits) check() []string {

@@ -148,6 +148,12 @@ type Spec struct {
 	// Callers says what a caller of the agent over a protocol (OpenAI's
 	// chat completions, say) may add to a run; nil: nothing.
 	Callers *Callers `json:"callers,omitempty"`
+	// CallerTools are tools the caller runs, not the agent: the model may
+	// call them beside the agent's own, and a run that calls one hands
+	// the call back to its caller, pausing until a resume gives its
+	// result (agent.CallerResult). A caller that may add tools (Callers.Tools)
+	// adds its own here, for its run.
+	CallerTools []llm.ToolSpec `json:"caller_tools,omitempty"`
 }
 
 // Callers is what callers of an agent may add to its runs. What they may
@@ -157,11 +163,20 @@ type Callers struct {
 	// run, after the agent's own system prompt (which stands): for an
 	// agent a client is trusted to steer.
 	Instructions bool `json:"instructions,omitempty"`
+	// Tools lets a caller give a run tools of its own (OpenAI's tools,
+	// and a tool_choice that forces a call), which the run hands back to
+	// it to run (CallerTools): for an agent whose client does part of
+	// the work.
+	Tools bool `json:"tools,omitempty"`
 }
 
 // TakesInstructions says whether callers may give the agent's runs
 // instructions of their own (Callers.Instructions).
 func (s *Spec) TakesInstructions() bool { return s.Callers != nil && s.Callers.Instructions }
+
+// TakesTools says whether callers may give the agent's runs tools of
+// their own (Callers.Tools).
+func (s *Spec) TakesTools() bool { return s.Callers != nil && s.Callers.Tools }
 
 // ModelSelection is how the model of a request is picked among the
 // spec's model and its fallback_models.
