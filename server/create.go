@@ -75,16 +75,37 @@ func (s *Server) mayCreate(c *caller, sp *spec.Spec) string {
 	return strings.Join(why, "; ")
 }
 
-// servedRun says whether a stored run, whose start record holds spec,
+// servedRun says whether a stored run, whose start record holds stored,
 // is of a served agent: the served agent of its name and version has
-// that very spec. An inline spec may take a served agent's name and
-// version; it is still the caller's, checked as one.
-func (s *Server) servedRun(run store.Run, spec json.RawMessage) bool {
-	a, err := s.cfg.Agents.Get(run.Name + "@" + run.Version)
+// that very spec, or it is a served agent as a caller's request made it
+// (a response format's schema, the caller's tools: its version the
+// served one's with their digests after "-schema." or "-tools.", its spec
+// the served one's with them). An inline spec may take a served agent's
+// name and version; it is still the caller's, checked as one.
+func (s *Server) servedRun(run store.Run, stored json.RawMessage) bool {
+	base := run.Version
+	for {
+		i := max(strings.LastIndex(base, "-schema."), strings.LastIndex(base, "-tools."))
+		if i < 0 || len(base)-strings.LastIndexByte(base, '.')-1 != 8 {
+			break
+		}
+		base = base[:i]
+	}
+	a, err := s.cfg.Agents.Get(run.Name + "@" + base)
 	if err != nil {
 		return false
 	}
 	sp := a.Spec()
+	if base != run.Version {
+		var made spec.Spec
+		if json.Unmarshal(stored, &made) != nil {
+			return false
+		}
+		if len(sp.OutputSchema) == 0 {
+			sp.OutputSchema = made.OutputSchema
+		}
+		sp.CallerTools, sp.Version = made.CallerTools, run.Version
+	}
 	own, err := json.Marshal(&sp)
-	return err == nil && bytes.Equal(policy.Secrets().Bytes(own), spec) // the log keeps it redacted
+	return err == nil && bytes.Equal(policy.Secrets().Bytes(own), stored) // the log keeps it redacted
 }

@@ -34,6 +34,9 @@ type launch struct {
 	// history is what was said before the run, as the request gives it
 	// (a stateless protocol's earlier messages); nil: none.
 	history []llm.Message
+	// choice is the tool choice of the run's model (WithToolChoice); "":
+	// the model's.
+	choice string
 	// relay carries the run's answer to its event streams as it is
 	// written; nil: none.
 	relay *relay
@@ -95,6 +98,9 @@ func (s *Server) runOptions(ctx context.Context, l *launch) []agent.RunOption {
 	}
 	if l.relay != nil {
 		opts = append(opts, l.relay.listen())
+	}
+	if l.choice != "" {
+		opts = append(opts, agent.WithToolChoice(l.choice))
 	}
 	return opts
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/agentry/agentry/agent"
 	"github.com/agentry/agentry/event"
 	"github.com/agentry/agentry/llm"
+	"github.com/agentry/agentry/spec"
 	"github.com/agentry/agentry/store"
 )
 
@@ -29,28 +30,31 @@ func (s *Server) chatCompletions(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	sp := a.Spec()
-	if err := req.check(&sp); err != nil {
-		writeOpenAIParamError(w, err.(*paramError))
-		return
+	cr, err := req.callers(&sp)
+	if err == nil {
+		err = req.check(&sp)
 	}
-	history, input, err := chatTurn(a, &sp, req.Messages)
 	if err != nil {
 		writeOpenAIParamError(w, err.(*paramError))
 		return
 	}
-	run, owned, err := typed(a, &sp, req.ResponseFormat)
-	if err != nil {
-		writeOpenAIParamError(w, err.(*paramError))
-		return
-	}
-	l := &launch{agent: run, owned: owned, input: input, user: req.User, trace: traceOf(r), metadata: req.Metadata, history: history}
 	var text *chunks
 	if req.Stream {
-		text = &chunks{ready: make(chan struct{}, 1), live: len(a.Tools()) == 0}
-		l.listen = agent.WithEvents(text.add, event.Inline(), event.Types(event.ContentChunk, event.ToolCallStart, event.TurnEnd))
-		l.begun = func(id string) { text.runID = id } // before the run starts: its sub-runs' text is not its answer
+		text = &chunks{ready: make(chan struct{}, 1)}
 	}
-	runID, done, rf := s.startChat(r.Context(), l, history)
+	var runID string
+	var done <-chan any
+	var rf *refusal
+	if cr.goesOn != "" {
+		runID = cr.goesOn
+		if text != nil {
+			text.runID = runID
+		}
+		done, rf = s.goOn(r.Context(), a, cr, text.listen()...)
+	} else if runID, done, rf, err = s.startCompletion(r, req, a, &sp, cr, text); err != nil {
+		writeOpenAIParamError(w, err.(*paramError))
+		return
+	}
 	if rf != nil {
 		rf.write(w, writeOpenAIError)
 		return
@@ -67,6 +71,34 @@ func (s *Server) chatCompletions(w http.ResponseWriter, r *http.Request) {
 	}
 	c.usage = req.StreamOptions != nil && req.StreamOptions.IncludeUsage
 	c.stream(r.Context(), w, text, done)
+}
+
+// startCompletion starts the run of a request that does not go on with
+// one: on its last user message, after its history, offered the tools
+// it brings (text, when streamed, listens).
+func (s *Server) startCompletion(r *http.Request, req *chatRequest, a *agent.Agent, sp *spec.Spec, cr *callerRun, text *chunks) (string, <-chan any, *refusal, error) {
+	history, input, err := chatTurn(a, sp, req.Messages)
+	if err != nil {
+		return "", nil, nil, err
+	}
+	run, owned, err := typed(a, sp, req.ResponseFormat)
+	if err != nil {
+		return "", nil, nil, err
+	}
+	l := &launch{agent: run, owned: owned, input: input, user: req.User, trace: traceOf(r), metadata: req.Metadata, history: history}
+	if perr := cr.arm(l); perr != nil {
+		if l.owned {
+			l.agent.Close()
+		}
+		return "", nil, nil, perr
+	}
+	if text != nil {
+		text.live = len(l.agent.Tools()) == 0
+		l.listen = text.listen()[0]
+		l.begun = func(id string) { text.runID = id } // before the run starts: its sub-runs' text is not its answer
+	}
+	runID, done, rf := s.startChat(r.Context(), l, history)
+	return runID, done, rf, nil
 }
 
 // openAIRequest reads an OpenAI request's body with decode, and the
@@ -162,6 +194,14 @@ type piece struct {
 	text      string
 	reasoning bool
 	tool      string
+}
+
+// listen is the run option that has c take the run's text; none for nil.
+func (c *chunks) listen() []agent.RunOption {
+	if c == nil {
+		return nil
+	}
+	return []agent.RunOption{agent.WithEvents(c.add, event.Inline(), event.Types(event.ContentChunk, event.ToolCallStart, event.TurnEnd))}
 }
 
 func (c *chunks) add(e event.Event) {

@@ -21,6 +21,8 @@ type completion struct {
 // finishReason is OpenAI's word for how the run ended.
 func finishReason(res *agent.Result) string {
 	switch {
+	case len(handedBack(res)) > 0:
+		return "tool_calls"
 	case res.TerminateReason == agent.ReasonCompleted:
 		return "stop"
 	case res.Outcome == agent.OutcomePartial:
@@ -54,6 +56,8 @@ func usageOf(res *agent.Result) map[string]int {
 // or one that waits for a person's approval. status 0: it answered.
 func failure(res *agent.Result) (status int, code, message string) {
 	switch {
+	case len(handedBack(res)) > 0:
+		return 0, "", "" // its answer is the calls it hands back
 	case res.TerminateReason == agent.ReasonAwaitingApproval:
 		return http.StatusConflict, agent.CodeAwaitingApproval, fmt.Sprintf("run %s waits for a person's approval of a tool call: "+
 			"approve or deny it in the viewer, or with POST /v1/runs/%s/resume", res.ID, res.ID)
@@ -70,12 +74,28 @@ func (c *completion) answer(w http.ResponseWriter, res *agent.Result) {
 		writeOpenAIError(w, status, code, msg)
 		return
 	}
+	msg := map[string]any{"role": "assistant", "content": answerText(res)}
+	if calls := handedBack(res); len(calls) > 0 {
+		msg["content"], msg["tool_calls"] = nil, toolCalls(calls, false)
+	}
 	writeJSON(w, http.StatusOK, map[string]any{
 		"id": c.id, "object": "chat.completion", "created": c.created, "model": c.model,
-		"choices": []map[string]any{{"index": 0, "message": map[string]any{"role": "assistant", "content": answerText(res)},
-			"finish_reason": finishReason(res)}},
+		"choices": []map[string]any{{"index": 0, "message": msg, "finish_reason": finishReason(res)}},
 		"usage": usageOf(res),
 	})
+}
+
+// toolCalls are the calls handed back as a message's tool_calls, each
+// its key as its id (numbered, for a stream's deltas).
+func toolCalls(calls []agent.ApprovalError, indexed bool) []map[string]any {
+	out := make([]map[string]any, len(calls))
+	for i, c := range calls {
+		out[i] = map[string]any{"id": c.Key, "type": "function", "function": map[string]any{"name": c.Tool, "arguments": string(c.Arguments)}}
+		if indexed {
+			out[i]["index"] = i
+		}
+	}
+	return out
 }
 
 // stream writes the run as chat.completion.chunk events: the role, the
@@ -148,6 +168,9 @@ func (c *completion) finish(send func(any) bool, res *agent.Result, sent string)
 	}
 	if rest, ok := strings.CutPrefix(answerText(res), sent); ok && rest != "" {
 		send(c.chunk([]map[string]any{{"index": 0, "delta": map[string]any{"content": rest}, "finish_reason": nil}}))
+	}
+	if calls := handedBack(res); len(calls) > 0 {
+		send(c.chunk([]map[string]any{{"index": 0, "delta": map[string]any{"tool_calls": toolCalls(calls, true)}, "finish_reason": nil}}))
 	}
 	send(c.chunk([]map[string]any{{"index": 0, "delta": map[string]any{}, "finish_reason": finishReason(res)}}))
 	if c.usage {

@@ -31,7 +31,8 @@ type chatRequest struct {
 	Metadata map[string]string `json:"metadata"`
 	// ResponseFormat is the run's output schema when the agent has none.
 	ResponseFormat *responseFormat `json:"response_format"`
-	// Tools and a forcing ToolChoice are the client's own tools: refused.
+	// Tools and a forcing ToolChoice are the client's own tools: refused
+	// unless the agent's spec takes them (callers.tools).
 	Tools      json.RawMessage `json:"tools"`
 	ToolChoice json.RawMessage `json:"tool_choice"`
 	Functions  json.RawMessage `json:"functions"`
@@ -129,14 +130,10 @@ func decodeChatRequest(data []byte) (*chatRequest, error) {
 // sp cannot give.
 func (req *chatRequest) check(sp *spec.Spec) error {
 	switch {
-	case len(req.Tools) > 0 && string(req.Tools) != "null" && string(req.Tools) != "[]":
-		return refuseParam("tools", "the agent's tools are its spec's; agentry does not hand calls of a client's tools back")
 	case len(req.Functions) > 0 && string(req.Functions) != "null":
-		return refuseParam("functions", "the agent's tools are its spec's; agentry does not hand calls of a client's functions back")
-	case forcing(req.ToolChoice):
-		return refuseParam("tool_choice", "a run cannot be made to call a client's tool")
+		return refuseParam("functions", "the old form of tools: send tools")
 	case forcing(req.FunctionCall):
-		return refuseParam("function_call", "a run cannot be made to call a client's function")
+		return refuseParam("function_call", "the old form of tool_choice: send tool_choice")
 	case req.N != nil && *req.N != 1:
 		return refuseParam("n", "a run gives one answer")
 	case req.Logprobs != nil && *req.Logprobs, req.TopLogprobs != nil && *req.TopLogprobs > 0:
@@ -145,6 +142,40 @@ func (req *chatRequest) check(sp *spec.Spec) error {
 		return refuseParam("modalities", "a run answers in text")
 	}
 	return req.checkFormat(sp)
+}
+
+// callers is what the request asks of tools of its own: none unless the
+// agent's spec takes them; a tool_choice of "none" is honoured for any
+// agent. Tool messages that end the request answer calls a run handed
+// back.
+func (req *chatRequest) callers(sp *spec.Spec) (*callerRun, error) {
+	cr := &callerRun{}
+	var err error
+	if cr.choice, err = toolChoice(req.ToolChoice, false); err != nil {
+		return nil, err
+	}
+	given := len(req.Tools) > 0 && string(req.Tools) != "null" && string(req.Tools) != "[]"
+	switch {
+	case given && !sp.TakesTools():
+		return nil, refuseParam("tools", "the agent's tools are its spec's: its spec takes no tools from a client (callers.tools)")
+	case forcing(req.ToolChoice) && !sp.TakesTools():
+		return nil, refuseParam("tool_choice", "a run of this agent cannot be made to call a tool: its spec takes no tools from a client (callers.tools)")
+	case given:
+		if cr.tools, err = callerTools(req.Tools, false); err != nil {
+			return nil, err
+		}
+	}
+	var results []toolAnswer
+	for i := len(req.Messages) - 1; i >= 0 && req.Messages[i].Role == "tool"; i-- {
+		m := req.Messages[i]
+		out, err := m.text(fmt.Sprintf("messages[%d]", i))
+		if err != nil {
+			return nil, err
+		}
+		results = append([]toolAnswer{{fmt.Sprintf("messages[%d].tool_call_id", i), m.ToolCallID, out}}, results...)
+	}
+	cr.goesOn, cr.answers, err = answering(results)
+	return cr, err
 }
 
 // forcing says whether a tool_choice (or function_call) asks for a call:
@@ -243,7 +274,7 @@ func chatTurn(a *agent.Agent, sp *spec.Spec, msgs []chatMessage) (history []llm.
 		return nil, nil, refuseParam("messages", "no user message")
 	case last < len(msgs)-1:
 		return nil, nil, refuseParam(fmt.Sprintf("messages[%d].role", last+1),
-			"%q after the last user message: a run starts from a user's message (agentry hands no calls back to be answered)", msgs[last+1].Role)
+			"%q after the last user message: a run starts from a user's message, or goes on from the results of calls it handed back", msgs[last+1].Role)
 	}
 	for i, m := range msgs[:last] {
 		msg, err := m.history(fmt.Sprintf("messages[%d]", i), sp.TakesInstructions())
