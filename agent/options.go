@@ -172,7 +172,9 @@ func WithStore(st store.Store) RunOption { return func(c *runConfig) { c.store =
 // turn would never answer); "none" on every call (the run answers without
 // its tools); "auto" or "" leaves it to the model. For a caller that
 // wants a call of a tool it runs itself (spec caller_tools) made at once.
-func WithToolChoice(choice string) RunOption { return func(c *runConfig) { c.more().toolChoice = choice } }
+func WithToolChoice(choice string) RunOption {
+	return func(c *runConfig) { c.more().toolChoice = choice }
+}
 
 // WithLimits tightens the spec's budgets for this run (Noema's
 // context.budget): MaxTurns, TimeoutMS, MaxTotalTokens, MaxCostUSD and

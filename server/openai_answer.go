@@ -81,7 +81,7 @@ func (c *completion) answer(w http.ResponseWriter, res *agent.Result) {
 	writeJSON(w, http.StatusOK, map[string]any{
 		"id": c.id, "object": "chat.completion", "created": c.created, "model": c.model,
 		"choices": []map[string]any{{"index": 0, "message": msg, "finish_reason": finishReason(res)}},
-		"usage": usageOf(res),
+		"usage":   usageOf(res),
 	})
 }
 
