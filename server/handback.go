@@ -175,20 +175,20 @@ type toolAnswer struct {
 // the caller of ctx, listened to by listen; its channel gets its Result.
 // The run's tools are those it started with, and what was said before
 // is what it holds: the request's earlier messages are not read again.
-func (s *Server) goOn(ctx context.Context, model *agent.Agent, cr *callerRun, listen ...agent.RunOption) (<-chan any, *refusal) {
+func (s *Server) goOn(ctx context.Context, model *agent.Agent, cr *callerRun, listen ...agent.RunOption) (store.Run, <-chan any, *refusal) {
 	run, err := s.cfg.Store.Get(ctx, cr.goesOn)
 	c := callerOf(ctx)
 	switch {
 	case errors.Is(err, store.ErrNotFound), err == nil && !c.sees(run.User):
-		return nil, &refusal{http.StatusNotFound, "not_found", fmt.Sprintf("no run %q handed calls back", cr.goesOn)}
+		return run, nil, &refusal{http.StatusNotFound, "not_found", fmt.Sprintf("no run %q handed calls back", cr.goesOn)}
 	case err != nil:
-		return nil, &refusal{http.StatusInternalServerError, "store_error", "the run store failed to read the run"}
+		return run, nil, &refusal{http.StatusInternalServerError, "store_error", "the run store failed to read the run"}
 	case !c.decides(run.User):
-		return nil, &refusal{http.StatusForbidden, "forbidden", fmt.Sprintf("run %s is %s's: only its own user gives its calls' results", run.ID, ownerName(run.User))}
+		return run, nil, &refusal{http.StatusForbidden, "forbidden", fmt.Sprintf("run %s is %s's: only its own user gives its calls' results", run.ID, ownerName(run.User))}
 	case run.Name != model.Name():
-		return nil, &refusal{http.StatusBadRequest, "unsupported_parameter", fmt.Sprintf("run %s is agent %s's, not %s's", run.ID, run.Name, model.Name())}
+		return run, nil, &refusal{http.StatusBadRequest, "unsupported_parameter", fmt.Sprintf("run %s is agent %s's, not %s's", run.ID, run.Name, model.Name())}
 	case run.Status != store.AwaitingApproval:
-		return nil, &refusal{http.StatusConflict, "conflict", fmt.Sprintf("run %s is %s: it waits for no results", run.ID, run.Status)}
+		return run, nil, &refusal{http.StatusConflict, "conflict", fmt.Sprintf("run %s is %s: it waits for no results", run.ID, run.Status)}
 	}
 	opts := listen
 	for _, key := range slices.Sorted(maps.Keys(cr.answers)) {
@@ -196,9 +196,9 @@ func (s *Server) goOn(ctx context.Context, model *agent.Agent, cr *callerRun, li
 	}
 	sess, a, rf := s.resumeRun(ctx, run, resumeRequest{}, s.admitted, opts...)
 	if rf != nil {
-		return nil, rf
+		return run, nil, rf
 	}
-	return s.background(sess, a, true, goesOnAs(ctx)), nil
+	return run, s.background(sess, a, true, goesOnAs(ctx)), nil
 }
 
 // handedBack are the calls res handed back to its caller, in order.

@@ -11,6 +11,7 @@ import (
 
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
+	"github.com/openai/openai-go/v3/responses"
 	"github.com/openai/openai-go/v3/shared"
 
 	"github.com/agentry/agentry/agent"
@@ -234,4 +235,79 @@ func rawOf(e *openai.Error) string {
 		return ""
 	}
 	return e.RawJSON()
+}
+
+// TestResponsesCallerTools: the official Go client's Responses API with
+// a function tool: the call is handed back as a function_call item (its
+// call id the call's key), streamed with its events in order, and the
+// function_call_output of the next request, chained or whole, goes on
+// with the same response's run; retrieved, the response shows its answer.
+func TestResponsesCallerTools(t *testing.T) {
+	ctx := context.Background()
+	f := newFixture(t, Config{})
+	f.serveForecaster(t)
+	client := openai.NewClient(option.WithBaseURL(f.http.URL+"/v1/"), option.WithMaxRetries(0))
+	tools := []responses.ToolUnionParam{{OfFunction: &responses.FunctionToolParam{Name: "get_weather",
+		Parameters: map[string]any{"type": "object", "properties": map[string]any{"city": map[string]any{"type": "string"}}}}}}
+	params := responses.ResponseNewParams{Model: "forecaster", Tools: tools,
+		Input: responses.ResponseNewParamsInputUnion{OfString: openai.String("Weather in Oslo?")}}
+	first, err := client.Responses.New(ctx, params)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var call responses.ResponseFunctionToolCall
+	for _, item := range first.Output {
+		if item.Type == "function_call" {
+			call = item.AsFunctionCall()
+		}
+	}
+	if first.Status != "completed" || call.Name != "get_weather" || call.CallID != first.ID+":1:1" || call.Arguments != `{"city":"Oslo"}` {
+		t.Fatalf("the first response: %s", first.RawJSON())
+	}
+	output := func(callID, out string) responses.ResponseNewParamsInputUnion {
+		item := responses.ResponseInputItemParamOfFunctionCallOutput(out)
+		item.OfFunctionCallOutput.CallID = openai.String(callID)
+		return responses.ResponseNewParamsInputUnion{OfInputItemList: responses.ResponseInputParam{item}}
+	}
+	next, err := client.Responses.New(ctx, responses.ResponseNewParams{Model: "forecaster", Tools: tools,
+		PreviousResponseID: openai.String(first.ID), Input: output(call.CallID, "fog")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if next.ID != first.ID || next.OutputText() != "Results: add=5; get_weather=fog" || next.Conversation.ID != first.Conversation.ID {
+		t.Fatalf("went on with %s", next.RawJSON())
+	}
+	if got, err := client.Responses.Get(ctx, first.ID, responses.ResponseGetParams{}); err != nil || got.OutputText() != next.OutputText() {
+		t.Errorf("retrieved: %v %v", got, err)
+	}
+	t.Run("streamed", func(t *testing.T) {
+		s := client.Responses.NewStreaming(ctx, params)
+		var events []string
+		var done responses.Response
+		for s.Next() {
+			e := s.Current()
+			events = append(events, e.Type)
+			if e.Type == "response.completed" {
+				done = e.Response
+			}
+		}
+		if err := s.Err(); err != nil {
+			t.Fatal(err)
+		}
+		want := "response.output_item.done response.output_item.added response.function_call_arguments.delta " +
+			"response.function_call_arguments.done response.output_item.done response.completed"
+		if got := strings.Join(events, " "); !strings.HasSuffix(got, want) {
+			t.Fatalf("events %s", got)
+		}
+		last := done.Output[len(done.Output)-1].AsFunctionCall()
+		if last.CallID != done.ID+":1:1" {
+			t.Fatalf("the completed response: %s", done.RawJSON())
+		}
+	})
+	t.Run("refused", func(t *testing.T) {
+		_, err := client.Responses.New(ctx, responses.ResponseNewParams{Model: "sealed", Tools: tools, Input: params.Input})
+		assertOpenAIError(t, err, http.StatusBadRequest, "tools")
+		_, err = client.Responses.New(ctx, responses.ResponseNewParams{Model: "forecaster", Input: output("call_9", "x")})
+		assertOpenAIError(t, err, http.StatusBadRequest, "input[0].call_id")
+	})
 }

@@ -50,7 +50,7 @@ func (s *Server) chatCompletions(w http.ResponseWriter, r *http.Request) {
 		if text != nil {
 			text.runID = runID
 		}
-		done, rf = s.goOn(r.Context(), a, cr, text.listen()...)
+		_, done, rf = s.goOn(r.Context(), a, cr, text.listen()...)
 	} else if runID, done, rf, err = s.startCompletion(r, req, a, &sp, cr, text); err != nil {
 		writeOpenAIParamError(w, err.(*paramError))
 		return

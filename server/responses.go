@@ -19,9 +19,9 @@ import (
 	"time"
 
 	"github.com/agentry/agentry/agent"
-	"github.com/agentry/agentry/event"
 	"github.com/agentry/agentry/internal/ids"
 	"github.com/agentry/agentry/runlog"
+	"github.com/agentry/agentry/spec"
 	"github.com/agentry/agentry/store"
 )
 
@@ -34,56 +34,42 @@ func (s *Server) createResponse(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	sp := a.Spec()
-	if err := req.check(&sp); err != nil {
-		writeOpenAIParamError(w, err.(*paramError))
-		return
+	cr, err := req.callers(&sp)
+	if err == nil {
+		err = req.check(&sp)
 	}
-	history, input, err := req.turn(a, &sp)
+	if err == nil && cr.goesOn != "" && req.Store != nil && !*req.Store {
+		err = refuseParam("store", "a response that goes on from calls it handed back is stored")
+	}
 	if err != nil {
 		writeOpenAIParamError(w, err.(*paramError))
 		return
 	}
-	run, owned, err := typed(a, &sp, req.textFormat())
-	if err != nil {
-		writeOpenAIParamError(w, err.(*paramError))
-		return
-	}
-	l := &launch{agent: run, owned: owned, input: input, user: cmp.Or(req.User, req.SafetyIdentifier), trace: traceOf(r), metadata: req.Metadata, history: history}
-	stored := req.Store == nil || *req.Store
-	if stored {
-		if rf := s.responseConversation(r.Context(), req, a, l); rf != nil {
-			if owned {
-				run.Close() // it never started
-			}
-			rf.write(w, writeOpenAIError)
-			return
-		}
-	}
+	o := &responseOut{model: req.Model, created: time.Now(), previous: req.PreviousResponseID, metadata: req.Metadata,
+		stored: req.Store == nil || *req.Store, background: req.Background}
 	var text *chunks
 	if req.Stream {
-		text = &chunks{ready: make(chan struct{}, 1), live: len(a.Tools()) == 0}
-		l.listen = agent.WithEvents(text.add, event.Inline(), event.Types(event.ContentChunk, event.ToolCallStart, event.TurnEnd))
-		l.begun = func(id string) { text.runID = id }
+		text = &chunks{ready: make(chan struct{}, 1)}
 	}
-	var runID string
 	var done <-chan any
 	var rf *refusal
-	if stored {
-		runID, done, rf = s.converse(r.Context(), l, "refuse")
-	} else {
-		l.noStore = true
-		var sess *agent.Session
-		if sess, done, rf = s.start(r.Context(), l, s.admitted, nil); rf == nil {
-			runID = sess.RunID()
+	if cr.goesOn != "" {
+		o.id = cr.goesOn
+		if text != nil {
+			text.runID = o.id
 		}
+		var run store.Run
+		run, done, rf = s.goOn(r.Context(), a, cr, text.listen()...)
+		o.conversation = run.Conversation
+	} else if done, rf, err = s.startResponse(r, req, a, &sp, cr, text, o); err != nil {
+		writeOpenAIParamError(w, err.(*paramError))
+		return
 	}
 	if rf != nil {
 		rf.write(w, writeOpenAIError)
 		return
 	}
-	o := &responseOut{id: runID, model: req.Model, created: time.Now(), conversation: l.conversation,
-		previous: req.PreviousResponseID, metadata: req.Metadata, stored: stored, background: req.Background}
-	w.Header().Set("X-Agentry-Run-Id", runID)
+	w.Header().Set("X-Agentry-Run-Id", o.id)
 	switch {
 	case req.Background:
 		writeJSON(w, http.StatusOK, o.object(nil, "in_progress"))
@@ -96,6 +82,55 @@ func (s *Server) createResponse(w http.ResponseWriter, r *http.Request) {
 		case <-r.Context().Done():
 		}
 	}
+}
+
+// startResponse starts the run of a request that does not go on with
+// one: on its input's last user message, after its history, in the
+// conversation it continues (stored) or kept nowhere, offered the tools
+// it brings (text, when streamed, listens); o learns its id and
+// conversation.
+func (s *Server) startResponse(r *http.Request, req *responseRequest, a *agent.Agent, sp *spec.Spec, cr *callerRun, text *chunks, o *responseOut) (<-chan any, *refusal, error) {
+	history, input, err := req.turn(a, sp)
+	if err != nil {
+		return nil, nil, err
+	}
+	run, owned, err := typed(a, sp, req.textFormat())
+	if err != nil {
+		return nil, nil, err
+	}
+	l := &launch{agent: run, owned: owned, input: input, user: cmp.Or(req.User, req.SafetyIdentifier), trace: traceOf(r), metadata: req.Metadata, history: history}
+	if perr := cr.arm(l); perr != nil {
+		if l.owned {
+			l.agent.Close()
+		}
+		return nil, nil, perr
+	}
+	if o.stored {
+		if rf := s.responseConversation(r.Context(), req, a, l); rf != nil {
+			if l.owned {
+				l.agent.Close() // it never started
+			}
+			return nil, rf, nil
+		}
+	}
+	if text != nil {
+		text.live = len(l.agent.Tools()) == 0
+		l.listen = text.listen()[0]
+		l.begun = func(id string) { text.runID = id }
+	}
+	var done <-chan any
+	var rf *refusal
+	if o.stored {
+		o.id, done, rf = s.converse(r.Context(), l, "refuse")
+	} else {
+		l.noStore = true
+		var sess *agent.Session
+		if sess, done, rf = s.start(r.Context(), l, s.admitted, nil); rf == nil {
+			o.id = sess.RunID()
+		}
+	}
+	o.conversation = l.conversation
+	return done, rf, nil
 }
 
 // responseConversation puts l's run in the conversation the request
@@ -180,7 +215,8 @@ type responseOut struct {
 	conversation, previous string
 	metadata               map[string]string
 	stored, background     bool
-	seq                    int // the stream's next sequence number
+	streamed               bool // its message was streamed: its output keeps it, empty or not
+	seq                    int  // the stream's next sequence number
 }
 
 // object is the response object of the run's Result (nil: it has none
@@ -194,8 +230,12 @@ func (o *responseOut) object(res *agent.Result, status string) map[string]any {
 		u := res.TokenUsage
 		usage["input_tokens"], usage["output_tokens"], usage["total_tokens"] = u.PromptTokens, u.CompletionTokens, u.TotalTokens
 		status, errInfo, incomplete = responseStatus(res)
-		if text := answerText(res); text != "" || status == "completed" {
+		calls := handedBack(res)
+		if text := answerText(res); text != "" || status == "completed" && (len(calls) == 0 || o.streamed) {
 			output = append(output, o.message(text, "completed"))
+		}
+		for _, c := range calls {
+			output = append(output, functionCall(c, "completed"))
 		}
 	}
 	if output == nil {
@@ -226,6 +266,17 @@ func (o *responseOut) message(text, status string) map[string]any {
 	return map[string]any{"type": "message", "id": "msg_" + o.id, "status": status, "role": "assistant", "content": content}
 }
 
+// functionCall is a call handed back as an output item, its call id the
+// call's key.
+func functionCall(c agent.ApprovalError, status string) map[string]any {
+	args := string(c.Arguments)
+	if status != "completed" {
+		args = ""
+	}
+	return map[string]any{"type": "function_call", "id": "fc_" + strings.ReplaceAll(c.Key, ":", "_"), "call_id": c.Key,
+		"name": c.Tool, "arguments": args, "status": status}
+}
+
 func outputText(text string) map[string]any {
 	return map[string]any{"type": "output_text", "text": text, "annotations": []any{}, "logprobs": []any{}}
 }
@@ -236,6 +287,8 @@ func outputText(text string) map[string]any {
 // cancelled.
 func responseStatus(res *agent.Result) (status string, errInfo, incomplete any) {
 	switch {
+	case len(handedBack(res)) > 0:
+		return "completed", nil, nil // its output is the calls it hands back
 	case res.TerminateReason == agent.ReasonAwaitingApproval:
 		return "incomplete", nil, map[string]any{"reason": "awaiting_approval"}
 	case res.TerminateReason == agent.ReasonAborted:
@@ -421,6 +474,10 @@ func (o *responseOut) stream(ctx context.Context, w http.ResponseWriter, text *c
 			send("response.output_text.done", with(map[string]any{"text": answer, "logprobs": []any{}}))
 			send("response.content_part.done", with(map[string]any{"part": outputText(answer)}))
 			send("response.output_item.done", map[string]any{"output_index": 0, "item": o.message(answer, "completed")})
+			o.streamed = true
+			for i, c := range handedBack(res) {
+				o.sendCall(send, i+1, c)
+			}
 			obj := o.object(res, "")
 			switch obj["status"] {
 			case "completed":
@@ -433,6 +490,16 @@ func (o *responseOut) stream(ctx context.Context, w http.ResponseWriter, text *c
 			return
 		}
 	}
+}
+
+// sendCall streams a call handed back as output item index: added, its
+// arguments, done.
+func (o *responseOut) sendCall(send func(string, map[string]any) bool, index int, c agent.ApprovalError) {
+	id := functionCall(c, "")["id"]
+	send("response.output_item.added", map[string]any{"output_index": index, "item": functionCall(c, "in_progress")})
+	send("response.function_call_arguments.delta", map[string]any{"item_id": id, "output_index": index, "delta": string(c.Arguments)})
+	send("response.function_call_arguments.done", map[string]any{"item_id": id, "output_index": index, "arguments": string(c.Arguments)})
+	send("response.output_item.done", map[string]any{"output_index": index, "item": functionCall(c, "completed")})
 }
 
 // storedResult is the Result a stored run ended (or paused) with; nil

@@ -97,8 +97,8 @@ type responseItem struct {
 	// A function call's, and its output's.
 	CallID    string `json:"call_id"`
 	Name      string `json:"name"`
-	Arguments string `json:"arguments"`
-	Output    string `json:"output"`
+	Arguments string          `json:"arguments"`
+	Output    json.RawMessage `json:"output"` // a string, or an array of parts
 }
 
 // decodeResponseRequest reads a request, refusing a field it does not
@@ -121,10 +121,6 @@ func decodeResponseRequest(data []byte) (*responseRequest, error) {
 func (req *responseRequest) check(sp *spec.Spec) error {
 	stored := req.Store == nil || *req.Store
 	switch {
-	case len(req.Tools) > 0 && string(req.Tools) != "null" && string(req.Tools) != "[]":
-		return refuseParam("tools", "the agent's tools are its spec's; agentry does not hand calls of a client's tools back")
-	case forcing(req.ToolChoice):
-		return refuseParam("tool_choice", "a run cannot be made to call a client's tool")
 	case req.Instructions != nil && *req.Instructions != "" && !sp.TakesInstructions():
 		return refuseParam("instructions", "the agent's own system prompt stands; its spec takes no instructions from a client (callers.instructions)")
 	case len(req.Prompt) > 0 && string(req.Prompt) != "null":
@@ -153,6 +149,60 @@ func (req *responseRequest) check(sp *spec.Spec) error {
 	return nil
 }
 
+// callers is what the request asks of tools of its own (as a chat
+// completion's callers says); function_call_output items that end its
+// input answer calls a run handed back.
+func (req *responseRequest) callers(sp *spec.Spec) (*callerRun, error) {
+	cr := &callerRun{}
+	var err error
+	if cr.choice, err = toolChoice(req.ToolChoice, true); err != nil {
+		return nil, err
+	}
+	given := len(req.Tools) > 0 && string(req.Tools) != "null" && string(req.Tools) != "[]"
+	switch {
+	case given && !sp.TakesTools():
+		return nil, refuseParam("tools", "the agent's tools are its spec's: its spec takes no tools from a client (callers.tools)")
+	case forcing(req.ToolChoice) && !sp.TakesTools():
+		return nil, refuseParam("tool_choice", "a run of this agent cannot be made to call a tool: its spec takes no tools from a client (callers.tools)")
+	case given:
+		if cr.tools, err = callerTools(req.Tools, true); err != nil {
+			return nil, err
+		}
+	}
+	items, err := req.items()
+	if err != nil {
+		return nil, err
+	}
+	var results []toolAnswer
+	for i := len(items) - 1; i >= 0 && items[i].Type == "function_call_output"; i-- {
+		out, err := items[i].output(fmt.Sprintf("input[%d]", i))
+		if err != nil {
+			return nil, err
+		}
+		results = append([]toolAnswer{{fmt.Sprintf("input[%d].call_id", i), items[i].CallID, out}}, results...)
+	}
+	if cr.goesOn, cr.answers, err = answering(results); err != nil {
+		return nil, err
+	}
+	if cr.goesOn != "" && req.PreviousResponseID != "" && req.PreviousResponseID != cr.goesOn {
+		return nil, refuseParam("previous_response_id", "the input answers calls of response %s, which goes on: not %s", cr.goesOn, req.PreviousResponseID)
+	}
+	return cr, nil
+}
+
+// items is the request's input as items: a string is one user message.
+func (req *responseRequest) items() ([]responseItem, error) {
+	var text string
+	if json.Unmarshal(req.Input, &text) == nil {
+		return []responseItem{{Role: "user", Content: req.Input}}, nil
+	}
+	var items []responseItem
+	if err := json.Unmarshal(req.Input, &items); err != nil {
+		return nil, refuseParam("input", "a string, or an array of input items")
+	}
+	return items, nil
+}
+
 // conversationID is the request's conversation: its id, or {"id"}.
 func (req *responseRequest) conversationID() (string, error) {
 	c := req.Conversation
@@ -176,12 +226,9 @@ func (req *responseRequest) conversationID() (string, error) {
 // message (the instructions first, when the spec takes them), and that
 // message as the run's input.
 func (req *responseRequest) turn(a *agent.Agent, sp *spec.Spec) ([]llm.Message, map[string]any, error) {
-	var items []responseItem
-	var text string
-	if json.Unmarshal(req.Input, &text) == nil {
-		items = []responseItem{{Role: "user", Content: req.Input}}
-	} else if err := json.Unmarshal(req.Input, &items); err != nil {
-		return nil, nil, refuseParam("input", "a string, or an array of input items")
+	items, err := req.items()
+	if err != nil {
+		return nil, nil, err
 	}
 	var msgs []chatMessage
 	if req.Instructions != nil && *req.Instructions != "" {
@@ -217,10 +264,29 @@ func (it responseItem) chat(param string) (chatMessage, error) {
 		c.Function.Name, c.Function.Arguments = it.Name, it.Arguments
 		return chatMessage{Role: "assistant", ToolCalls: []chatToolCall{c}}, nil
 	case "function_call_output":
-		content, _ := json.Marshal(it.Output)
+		out, err := it.output(param)
+		if err != nil {
+			return chatMessage{}, err
+		}
+		content, _ := json.Marshal(out)
 		return chatMessage{Role: "tool", ToolCallID: it.CallID, Content: content}, nil
 	}
 	return chatMessage{}, refuseParam(param+".type", "%q: an input item here is a message, a function_call or its output", it.Type)
+}
+
+// output is a function_call_output item's output as text: a string, or
+// its text parts joined.
+func (it responseItem) output(param string) (string, error) {
+	if len(it.Output) == 0 || string(it.Output) == "null" {
+		return "", refuseParam(param+".output", "a function call's output is needed")
+	}
+	content, err := partsText(it.Output, param+".output")
+	if err != nil {
+		return "", err
+	}
+	var s string
+	json.Unmarshal(content, &s)
+	return s, nil
 }
 
 // partsText is a message's content as a chat message's: a string as it
