@@ -95,8 +95,8 @@ type responseItem struct {
 	Content json.RawMessage `json:"content"`
 	Status  string          `json:"status"`
 	// A function call's, and its output's.
-	CallID    string `json:"call_id"`
-	Name      string `json:"name"`
+	CallID    string          `json:"call_id"`
+	Name      string          `json:"name"`
 	Arguments string          `json:"arguments"`
 	Output    json.RawMessage `json:"output"` // a string, or an array of parts
 }
