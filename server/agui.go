@@ -23,13 +23,15 @@ import (
 	"github.com/agentry/agentry/store"
 )
 
-// aguiInput is what agentry reads of AG-UI's RunAgentInput. Its tools,
-// context and forwardedProps are the front-end's; the agent's spec
-// decides its tools and prompt, so they are ignored.
+// aguiInput is what agentry reads of AG-UI's RunAgentInput. Its tools
+// are the front-end's, offered to an agent whose spec takes a caller's
+// tools; its context and forwardedProps are the front-end's too, and
+// the agent's spec decides its prompt, so they are ignored.
 type aguiInput struct {
 	ThreadID string          `json:"threadId"`
 	RunID    string          `json:"runId"`
 	Messages []aguiMessage   `json:"messages"`
+	Tools    []aguiTool      `json:"tools"`
 	State    json.RawMessage `json:"state"`
 	Resume   []aguiResume    `json:"resume"`
 }
@@ -123,12 +125,21 @@ func (s *Server) agui(w http.ResponseWriter, r *http.Request) {
 	}
 	defer s.releaseStream()
 	sp := a.Spec()
-	st := newAGUIStream(&in, sp.AgentName+"@"+sp.Version, len(sp.Tools) == 0)
+	cr := aguiCallers(&sp, &in)
+	answers, err := in.answersOf()
+	if err != nil {
+		writeError(w, http.StatusBadRequest, "invalid_request", err.Error())
+		return
+	}
+	st := newAGUIStream(&in, sp.AgentName+"@"+sp.Version, len(sp.Tools) == 0 && len(cr.tools) == 0)
 	var done <-chan any
-	if len(in.Resume) > 0 {
+	switch {
+	case len(in.Resume) > 0:
 		done = s.aguiResume(w, r, name, &in, st)
-	} else {
-		done = s.aguiStart(w, r, a, &in, st)
+	case answers != nil:
+		done = s.aguiGoOn(w, r, a, &in, answers, st)
+	default:
+		done = s.aguiStart(w, r, a, &in, cr, st)
 	}
 	if done != nil {
 		st.stream(r.Context(), w, done, s.heartbeat)
@@ -140,7 +151,7 @@ func (s *Server) agui(w http.ResponseWriter, r *http.Request) {
 // holds for the thread, which the run starts from, or, for a thread it
 // does not hold yet, one made for it that starts from the input's
 // earlier messages. Nil when it answered why not.
-func (s *Server) aguiStart(w http.ResponseWriter, r *http.Request, a *agent.Agent, in *aguiInput, st *aguiStream) <-chan any {
+func (s *Server) aguiStart(w http.ResponseWriter, r *http.Request, a *agent.Agent, in *aguiInput, cr *callerRun, st *aguiStream) <-chan any {
 	msgs := make([]chatMessage, len(in.Messages))
 	for i, m := range in.Messages {
 		msgs[i] = m.chat()
@@ -154,6 +165,10 @@ func (s *Server) aguiStart(w http.ResponseWriter, r *http.Request, a *agent.Agen
 	l := &launch{agent: a, input: input, session: in.ThreadID, trace: traceOf(r), history: history,
 		metadata: map[string]string{"ag_ui_thread_id": in.ThreadID, "ag_ui_run_id": in.RunID}, listen: st.listener(),
 		begun: func(id string) { st.agentRun = id }} // before the run starts: its sub-runs' events are not its own
+	if perr := cr.arm(l); perr != nil {
+		writeError(w, http.StatusBadRequest, "invalid_request", perr.Error())
+		return nil
+	}
 	var done <-chan any
 	var rf *refusal
 	if s.joinSession(r.Context(), a, l) {

@@ -1,14 +1,13 @@
 package server
 
 import (
-	"encoding/json"
 	"fmt"
-	"os"
-	"os/exec"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/agentry/agentry/internal/testdb"
+	"github.com/agentry/agentry/store"
 )
 
 // TestAGUIHistory: a thread agentry does not hold yet starts from the
@@ -53,23 +52,38 @@ func TestAGUINodeClientHistory(t *testing.T) {
 	modules := testdb.NPM(t, "@ag-ui/client")
 	f := newFixture(t, Config{})
 	m := f.serveListener(t)
-	cmd := exec.Command("node", "testdata/agui-history.cjs", f.http.URL+"/ag-ui/listener")
-	cmd.Env = append(os.Environ(), "NODE_PATH="+modules)
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("node: %v\n%s", err, stderr.String())
-	}
 	var got struct{ Answers []any }
-	if err := json.Unmarshal(out, &got); err != nil {
-		t.Fatalf("%v: %s", err, out)
-	}
+	node(t, modules, nil, &got, "testdata/agui-history.cjs", f.http.URL+"/ag-ui/listener")
 	if fmt.Sprint(got.Answers) != "[Your name is Ada. Your name is Ada.]" {
 		t.Errorf("answers %v", got.Answers)
 	}
 	want := "system: Listen.|user: My name is Ada.|assistant: Hello, Ada.|user: What is my name?|assistant: Your name is Ada.|user: And again?"
 	if sent := strings.Join(m.sent(), "|"); sent != want {
 		t.Errorf("the second run was sent %s", sent)
+	}
+}
+
+// TestAGUINodeClientTools: the npm AG-UI client with a front-end tool,
+// against an agent that takes a caller's tools: the first run runs the
+// agent's own tool and hands the front-end's call back (its tool call
+// events, a success), the client runs it and runs again with its tool
+// message, and the same run goes on to its answer.
+func TestAGUINodeClientTools(t *testing.T) {
+	modules := testdb.NPM(t, "@ag-ui/client")
+	f := newFixture(t, Config{})
+	f.serveForecaster(t)
+	var got struct {
+		Calls, Outcomes []string
+		Result          any
+	}
+	node(t, modules, nil, &got, "testdata/agui-tools.cjs", f.http.URL+"/ag-ui/forecaster")
+	slices.Sort(got.Calls) // a turn's calls run in parallel
+	if strings.Join(got.Outcomes, ",") != "success,success" || got.Result != "Results: add=5; get_weather=sunny in Oslo" ||
+		strings.Join(got.Calls, " ") != `add{"a":2,"b":3} get_weather{"city":"Oslo"}` {
+		t.Errorf("%+v", got)
+	}
+	runs, err := f.st.List(t.Context(), store.Filter{Conversation: "thread-tools"})
+	if err != nil || len(runs) != 1 || runs[0].Status != store.Completed {
+		t.Errorf("the thread's runs: %+v %v; want one, completed", runs, err)
 	}
 }

@@ -165,7 +165,9 @@ func (st *aguiStream) handle(events []event.Event) {
 				st.paused[id] = true
 			}
 		case event.ToolCallEnd:
-			if e.Tool != nil && !st.paused[e.Tool.ID] && (!replay || st.answered[e.Tool.ID]) {
+			// A call that waits (for approval, or handed back to the
+			// front-end) has no result yet.
+			if e.Tool != nil && !st.paused[e.Tool.ID] && e.Tool.Status != "awaiting_approval" && (!replay || st.answered[e.Tool.ID]) {
 				st.emit("TOOL_CALL_RESULT", map[string]any{"messageId": st.id(e.Turn, "result/"+e.Tool.ID), "toolCallId": e.Tool.ID,
 					"role": "tool", "content": resultText(e.Tool)})
 			}
@@ -299,8 +301,10 @@ func (st *aguiStream) finish(res *agent.Result) {
 	case code != "":
 		st.emit("RUN_ERROR", map[string]any{"code": code, "message": message})
 		return
-	case status == store.AwaitingApproval:
+	case status == store.AwaitingApproval && len(interruptsOf(res)) > 0:
 		end["outcome"] = map[string]any{"type": "interrupt", "interrupts": interruptsOf(res)}
+	case status == store.AwaitingApproval:
+		end["outcome"] = map[string]any{"type": "success"} // the front-end runs the calls handed back, then goes on
 	case status == store.Aborted:
 		end["outcome"] = map[string]any{"type": "cancelled"}
 	default:
@@ -325,6 +329,9 @@ var approvalSchema = map[string]any{"type": "object", "required": []string{"appr
 func interruptsOf(res *agent.Result) []map[string]any {
 	out := make([]map[string]any, 0, len(res.Waiting))
 	for _, c := range res.Waiting {
+		if c.Rule == agent.RuleCaller {
+			continue // the front-end's tool's call: sent as a tool call, the front-end runs it
+		}
 		msg := fmt.Sprintf("%s (call %s) waits for a person's approval (policy.%s): approve or deny it", c.Tool, c.CallID, c.Rule)
 		if c.Rule == "" {
 			msg = fmt.Sprintf("%s (call %s) may have taken effect before the run stopped: approve to send it again, or deny it", c.Tool, c.CallID)

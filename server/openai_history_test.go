@@ -246,20 +246,10 @@ func TestAISDKHistory(t *testing.T) {
 	modules := testdb.NPM(t, "ai")
 	f := newFixture(t, Config{})
 	m := f.serveListener(t)
-	cmd := exec.Command("node", "testdata/ai-sdk-history.cjs", f.http.URL+"/v1", "listener")
-	cmd.Env = append(os.Environ(), "NODE_PATH="+modules)
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("node: %v\n%s", err, stderr.String())
-	}
 	var got struct{ Generated, Streamed, Error string }
-	if err := json.Unmarshal(out, &got); err != nil {
-		t.Fatalf("%v: %s", err, out)
-	}
+	node(t, modules, nil, &got, "testdata/ai-sdk-history.cjs", f.http.URL+"/v1", "listener")
 	if got.Generated != "Your name is Ada." || got.Streamed != "Your name is Ada." || got.Error != "" {
-		t.Errorf("%+v\n%s", got, stderr.String())
+		t.Errorf("%+v", got)
 	}
 	if sent := strings.Join(m.sent(), "|"); sent != "system: Listen.|user: My name is Ada.|assistant: Hello, Ada.|user: What is my name?" {
 		t.Errorf("the model was sent %s", sent)

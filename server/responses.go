@@ -474,21 +474,27 @@ func (o *responseOut) stream(ctx context.Context, w http.ResponseWriter, text *c
 			send("response.output_text.done", with(map[string]any{"text": answer, "logprobs": []any{}}))
 			send("response.content_part.done", with(map[string]any{"part": outputText(answer)}))
 			send("response.output_item.done", map[string]any{"output_index": 0, "item": o.message(answer, "completed")})
-			o.streamed = true
-			for i, c := range handedBack(res) {
-				o.sendCall(send, i+1, c)
-			}
-			obj := o.object(res, "")
-			switch obj["status"] {
-			case "completed":
-				send("response.completed", map[string]any{"response": obj})
-			case "failed":
-				send("response.failed", map[string]any{"response": obj})
-			default:
-				send("response.incomplete", map[string]any{"response": obj})
-			}
+			o.end(send, res)
 			return
 		}
+	}
+}
+
+// end streams the calls the run handed back, then the response as it
+// ended: completed, failed or incomplete.
+func (o *responseOut) end(send func(string, map[string]any) bool, res *agent.Result) {
+	o.streamed = true
+	for i, c := range handedBack(res) {
+		o.sendCall(send, i+1, c)
+	}
+	obj := o.object(res, "")
+	switch obj["status"] {
+	case "completed":
+		send("response.completed", map[string]any{"response": obj})
+	case "failed":
+		send("response.failed", map[string]any{"response": obj})
+	default:
+		send("response.incomplete", map[string]any{"response": obj})
 	}
 }
 
