@@ -1,9 +1,11 @@
 package server
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"strings"
 	"sync"
@@ -12,6 +14,7 @@ import (
 
 	"github.com/agentry/agentry/agent"
 	"github.com/agentry/agentry/event"
+	"github.com/agentry/agentry/internal/ids"
 	"github.com/agentry/agentry/spec"
 	"github.com/agentry/agentry/tool"
 )
@@ -205,6 +208,39 @@ func mcpNotAllowed(w http.ResponseWriter, r *http.Request) {
 // server's keys and cross-site guard, and the SDK's own protection
 // against DNS rebinding and cross-origin requests.
 func (s *Server) mcpHTTP() http.Handler {
-	return sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return s.MCP() },
-		&sdk.StreamableHTTPOptions{Stateless: true, PropagateRequestCancellation: true, CrossOriginProtection: http.NewCrossOriginProtection(), Logger: s.cfg.Logger})
+	return mcpSessions(sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return s.MCP() },
+		&sdk.StreamableHTTPOptions{Stateless: true, PropagateRequestCancellation: true, CrossOriginProtection: http.NewCrossOriginProtection(), Logger: s.cfg.Logger}))
+}
+
+// mcpSessions gives a client that initializes a session (protocol
+// 2025-11-25 and before) a session id, as that revision lets a server
+// do: one that names no state, so that every server of a deployment
+// accepts it, and a client is pinned to none of them. The requests that
+// carry it stand alone, as every request does here.
+func mcpSessions(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("Mcp-Session-Id") == "" && r.Body != nil {
+			data, err := io.ReadAll(r.Body) // bounded by the server's MaxBody
+			// The handler reads it again, and meets the same error (a body
+			// over the bound is refused as such).
+			r.Body = io.NopCloser(io.MultiReader(bytes.NewReader(data), erring{err}))
+			var msg struct {
+				Method string `json:"method"`
+			}
+			if err == nil && json.Unmarshal(data, &msg) == nil && msg.Method == "initialize" {
+				w.Header().Set("Mcp-Session-Id", ids.New("mcp"))
+			}
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// erring is a reader that fails with err (io.EOF when nil).
+type erring struct{ err error }
+
+func (f erring) Read([]byte) (int, error) {
+	if f.err == nil {
+		return 0, io.EOF
+	}
+	return 0, f.err
 }

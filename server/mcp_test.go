@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -274,5 +275,49 @@ func TestMCPServerCrossSite(t *testing.T) {
 		if code, body := f.do(t, method, "/mcp", "", ""); code != http.StatusMethodNotAllowed {
 			t.Errorf("%s /mcp: %d %v", method, code, body)
 		}
+	}
+}
+
+// TestMCPSessions: a client that initializes (protocol 2025-11-25) gets a
+// session id that names no state: another server accepts it as this one
+// does; a request that is not an initialize gets none; a body over the
+// server's bound is still refused as such.
+func TestMCPSessions(t *testing.T) {
+	f, other := mcpFixture(t), mcpFixture(t)
+	post := func(f *fixture, session, body string) *http.Response {
+		t.Helper()
+		req, _ := http.NewRequest("POST", f.http.URL+"/mcp", strings.NewReader(body))
+		req.Header.Set("Authorization", "Bearer run-key")
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		req.Header.Set("Mcp-Protocol-Version", "2025-11-25")
+		if session != "" {
+			req.Header.Set("Mcp-Session-Id", session)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		return resp
+	}
+	init := post(f, "", `{"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}}`)
+	session := init.Header.Get("Mcp-Session-Id")
+	if init.StatusCode != 200 || !strings.HasPrefix(session, "mcp_") {
+		t.Fatalf("initialize: %d, session %q", init.StatusCode, session)
+	}
+	list := `{"jsonrpc": "2.0", "id": 2, "method": "tools/list"}`
+	for name, srv := range map[string]*fixture{"this server": f, "another": other} {
+		if resp := post(srv, session, list); resp.StatusCode != 200 || resp.Header.Get("Mcp-Session-Id") != "" {
+			t.Errorf("%s: tools/list in the session: %d %v", name, resp.StatusCode, resp.Header)
+		}
+	}
+	if resp := post(f, "", list); resp.Header.Get("Mcp-Session-Id") != "" {
+		t.Errorf("a request that is not an initialize got a session %q", resp.Header.Get("Mcp-Session-Id"))
+	}
+	big := `{"jsonrpc": "2.0", "id": 3, "method": "initialize", "params": {"pad": "` + strings.Repeat("x", int(f.srv.cfg.MaxBody)) + `"}}`
+	if resp := post(f, "", big); resp.StatusCode != http.StatusRequestEntityTooLarge {
+		t.Errorf("a body over the bound: %d", resp.StatusCode)
 	}
 }

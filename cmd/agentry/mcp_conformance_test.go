@@ -39,6 +39,7 @@ func runSuite(t *testing.T, node, suite, revision string, args ...string) {
 	failed := len(regexp.MustCompile(`(?m)^✗ `).FindAllString(text, -1))
 	total := regexp.MustCompile(`(?m)^Total: .*$`).FindString(text)
 	t.Logf("%s: %d scenarios passed, %d failed (expected); checks: %s", revision, passed, failed, strings.TrimPrefix(total, "Total: "))
+	t.Logf("%s: failed: %s", revision, strings.Join(regexp.MustCompile(`(?m)^✗ .*$`).FindAllString(text, -1), "; "))
 	if err != nil || !strings.Contains(text, "Baseline check passed") {
 		t.Fatalf("the conformance suite: %v\n%s", err, text)
 	}
