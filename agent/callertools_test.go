@@ -176,3 +176,38 @@ func TestWithCallerTools(t *testing.T) {
 		t.Fatalf("resumed by the stored agent: %v %v", err, res.Result)
 	}
 }
+
+// A caller's instructions follow the agent's system prompt for one run:
+// the next run of its conversation does not start from them, and a
+// resume sends them again.
+func TestWithInstructions(t *testing.T) {
+	ctx := context.Background()
+	st := openStore(t, testdb.SQLite(t)).Store
+	model := &recorder{replies: []reply{answer("one"), calls(call("c1", "weather", `{}`)), answer("two")}}
+	a := newTestAgent(t, callerToolsSpec, model)
+	if _, err := a.Run(ctx, map[string]any{"task": "a"}, WithStore(st), WithConversation("c"), WithInstructions("Be brief.")); err != nil {
+		t.Fatal(err)
+	}
+	res, err := a.Run(ctx, map[string]any{"task": "b"}, WithStore(st), WithConversation("c"), WithInstructions("Be kind."))
+	if !errors.Is(err, ErrAwaitingApproval) {
+		t.Fatal(err)
+	}
+	if _, err := resumeRun(t, a, st, res.ID, CallerResult("c1", "sun")); err != nil {
+		t.Fatal(err)
+	}
+	for i, req := range model.reqs {
+		var system []string
+		for _, m := range req.Messages {
+			if m.Role == llm.RoleSystem {
+				system = append(system, m.Content)
+			}
+		}
+		want := "Help.|Be brief."
+		if i > 0 {
+			want = "Help.|Be kind."
+		}
+		if got := strings.Join(system, "|"); got != want {
+			t.Errorf("request %d's system messages %q; want %q", i, got, want)
+		}
+	}
+}

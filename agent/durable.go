@@ -324,6 +324,9 @@ func startedAs(db store.Store, l *runlog.Log) []RunOption {
 	if len(st.Images) > 0 {
 		opts = append(opts, WithImages(st.Images...))
 	}
+	if st.Instructions != "" {
+		opts = append(opts, WithInstructions(st.Instructions))
+	}
 	if st.Conversation != "" || len(st.History) > 0 { // it goes on from the history it started from
 		opts = append(opts, func(c *runConfig) {
 			e := c.more()

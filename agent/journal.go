@@ -155,7 +155,7 @@ func (j *runJournal) begin(ctx context.Context, s *Session) error {
 		start.FixedClock = r.fixed
 		var opts []journal.Option
 		if e := s.cfg.extra; e != nil {
-			start.Images = e.images
+			start.Images, start.Instructions = e.images, e.instructions
 			if e.driver != "" {
 				start.Driver = e.driver
 				opts = append(opts, journal.HeldAs(journal.DriverHolder(e.driver)))

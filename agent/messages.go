@@ -119,6 +119,17 @@ func (a *Agent) withHistory(msgs []llm.Message, input map[string]any) ([]llm.Mes
 	return out, probs
 }
 
+// instructed puts a caller's instructions after the system prompt, as a
+// system message of their own: a conversation's history, which starts
+// after the system messages, never holds them.
+func instructed(msgs []llm.Message, text string) []llm.Message {
+	at := 0
+	for at < len(msgs) && msgs[at].Role == llm.RoleSystem {
+		at++
+	}
+	return slices.Insert(msgs, at, llm.Message{Role: llm.RoleSystem, Content: text})
+}
+
 // attachImages puts images on the last user message of msgs, the task.
 func attachImages(msgs []llm.Message, images []llm.Image) error {
 	for i, im := range images {

@@ -53,6 +53,7 @@ type runExtra struct {
 	results      map[string]runlog.ToolResult // drive.Plan.Results
 	answers      map[string]string            // CallerResult, by key or call id until Resume binds them to results
 	toolChoice   string                       // WithToolChoice
+	instructions string                       // WithInstructions
 	deadline     time.Time                    // drive.Plan.Deadline
 	ranThrough   int                          // drive.Plan.RanThrough
 	ranSet       bool
@@ -174,6 +175,15 @@ func WithStore(st store.Store) RunOption { return func(c *runConfig) { c.store =
 // wants a call of a tool it runs itself (spec caller_tools) made at once.
 func WithToolChoice(choice string) RunOption {
 	return func(c *runConfig) { c.more().toolChoice = choice }
+}
+
+// WithInstructions gives the run a caller's instructions: a system
+// message after the agent's own system prompt (which stands), before
+// the spec's messages and any history. They are this run's: the next run
+// of its conversation does not start from them. A resume and a replay
+// send them again (the run's start record keeps them).
+func WithInstructions(text string) RunOption {
+	return func(c *runConfig) { c.more().instructions = text }
 }
 
 // WithLimits tightens the spec's budgets for this run (Noema's

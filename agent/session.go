@@ -118,6 +118,9 @@ func (a *Agent) NewSession(input map[string]any, opts ...RunOption) (*Session, e
 			return nil, err
 		}
 	}
+	if c.extra != nil && c.extra.instructions != "" {
+		msgs = instructed(msgs, c.extra.instructions)
+	}
 	s.bus.Init(c.bus)
 	if c.provider != nil {
 		s.provider = a.sessionChain(c.provider, c.store != nil)

@@ -50,6 +50,8 @@ type Start struct {
 	FixedClock bool   `json:"fixed_clock,omitempty"`
 	// Images are the run's task images (agent.WithImages).
 	Images []llm.Image `json:"images,omitempty"`
+	// Instructions are a caller's, for this run (agent.WithInstructions).
+	Instructions string `json:"instructions,omitempty"`
 	// Memory is what recall put into the system prompt, for a resume to
 	// put it back as it was (sealed when the memory is).
 	Memory string `json:"memory,omitempty"`

@@ -35,12 +35,16 @@ func (m *forecaster) Generate(_ context.Context, req *llm.Request) (*llm.Respons
 	m.mu.Unlock()
 	if last := req.Messages[len(req.Messages)-1]; last.Role == llm.RoleTool {
 		var got []string
+		brief := ""
 		for _, msg := range req.Messages {
-			if msg.Role == llm.RoleTool {
+			switch {
+			case msg.Role == llm.RoleTool:
 				got = append(got, msg.Name+"="+msg.Content)
+			case msg.Role == llm.RoleSystem && msg.Content == "Be brief.":
+				brief = " (brief)" // the caller's instructions reached the model
 			}
 		}
-		return &llm.Response{Content: "Results: " + strings.Join(got, "; ")}, nil
+		return &llm.Response{Content: "Results: " + strings.Join(got, "; ") + brief}, nil
 	}
 	return &llm.Response{Content: "Let me see.", ToolCalls: []llm.ToolCall{
 		{ID: "c_add", Name: "add", Arguments: json.RawMessage(`{"a":2,"b":3}`)},
@@ -66,7 +70,7 @@ func (f *fixture) serveForecaster(t *testing.T) *forecaster {
 	}
 	opts := []agent.Option{agent.WithProvider(m, "test"), agent.WithTools(reg)}
 	for _, sp := range []*spec.Spec{
-		{AgentName: "forecaster", Version: "v1", SystemText: "Forecast.", Tools: []string{"add"}, Callers: &spec.Callers{Tools: true}},
+		{AgentName: "forecaster", Version: "v1", SystemText: "Forecast.", Tools: []string{"add"}, Callers: &spec.Callers{Tools: true, Instructions: true}},
 		{AgentName: "sealed", Version: "v1", SystemText: "Forecast.", Tools: []string{"add"}},
 	} {
 		a, err := agent.New(sp, opts...)

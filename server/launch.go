@@ -34,6 +34,8 @@ type launch struct {
 	// history is what was said before the run, as the request gives it
 	// (a stateless protocol's earlier messages); nil: none.
 	history []llm.Message
+	// instructions are the caller's, for this run only; "": none.
+	instructions string
 	// choice is the tool choice of the run's model (WithToolChoice); "":
 	// the model's.
 	choice string
@@ -101,6 +103,9 @@ func (s *Server) runOptions(ctx context.Context, l *launch) []agent.RunOption {
 	}
 	if l.choice != "" {
 		opts = append(opts, agent.WithToolChoice(l.choice))
+	}
+	if l.instructions != "" {
+		opts = append(opts, agent.WithInstructions(l.instructions))
 	}
 	return opts
 }

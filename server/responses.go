@@ -47,6 +47,9 @@ func (s *Server) createResponse(w http.ResponseWriter, r *http.Request) {
 	}
 	o := &responseOut{model: req.Model, created: time.Now(), previous: req.PreviousResponseID, metadata: req.Metadata,
 		stored: req.Store == nil || *req.Store, background: req.Background}
+	if req.Instructions != nil {
+		o.instructions = *req.Instructions
+	}
 	var text *chunks
 	if req.Stream {
 		text = &chunks{ready: make(chan struct{}, 1)}
@@ -99,6 +102,9 @@ func (s *Server) startResponse(r *http.Request, req *responseRequest, a *agent.A
 		return nil, nil, err
 	}
 	l := &launch{agent: run, owned: owned, input: input, user: cmp.Or(req.User, req.SafetyIdentifier), trace: traceOf(r), metadata: req.Metadata, history: history}
+	if req.Instructions != nil {
+		l.instructions = *req.Instructions // checked: the spec takes them
+	}
 	if perr := cr.arm(l); perr != nil {
 		if l.owned {
 			l.agent.Close()
@@ -172,7 +178,7 @@ func (s *Server) responseConversation(ctx context.Context, req *responseRequest,
 	}
 	if len(l.history) > 0 {
 		return &refusal{http.StatusBadRequest, "unsupported_parameter",
-			"input: conversation " + id + " holds what was said before: send the new user message only (and no instructions)"}
+			"input: conversation " + id + " holds what was said before: send the new user message only"}
 	}
 	l.conversation = id
 	return nil
@@ -213,6 +219,7 @@ type responseOut struct {
 	id, model              string
 	created                time.Time
 	conversation, previous string
+	instructions           string
 	metadata               map[string]string
 	stored, background     bool
 	streamed               bool // its message was streamed: its output keeps it, empty or not
@@ -247,7 +254,7 @@ func (o *responseOut) object(res *agent.Result, status string) map[string]any {
 	}
 	obj := map[string]any{"id": o.id, "object": "response", "created_at": o.created.Unix(), "status": status,
 		"model": o.model, "output": output, "usage": usage, "error": errInfo, "incomplete_details": incomplete,
-		"instructions": nil, "metadata": meta, "parallel_tool_calls": true,
+		"instructions": nilIfEmpty(o.instructions), "metadata": meta, "parallel_tool_calls": true,
 		"previous_response_id": nilIfEmpty(o.previous), "store": o.stored, "background": o.background,
 		"text": map[string]any{"format": map[string]any{"type": "text"}}, "tool_choice": "auto", "tools": []any{},
 		"temperature": nil, "top_p": nil, "truncation": "disabled", "max_output_tokens": nil}
@@ -326,7 +333,7 @@ func (s *Server) responseRun(w http.ResponseWriter, r *http.Request) (store.Run,
 		return run, nil, nil, false
 	}
 	o := &responseOut{id: run.ID, model: run.Name, created: run.CreatedAt, conversation: run.Conversation,
-		previous: l.Start.HistoryOf, metadata: l.Start.Metadata, stored: true}
+		previous: l.Start.HistoryOf, instructions: l.Start.Instructions, metadata: l.Start.Metadata, stored: true}
 	return run, o, res, true
 }
 

@@ -79,8 +79,9 @@ func TestOpenAIAgentsSDK(t *testing.T) {
 
 // TestOpenAIAgentsSDKTools: the OpenAI Agents SDK for JS on its default
 // Responses model, with a function tool of its own, pointed at an agent
-// that takes a caller's tools: the call is handed back, the SDK runs it,
-// and the run goes on to its answer; by default, chained and streamed.
+// that takes a caller's tools and instructions: the call is handed back,
+// the SDK runs it, and the run goes on to its answer, the agent's
+// instructions sent to the model; by default, chained and streamed.
 func TestOpenAIAgentsSDKTools(t *testing.T) {
 	modules := testdb.NPM(t, "@openai/agents")
 	f := newFixture(t, Config{})
@@ -90,9 +91,10 @@ func TestOpenAIAgentsSDKTools(t *testing.T) {
 		Cities                   []string
 	}
 	node(t, modules, []string{"OPENAI_BASE_URL=" + f.http.URL + "/v1", "OPENAI_API_KEY=unused"}, &got, "testdata/openai-agents-tools.cjs", "forecaster")
-	want := "Results: add=5; get_weather=sunny in Oslo"
+	const results = "Results: add=5; get_weather=sunny in Oslo"
+	want := results + " (brief)" // the instructions reached the model each time
 	// The chained run's model was sent the first run's results too.
-	if got.Plain != want || got.Chained != want+"; add=5; get_weather=sunny in Oslo" || got.Streamed != want || len(got.Cities) != 3 {
+	if got.Plain != want || got.Chained != results+"; add=5; get_weather=sunny in Oslo (brief)" || got.Streamed != want || len(got.Cities) != 3 {
 		t.Errorf("%+v; want %q each time (after the first's, chained), the tool run by the SDK thrice", got, want)
 	}
 }

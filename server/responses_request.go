@@ -223,18 +223,14 @@ func (req *responseRequest) conversationID() (string, error) {
 }
 
 // turn is what the request asks a run: the history before its last user
-// message (the instructions first, when the spec takes them), and that
-// message as the run's input.
+// message, and that message as the run's input. Its instructions are the
+// run's own (launch.instructions), not history.
 func (req *responseRequest) turn(a *agent.Agent, sp *spec.Spec) ([]llm.Message, map[string]any, error) {
 	items, err := req.items()
 	if err != nil {
 		return nil, nil, err
 	}
 	var msgs []chatMessage
-	if req.Instructions != nil && *req.Instructions != "" {
-		content, _ := json.Marshal(*req.Instructions)
-		msgs = append(msgs, chatMessage{Role: "developer", Content: content})
-	}
 	for i, it := range items {
 		m, err := it.chat(fmt.Sprintf("input[%d]", i))
 		if err != nil {

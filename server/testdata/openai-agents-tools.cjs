@@ -1,7 +1,8 @@
 // The OpenAI Agents SDK for JS (@openai/agents) on its default model, the
 // Responses API, pointed at agentry (OPENAI_BASE_URL), with a function
 // tool of its own: agentry's agent hands the tool's call back, the SDK
-// runs it here and sends its output, and the run goes on to its answer.
+// runs it here and sends its output, and the run goes on to its answer;
+// the SDK sends the agent's instructions with every request, chained too.
 // Once as the SDK sends a run by default (the whole input each time),
 // once chained by previousResponseId, once streamed. It prints what it
 // got as one JSON line for the Go test to check.
@@ -29,7 +30,7 @@ async function main() {
       return `sunny in ${city}`;
     },
   });
-  const agent = new Agent({ name: "Forecaster", model, tools: [getWeather] });
+  const agent = new Agent({ name: "Forecaster", instructions: "Be brief.", model, tools: [getWeather] });
   const out = {};
   const plain = await run(agent, "Sum 2 and 3, and the weather in Oslo?");
   out.plain = plain.finalOutput;
