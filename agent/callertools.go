@@ -3,12 +3,14 @@ package agent
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"sort"
 	"strings"
 
 	"github.com/agentry/agentry/internal/journal"
 	"github.com/agentry/agentry/runlog"
+	"github.com/agentry/agentry/schema"
 	"github.com/agentry/agentry/spec"
 	"github.com/agentry/agentry/store"
 	"github.com/agentry/agentry/tool"
@@ -22,7 +24,10 @@ const RuleCaller = "caller"
 // callerTool is a tool of the spec's caller_tools: the model may call
 // it, and the run hands each call back to its caller instead of running
 // it (runJournal.handBack).
-type callerTool struct{ info tool.Info }
+type callerTool struct {
+	info tool.Info
+	args *schema.Schema // its parameters: a call's arguments are checked before it is handed back
+}
 
 func (t callerTool) Info() tool.Info { return t.info }
 
@@ -43,7 +48,12 @@ func (a *Agent) bindCallerTools() []string {
 		if len(info.Parameters) == 0 {
 			info.Parameters = json.RawMessage(`{"type":"object"}`)
 		}
-		if err := a.addBinding(&binding{tool: callerTool{info}}); err != nil {
+		args, err := schema.Compile(info.Parameters)
+		if err != nil {
+			problems = append(problems, fmt.Sprintf("caller_tools[%d] %q: parameters: %v", i, ts.Name, err))
+			continue
+		}
+		if err := a.addBinding(&binding{tool: callerTool{info, args}}); err != nil {
 			problems = append(problems, fmt.Sprintf("caller_tools[%d]: %v", i, err))
 		}
 	}
@@ -52,9 +62,21 @@ func (a *Agent) bindCallerTools() []string {
 
 // handBack hands a call of a caller's tool back to the run's caller: the
 // run pauses on it, as on a call held for approval, until a resume gives
-// its result (CallerResult) or denies it (Deny).
-func (j *runJournal) handBack(ctx context.Context, call *tool.Call) (tool.Output, error) {
+// its result (CallerResult) or denies it (Deny). A call whose arguments
+// do not match the tool's parameters is not handed back: the model is
+// told, as for a tool of its own, and may correct it.
+func (j *runJournal) handBack(ctx context.Context, call *tool.Call, t callerTool) (tool.Output, error) {
 	key := call.Key()
+	if err := t.args.ValidateJSON(call.Arguments); err != nil {
+		var ve *schema.ValidationError
+		probs := []string{err.Error()}
+		if errors.As(err, &ve) {
+			probs = ve.Strings()
+		}
+		ae := &tool.ArgumentError{Tool: call.Name, Problems: probs}
+		j.add(store.KindToolResult, call.Turn, key, journal.NewToolResult(call, tool.Output{}, ae, call.Started))
+		return tool.Output{}, ae
+	}
 	if approved, decided := j.r.s.cfg.decisions[key]; decided && !approved {
 		d := &tool.ErrorDetails{Type: "denied", Recoverable: false,
 			Message: fmt.Sprintf("the caller did not run %s (%s)", call.ID, call.Name)}

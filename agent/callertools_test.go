@@ -211,3 +211,23 @@ func TestWithInstructions(t *testing.T) {
 		}
 	}
 }
+
+// A call of a caller's tool whose arguments do not match its parameters
+// is not handed back: the model is told, as for a tool of its own, and
+// the corrected call is.
+func TestCallerToolArgumentsChecked(t *testing.T) {
+	ctx := context.Background()
+	st := openStore(t, testdb.SQLite(t))
+	model := &recorder{replies: []reply{
+		calls(call("c1", "weather", `{"city": 7}`)),
+		calls(call("c2", "weather", `{"city": "Oslo"}`)),
+	}}
+	a := newTestAgent(t, callerToolsSpec, model)
+	res, err := a.Run(ctx, map[string]any{"task": "weather"}, WithStore(st))
+	if !errors.Is(err, ErrAwaitingApproval) || len(res.Waiting) != 1 || res.Waiting[0].CallID != "c2" {
+		t.Fatalf("%v %+v; want the corrected call handed back", err, res.Waiting)
+	}
+	if obs := res.Steps[0].Observation; !strings.Contains(obs, "invalid_arguments") {
+		t.Fatalf("the model was shown %q; want the arguments refused", obs)
+	}
+}

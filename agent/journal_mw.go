@@ -314,8 +314,8 @@ func (j *runJournal) tool(ctx context.Context, call *tool.Call, next tool.Handle
 			return tool.Output{}, err
 		}
 	}
-	if _, caller := call.Tool.(callerTool); caller && j.w != nil {
-		return j.handBack(ctx, call)
+	if t, caller := call.Tool.(callerTool); caller && j.w != nil {
+		return j.handBack(ctx, call, t)
 	}
 	if class == tool.NonIdempotent && !intent && j.w != nil {
 		in := runlog.Intent{CallID: call.ID, Tool: call.Name, Arguments: string(j.r.hideArgs(call.Name, call.Arguments)), Idempotency: class, Deduplicates: call.Deduplicates(ctx)}

@@ -284,13 +284,13 @@ func (s *Server) interrupted(r *http.Request, name string, in *aguiInput) (store
 	waiting := l.Waiting()
 	var missing []string
 	for key := range waiting {
-		if !slices.Contains(ids, key) {
+		if !slices.Contains(ids, key) && l.Approvals[key].Rule != agent.RuleCaller { // a front-end's call is no interrupt
 			missing = append(missing, key)
 		}
 	}
 	for _, id := range ids {
-		if _, ok := waiting[id]; !ok {
-			return run, nil, http.StatusBadRequest, fmt.Errorf("resume: interrupt %q does not wait in run %s", id, run.ID)
+		if _, ok := waiting[id]; !ok || l.Approvals[id].Rule == agent.RuleCaller {
+			return run, nil, http.StatusBadRequest, fmt.Errorf("resume: interrupt %q does not wait in run %s (a call of the front-end's tool is answered with its tool message)", id, run.ID)
 		}
 	}
 	if len(missing) > 0 {

@@ -70,8 +70,7 @@ func TestAGUINodeClientHistory(t *testing.T) {
 // message, and the same run goes on to its answer.
 func TestAGUINodeClientTools(t *testing.T) {
 	modules := testdb.NPM(t, "@ag-ui/client")
-	f := newFixture(t, Config{})
-	f.serveForecaster(t)
+	f, _ := forecasterFixture(t, Config{})
 	var got struct {
 		Calls, Outcomes []string
 		Result          any

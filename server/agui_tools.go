@@ -63,19 +63,19 @@ func (in *aguiInput) answersOf() (map[string]string, error) {
 func (s *Server) aguiGoOn(w http.ResponseWriter, r *http.Request, a *agent.Agent, in *aguiInput, answers map[string]string, st *aguiStream) <-chan any {
 	runID, err := s.threadRun(r.Context(), in.ThreadID)
 	if err != nil {
-		writeError(w, http.StatusBadRequest, "invalid_request", err.Error())
+		writeError(w, http.StatusNotFound, "not_found", err.Error())
 		return nil
 	}
 	if answers, err = s.waitedFor(r.Context(), runID, answers); err != nil {
 		writeError(w, http.StatusBadRequest, "invalid_request", err.Error())
 		return nil
 	}
+	st.agentRun, st.replayTurn = runID, -1 // before the run goes on: its events come at once
 	_, done, rf := s.goOn(r.Context(), a, &callerRun{goesOn: runID, answers: answers}, st.listener())
 	if rf != nil {
 		rf.write(w, writeError)
 		return nil
 	}
-	st.agentRun, st.replayTurn = runID, -1
 	return done
 }
 
@@ -100,15 +100,22 @@ func (s *Server) waitedFor(ctx context.Context, runID string, answers map[string
 	return out, nil
 }
 
-// threadRun is the latest run of the thread's conversation: the one a
-// front-end's tool results answer.
+// threadRun is the latest run of the thread's conversation, the
+// caller's: the one a front-end's tool results answer. Another user's
+// thread answers as one without such a run.
 func (s *Server) threadRun(ctx context.Context, thread string) (string, error) {
-	runs, err := s.cfg.Store.List(ctx, store.Filter{Conversation: thread, Limit: 1})
-	if err == nil && len(runs) == 0 {
-		err = fmt.Errorf("thread %s has no run that handed calls back: a run starts from a user's message", thread)
+	none := fmt.Errorf("thread %s has no run of yours that handed calls back: a run starts from a user's message", thread)
+	cs, ok := s.cfg.Store.(store.Conversations)
+	if !ok {
+		return "", none
 	}
-	if err != nil {
-		return "", err
+	conv, err := cs.Conversation(ctx, thread)
+	if err != nil || conv.User != callerOf(ctx).user {
+		return "", none
+	}
+	runs, err := s.cfg.Store.List(ctx, store.Filter{Conversation: thread, Limit: 1})
+	if err != nil || len(runs) == 0 {
+		return "", none
 	}
 	return runs[0].ID, nil
 }

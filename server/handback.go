@@ -20,6 +20,7 @@ import (
 
 	"github.com/agentry/agentry/agent"
 	"github.com/agentry/agentry/llm"
+	"github.com/agentry/agentry/spec"
 	"github.com/agentry/agentry/store"
 )
 
@@ -126,21 +127,17 @@ func (cr *callerRun) arm(l *launch) *paramError {
 		return nil
 	case "none", "required":
 	default:
-		if !hasTool(l.agent, cr.choice) {
-			return refuseParam("tool_choice", "%q: neither the agent nor the request has this tool", cr.choice)
+		// A caller names one of its own tools: the agent's own are the
+		// agent's to call, never a caller's to force.
+		if !slices.ContainsFunc(cr.tools, func(t llm.ToolSpec) bool { return t.Name == cr.choice }) {
+			return refuseParam("tool_choice", "%q: not a tool of the request's (a caller forces a call of its own tools only)", cr.choice)
 		}
+	}
+	if m := l.agent.Mode(); m != "" && m != spec.ModeTools {
+		return refuseParam("tool_choice", "a %s agent's model is not given tools to choose from", m)
 	}
 	l.choice = cr.choice
 	return nil
-}
-
-func hasTool(a *agent.Agent, name string) bool {
-	for _, t := range a.Tools() {
-		if t.Name == name {
-			return true
-		}
-	}
-	return false
 }
 
 // answering reads the tool results that end a request (results, each

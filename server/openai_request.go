@@ -158,8 +158,8 @@ func (req *chatRequest) callers(sp *spec.Spec) (*callerRun, error) {
 	switch {
 	case given && !sp.TakesTools():
 		return nil, refuseParam("tools", "the agent's tools are its spec's: its spec takes no tools from a client (callers.tools)")
-	case forcing(req.ToolChoice) && !sp.TakesTools():
-		return nil, refuseParam("tool_choice", "a run of this agent cannot be made to call a tool: its spec takes no tools from a client (callers.tools)")
+	case cr.choice != "" && cr.choice != "auto" && !sp.TakesTools():
+		return nil, refuseParam("tool_choice", "%q: a run of this agent chooses its own tools: its spec takes none from a client (callers.tools)", cr.choice)
 	case given:
 		if cr.tools, err = callerTools(req.Tools, false); err != nil {
 			return nil, err

@@ -14,6 +14,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"net/http"
 	"strings"
 	"time"
@@ -50,6 +51,10 @@ func (s *Server) createResponse(w http.ResponseWriter, r *http.Request) {
 	if req.Instructions != nil {
 		o.instructions = *req.Instructions
 	}
+	o.tools, o.toolChoice = req.Tools, req.ToolChoice
+	if req.Text != nil && req.Text.Format != nil {
+		o.format = req.Text.Format
+	}
 	var text *chunks
 	if req.Stream {
 		text = &chunks{ready: make(chan struct{}, 1)}
@@ -57,7 +62,11 @@ func (s *Server) createResponse(w http.ResponseWriter, r *http.Request) {
 	var done <-chan any
 	var rf *refusal
 	if cr.goesOn != "" {
+		// The calls' results go on with the same response: one run.
 		o.id = cr.goesOn
+		if o.previous == o.id {
+			o.previous = ""
+		}
 		if text != nil {
 			text.runID = o.id
 		}
@@ -220,10 +229,12 @@ type responseOut struct {
 	created                time.Time
 	conversation, previous string
 	instructions           string
+	// What the request asked, answered back as it asked it.
+	tools, toolChoice json.RawMessage
+	format            *textFormat
 	metadata               map[string]string
 	stored, background     bool
-	streamed               bool // its message was streamed: its output keeps it, empty or not
-	seq                    int  // the stream's next sequence number
+	seq                    int // the stream's next sequence number
 }
 
 // object is the response object of the run's Result (nil: it has none
@@ -238,7 +249,7 @@ func (o *responseOut) object(res *agent.Result, status string) map[string]any {
 		usage["input_tokens"], usage["output_tokens"], usage["total_tokens"] = u.PromptTokens, u.CompletionTokens, u.TotalTokens
 		status, errInfo, incomplete = responseStatus(res)
 		calls := handedBack(res)
-		if text := answerText(res); text != "" || status == "completed" && (len(calls) == 0 || o.streamed) {
+		if text := answerText(res); text != "" || status == "completed" && len(calls) == 0 {
 			output = append(output, o.message(text, "completed"))
 		}
 		for _, c := range calls {
@@ -256,10 +267,14 @@ func (o *responseOut) object(res *agent.Result, status string) map[string]any {
 		"model": o.model, "output": output, "usage": usage, "error": errInfo, "incomplete_details": incomplete,
 		"instructions": nilIfEmpty(o.instructions), "metadata": meta, "parallel_tool_calls": true,
 		"previous_response_id": nilIfEmpty(o.previous), "store": o.stored, "background": o.background,
-		"text": map[string]any{"format": map[string]any{"type": "text"}}, "tool_choice": "auto", "tools": []any{},
+		"text": map[string]any{"format": map[string]any{"type": "text"}},
+		"tool_choice": rawOr(o.toolChoice, "auto"), "tools": rawOr(o.tools, []any{}),
 		"temperature": nil, "top_p": nil, "truncation": "disabled", "max_output_tokens": nil}
 	if o.conversation != "" {
 		obj["conversation"] = map[string]any{"id": o.conversation}
+	}
+	if o.format != nil {
+		obj["text"] = map[string]any{"format": o.format}
 	}
 	return obj
 }
@@ -306,6 +321,14 @@ func responseStatus(res *agent.Result) (status string, errInfo, incomplete any) 
 		return "failed", map[string]any{"code": res.Error.Code, "message": res.Error.Message}, nil
 	}
 	return "completed", nil, nil
+}
+
+// rawOr is raw as it is, or def when it is absent.
+func rawOr(raw json.RawMessage, def any) any {
+	if len(raw) == 0 || string(raw) == "null" {
+		return def
+	}
+	return raw
 }
 
 func nilIfEmpty(s string) any {
@@ -431,22 +454,21 @@ func (o *responseOut) stream(ctx context.Context, w http.ResponseWriter, text *c
 		rc.SetWriteDeadline(time.Now().Add(writeTimeout))
 		return rc.Flush() == nil
 	}
-	item := map[string]any{"item_id": "msg_" + o.id, "output_index": 0, "content_index": 0}
-	with := func(more map[string]any) map[string]any {
-		out := map[string]any{}
-		for k, v := range item {
-			out[k] = v
-		}
-		for k, v := range more {
-			out[k] = v
-		}
-		return out
-	}
+	with := o.inMessage
 	if !send("response.created", map[string]any{"response": o.object(nil, "in_progress")}) ||
-		!send("response.in_progress", map[string]any{"response": o.object(nil, "in_progress")}) ||
-		!send("response.output_item.added", map[string]any{"output_index": 0, "item": o.message("", "in_progress")}) ||
-		!send("response.content_part.added", with(map[string]any{"part": outputText("")})) {
+		!send("response.in_progress", map[string]any{"response": o.object(nil, "in_progress")}) {
 		return
+	}
+	// The message opens with its first text: a response whose output is
+	// calls handed back has none, as its object has none.
+	opened := false
+	open := func() bool {
+		if opened {
+			return true
+		}
+		opened = true
+		return send("response.output_item.added", map[string]any{"output_index": 0, "item": o.message("", "in_progress")}) &&
+			send("response.content_part.added", with(map[string]any{"part": outputText("")}))
 	}
 	var sent string
 	deltas := func(pieces []piece) bool {
@@ -455,7 +477,7 @@ func (o *responseOut) stream(ctx context.Context, w http.ResponseWriter, text *c
 				continue // a thought is not the answer
 			}
 			sent += p.text
-			if !send("response.output_text.delta", with(map[string]any{"delta": p.text, "logprobs": []any{}})) {
+			if !open() || !send("response.output_text.delta", with(map[string]any{"delta": p.text, "logprobs": []any{}})) {
 				return false
 			}
 		}
@@ -475,24 +497,39 @@ func (o *responseOut) stream(ctx context.Context, w http.ResponseWriter, text *c
 				return
 			}
 			answer := answerText(res)
-			if rest, ok := strings.CutPrefix(answer, sent); ok && rest != "" {
-				deltas([]piece{{text: rest}})
+			if answer != "" || opened || len(handedBack(res)) == 0 {
+				if rest, ok := strings.CutPrefix(answer, sent); ok && rest != "" {
+					deltas([]piece{{text: rest}})
+				}
+				open()
+				send("response.output_text.done", with(map[string]any{"text": answer, "logprobs": []any{}}))
+				send("response.content_part.done", with(map[string]any{"part": outputText(answer)}))
+				send("response.output_item.done", map[string]any{"output_index": 0, "item": o.message(answer, "completed")})
 			}
-			send("response.output_text.done", with(map[string]any{"text": answer, "logprobs": []any{}}))
-			send("response.content_part.done", with(map[string]any{"part": outputText(answer)}))
-			send("response.output_item.done", map[string]any{"output_index": 0, "item": o.message(answer, "completed")})
-			o.end(send, res)
+			o.end(send, res, opened)
 			return
 		}
 	}
 }
 
-// end streams the calls the run handed back, then the response as it
-// ended: completed, failed or incomplete.
-func (o *responseOut) end(send func(string, map[string]any) bool, res *agent.Result) {
-	o.streamed = true
+// inMessage is an event's fields about the message's text: its item, and
+// more.
+func (o *responseOut) inMessage(more map[string]any) map[string]any {
+	out := map[string]any{"item_id": "msg_" + o.id, "output_index": 0, "content_index": 0}
+	maps.Copy(out, more)
+	return out
+}
+
+// end streams the calls the run handed back (after the message, when
+// one was sent), then the response as it ended: completed, failed or
+// incomplete.
+func (o *responseOut) end(send func(string, map[string]any) bool, res *agent.Result, message bool) {
+	first := 0
+	if message {
+		first = 1
+	}
 	for i, c := range handedBack(res) {
-		o.sendCall(send, i+1, c)
+		o.sendCall(send, first+i, c)
 	}
 	obj := o.object(res, "")
 	switch obj["status"] {

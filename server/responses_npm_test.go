@@ -84,8 +84,7 @@ func TestOpenAIAgentsSDK(t *testing.T) {
 // instructions sent to the model; by default, chained and streamed.
 func TestOpenAIAgentsSDKTools(t *testing.T) {
 	modules := testdb.NPM(t, "@openai/agents")
-	f := newFixture(t, Config{})
-	f.serveForecaster(t)
+	f, _ := forecasterFixture(t, Config{})
 	var got struct {
 		Plain, Chained, Streamed string
 		Cities                   []string

@@ -162,8 +162,10 @@ func (req *responseRequest) callers(sp *spec.Spec) (*callerRun, error) {
 	switch {
 	case given && !sp.TakesTools():
 		return nil, refuseParam("tools", "the agent's tools are its spec's: its spec takes no tools from a client (callers.tools)")
-	case forcing(req.ToolChoice) && !sp.TakesTools():
-		return nil, refuseParam("tool_choice", "a run of this agent cannot be made to call a tool: its spec takes no tools from a client (callers.tools)")
+	case cr.choice != "" && cr.choice != "auto" && !sp.TakesTools():
+		return nil, refuseParam("tool_choice", "%q: a run of this agent chooses its own tools: its spec takes none from a client (callers.tools)", cr.choice)
+	case given && req.Store != nil && !*req.Store:
+		return nil, refuseParam("store", "a run that hands calls back is stored, to go on when their results come")
 	case given:
 		if cr.tools, err = callerTools(req.Tools, true); err != nil {
 			return nil, err

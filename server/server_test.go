@@ -81,7 +81,8 @@ func newFixture(t *testing.T, c Config) *fixture {
 		t.Fatal(err)
 	}
 	c.Store, c.Agents = st, reg
-	c.AgentOptions = append(c.AgentOptions, agent.WithProvider(script.Model(), "scripted"), tools)
+	// The caller's options come after the fixture's: theirs win.
+	c.AgentOptions = append([]agent.Option{agent.WithProvider(script.Model(), "scripted"), tools}, c.AgentOptions...)
 	f.srv, err = New(c)
 	if err != nil {
 		t.Fatal(err)

@@ -290,8 +290,8 @@ func (s *Spec) checkTools(c *checker) {
 // once each and apart from the agent's own, their parameters a schema
 // of an object, in a mode whose model calls tools.
 func (s *Spec) checkCallerTools(c *checker) {
-	if len(s.CallerTools) > 0 && s.mode() != ModeTools && s.mode() != ModeReAct {
-		c.bad("caller_tools: mode %s calls no tools (tools or react do)", s.mode())
+	if (len(s.CallerTools) > 0 || s.TakesTools()) && s.mode() != ModeTools && s.mode() != ModeReAct {
+		c.bad("caller_tools, callers.tools: mode %s calls no tools (tools or react do)", s.mode())
 	}
 	for i, t := range s.CallerTools {
 		switch {
