@@ -230,11 +230,11 @@ type responseOut struct {
 	conversation, previous string
 	instructions           string
 	// What the request asked, answered back as it asked it.
-	tools, toolChoice json.RawMessage
-	format            *textFormat
-	metadata               map[string]string
-	stored, background     bool
-	seq                    int // the stream's next sequence number
+	tools, toolChoice  json.RawMessage
+	format             *textFormat
+	metadata           map[string]string
+	stored, background bool
+	seq                int // the stream's next sequence number
 }
 
 // object is the response object of the run's Result (nil: it has none
@@ -267,7 +267,7 @@ func (o *responseOut) object(res *agent.Result, status string) map[string]any {
 		"model": o.model, "output": output, "usage": usage, "error": errInfo, "incomplete_details": incomplete,
 		"instructions": nilIfEmpty(o.instructions), "metadata": meta, "parallel_tool_calls": true,
 		"previous_response_id": nilIfEmpty(o.previous), "store": o.stored, "background": o.background,
-		"text": map[string]any{"format": map[string]any{"type": "text"}},
+		"text":        map[string]any{"format": map[string]any{"type": "text"}},
 		"tool_choice": rawOr(o.toolChoice, "auto"), "tools": rawOr(o.tools, []any{}),
 		"temperature": nil, "top_p": nil, "truncation": "disabled", "max_output_tokens": nil}
 	if o.conversation != "" {
