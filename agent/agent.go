@@ -521,6 +521,17 @@ func (a *Agent) WithCallerTools(tools ...llm.ToolSpec) (*Agent, error) {
 	return build(sp, a.o)
 }
 
+// UsesModel reports whether name names the model the agent runs: its
+// model_name, or the same model written another way (a scripted model's
+// file by another path, a relative one read from the working
+// directory).
+func (a *Agent) UsesModel(name string) bool {
+	if name == a.modelName {
+		return true
+	}
+	return a.modelName != "" && llm.Resolve(name, llm.Config{BaseURL: a.modelAt.BaseURL}) == llm.Resolve(a.modelName, a.modelAt)
+}
+
 // Name returns the agent's name.
 func (a *Agent) Name() string { return a.spec.AgentName }
 

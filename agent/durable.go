@@ -423,6 +423,25 @@ func (a *Agent) script() playsFrom {
 	return f
 }
 
+// freshScript is a player of the agent's script from its first turn,
+// when the spec names a scripted model (and no fallback): each run that
+// is part of none plays the script anew, as a run of the binary does,
+// whatever ran before it or beside it (a server's runs of one agent
+// among them). A run that is part of another (a pipeline's stage, a
+// sub-agent) goes on with the script where the agent's runs left it, so
+// that a stage run again plays its next turns. A scripted model given in
+// code (WithProvider) is the one player its giver made, shared by the
+// agent's runs.
+func (a *Agent) freshScript() llm.Provider {
+	if a.o.provider != nil || len(a.models) != 1 {
+		return nil
+	}
+	if f, ok := a.models[0].(playsFrom); ok {
+		return f.From(0)
+	}
+	return nil
+}
+
 // traceKey is what a run is sampled by: its trace id, else its run id.
 func (s *Session) traceKey() string {
 	if id := s.cfg.info.TraceID; id != "" {

@@ -124,6 +124,8 @@ func (a *Agent) NewSession(input map[string]any, opts ...RunOption) (*Session, e
 	s.bus.Init(c.bus)
 	if c.provider != nil {
 		s.provider = a.sessionChain(c.provider, c.store != nil)
+	} else if p := a.freshScript(); p != nil && c.info.ParentRunID == "" && c.parent == nil {
+		s.provider = a.sessionChain(p, c.store != nil)
 	}
 	for i := range c.onEvent {
 		l := &c.onEvent[i]

@@ -41,6 +41,23 @@ type Driver struct {
 	// nil says every model calls tools, takes a schema and streams, and
 	// takes no images.
 	Capabilities func(model string) Capabilities
+	// Resolve is the model id as cfg finds it (a file's absolute path,
+	// for a provider that reads one), so that two names of one model
+	// compare equal; nil: the id as written.
+	Resolve func(model string, cfg Config) string
+}
+
+// Resolve is name as cfg finds it, "provider:model", the model id
+// resolved by its provider (a scripted model's file, by its absolute
+// path): two names that resolve alike name one model. A name whose
+// provider is unknown is itself.
+func Resolve(name string, cfg Config) string {
+	provider, model := ParseModel(name)
+	d, ok := drivers.Get(provider)
+	if !ok || d.Resolve == nil {
+		return name
+	}
+	return provider + ":" + d.Resolve(model, cfg)
 }
 
 // Info is what agentry knows of the model name stands for: its provider's

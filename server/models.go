@@ -33,11 +33,11 @@ var errSpecModelRefused = errors.New(`an inline spec names a model this server d
 // worker on Temporal builds the same agent from the same name.
 func (s *Server) servedWith(a *agent.Agent, model string) (*agent.Agent, bool, int, error) {
 	sp := a.Spec()
+	if a.UsesModel(model) {
+		return a, false, 0, nil // its own model, by whatever name
+	}
 	if !s.allowedFor(&sp, model) {
 		return nil, false, http.StatusBadRequest, errModelRefused
-	}
-	if model == sp.ModelName {
-		return a, false, 0, nil
 	}
 	b, err := agent.New(&sp, append(slices.Clip(s.cfg.AgentOptions), agent.WithModel(model))...)
 	if err != nil {

@@ -139,13 +139,12 @@ func TestViewerRun(t *testing.T) {
 
 // TestViewerList: the list filters by status and agent (and says so in
 // its link), sorts by a column, and pages by the API's cursor. (The
-// second trip fails: the agent's scripted model has three turns, which
-// the first run plays.)
+// second trip is cut short by its cost budget: fewer tokens.)
 func TestViewerList(t *testing.T) {
 	f, _ := newViewerFixture(t, nil)
 	var trips []string
-	for range 2 {
-		_, res := f.do(t, "POST", "/v1/runs?wait=true", "", `{"agent": "trip", "input": {"task": "Lisbon"}}`)
+	for _, input := range []string{`{"task": "Lisbon"}`, `{"task": "Lisbon", "constraints": {"maxCost": 0.0000001}}`} {
+		_, res := f.do(t, "POST", "/v1/runs?wait=true", "", `{"agent": "trip", "input": `+input+`}`)
 		trips = append(trips, res["id"].(string))
 	}
 	_, paused := f.do(t, "POST", "/v1/runs?wait=true", "", `{"agent": "approve", "input": {"task": "2.0.0"}}`)

@@ -463,14 +463,23 @@ func init() {
 		if model == "" {
 			return nil, errors.New("scripted model: the model name must be scripted:PATH")
 		}
-		path := model
-		if !filepath.IsAbs(path) && cfg.Dir != "" {
-			path = filepath.Join(cfg.Dir, path)
-		}
-		s, err := Load(path)
+		s, err := Load(scriptPath(model, cfg))
 		if err != nil {
 			return nil, err
 		}
 		return s.Model(), nil
+	}, Resolve: func(model string, cfg llm.Config) string {
+		if abs, err := filepath.Abs(scriptPath(model, cfg)); err == nil {
+			return abs
+		}
+		return model
 	}})
+}
+
+// scriptPath is the script file a model id names: relative to cfg.Dir.
+func scriptPath(model string, cfg llm.Config) string {
+	if !filepath.IsAbs(model) && cfg.Dir != "" {
+		return filepath.Join(cfg.Dir, model)
+	}
+	return model
 }

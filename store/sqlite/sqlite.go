@@ -21,6 +21,7 @@ import (
 
 	_ "modernc.org/sqlite" // the database/sql driver "sqlite"
 
+	"github.com/agentry/agentry/internal/ids"
 	"github.com/agentry/agentry/memory"
 	"github.com/agentry/agentry/store"
 	"github.com/agentry/agentry/store/sqlstore"
@@ -37,7 +38,9 @@ var uriPath = strings.NewReplacer("%", "%25", "?", "%3F", "#", "%23")
 // store at path and brings its schema up to date. The *sqlstore.DB it
 // returns is the run store (a store.Store), a memory backend (a
 // memory.Backend) and a prompt store (its Prompts method) over that
-// file; Close it when done. ":memory:" opens a database in the process.
+// file; Close it when done. ":memory:" opens a database in the process,
+// its own, kept until Close: nothing is written to disk, and all of it
+// is gone at Close (for tests and demos).
 func Open(ctx context.Context, path string) (*sqlstore.DB, error) {
 	if path == "" {
 		return nil, fmt.Errorf("store (sqlite): empty path")
@@ -61,12 +64,26 @@ func Open(ctx context.Context, path string) (*sqlstore.DB, error) {
 	q.Set("_txlock", "immediate")
 	// The path in a file: URI is escaped, else a '#' or '?' in it would
 	// end it there, and another file would be opened.
-	db, err := sql.Open("sqlite", "file:"+uriPath.Replace(path)+"?"+q.Encode())
+	dsn := "file:" + uriPath.Replace(path) + "?" + q.Encode()
+	if path == ":memory:" {
+		// SQLite's memdb: one database in the process that every
+		// connection of the pool shares (a plain :memory: is one database
+		// per connection), locked as a file is (its journal in memory:
+		// WAL needs a file). Named uniquely, it is this store's alone.
+		dsn = "file:/agentry-" + ids.New("mem") + "?vfs=memdb&" + q.Encode()
+	}
+	db, err := sql.Open("sqlite", dsn)
 	if err != nil {
 		return nil, fmt.Errorf("store (sqlite) %s: %w", path, err)
 	}
+	var keep *sql.Conn
 	if path == ":memory:" {
-		db.SetMaxOpenConns(1) // each connection would be its own database
+		// memdb frees a database with its last connection: one is held
+		// until Close, whatever the pool closes.
+		if keep, err = db.Conn(ctx); err != nil {
+			db.Close()
+			return nil, fmt.Errorf("store (sqlite) %s: %w", path, err)
+		}
 	}
 	if err := db.PingContext(ctx); err != nil {
 		db.Close()
@@ -76,7 +93,9 @@ func Open(ctx context.Context, path string) (*sqlstore.DB, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w (file %s)", err, path)
 	}
-	if path != ":memory:" {
+	if keep != nil {
+		s.AtClose(keep.Close)
+	} else {
 		tightenSidecars(path)
 	}
 	return s, nil

@@ -3,6 +3,7 @@ package sqlite_test
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -32,6 +33,30 @@ func TestConformance(t *testing.T) {
 		}
 		return s
 	})
+}
+
+// The in-process database meets the same contract, shared by every
+// connection of the pool, and each store opened so is its own.
+func TestConformanceInMemory(t *testing.T) {
+	storetest.Run(t, func(t *testing.T) store.Store {
+		s, err := sqlite.Open(context.Background(), ":memory:")
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { s.Close() })
+		return s
+	})
+	ctx := context.Background()
+	a, _ := sqlite.Open(ctx, ":memory:")
+	b, _ := sqlite.Open(ctx, ":memory:")
+	defer a.Close()
+	defer b.Close()
+	if err := a.Create(ctx, store.Run{ID: "run_a", Kind: "agent", Name: "adder", Status: store.Running}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.Get(ctx, "run_a"); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("another in-memory store sees the run: %v", err)
+	}
 }
 
 func TestReopenKeepsRunsAndSchema(t *testing.T) {

@@ -32,6 +32,22 @@ func (s *DB) insertStmt(ctx context.Context, n int) (*sql.Stmt, error) {
 	return st, nil
 }
 
+// readyInserts prepares the INSERTs n records take, before a write
+// begins: preparing takes a connection of its own, which a database that
+// locks readers out while it writes (SQLite in memory) would not give
+// the transaction that waits for it.
+func (s *DB) readyInserts(ctx context.Context, n int) error {
+	for _, size := range []int{min(n, rowsPerInsert), n % rowsPerInsert} {
+		if size == 0 {
+			continue
+		}
+		if _, err := s.insertStmt(ctx, size); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 func (s *DB) insertSQL(n int) string {
 	var b strings.Builder
 	b.WriteString(`INSERT INTO agentry_log (run_id, kind, format, turn, call_key, at, data) VALUES `)
@@ -49,6 +65,9 @@ func (s *DB) insertSQL(n int) string {
 func (s *DB) Append(ctx context.Context, w store.Write) error {
 	if w.Status != "" && (!w.Status.Valid() || w.Status == store.Interrupted) {
 		return fmt.Errorf("store: append to run %s: status %q cannot be written", w.RunID, w.Status)
+	}
+	if err := s.readyInserts(ctx, len(w.Records)); err != nil {
+		return fmt.Errorf("store: append to run %s: %w", w.RunID, err)
 	}
 	tx, done, err := s.beginWrite(ctx)
 	if err != nil {

@@ -225,6 +225,7 @@ type DB struct {
 	bg       sync.WaitGroup // background work (afterDelete's retries)
 	queries  sync.Map       // query text with ? → the dialect's text
 	inserts  sync.Map       // number of records → prepared INSERT
+	atClose  []func() error // AtClose
 }
 
 // What DB promises to be.
@@ -259,8 +260,16 @@ func (s *DB) Close() error {
 		v.(*sql.Stmt).Close()
 		return true
 	})
+	for _, f := range s.atClose {
+		f()
+	}
 	return s.db.Close()
 }
+
+// AtClose has Close call f before it closes the database: a backend's
+// own resource that lives as long as the store (a connection that keeps
+// an in-memory database alive).
+func (s *DB) AtClose(f func() error) { s.atClose = append(s.atClose, f) }
 
 // SQL returns the database the store wraps, for a backend's own tests
 // and tools. Statements run on it bypass the store's checks.
