@@ -61,7 +61,12 @@ func (s *DB) insertSQL(n int) string {
 }
 
 // Append applies a write in one transaction, after checking that its
-// holder still holds the run.
+// holder still holds the run. With Dialect.SerialWrites the writes that
+// wait for the process's write turn are committed together: the one
+// that takes the turn commits every write waiting then, each in a
+// savepoint of one transaction (a write that fails is rolled back alone),
+// and each returns once that transaction committed (group commit: one
+// commit for many runs' writes, none returned before it is durable).
 func (s *DB) Append(ctx context.Context, w store.Write) error {
 	if w.Status != "" && (!w.Status.Valid() || w.Status == store.Interrupted) {
 		return fmt.Errorf("store: append to run %s: status %q cannot be written", w.RunID, w.Status)
@@ -69,12 +74,28 @@ func (s *DB) Append(ctx context.Context, w store.Write) error {
 	if err := s.readyInserts(ctx, len(w.Records)); err != nil {
 		return fmt.Errorf("store: append to run %s: %w", w.RunID, err)
 	}
+	if s.writer != nil {
+		return s.appendInGroup(ctx, &w)
+	}
 	tx, done, err := s.beginWrite(ctx)
 	if err != nil {
 		return fmt.Errorf("store: append to run %s: %w", w.RunID, err)
 	}
 	defer done()
 	defer tx.Rollback()
+	if err := s.apply(ctx, tx, &w); err != nil {
+		return err
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("store: append to run %s: %w", w.RunID, err)
+	}
+	s.watchers.notify(w.RunID)
+	return nil
+}
+
+// apply makes the write in tx: the run created when it asks, its holder
+// checked, its records inserted and its row updated.
+func (s *DB) apply(ctx context.Context, tx *sql.Tx, w *store.Write) error {
 	if c := w.Create; c != nil {
 		if c.ID != w.RunID || c.Holder != w.Holder {
 			return fmt.Errorf("store: append to run %s: the run it creates is %s, held by %q", w.RunID, c.ID, c.Holder)
@@ -84,7 +105,7 @@ func (s *DB) Append(ctx context.Context, w store.Write) error {
 		}
 	}
 	var holder string
-	err = tx.QueryRowContext(ctx, s.q(`SELECT holder FROM agentry_runs WHERE id = ?`+s.d.ForUpdate), w.RunID).Scan(&holder)
+	err := tx.QueryRowContext(ctx, s.q(`SELECT holder FROM agentry_runs WHERE id = ?`+s.d.ForUpdate), w.RunID).Scan(&holder)
 	if errors.Is(err, sql.ErrNoRows) {
 		return fmt.Errorf("%w: %s", store.ErrNotFound, w.RunID)
 	}
@@ -98,14 +119,7 @@ func (s *DB) Append(ctx context.Context, w store.Write) error {
 	if err := s.insert(ctx, tx, w.RunID, w.Records, now); err != nil {
 		return err
 	}
-	if err := s.update(ctx, tx, &w, now); err != nil {
-		return err
-	}
-	if err := tx.Commit(); err != nil {
-		return fmt.Errorf("store: append to run %s: %w", w.RunID, err)
-	}
-	s.watchers.notify(w.RunID)
-	return nil
+	return s.update(ctx, tx, w, now)
 }
 
 func (s *DB) insert(ctx context.Context, tx *sql.Tx, runID string, recs []store.Record, now time.Time) error {

@@ -226,6 +226,7 @@ type DB struct {
 	queries  sync.Map       // query text with ? → the dialect's text
 	inserts  sync.Map       // number of records → prepared INSERT
 	atClose  []func() error // AtClose
+	group    group          // the writes waiting for the write turn (SerialWrites)
 }
 
 // What DB promises to be.

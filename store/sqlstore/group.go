@@ -1,0 +1,109 @@
+package sqlstore
+
+import (
+	"context"
+	"fmt"
+	"sync"
+
+	"github.com/agentry/agentry/store"
+)
+
+// pendingWrite is a write waiting for the transaction that commits it.
+type pendingWrite struct {
+	ctx  context.Context
+	w    *store.Write
+	err  error
+	done chan struct{} // closed once its transaction committed, or it failed
+}
+
+// group is the writes waiting for the write turn.
+type group struct {
+	mu      sync.Mutex
+	pending []*pendingWrite
+}
+
+// appendInGroup queues w and waits until a transaction holding it
+// commits: its own, when it takes the write turn (then it commits every
+// write queued by then), or another's.
+func (s *DB) appendInGroup(ctx context.Context, w *store.Write) error {
+	p := &pendingWrite{ctx: ctx, w: w, done: make(chan struct{})}
+	s.group.mu.Lock()
+	s.group.pending = append(s.group.pending, p)
+	s.group.mu.Unlock()
+	for {
+		select {
+		case <-p.done:
+			return p.err
+		case s.writer <- struct{}{}:
+			s.commitPending()
+			s.done()
+		}
+	}
+}
+
+// commitPending commits the writes queued now in one transaction, each
+// in a savepoint: one that fails is rolled back, and the others commit.
+// The caller holds the write turn.
+func (s *DB) commitPending() {
+	s.group.mu.Lock()
+	batch := s.group.pending
+	s.group.pending = nil
+	s.group.mu.Unlock()
+	if len(batch) == 0 {
+		return
+	}
+	defer func() {
+		for _, p := range batch {
+			close(p.done)
+		}
+	}()
+	// The transaction is no one write's: a write whose context ends
+	// fails alone.
+	tx, err := s.db.BeginTx(context.Background(), nil)
+	if err != nil {
+		for _, p := range batch {
+			p.err = fmt.Errorf("store: append to run %s: %w", p.w.RunID, err)
+		}
+		return
+	}
+	defer tx.Rollback()
+	for _, p := range batch {
+		if p.err = p.ctx.Err(); p.err != nil {
+			continue
+		}
+		if _, err := tx.Exec("SAVEPOINT agentry_write"); err != nil {
+			p.err = fmt.Errorf("store: append to run %s: %w", p.w.RunID, err)
+			continue
+		}
+		p.err = s.apply(p.ctx, tx, p.w)
+		if p.err != nil {
+			if _, err := tx.Exec("ROLLBACK TO agentry_write"); err != nil {
+				s.failAll(batch, err)
+				return
+			}
+		}
+		if _, err := tx.Exec("RELEASE agentry_write"); err != nil {
+			s.failAll(batch, err)
+			return
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		s.failAll(batch, err)
+		return
+	}
+	for _, p := range batch {
+		if p.err == nil {
+			s.watchers.notify(p.w.RunID)
+		}
+	}
+}
+
+// failAll fails the writes of a transaction that could not commit: none
+// of them was written.
+func (s *DB) failAll(batch []*pendingWrite, err error) {
+	for _, p := range batch {
+		if p.err == nil {
+			p.err = fmt.Errorf("store: append to run %s: %w", p.w.RunID, err)
+		}
+	}
+}
