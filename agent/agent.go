@@ -57,6 +57,8 @@ type Agent struct {
 	modelAt      llm.Config                // where modelName is opened: its base URL, its files' directory
 	tools        toolTable                 // as built
 	live         atomic.Pointer[toolTable] // as its sources' tools changed since (an MCP server's); nil until then
+	pinnedIn     sync.Map                  // the stores whose pin of its version matched (pin), each asked once
+	started      startFacts                // what its runs' start records say of it, worked out once
 	sets         []*toolSet                // the sets of tools its sources gave it (MCP servers, A2A agents)
 	setsMu       sync.Mutex                // one refresh of live at a time
 	inputSchema  *schema.Schema

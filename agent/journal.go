@@ -2,9 +2,11 @@ package agent
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"hash"
+	"reflect"
 	"sort"
 	"strconv"
 	"sync"
@@ -132,11 +134,12 @@ func (j *runJournal) begin(ctx context.Context, s *Session) error {
 	if j.log == nil {
 		a := s.agent
 		ctx = context.WithoutCancel(ctx) // an aborted run's start is on record too (journal.Create)
+		a.start()
 		if err := a.pin(ctx, s.cfg.store); err != nil {
 			return err
 		}
 		start := &runlog.Start{Kind: "agent", RunID: r.st.RunID, SessionID: r.st.SessionID, ParentRunID: r.st.ParentRunID,
-			Spec: journal.JSON(a.spec), BaseDir: journal.AbsDir(a.o.baseDir), Model: a.o.model, Input: r.st.Input, UserID: s.cfg.info.UserID,
+			Spec: a.started.spec, BaseDir: a.started.baseDir, Model: a.o.model, Input: r.st.Input, UserID: s.cfg.info.UserID,
 			CorrelationID: s.cfg.info.CorrelationID, TraceParent: s.cfg.info.TraceParent, TraceState: s.cfg.info.TraceState, Metadata: s.cfg.info.Metadata, StartedAt: r.st.StartedAt.Time}
 		if p := policy.PrincipalFrom(ctx); p != nil {
 			start.Roles = p.Roles
@@ -279,10 +282,33 @@ func (j *runJournal) diverged(d Difference) error {
 // pin checks, on a store that pins versions (store.Pins), that the agent's
 // output schema is the one the first stored run of its NAME@VERSION had:
 // a changed schema needs a new version.
+// startFacts are what every start record of the agent's runs says of
+// it, worked out once: its spec as JSON, its directory made absolute.
+type startFacts struct {
+	once    sync.Once
+	spec    json.RawMessage
+	baseDir string
+}
+
+// start works the agent's start facts out, once.
+func (a *Agent) start() {
+	a.started.once.Do(func() {
+		a.started.spec, a.started.baseDir = journal.JSON(a.spec), journal.AbsDir(a.o.baseDir)
+	})
+}
+
 func (a *Agent) pin(ctx context.Context, st store.Store) error {
 	p, ok := st.(store.Pins)
 	if !ok {
 		return nil
+	}
+	// A pin, once it matched, matches for good: a store pins a version
+	// once and never changes it, so each store is asked once.
+	comparable := reflect.TypeOf(st).Comparable()
+	if comparable {
+		if _, done := a.pinnedIn.Load(st); done {
+			return nil
+		}
 	}
 	digest := spec.SchemaHash(a.spec)
 	pinned, err := p.Pin(ctx, a.spec.AgentName, a.spec.Version, digest)
@@ -292,6 +318,9 @@ func (a *Agent) pin(ctx context.Context, st store.Store) error {
 	if pinned != digest {
 		return fmt.Errorf("%w: %w: agent %s version %s: its output_schema (%s) differs from the one its stored runs have (%s); give the changed schema a new version",
 			ErrConfig, ErrVersionChanged, a.spec.AgentName, a.spec.Version, digest, pinned)
+	}
+	if comparable {
+		a.pinnedIn.Store(st, struct{}{})
 	}
 	return nil
 }

@@ -105,7 +105,7 @@ func (s *DB) apply(ctx context.Context, tx *sql.Tx, w *store.Write) error {
 		}
 	}
 	var holder string
-	err := tx.QueryRowContext(ctx, s.q(`SELECT holder FROM agentry_runs WHERE id = ?`+s.d.ForUpdate), w.RunID).Scan(&holder)
+	err := tx.StmtContext(ctx, s.stmts.holder).QueryRowContext(ctx, w.RunID).Scan(&holder)
 	if errors.Is(err, sql.ErrNoRows) {
 		return fmt.Errorf("%w: %s", store.ErrNotFound, w.RunID)
 	}
@@ -160,19 +160,21 @@ func (s *DB) insert(ctx context.Context, tx *sql.Tx, runID string, recs []store.
 // update changes the run's row as the write asks: always its update time,
 // and its status, summary and lease when set.
 func (s *DB) update(ctx context.Context, tx *sql.Tx, w *store.Write, now time.Time) error {
-	set := []string{"updated_at = ?"}
-	args := []any{now.UnixMicro()}
+	shape := 0
+	args := make([]any, 1, 8)
+	args[0] = now.UnixMicro()
 	if w.Status != "" {
-		set, args = append(set, "status = ?"), append(args, string(w.Status))
+		shape |= 1
+		args = append(args, string(w.Status))
 	}
 	if sm := w.Summary; sm != nil {
-		set = append(set, "outcome = ?", "turns = ?", "tokens = ?", "cost_usd = ?", "error = ?")
+		shape |= 2
 		args = append(args, sm.Outcome, sm.Turns, sm.Tokens, nullFloat(sm.CostUSD), sm.Error)
 	}
 	if w.Release {
-		set = append(set, "holder = ''", "lease_until = 0")
+		shape |= 4
 	}
-	_, err := tx.ExecContext(ctx, s.q(`UPDATE agentry_runs SET `+strings.Join(set, ", ")+` WHERE id = ?`), append(args, w.RunID)...)
+	_, err := tx.StmtContext(ctx, s.stmts.update[shape]).ExecContext(ctx, append(args, w.RunID)...)
 	if err != nil {
 		return fmt.Errorf("store: append to run %s: %w", w.RunID, err)
 	}

@@ -227,6 +227,7 @@ type DB struct {
 	inserts  sync.Map       // number of records → prepared INSERT
 	atClose  []func() error // AtClose
 	group    group          // the writes waiting for the write turn (SerialWrites)
+	stmts    writeStmts     // prepared at Open
 }
 
 // What DB promises to be.
@@ -250,6 +251,11 @@ func Open(ctx context.Context, db *sql.DB, d Dialect) (*DB, error) {
 		db.Close()
 		return nil, err
 	}
+	if err := s.prepare(ctx); err != nil {
+		s.closeStmts()
+		db.Close()
+		return nil, fmt.Errorf("store (%s): %w", d.Name, err)
+	}
 	return s, nil
 }
 
@@ -261,6 +267,7 @@ func (s *DB) Close() error {
 		v.(*sql.Stmt).Close()
 		return true
 	})
+	s.closeStmts()
 	for _, f := range s.atClose {
 		f()
 	}
