@@ -283,42 +283,6 @@ func (s *DB) AtClose(f func() error) { s.atClose = append(s.atClose, f) }
 // and tools. Statements run on it bypass the store's checks.
 func (s *DB) SQL() *sql.DB { return s.db }
 
-// turn waits for the process's write turn (with Dialect.SerialWrites),
-// and returns what ends it.
-func (s *DB) turn(ctx context.Context) (func(), error) {
-	if s.writer != nil {
-		select {
-		case s.writer <- struct{}{}:
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		}
-	}
-	return s.done, nil
-}
-
-// beginWrite begins a write transaction in the process's write turn;
-// done ends the turn, after the transaction's Commit or Rollback.
-func (s *DB) beginWrite(ctx context.Context) (tx *sql.Tx, done func(), err error) {
-	if done, err = s.turn(ctx); err != nil {
-		return nil, nil, err
-	}
-	if tx, err = s.db.BeginTx(ctx, nil); err != nil {
-		done()
-		return nil, nil, err
-	}
-	return tx, done, nil
-}
-
-// exec runs one write statement in the process's write turn.
-func (s *DB) exec(ctx context.Context, query string, args ...any) (sql.Result, error) {
-	done, err := s.turn(ctx)
-	if err != nil {
-		return nil, err
-	}
-	defer done()
-	return s.db.ExecContext(ctx, query, args...)
-}
-
 // q turns a query written with ? into the dialect's placeholders, once.
 func (s *DB) q(query string) string {
 	if !s.d.Numbered {
