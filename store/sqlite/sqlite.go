@@ -17,6 +17,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 
 	_ "modernc.org/sqlite" // the database/sql driver "sqlite"
@@ -76,6 +77,14 @@ func Open(ctx context.Context, path string) (*sqlstore.DB, error) {
 	if err != nil {
 		return nil, fmt.Errorf("store (sqlite) %s: %w", path, err)
 	}
+	// A bounded pool, kept open: a connection is costly to open (SQLite
+	// reads the schema, the pure-Go library sets up its own memory), and
+	// the pool's default keeps two idle, so that a load of many readers
+	// opened and closed connections all the time. SQLite writes one at a
+	// time anyway; readers beyond the pool wait for a connection.
+	conns := max(8, 4*runtime.GOMAXPROCS(0))
+	db.SetMaxOpenConns(conns)
+	db.SetMaxIdleConns(conns)
 	var keep *sql.Conn
 	if path == ":memory:" {
 		// memdb frees a database with its last connection: one is held
