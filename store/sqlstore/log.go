@@ -104,6 +104,18 @@ func (s *DB) apply(ctx context.Context, tx *sql.Tx, w *store.Write) error {
 			return err
 		}
 	}
+	// The row's update is the holder's check: it changes the row only
+	// while w's holder holds the run, and the records go in after it.
+	now := s.now()
+	if err := s.update(ctx, tx, w, now); err != nil {
+		return err
+	}
+	return s.insert(ctx, tx, w.RunID, w.Records, now)
+}
+
+// notHeld is why a write of w's holder changed no row: the run is
+// missing, or another holds it.
+func (s *DB) notHeld(ctx context.Context, tx *sql.Tx, w *store.Write) error {
 	var holder string
 	err := tx.StmtContext(ctx, s.stmts.holder).QueryRowContext(ctx, w.RunID).Scan(&holder)
 	if errors.Is(err, sql.ErrNoRows) {
@@ -112,14 +124,7 @@ func (s *DB) apply(ctx context.Context, tx *sql.Tx, w *store.Write) error {
 	if err != nil {
 		return fmt.Errorf("store: append to run %s: %w", w.RunID, err)
 	}
-	if holder != w.Holder {
-		return fmt.Errorf("%w: run %s is held by %q, not %q", store.ErrLeaseLost, w.RunID, holder, w.Holder)
-	}
-	now := s.now()
-	if err := s.insert(ctx, tx, w.RunID, w.Records, now); err != nil {
-		return err
-	}
-	return s.update(ctx, tx, w, now)
+	return fmt.Errorf("%w: run %s is held by %q, not %q", store.ErrLeaseLost, w.RunID, holder, w.Holder)
 }
 
 func (s *DB) insert(ctx context.Context, tx *sql.Tx, runID string, recs []store.Record, now time.Time) error {
@@ -157,8 +162,9 @@ func (s *DB) insert(ctx context.Context, tx *sql.Tx, runID string, recs []store.
 	return nil
 }
 
-// update changes the run's row as the write asks: always its update time,
-// and its status, summary and lease when set.
+// update changes the run's row as the write asks, when w's holder holds
+// the run (else notHeld says why not): always its update time, and its
+// status, summary and lease when set.
 func (s *DB) update(ctx context.Context, tx *sql.Tx, w *store.Write, now time.Time) error {
 	shape := 0
 	args := make([]any, 1, 8)
@@ -174,9 +180,12 @@ func (s *DB) update(ctx context.Context, tx *sql.Tx, w *store.Write, now time.Ti
 	if w.Release {
 		shape |= 4
 	}
-	_, err := tx.StmtContext(ctx, s.stmts.update[shape]).ExecContext(ctx, append(args, w.RunID)...)
+	res, err := tx.StmtContext(ctx, s.stmts.update[shape]).ExecContext(ctx, append(args, w.RunID, w.Holder)...)
 	if err != nil {
 		return fmt.Errorf("store: append to run %s: %w", w.RunID, err)
+	}
+	if n, err := res.RowsAffected(); err != nil || n == 0 {
+		return s.notHeld(ctx, tx, w)
 	}
 	return nil
 }

@@ -28,7 +28,7 @@ func updateSQL(shape int) string {
 	if shape&4 != 0 {
 		set = append(set, "holder = ''", "lease_until = 0")
 	}
-	return `UPDATE agentry_runs SET ` + strings.Join(set, ", ") + ` WHERE id = ?`
+	return `UPDATE agentry_runs SET ` + strings.Join(set, ", ") + ` WHERE id = ? AND holder = ?`
 }
 
 // prepare prepares the write statements.
