@@ -5,7 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"sort"
+	"maps"
+	"slices"
 	"strings"
 
 	"github.com/agentry/agentry/internal/journal"
@@ -111,7 +112,7 @@ func CallerResult(callID, output string) RunOption {
 // caller's call it names, which must wait in l, as the call's result.
 func bindAnswers(l *runlog.Log, answers map[string]string, into map[string]runlog.ToolResult) error {
 	w := l.Waiting()
-	for _, given := range sortedKeys(answers) {
+	for _, given := range slices.Sorted(maps.Keys(answers)) {
 		keys := runlog.Named(w, given)
 		switch {
 		case len(keys) > 1:
@@ -148,15 +149,6 @@ func refuseCallerApprovals(l *runlog.Log, decisions map[string]bool) error {
 		}
 	}
 	return nil
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
 }
 
 // checkToolChoice refuses a tool choice (WithToolChoice) the agent's

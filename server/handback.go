@@ -109,6 +109,29 @@ type callerRun struct {
 	answers map[string]string
 }
 
+// newCallerRun reads a request's tools and tool_choice (their function
+// nested, or flat): none unless the agent's spec takes a caller's tools
+// (callers.tools), and no choice but auto either.
+func newCallerRun(sp *spec.Spec, tools, choice json.RawMessage, flat bool) (*callerRun, error) {
+	cr := &callerRun{}
+	var err error
+	if cr.choice, err = toolChoice(choice, flat); err != nil {
+		return nil, err
+	}
+	given := len(tools) > 0 && string(tools) != "null" && string(tools) != "[]"
+	switch {
+	case given && !sp.TakesTools():
+		return nil, refuseParam("tools", "the agent's tools are its spec's: its spec takes no tools from a client (callers.tools)")
+	case cr.choice != "" && cr.choice != "auto" && !sp.TakesTools():
+		return nil, refuseParam("tool_choice", "%q: a run of this agent chooses its own tools: its spec takes none from a client (callers.tools)", cr.choice)
+	case given:
+		if cr.tools, err = callerTools(tools, flat); err != nil {
+			return nil, err
+		}
+	}
+	return cr, nil
+}
+
 // arm makes l's run offer the caller's tools, forced as the choice says:
 // its agent is l's with them (closed with the run).
 func (cr *callerRun) arm(l *launch) *paramError {

@@ -47,10 +47,7 @@ func (s *Server) chatCompletions(w http.ResponseWriter, r *http.Request) {
 	var rf *refusal
 	if cr.goesOn != "" {
 		runID = cr.goesOn
-		if text != nil {
-			text.runID = runID
-		}
-		_, done, rf = s.goOn(r.Context(), a, cr, text.listen()...)
+		_, done, rf = s.goOn(r.Context(), a, cr, text.following(runID)...)
 	} else if runID, done, rf, err = s.startCompletion(r, req, a, &sp, cr, text); err != nil {
 		writeOpenAIParamError(w, err.(*paramError))
 		return
@@ -194,6 +191,16 @@ type piece struct {
 	text      string
 	reasoning bool
 	tool      string
+}
+
+// following has c take the text of run runID, which goes on: the run
+// options that listen to it; none for nil.
+func (c *chunks) following(runID string) []agent.RunOption {
+	if c == nil {
+		return nil
+	}
+	c.runID = runID
+	return c.listen()
 }
 
 // listen is the run option that has c take the run's text; none for nil.

@@ -144,26 +144,13 @@ func (req *chatRequest) check(sp *spec.Spec) error {
 	return req.checkFormat(sp)
 }
 
-// callers is what the request asks of tools of its own: none unless the
-// agent's spec takes them; a tool_choice of "none" is honoured for any
-// agent. Tool messages that end the request answer calls a run handed
-// back.
+// callers is what the request asks of tools of its own
+// (newCallerRun); tool messages that end the request answer calls a run
+// handed back.
 func (req *chatRequest) callers(sp *spec.Spec) (*callerRun, error) {
-	cr := &callerRun{}
-	var err error
-	if cr.choice, err = toolChoice(req.ToolChoice, false); err != nil {
+	cr, err := newCallerRun(sp, req.Tools, req.ToolChoice, false)
+	if err != nil {
 		return nil, err
-	}
-	given := len(req.Tools) > 0 && string(req.Tools) != "null" && string(req.Tools) != "[]"
-	switch {
-	case given && !sp.TakesTools():
-		return nil, refuseParam("tools", "the agent's tools are its spec's: its spec takes no tools from a client (callers.tools)")
-	case cr.choice != "" && cr.choice != "auto" && !sp.TakesTools():
-		return nil, refuseParam("tool_choice", "%q: a run of this agent chooses its own tools: its spec takes none from a client (callers.tools)", cr.choice)
-	case given:
-		if cr.tools, err = callerTools(req.Tools, false); err != nil {
-			return nil, err
-		}
 	}
 	var results []toolAnswer
 	for i := len(req.Messages) - 1; i >= 0 && req.Messages[i].Role == "tool"; i-- {

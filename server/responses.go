@@ -67,11 +67,8 @@ func (s *Server) createResponse(w http.ResponseWriter, r *http.Request) {
 		if o.previous == o.id {
 			o.previous = ""
 		}
-		if text != nil {
-			text.runID = o.id
-		}
 		var run store.Run
-		run, done, rf = s.goOn(r.Context(), a, cr, text.listen()...)
+		run, done, rf = s.goOn(r.Context(), a, cr, text.following(o.id)...)
 		o.conversation = run.Conversation
 	} else if done, rf, err = s.startResponse(r, req, a, &sp, cr, text, o); err != nil {
 		writeOpenAIParamError(w, err.(*paramError))

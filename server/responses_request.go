@@ -153,23 +153,12 @@ func (req *responseRequest) check(sp *spec.Spec) error {
 // completion's callers says); function_call_output items that end its
 // input answer calls a run handed back.
 func (req *responseRequest) callers(sp *spec.Spec) (*callerRun, error) {
-	cr := &callerRun{}
-	var err error
-	if cr.choice, err = toolChoice(req.ToolChoice, true); err != nil {
+	cr, err := newCallerRun(sp, req.Tools, req.ToolChoice, true)
+	if err != nil {
 		return nil, err
 	}
-	given := len(req.Tools) > 0 && string(req.Tools) != "null" && string(req.Tools) != "[]"
-	switch {
-	case given && !sp.TakesTools():
-		return nil, refuseParam("tools", "the agent's tools are its spec's: its spec takes no tools from a client (callers.tools)")
-	case cr.choice != "" && cr.choice != "auto" && !sp.TakesTools():
-		return nil, refuseParam("tool_choice", "%q: a run of this agent chooses its own tools: its spec takes none from a client (callers.tools)", cr.choice)
-	case given && req.Store != nil && !*req.Store:
+	if len(cr.tools) > 0 && req.Store != nil && !*req.Store {
 		return nil, refuseParam("store", "a run that hands calls back is stored, to go on when their results come")
-	case given:
-		if cr.tools, err = callerTools(req.Tools, true); err != nil {
-			return nil, err
-		}
 	}
 	items, err := req.items()
 	if err != nil {
