@@ -196,6 +196,10 @@ func TestCallerToolsAttacked(t *testing.T) {
 		"tools to a sealed agent": {openai.ChatCompletionNewParams{Model: "sealed", Messages: first, Tools: tools}, "tools"},
 		"a forced call of a sealed agent": {openai.ChatCompletionNewParams{Model: "sealed", Messages: first,
 			ToolChoice: openai.ChatCompletionToolChoiceOptionUnionParam{OfAuto: openai.String("required")}}, "tool_choice"},
+		"the agent's own tool forced": {openai.ChatCompletionNewParams{Model: "forecaster", Messages: first, Tools: tools,
+			ToolChoice: openai.ToolChoiceOptionFunctionToolChoice(openai.ChatCompletionNamedToolChoiceFunctionParam{Name: "add"})}, "tool_choice"},
+		"a sealed agent's tools turned off": {openai.ChatCompletionNewParams{Model: "sealed", Messages: first,
+			ToolChoice: openai.ChatCompletionToolChoiceOptionUnionParam{OfAuto: openai.String("none")}}, "tool_choice"},
 		"a choice of no tool": {openai.ChatCompletionNewParams{Model: "forecaster", Messages: first, Tools: tools,
 			ToolChoice: openai.ToolChoiceOptionFunctionToolChoice(openai.ChatCompletionNamedToolChoiceFunctionParam{Name: "rm"})}, "tool_choice"},
 		"a tool named as the agent's": {openai.ChatCompletionNewParams{Model: "forecaster", Messages: first, Tools: []openai.ChatCompletionToolUnionParam{
@@ -374,7 +378,8 @@ func TestAGUICallerToolsAttacked(t *testing.T) {
 		t.Fatalf("ada's run: %d", got.status)
 	}
 	answer := map[string]any{"id": "t1", "role": "tool", "toolCallId": "c_w", "content": "stolen"}
-	if eve := f.agui(t, "forecaster", "tok-eve", input("thread-ada", user, answer)); eve.status != http.StatusNotFound {
+	// Not found, and nothing of ada's told: not even her run's id.
+	if eve := f.agui(t, "forecaster", "tok-eve", input("thread-ada", user, answer)); eve.status != http.StatusNotFound || strings.Contains(fmt.Sprint(eve.err), got.runID) {
 		t.Errorf("eve's tool message on ada's thread: %d %v", eve.status, eve.err)
 	}
 	resume := fmt.Sprintf(`{"threadId": "thread-ada", "runId": "r2", "messages": [], "resume": [{"interruptId": %q, "status": "resolved", "payload": {"approved": true}}]}`, got.runID+":1:1")
