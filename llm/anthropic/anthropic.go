@@ -42,7 +42,9 @@ type Options struct {
 
 // Provider calls the Messages API. It is safe for concurrent use.
 type Provider struct {
-	client sdk.Client
+	// client is the one service agentry calls (see the openai provider:
+	// a whole sdk.Client links every service).
+	client sdk.MessageService
 	hasKey bool
 }
 
@@ -72,7 +74,23 @@ func New(o Options) *Provider {
 	if o.HTTPClient != nil {
 		opts = append(opts, option.WithHTTPClient(o.HTTPClient))
 	}
-	return &Provider{client: sdk.NewClient(opts...), hasKey: key != ""}
+	client := sdk.NewMessageService(append(defaults(key), opts...)...)
+	return &Provider{client: client, hasKey: key != ""}
+}
+
+// defaults are the environment's options, as sdk.NewClient would put
+// them first: all of them when agentry has no key, and otherwise all but
+// the SDK's credential chain, whose profile would bring its own base URL
+// and workspace to a key that is not the profile's.
+func defaults(key string) []option.RequestOption {
+	if key == "" {
+		return sdk.DefaultClientOptions()
+	}
+	d := []option.RequestOption{option.WithEnvironmentProduction()}
+	if u := os.Getenv("ANTHROPIC_BASE_URL"); u != "" {
+		d = append(d, option.WithBaseURL(u))
+	}
+	return d
 }
 
 // traceContext sends the run's trace context (llm.WithTraceContext).
@@ -150,7 +168,7 @@ func (p *Provider) Generate(ctx context.Context, req *llm.Request) (*llm.Respons
 	if err != nil {
 		return nil, err
 	}
-	msg, err := p.client.Messages.New(ctx, params)
+	msg, err := p.client.New(ctx, params)
 	if err != nil {
 		return nil, apiError(ctx, req.Model, err)
 	}
@@ -190,7 +208,7 @@ func (p *Provider) Stream(ctx context.Context, req *llm.Request) iter.Seq2[llm.C
 			yield(llm.Chunk{}, err)
 			return
 		}
-		stream := p.client.Messages.NewStreaming(ctx, params)
+		stream := p.client.NewStreaming(ctx, params)
 		defer stream.Close()
 		toolIndex := map[int64]int{} // content block index -> tool call index
 		forcedBlock := int64(-1)

@@ -296,6 +296,26 @@ func TestNoKey(t *testing.T) {
 	}
 }
 
+// TestBaseURLFromEnvironment: ANTHROPIC_BASE_URL is where a keyed
+// provider with no BaseURL of its own goes, and an explicit BaseURL wins.
+func TestBaseURLFromEnvironment(t *testing.T) {
+	env := wiretest.New(t, wiretest.Reply{Body: toolReply})
+	own := wiretest.New(t, wiretest.Reply{Body: toolReply})
+	t.Setenv("ANTHROPIC_BASE_URL", env.URL)
+	req := &llm.Request{Model: "claude-sonnet-4-5", Messages: transcript(), MaxOutputTokens: 10}
+	for _, o := range []Options{{APIKey: "k"}, {APIKey: "k", BaseURL: own.URL}} {
+		if _, err := New(o).Generate(context.Background(), req); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if len(env.Requests()) != 1 || len(own.Requests()) != 1 {
+		t.Errorf("environment's server got %d calls, the explicit one %d; want 1 and 1", len(env.Requests()), len(own.Requests()))
+	}
+	if got := env.Requests()[0].Header.Get("X-Api-Key"); got != "k" {
+		t.Errorf("x-api-key %q", got)
+	}
+}
+
 // TestTraceParent: a call made in a run with a trace context sends it.
 func TestTraceParent(t *testing.T) {
 	const tp = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"

@@ -53,7 +53,10 @@ type Options struct {
 
 // Provider calls the Chat Completions API. It is safe for concurrent use.
 type Provider struct {
-	client sdk.Client
+	// client is the one service agentry calls. A whole sdk.Client would
+	// link every service of the API into the binary: some 28 MB of code
+	// and types, resident in every process that serves agents.
+	client sdk.ChatCompletionService
 	name   string
 	hasKey bool
 	compat bool
@@ -97,7 +100,9 @@ func New(o Options) *Provider {
 	if o.HTTPClient != nil {
 		opts = append(opts, option.WithHTTPClient(o.HTTPClient))
 	}
-	return &Provider{client: sdk.NewClient(opts...), name: name, hasKey: key != "", compat: o.Compatible, azure: azureEndpoint}
+	// DefaultClientOptions first, as sdk.NewClient puts them.
+	client := sdk.NewChatCompletionService(append(sdk.DefaultClientOptions(), opts...)...)
+	return &Provider{client: client, name: name, hasKey: key != "", compat: o.Compatible, azure: azureEndpoint}
 }
 
 // traceContext sends the run's trace context (llm.WithTraceContext).
@@ -299,7 +304,7 @@ func (p *Provider) Generate(ctx context.Context, req *llm.Request) (*llm.Respons
 	if err := p.checkKey(req.Model); err != nil {
 		return nil, err
 	}
-	cc, err := p.client.Chat.Completions.New(ctx, params, p.callOptions(req.Model)...)
+	cc, err := p.client.New(ctx, params, p.callOptions(req.Model)...)
 	if err != nil {
 		return nil, p.apiError(ctx, req.Model, err)
 	}
@@ -341,7 +346,7 @@ func (p *Provider) Stream(ctx context.Context, req *llm.Request) iter.Seq2[llm.C
 			return
 		}
 		params.StreamOptions = sdk.ChatCompletionStreamOptionsParam{IncludeUsage: param.NewOpt(true)}
-		stream := p.client.Chat.Completions.NewStreaming(ctx, params, p.callOptions(req.Model)...)
+		stream := p.client.NewStreaming(ctx, params, p.callOptions(req.Model)...)
 		defer stream.Close()
 		finished := false
 		for stream.Next() {
