@@ -69,34 +69,64 @@ func HolderDead(holder string) bool {
 }
 
 // KeepLease renews holder's lease of runID every ttl/3 until the returned
-// stop is called (stop waits for the renewer to end). When the lease is
-// lost to another holder it calls lost, if not nil, and stops renewing; a
-// renewal that fails otherwise is tried again at the next tick.
+// stop is called (stop waits for a renewal under way to end). When the
+// lease is lost to another holder it calls lost, if not nil, and stops
+// renewing; a renewal that fails otherwise is tried again at the next
+// tick. Between renewals nothing runs: a timer, not a goroutine, waits,
+// so a server with a thousand runs under way keeps no thousand stacks
+// for their leases.
 func KeepLease(l Leases, runID, holder string, ttl time.Duration, lost func(error)) (stop func()) {
-	quit, done := make(chan struct{}), make(chan struct{})
-	go func() {
-		defer close(done)
-		t := time.NewTicker(ttl / 3)
-		defer t.Stop()
-		for {
-			select {
-			case <-quit:
-				return
-			case <-t.C:
-				if err := l.Renew(context.Background(), runID, holder, ttl); errors.Is(err, ErrLeaseLost) {
-					if lost != nil {
-						lost(err)
-					}
-					return
-				}
-			}
-		}
-	}()
-	var once sync.Once
-	return func() {
-		once.Do(func() {
-			close(quit)
-			<-done
-		})
+	k := &keeper{l: l, runID: runID, holder: holder, ttl: ttl, lost: lost}
+	k.mu.Lock()
+	k.t = time.AfterFunc(ttl/3, k.renew)
+	k.mu.Unlock()
+	return k.stop
+}
+
+// keeper is one KeepLease: its timer, and whether it has stopped.
+type keeper struct {
+	l             Leases
+	runID, holder string
+	ttl           time.Duration
+	lost          func(error)
+
+	mu      sync.Mutex
+	t       *time.Timer
+	stopped bool
+	renewal sync.WaitGroup // a renewal under way; added to only before stopped
+}
+
+// renew is the timer's: it renews the lease and sets the next tick.
+func (k *keeper) renew() {
+	k.mu.Lock()
+	if k.stopped {
+		k.mu.Unlock()
+		return
 	}
+	k.renewal.Add(1)
+	k.mu.Unlock()
+	defer k.renewal.Done()
+	if err := k.l.Renew(context.Background(), k.runID, k.holder, k.ttl); errors.Is(err, ErrLeaseLost) {
+		k.mu.Lock()
+		k.stopped = true
+		k.mu.Unlock()
+		if k.lost != nil {
+			k.lost(err)
+		}
+		return
+	}
+	k.mu.Lock()
+	if !k.stopped {
+		k.t.Reset(k.ttl / 3)
+	}
+	k.mu.Unlock()
+}
+
+// stop ends the renewals; twice is harmless.
+func (k *keeper) stop() {
+	k.mu.Lock()
+	k.stopped = true
+	k.t.Stop()
+	k.mu.Unlock()
+	k.renewal.Wait()
 }
