@@ -2,6 +2,7 @@ package store_test
 
 import (
 	"context"
+	"runtime"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -44,4 +45,23 @@ func TestKeepLeaseStop(t *testing.T) {
 		t.Errorf("%d renewals, want 1: a renewal ran after stop", n)
 	}
 	stop() // twice is harmless
+}
+
+// TestKeepLeaseKeepsNoGoroutine: a lease kept waits on a timer, not on a
+// goroutine of its own, so that a thousand runs under way keep no
+// thousand stacks for their leases.
+func TestKeepLeaseKeepsNoGoroutine(t *testing.T) {
+	const n = 50
+	before := runtime.NumGoroutine()
+	stops := make([]func(), n)
+	for i := range stops {
+		stops[i] = store.KeepLease(&blockingLeases{}, "run_a", "h1", time.Hour, nil)
+	}
+	grew := runtime.NumGoroutine() - before
+	for _, stop := range stops {
+		stop()
+	}
+	if grew >= n/2 {
+		t.Errorf("%d leases kept added %d goroutines", n, grew)
+	}
 }

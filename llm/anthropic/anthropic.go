@@ -17,6 +17,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"time"
 
 	sdk "github.com/anthropics/anthropic-sdk-go/v2"
 	"github.com/anthropics/anthropic-sdk-go/v2/option"
@@ -78,17 +79,31 @@ func New(o Options) *Provider {
 	return &Provider{client: client, hasKey: key != ""}
 }
 
-// defaults are the environment's options, as sdk.NewClient would put
-// them first: all of them when agentry has no key, and otherwise all but
-// the SDK's credential chain, whose profile would bring its own base URL
-// and workspace to a key that is not the profile's.
+// defaults are the options sdk.NewClient would put first: the
+// environment's, all of them when agentry has no key. With a key they
+// are those the SDK's client takes when given a credential, without its
+// credential chain, whose profile would bring its own base URL and
+// workspace to a key that is not the profile's: the production
+// environment, an HTTP client that gives up on a server that sends no
+// headers in 10 minutes, ANTHROPIC_BASE_URL and ANTHROPIC_CUSTOM_HEADERS.
 func defaults(key string) []option.RequestOption {
 	if key == "" {
 		return sdk.DefaultClientOptions()
 	}
-	d := []option.RequestOption{option.WithEnvironmentProduction()}
+	client := &http.Client{Transport: http.DefaultTransport}
+	if t, ok := http.DefaultTransport.(*http.Transport); ok {
+		t = t.Clone()
+		t.ResponseHeaderTimeout = 10 * time.Minute
+		client.Transport = t
+	}
+	d := []option.RequestOption{option.WithHTTPClient(client), option.WithEnvironmentProduction()}
 	if u := os.Getenv("ANTHROPIC_BASE_URL"); u != "" {
 		d = append(d, option.WithBaseURL(u))
+	}
+	for line := range strings.SplitSeq(os.Getenv("ANTHROPIC_CUSTOM_HEADERS"), "\n") {
+		if name, value, ok := strings.Cut(line, ":"); ok {
+			d = append(d, option.WithHeader(strings.TrimSpace(name), strings.TrimSpace(value)))
+		}
 	}
 	return d
 }

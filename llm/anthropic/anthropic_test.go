@@ -297,11 +297,13 @@ func TestNoKey(t *testing.T) {
 }
 
 // TestBaseURLFromEnvironment: ANTHROPIC_BASE_URL is where a keyed
-// provider with no BaseURL of its own goes, and an explicit BaseURL wins.
+// provider with no BaseURL of its own goes, an explicit BaseURL wins, and
+// ANTHROPIC_CUSTOM_HEADERS are sent, as the SDK's own client does.
 func TestBaseURLFromEnvironment(t *testing.T) {
 	env := wiretest.New(t, wiretest.Reply{Body: toolReply})
 	own := wiretest.New(t, wiretest.Reply{Body: toolReply})
 	t.Setenv("ANTHROPIC_BASE_URL", env.URL)
+	t.Setenv("ANTHROPIC_CUSTOM_HEADERS", "X-Team: search\nX-Cost-Center : 42")
 	req := &llm.Request{Model: "claude-sonnet-4-5", Messages: transcript(), MaxOutputTokens: 10}
 	for _, o := range []Options{{APIKey: "k"}, {APIKey: "k", BaseURL: own.URL}} {
 		if _, err := New(o).Generate(context.Background(), req); err != nil {
@@ -311,8 +313,9 @@ func TestBaseURLFromEnvironment(t *testing.T) {
 	if len(env.Requests()) != 1 || len(own.Requests()) != 1 {
 		t.Errorf("environment's server got %d calls, the explicit one %d; want 1 and 1", len(env.Requests()), len(own.Requests()))
 	}
-	if got := env.Requests()[0].Header.Get("X-Api-Key"); got != "k" {
-		t.Errorf("x-api-key %q", got)
+	h := env.Requests()[0].Header
+	if h.Get("X-Api-Key") != "k" || h.Get("X-Team") != "search" || h.Get("X-Cost-Center") != "42" {
+		t.Errorf("headers %v; want the key and the custom headers", h)
 	}
 }
 

@@ -95,11 +95,13 @@ func Open(ctx context.Context, path string) (*sqlstore.DB, error) {
 		}
 	}
 	if err := db.PingContext(ctx); err != nil {
+		closeKept(keep)
 		db.Close()
 		return nil, fmt.Errorf("store (sqlite) %s: %w", path, err)
 	}
-	s, err := sqlstore.Open(ctx, db, dialect)
+	s, err := sqlstore.Open(ctx, db, dialect) // closes db when it fails
 	if err != nil {
+		closeKept(keep)
 		return nil, fmt.Errorf("%w (file %s)", err, path)
 	}
 	if keep != nil {
@@ -108,6 +110,13 @@ func Open(ctx context.Context, path string) (*sqlstore.DB, error) {
 		tightenSidecars(path)
 	}
 	return s, nil
+}
+
+// closeKept closes the connection that keeps a memdb database, if any.
+func closeKept(keep *sql.Conn) {
+	if keep != nil {
+		keep.Close()
+	}
 }
 
 // tightenSidecars gives the -wal and -shm files of an owner-only store

@@ -61,12 +61,15 @@ type group struct {
 
 // appendInGroup queues w and waits until a transaction holding it
 // commits: its own, when it takes the write turn (then it commits every
-// write queued by then), or another's.
+// write queued by then), or another's. A write whose context ends while
+// it is queued leaves the queue unwritten; once a transaction holds it,
+// its outcome is that transaction's.
 func (s *DB) appendInGroup(ctx context.Context, w *store.Write) error {
 	p := &pendingWrite{ctx: ctx, w: w, done: make(chan struct{})}
 	s.group.mu.Lock()
 	s.group.pending = append(s.group.pending, p)
 	s.group.mu.Unlock()
+	cancelled := ctx.Done()
 	for {
 		select {
 		case <-p.done:
@@ -74,8 +77,26 @@ func (s *DB) appendInGroup(ctx context.Context, w *store.Write) error {
 		case s.writer <- struct{}{}:
 			s.commitPending()
 			s.done()
+		case <-cancelled:
+			if s.group.drop(p) {
+				return fmt.Errorf("store: append to run %s: %w", w.RunID, ctx.Err())
+			}
+			cancelled = nil // a transaction holds it: wait for its outcome
 		}
 	}
+}
+
+// drop takes p out of the queue, and reports whether it was still there.
+func (g *group) drop(p *pendingWrite) bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	for i, q := range g.pending {
+		if q == p {
+			g.pending = append(g.pending[:i], g.pending[i+1:]...)
+			return true
+		}
+	}
+	return false
 }
 
 // commitPending commits the writes queued now in one transaction, each
@@ -94,8 +115,10 @@ func (s *DB) commitPending() {
 			close(p.done)
 		}
 	}()
-	// The transaction is no one write's: a write whose context ends
-	// fails alone.
+	// The transaction is no one write's, nor are its statements: a
+	// statement interrupted by its context's end would roll the whole
+	// transaction back, the other writes with it. A write taken into the
+	// transaction is applied whole.
 	tx, err := s.db.BeginTx(context.Background(), nil)
 	if err != nil {
 		for _, p := range batch {
@@ -105,14 +128,15 @@ func (s *DB) commitPending() {
 	}
 	defer tx.Rollback()
 	for _, p := range batch {
-		if p.err = p.ctx.Err(); p.err != nil {
+		if err := p.ctx.Err(); err != nil {
+			p.err = fmt.Errorf("store: append to run %s: %w", p.w.RunID, err)
 			continue
 		}
 		if _, err := tx.Exec("SAVEPOINT agentry_write"); err != nil {
 			p.err = fmt.Errorf("store: append to run %s: %w", p.w.RunID, err)
 			continue
 		}
-		p.err = s.apply(p.ctx, tx, p.w)
+		p.err = s.apply(context.WithoutCancel(p.ctx), tx, p.w)
 		if p.err != nil {
 			if _, err := tx.Exec("ROLLBACK TO agentry_write"); err != nil {
 				s.failAll(batch, err)
