@@ -279,9 +279,6 @@ func (j *runJournal) diverged(d Difference) error {
 	return fmt.Errorf("%w: %s", ErrDiverged, d)
 }
 
-// pin checks, on a store that pins versions (store.Pins), that the agent's
-// output schema is the one the first stored run of its NAME@VERSION had:
-// a changed schema needs a new version.
 // startFacts are what every start record of the agent's runs says of
 // it, worked out once: its spec as JSON, its directory made absolute.
 type startFacts struct {
@@ -297,6 +294,9 @@ func (a *Agent) start() {
 	})
 }
 
+// pin checks, on a store that pins versions (store.Pins), that the agent's
+// output schema is the one the first stored run of its NAME@VERSION had:
+// a changed schema needs a new version.
 func (a *Agent) pin(ctx context.Context, st store.Store) error {
 	p, ok := st.(store.Pins)
 	if !ok {

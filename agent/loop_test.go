@@ -723,3 +723,26 @@ func TestStreamedSecretRedacted(t *testing.T) {
 		})
 	}
 }
+
+// TestScriptPlaysAnewEachRun: a spec's scripted model plays its script
+// from the first turn in each run that is part of none (every run of a
+// one-turn script answers), while the runs that are part of another
+// share one player, which goes on where the last left it (a pipeline's
+// stage run again plays its next turns): the second finds no turn left.
+func TestScriptPlaysAnewEachRun(t *testing.T) {
+	a, err := New(mustSpec(t, `{"agent_name": "once", "version": "v1", "model_name": "scripted:testdata/scripts/spare.json"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	ctx := context.Background()
+	for i, tc := range []struct {
+		parent string
+		want   bool
+	}{{"", true}, {"", true}, {"run_parent", true}, {"run_parent", false}, {"", true}} {
+		res, err := a.Run(ctx, nil, WithParentRunID(tc.parent))
+		if got := err == nil && res.Outcome == OutcomeSuccess; got != tc.want {
+			t.Errorf("run %d (parent %q): %v, %v; want success %v", i+1, tc.parent, err, res, tc.want)
+		}
+	}
+}
