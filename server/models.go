@@ -32,10 +32,10 @@ var errSpecModelRefused = errors.New(`an inline spec names a model this server d
 // and base_url) or one the operator lists; errModelRefused otherwise. A
 // worker on Temporal builds the same agent from the same name.
 func (s *Server) servedWith(a *agent.Agent, model string) (*agent.Agent, bool, int, error) {
-	sp := a.Spec()
 	if a.UsesModel(model) {
 		return a, false, 0, nil // its own model, by whatever name
 	}
+	sp := a.Spec()
 	if !s.allowedFor(&sp, model) {
 		return nil, false, http.StatusBadRequest, errModelRefused
 	}

@@ -54,7 +54,7 @@ type Options struct {
 // Provider calls the Chat Completions API. It is safe for concurrent use.
 type Provider struct {
 	// client is the one service agentry calls. A whole sdk.Client would
-	// link every service of the API into the binary: some 28 MB of code
+	// link every service of the API into the binary: some 16 MB of code
 	// and types, resident in every process that serves agents.
 	client sdk.ChatCompletionService
 	name   string
